@@ -1,0 +1,103 @@
+"""Command-line glue between Hydra and `train(cfg, run_dir)`: exit codes and up-front checks.
+
+- `preflight(argv, conf_dir)`: before Hydra starts (and before it makes any directory), compose every
+  combination a command asks for (sweeps expanded) and validate it, so a typo in an optimizer name or
+  an out-of-range value gives one line and exit status 2 instead of a traceback mid-sweep.
+- `run_job(cfg, run_dir)`: call `train`; a ConfigError discovered later (data missing, bad folder)
+  prints one line, removes the files Hydra put in a run directory that holds no results, and exits 2.
+Exit codes: 0 completed or diverged (a result), 2 bad configuration or input, 1 any other failure.
+"""
+
+import itertools
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra._internal.utils import get_args_parser
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+from omegaconf import DictConfig
+
+from optbench.config import validate
+from optbench.errors import ConfigError
+from optbench.runlog import CHECKPOINT_FILE, METRICS_FILE, SUMMARY_FILE
+
+log = logging.getLogger(__name__)
+EXIT_BAD_INPUT = 2
+MAX_CHECKED_COMBINATIONS = 512  # a sweep larger than this is checked on its first 512 runs only
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def preflight(argv: list[str], conf_dir: Path, config_name: str = "config") -> None:
+    try:
+        combinations = _override_combinations(get_args_parser().parse_args(argv).overrides)
+        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+            for overrides in itertools.islice(combinations, MAX_CHECKED_COMBINATIONS):
+                _check_groups(overrides, conf_dir)
+                validate(compose(config_name=config_name, overrides=overrides))
+    except ConfigError as error:
+        fail(str(error))
+    except HydraException as error:
+        lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+        fail("; ".join(lines[:2]) + " (see `python src/train.py --help` for the config groups)")
+
+
+def _override_combinations(overrides: list[str]) -> "itertools.product":
+    """Every single-run override list a (possibly sweeping) command line stands for; hydra.* left out."""
+    choices = []
+    for override in OverridesParser.create().parse_overrides(overrides):
+        if override.is_hydra_override():
+            continue
+        text = override.input_line
+        if override.is_sweep_override():
+            prefix = text[: len(text) - len(override.get_value_element_as_str())]
+            try:
+                choices.append([prefix + value for value in override.sweep_string_iterator()])
+            except Exception:  # interval sweeps (optimisation launchers) have no list of values to check
+                continue
+        else:
+            choices.append([text])
+    return itertools.product(*choices)
+
+
+def _check_groups(overrides: tuple[str, ...], conf_dir: Path) -> None:
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        group_dir = conf_dir / key
+        if group_dir.is_dir() and value not in ("null", "") and not (group_dir / f"{value}.yaml").exists():
+            options = sorted(path.stem for path in group_dir.glob("*.yaml"))
+            raise ConfigError(f"unknown {key} '{value}': choose {key}=" + ", ".join(options))
+
+
+def run_job(cfg: DictConfig, run_dir: Path) -> dict:
+    from optbench.runner import train  # heavy imports (torch, torchvision) only once the config is known good
+
+    try:
+        summary = train(cfg, run_dir)
+    except ConfigError as error:
+        _discard_empty_run_dir(run_dir)
+        fail(str(error))
+    except KeyboardInterrupt:
+        log.warning("interrupted: %s", run_dir)
+        sys.exit(130)
+    return summary
+
+
+def _discard_empty_run_dir(run_dir: Path) -> None:
+    """Remove what Hydra wrote into a run directory that holds no results of an earlier run."""
+    if any((run_dir / name).exists() for name in (SUMMARY_FILE, METRICS_FILE, CHECKPOINT_FILE)):
+        return
+    shutil.rmtree(run_dir / ".hydra", ignore_errors=True)
+    for job_log in run_dir.glob("*.log"):
+        if job_log.stat().st_size == 0 or job_log.name == "train.log":
+            job_log.unlink()
+    try:
+        run_dir.rmdir()  # only if nothing else is there
+    except OSError:
+        pass

@@ -1,0 +1,101 @@
+"""Checks a composed config before any work, and registers the resolvers the config tree uses.
+
+`validate(cfg)` raises ConfigError with one line naming the key and the fix; the CLI turns it into
+exit status 2. `register_resolvers()` must run before Hydra composes `conf/` (src/train.py does it
+at import): `${optbench_variant:...}` turns Hydra's override_dirname into a safe path component.
+"""
+
+import re
+
+from omegaconf import DictConfig, OmegaConf
+
+from optbench.data import DATASET_NAMES
+from optbench.errors import ConfigError
+from optbench.noise import NOISE_KINDS
+from optbench.optim import SCHEDULES
+
+# imagefolder gets a mapping when its class names are CIFAR's; that is checked once the data is loaded.
+DATASETS_WITH_ASYMMETRIC_MAPPING = ("cifar10", "cifar100", "imagefolder")
+
+
+def run_variant(override_dirname: str) -> str:
+    """`a=1,b=x/y` -> `a=1,b=x_y/`; empty stays empty, so plain runs get no extra directory level."""
+    if not override_dirname:
+        return ""
+    return re.sub(r"[^A-Za-z0-9=,._+-]", "_", override_dirname) + "/"
+
+
+def register_resolvers() -> None:
+    OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
+
+
+def _fail(key: str, value, fix: str) -> None:
+    raise ConfigError(f"{key}={value}: {fix}")
+
+
+def _whole_number(cfg: DictConfig, key: str, minimum: int, fix: str) -> None:
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        _fail(key, value, fix)
+
+
+def _number(cfg: DictConfig, key: str, low: float, high: float, fix: str, *, high_open: bool = False) -> None:
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(key, value, fix)
+    if not (low <= value < high if high_open else low <= value <= high):
+        _fail(key, value, fix)
+
+
+def validate(cfg: DictConfig) -> None:
+    _whole_number(cfg, "seed", 0, "the seed must be a whole number >= 0, e.g. seed=0")
+    _whole_number(cfg, "epochs", 1, "train for at least one epoch, e.g. epochs=200")
+    _whole_number(cfg, "batch_size", 1, "use a batch size of at least 1, e.g. batch_size=128")
+    _whole_number(cfg, "train.eval_batch_size", 1, "use an evaluation batch size of at least 1, e.g. 1024")
+    _whole_number(cfg, "train.checkpoint_every", 0, "use 0 (only at the end) or a number of epochs")
+    _whole_number(cfg, "model.width", 1, "64 is the standard ResNet-18; 8-16 for CPU tests")
+    _validate_dataset(cfg)
+    _validate_noise(cfg)
+    _validate_optimizer(cfg)
+    _validate_scheduler(cfg)
+
+
+def _validate_dataset(cfg: DictConfig) -> None:
+    name = cfg.dataset.name
+    if name not in DATASET_NAMES:
+        _fail("dataset", name, f"choose dataset={', '.join(DATASET_NAMES)}")
+    _whole_number(cfg, "dataset.val_size", 0, "hold out 0 or more images, e.g. dataset.val_size=5000")
+    if cfg.dataset.train_subset is not None:
+        _whole_number(cfg, "dataset.train_subset", 1, "keep at least one image per class, or null for all")
+    if name == "imagefolder" and not cfg.dataset.root:
+        _fail("dataset.root", None, "dataset=imagefolder needs dataset.root=DIR holding train/ and test/ class folders")
+
+
+def _validate_noise(cfg: DictConfig) -> None:
+    kind = cfg.noise.name
+    if kind not in NOISE_KINDS:
+        _fail("noise", kind, "choose noise=none, symmetric or asymmetric")
+    _number(cfg, "noise.rate", 0.0, 1.0, "the noise rate is a fraction in [0, 1), e.g. noise.rate=0.2", high_open=True)
+    if kind == "none" and cfg.noise.rate != 0:
+        _fail("noise.rate", cfg.noise.rate, "noise=none changes no label: add noise=symmetric or noise=asymmetric")
+    if kind == "asymmetric" and cfg.dataset.name not in DATASETS_WITH_ASYMMETRIC_MAPPING:
+        _fail("noise", kind, f"dataset {cfg.dataset.name} has no asymmetric class mapping: use noise=symmetric")
+
+
+def _validate_optimizer(cfg: DictConfig) -> None:
+    if not OmegaConf.select(cfg, "optimizer._target_"):
+        _fail("optimizer._target_", None, "name the optimizer class, e.g. optimizer=adamw")
+    for key in ("lr", "adamw_lr"):
+        if OmegaConf.select(cfg, f"optimizer.{key}") is not None:
+            _number(cfg, f"optimizer.{key}", 0.0, float("inf"), "the learning rate must be a positive number")
+            if cfg.optimizer[key] <= 0:
+                _fail(f"optimizer.{key}", cfg.optimizer[key], "the learning rate must be > 0")
+    for key in ("weight_decay", "adamw_wd"):
+        if OmegaConf.select(cfg, f"optimizer.{key}") is not None:
+            _number(cfg, f"optimizer.{key}", 0.0, float("inf"), "weight decay must be a number >= 0")
+
+
+def _validate_scheduler(cfg: DictConfig) -> None:
+    if cfg.scheduler.name not in SCHEDULES:
+        _fail("scheduler", cfg.scheduler.name, "choose scheduler=cosine, step or constant")
+    _number(cfg, "scheduler.warmup_fraction", 0.0, 1.0, "a fraction of all iterations in [0, 1], e.g. 0.02")

@@ -1,0 +1,10 @@
+"""Error types the entry points map to exit codes.
+
+`ConfigError` means the user asked for something that cannot work (bad value, missing data,
+unknown name). Its message is one line that names the fix; the CLI prints it and exits with
+status 2 before any run directory is made to look complete.
+"""
+
+
+class ConfigError(ValueError):
+    """Bad configuration or input: one line naming the fix; exit status 2."""

@@ -1,0 +1,62 @@
+"""CIFAR ResNet-18 (He et al. 2016, as in kuangliu/pytorch-cifar) with a width knob.
+
+`build_model(name, num_classes, width)`: a 3x3 stride-1 stem without max-pool (32x32 inputs are too
+small to downsample early), four stages of two BasicBlocks with widths w, 2w, 4w, 8w, global
+average pooling and a linear head. width=64 is the standard model (11,173,962 parameters at 10
+classes); tests and CPU runs use 8-16. torchvision's resnet18 cannot be reused: it hard-codes the
+64..512 widths and the ImageNet stem. Modules are named `stem`, `stages`, `head` so the optimizer
+factory can tell Muon's hidden weights from the stem and head.
+"""
+
+import torch
+from torch import nn
+
+from optbench.errors import ConfigError
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or in_channels != out_channels:  # projection shortcut (option B)
+            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride, bias=False),
+                                          nn.BatchNorm2d(out_channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return torch.relu(out + self.shortcut(x))
+
+
+class CifarResNet(nn.Module):
+    def __init__(self, blocks_per_stage: tuple[int, ...], num_classes: int, width: int):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+        stages, in_channels = [], width
+        for stage_index, num_blocks in enumerate(blocks_per_stage):
+            out_channels = width * 2 ** stage_index
+            for block_index in range(num_blocks):
+                stride = 2 if stage_index > 0 and block_index == 0 else 1
+                stages.append(BasicBlock(in_channels, out_channels, stride))
+                in_channels = out_channels
+        self.stages = nn.Sequential(*stages)
+        self.head = nn.Linear(in_channels, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = self.stages(self.stem(x))
+        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(features, 1), 1))
+
+
+ARCHITECTURES = {"resnet18": (2, 2, 2, 2)}
+
+
+def build_model(name: str, num_classes: int, width: int = 64) -> CifarResNet:
+    if name not in ARCHITECTURES:
+        raise ConfigError(f"unknown model '{name}': choose model={' or '.join(ARCHITECTURES)}")
+    if width < 1:
+        raise ConfigError(f"model.width={width} must be >= 1: 64 is the standard ResNet-18, 8-16 for CPU tests")
+    return CifarResNet(ARCHITECTURES[name], num_classes, width)

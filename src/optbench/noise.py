@@ -1,0 +1,115 @@
+"""Label-noise models applied to the training split only (validation and test stay clean).
+
+`apply_label_noise(clean_labels, kind, rate, classes, seed, dataset)` returns `NoisyLabels`: the
+labels training sees, a mask of the flipped samples and the realised rate.
+
+Conventions (also in README):
+- symmetric: exactly round(rate * N) training samples, chosen uniformly at random, get a label drawn
+  uniformly from the *other* C - 1 classes (so every flipped label is really wrong).
+- asymmetric: within each source class of the mapping, exactly round(rate * n_class) samples flip to
+  the mapped class. CIFAR-10 (Patrini et al. 2017): truck->automobile, bird->airplane,
+  deer->horse, cat<->dog. CIFAR-100: each class -> the next class of its real superclass (coarse
+  label), cyclically, classes ordered by fine index. Flips are decided on the clean labels, so no
+  sample is flipped twice (a cat that became a dog is not turned back into a cat).
+The mapping is found by class names, so an ImageFolder copy of CIFAR-10 gets the CIFAR-10 mapping.
+The draw is deterministic in (seed, dataset, kind, rate).
+"""
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from optbench.errors import ConfigError
+
+NOISE_KINDS = ("none", "symmetric", "asymmetric")
+
+CIFAR10_ASYMMETRIC = {"truck": "automobile", "bird": "airplane", "deer": "horse", "cat": "dog", "dog": "cat"}
+
+# The 20 CIFAR-100 superclasses with their 5 classes each, from the dataset's description
+# (cs.toronto.edu/~kriz/cifar.html); superclasses in coarse-label order, names as torchvision spells them.
+CIFAR100_SUPERCLASSES = (
+    ("aquatic_mammals", ("beaver", "dolphin", "otter", "seal", "whale")),
+    ("fish", ("aquarium_fish", "flatfish", "ray", "shark", "trout")),
+    ("flowers", ("orchid", "poppy", "rose", "sunflower", "tulip")),
+    ("food_containers", ("bottle", "bowl", "can", "cup", "plate")),
+    ("fruit_and_vegetables", ("apple", "mushroom", "orange", "pear", "sweet_pepper")),
+    ("household_electrical_devices", ("clock", "keyboard", "lamp", "telephone", "television")),
+    ("household_furniture", ("bed", "chair", "couch", "table", "wardrobe")),
+    ("insects", ("bee", "beetle", "butterfly", "caterpillar", "cockroach")),
+    ("large_carnivores", ("bear", "leopard", "lion", "tiger", "wolf")),
+    ("large_man-made_outdoor_things", ("bridge", "castle", "house", "road", "skyscraper")),
+    ("large_natural_outdoor_scenes", ("cloud", "forest", "mountain", "plain", "sea")),
+    ("large_omnivores_and_herbivores", ("camel", "cattle", "chimpanzee", "elephant", "kangaroo")),
+    ("medium_mammals", ("fox", "porcupine", "possum", "raccoon", "skunk")),
+    ("non-insect_invertebrates", ("crab", "lobster", "snail", "spider", "worm")),
+    ("people", ("baby", "boy", "girl", "man", "woman")),
+    ("reptiles", ("crocodile", "dinosaur", "lizard", "snake", "turtle")),
+    ("small_mammals", ("hamster", "mouse", "rabbit", "shrew", "squirrel")),
+    ("trees", ("maple_tree", "oak_tree", "palm_tree", "pine_tree", "willow_tree")),
+    ("vehicles_1", ("bicycle", "bus", "motorcycle", "pickup_truck", "train")),
+    ("vehicles_2", ("lawn_mower", "rocket", "streetcar", "tank", "tractor")),
+)
+
+
+@dataclass(frozen=True)
+class NoisyLabels:
+    labels: torch.Tensor     # int64, what training sees
+    is_noisy: torch.Tensor   # bool, True where labels differ from the clean ones
+    realised_rate: float     # fraction of all training samples whose label was changed
+
+    @property
+    def num_noisy(self) -> int:
+        return int(self.is_noisy.sum())
+
+
+def asymmetric_mapping(classes: tuple[str, ...] | list[str]) -> dict[int, int] | None:
+    """Source class index -> target class index, or None when no mapping fits these classes."""
+    index_of = {name: index for index, name in enumerate(classes)}
+    if set(CIFAR10_ASYMMETRIC) | set(CIFAR10_ASYMMETRIC.values()) <= set(index_of) and len(classes) == 10:
+        return {index_of[source]: index_of[target] for source, target in CIFAR10_ASYMMETRIC.items()}
+    fine_names = [name for _, members in CIFAR100_SUPERCLASSES for name in members]
+    if sorted(classes) == sorted(fine_names):
+        mapping = {}
+        for _, members in CIFAR100_SUPERCLASSES:
+            ordered = sorted(members, key=index_of.__getitem__)
+            for position, name in enumerate(ordered):
+                mapping[index_of[name]] = index_of[ordered[(position + 1) % len(ordered)]]
+        return mapping
+    return None
+
+
+def apply_label_noise(clean_labels: torch.Tensor, kind: str, rate: float, classes, seed: int,
+                      dataset: str) -> NoisyLabels:
+    if kind not in NOISE_KINDS:
+        raise ConfigError(f"unknown noise '{kind}': choose noise=none, symmetric or asymmetric")
+    if not 0.0 <= rate < 1.0:
+        raise ConfigError(f"noise.rate={rate} is outside [0, 1): choose a fraction such as 0.2")
+    labels = clean_labels.numpy().copy()
+    if kind != "none" and rate > 0:
+        rng = np.random.default_rng([seed, zlib.crc32(f"{dataset}|{kind}|{rate!r}".encode())])
+        flip = _symmetric_flips if kind == "symmetric" else _asymmetric_flips
+        flip(labels, rate, classes, rng, dataset)
+    noisy = torch.from_numpy(labels)
+    is_noisy = noisy != clean_labels
+    return NoisyLabels(noisy, is_noisy, float(is_noisy.float().mean()) if len(labels) else 0.0)
+
+
+def _symmetric_flips(labels: np.ndarray, rate: float, classes, rng: np.random.Generator, dataset: str) -> None:
+    num_classes = len(classes)
+    chosen = rng.choice(len(labels), size=round(rate * len(labels)), replace=False)
+    # Adding 1..C-1 modulo C picks each of the other classes with equal probability.
+    labels[chosen] = (labels[chosen] + rng.integers(1, num_classes, size=len(chosen))) % num_classes
+
+
+def _asymmetric_flips(labels: np.ndarray, rate: float, classes, rng: np.random.Generator, dataset: str) -> None:
+    mapping = asymmetric_mapping(classes)
+    if mapping is None:
+        raise ConfigError(f"asymmetric noise has no class mapping for dataset '{dataset}' (only CIFAR-10 and "
+                          f"CIFAR-100 class sets have one): use noise=symmetric")
+    clean = labels.copy()  # decide every flip on the clean labels: no double flips
+    for source, target in sorted(mapping.items()):
+        members = np.flatnonzero(clean == source)
+        chosen = rng.choice(members, size=round(rate * len(members)), replace=False)
+        labels[chosen] = target

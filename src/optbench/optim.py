@@ -1,0 +1,82 @@
+"""Optimizer, parameter groups and per-iteration learning-rate schedule, built from config values.
+
+`build_optimizer(model, **optimizer_options)` builds the parameter groups first (timm style: no weight
+decay on 1-D parameters, i.e. norms and biases, unless asked), then instantiates the optimizer from
+its Hydra `_target_` (`_partial_: true`), so any torch.optim or pytorch-optimizer class works by
+overriding `optimizer._target_`. Muon (`param_groups: muon`) gets Muon on the hidden conv/linear
+weights and its built-in AdamW on the stem, head, norms and biases, as Muon's authors prescribe.
+`build_scheduler(...)` wraps `lr_factor(step, ...)`, a pure function of the iteration.
+"""
+
+import math
+
+import torch
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from torch import nn
+
+from optbench.errors import ConfigError
+
+SCHEDULES = ("cosine", "step", "constant")
+GROUP_SCHEMES = ("standard", "muon")
+
+
+def build_param_groups(model: nn.Module, scheme: str = "standard", decay_norms_and_biases: bool = False) -> list[dict]:
+    if scheme not in GROUP_SCHEMES:
+        raise ConfigError(f"optimizer.param_groups={scheme} is unknown: choose standard or muon")
+    no_decay = {} if decay_norms_and_biases else {"weight_decay": 0.0}
+    hidden, edge, vectors = [], [], []
+    for name, parameter in model.named_parameters():
+        if parameter.ndim < 2:
+            vectors.append(parameter)
+        elif name.startswith(("stem.", "head.")):
+            edge.append(parameter)
+        else:
+            hidden.append(parameter)
+    if scheme == "muon":
+        groups = [dict(params=hidden, use_muon=True), dict(params=edge, use_muon=False),
+                  dict(params=vectors, use_muon=False, **no_decay)]
+    else:
+        groups = [dict(params=hidden + edge), dict(params=vectors, **no_decay)]
+    return [group for group in groups if group["params"]]
+
+
+def build_optimizer(model: nn.Module, name: str, param_groups: str = "standard",
+                    decay_norms_and_biases: bool = False, **factory_options) -> torch.optim.Optimizer:
+    """`factory_options` is the optimizer's Hydra node: `_target_`, `_partial_: true` and its kwargs."""
+    groups = build_param_groups(model, param_groups, decay_norms_and_biases)
+    try:
+        factory = instantiate(factory_options)
+        return factory(groups)
+    except (InstantiationException, TypeError, ValueError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f"optimizer '{name}' ({factory_options.get('_target_')}) cannot be built: {first_line}; "
+                          f"check optimizer._target_ and its arguments") from error
+
+
+def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str,
+              milestones: tuple[float, ...] = (), gamma: float = 0.1, min_lr_ratio: float = 0.0) -> float:
+    """Multiplier of the peak learning rate at iteration `step` (0-based)."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps  # linear warmup; the first step already moves
+    if schedule == "cosine":
+        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    if schedule == "step":
+        return gamma ** sum(step >= fraction * total_steps for fraction in milestones)
+    return 1.0
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, steps_per_epoch: int, epochs: int, name: str,
+                    warmup_fraction: float = 0.0, milestones=(), gamma: float = 0.1,
+                    min_lr_ratio: float = 0.0) -> torch.optim.lr_scheduler.LambdaLR:
+    if name not in SCHEDULES:
+        raise ConfigError(f"unknown scheduler '{name}': choose scheduler=cosine, step or constant")
+    total_steps = steps_per_epoch * epochs
+    warmup_steps = round(warmup_fraction * total_steps)
+    milestones = tuple(milestones)
+
+    def factor(step: int) -> float:
+        return lr_factor(step, total_steps, warmup_steps, name, milestones, gamma, min_lr_ratio)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
