@@ -45,7 +45,7 @@ def preflight(argv: list[str], conf_dir: Path, config_name: str = "config") -> N
         fail(str(error))
     except HydraException as error:
         lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-        fail("; ".join(lines[:2]) + " (see `python src/train.py --help` for the config groups)")
+        fail("; ".join(lines[:2]))  # Hydra's first lines name the key and the fix
 
 
 def _override_combinations(overrides: list[str]) -> "itertools.product":
@@ -54,15 +54,14 @@ def _override_combinations(overrides: list[str]) -> "itertools.product":
     for override in OverridesParser.create().parse_overrides(overrides):
         if override.is_hydra_override():
             continue
-        text = override.input_line
+        key = override.get_key_element()  # keeps +, ++, ~ prefixes and @package
         if override.is_sweep_override():
-            prefix = text[: len(text) - len(override.get_value_element_as_str())]
             try:
-                choices.append([prefix + value for value in override.sweep_string_iterator()])
+                choices.append([f"{key}={value}" for value in override.sweep_string_iterator()])
             except Exception:  # interval sweeps (optimisation launchers) have no list of values to check
                 continue
         else:
-            choices.append([text])
+            choices.append([override.input_line])
     return itertools.product(*choices)
 
 
@@ -81,7 +80,7 @@ def run_job(cfg: DictConfig, run_dir: Path) -> dict:
     try:
         summary = train(cfg, run_dir)
     except ConfigError as error:
-        _discard_empty_run_dir(run_dir)
+        _discard_empty_run_dir(run_dir, Path(cfg.paths.results_dir))
         fail(str(error))
     except KeyboardInterrupt:
         log.warning("interrupted: %s", run_dir)
@@ -89,15 +88,20 @@ def run_job(cfg: DictConfig, run_dir: Path) -> dict:
     return summary
 
 
-def _discard_empty_run_dir(run_dir: Path) -> None:
-    """Remove what Hydra wrote into a run directory that holds no results of an earlier run."""
+def _discard_empty_run_dir(run_dir: Path, results_dir: Path) -> None:
+    """Remove what Hydra wrote for a run that never started, unless an earlier run left results there.
+
+    Only Hydra's own files go (.hydra/, the job log), then the folders it made that are now empty,
+    up to (not including) the results root: nothing a user or an earlier run wrote is touched.
+    """
     if any((run_dir / name).exists() for name in (SUMMARY_FILE, METRICS_FILE, CHECKPOINT_FILE)):
         return
     shutil.rmtree(run_dir / ".hydra", ignore_errors=True)
-    for job_log in run_dir.glob("*.log"):
-        if job_log.stat().st_size == 0 or job_log.name == "train.log":
-            job_log.unlink()
-    try:
-        run_dir.rmdir()  # only if nothing else is there
-    except OSError:
-        pass
+    (run_dir / "train.log").unlink(missing_ok=True)
+    folder, stop = run_dir.resolve(), results_dir.resolve()
+    while folder != stop and stop in folder.parents:
+        try:
+            folder.rmdir()  # fails, and stops the walk, at the first folder that is not empty
+        except OSError:
+            break
+        folder = folder.parent

@@ -93,7 +93,7 @@ def apply_label_noise(clean_labels: torch.Tensor, kind: str, rate: float, classe
         flip(labels, rate, classes, rng, dataset)
     noisy = torch.from_numpy(labels)
     is_noisy = noisy != clean_labels
-    return NoisyLabels(noisy, is_noisy, float(is_noisy.float().mean()) if len(labels) else 0.0)
+    return NoisyLabels(noisy, is_noisy, int(is_noisy.sum()) / len(labels) if len(labels) else 0.0)
 
 
 def _symmetric_flips(labels: np.ndarray, rate: float, classes, rng: np.random.Generator, dataset: str) -> None:

@@ -1,0 +1,48 @@
+"""Run one experiment with plain flags instead of Hydra overrides.
+
+    python run_single_experiment.py --optimizer adam --dataset cifar10 --seed 42 --label-noise 0.2
+    python run_single_experiment.py --optimizer lion --epochs 2 model.width=16 dataset.train_subset=5000
+
+Flags become Hydra overrides; anything after the flags is passed to Hydra as is. It then runs
+src/train.py itself, so the run is exactly what `python src/train.py <overrides>` would do: same
+config, same run directory, same train(cfg).
+"""
+
+import argparse
+import runpy
+import sys
+from pathlib import Path
+
+TRAIN_SCRIPT = Path(__file__).resolve().parent / "src" / "train.py"
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog="Extra arguments are Hydra overrides, e.g. model.width=16 batch_size=256.")
+    parser.add_argument("--optimizer", help="sgd, adam, adamw, lion or muon (default: conf/config.yaml's)")
+    parser.add_argument("--dataset", help="cifar10, cifar100, imagefolder or synthetic")
+    parser.add_argument("--seed", type=int, help="run seed")
+    parser.add_argument("--epochs", type=int, help="training epochs")
+    parser.add_argument("--label-noise", type=float, default=0.0, help="noise rate in [0, 1); 0 = clean labels")
+    parser.add_argument("--noise-type", default="symmetric", help="symmetric or asymmetric (with --label-noise > 0)")
+    parser.add_argument("--device", help="auto, cpu, cuda, cuda:N or mps")
+    return parser.parse_known_args(argv)
+
+
+def to_overrides(args: argparse.Namespace) -> list[str]:
+    overrides = [f"{key}={value}" for key, value in
+                 (("optimizer", args.optimizer), ("dataset", args.dataset), ("seed", args.seed),
+                  ("epochs", args.epochs), ("device", args.device)) if value is not None]
+    if args.label_noise:
+        overrides += [f"noise={args.noise_type}", f"noise.rate={args.label_noise}"]
+    return overrides
+
+
+def main(argv: list[str]) -> None:
+    args, extra = parse_args(argv)
+    sys.argv = [str(TRAIN_SCRIPT), *to_overrides(args), *extra]
+    runpy.run_path(str(TRAIN_SCRIPT), run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

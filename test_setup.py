@@ -1,0 +1,97 @@
+"""Is this machine ready? Versions, devices, and a quick training test of all five optimizers.
+
+    python test_setup.py [--device auto|cpu|cuda|mps]
+
+Each check prints one line with a check mark or a cross; the exit status is 0 only when all pass.
+The training test gives every optimizer a few steps on one fixed batch with a small ResNet-18 and
+checks the losses are finite and falling. Takes well under a minute on a 2-core CPU.
+"""
+
+import argparse
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torchvision
+from omegaconf import OmegaConf
+
+from optbench.device import mps_available, resolve_device
+from optbench.errors import ConfigError
+from optbench.models import build_model
+from optbench.optim import build_optimizer
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+OPTIMIZERS = ("sgd", "adam", "adamw", "lion", "muon")
+STEPS = 8          # optimizer steps on the fixed batch; enough for every default LR to lower the loss
+BATCH = 32         # images in the fixed batch
+WIDTH = 8          # ResNet-18 width for the test (64 = standard); small so a CPU finishes in seconds
+
+
+def report(ok: bool, text: str) -> bool:
+    print(f"{'✓' if ok else '✗'} {text}")
+    return ok
+
+
+def environment_lines(device: torch.device) -> None:
+    print(f"  Python {platform.python_version()}, torch {torch.__version__}, torchvision {torchvision.__version__}")
+    if torch.cuda.is_available():
+        for index in range(torch.cuda.device_count()):
+            properties = torch.cuda.get_device_properties(index)
+            print(f"  CUDA {index}: {properties.name}, {properties.total_memory / 2**30:.1f} GiB")
+    else:
+        print("  CUDA: not available")
+    built = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_built()
+    print(f"  MPS: built {built}, available {mps_available()}")
+    print(f"  CPU threads: {torch.get_num_threads()}")
+    print(f"  device chosen: {device}")
+
+
+def optimizer_losses(name: str, device: torch.device) -> list[float]:
+    torch.manual_seed(0)
+    images = torch.randn(BATCH, 3, 32, 32, device=device)
+    labels = torch.arange(BATCH, device=device) % 10
+    model = build_model("resnet18", 10, WIDTH).to(device)
+    options = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "optimizer" / f"{name}.yaml"))
+    optimizer = build_optimizer(model, **options)
+    losses = []
+    for _ in range(STEPS):
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Check this machine for the optimizer harness.")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    args = parser.parse_args(argv)
+    try:
+        device = resolve_device(args.device)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    results = [report(True, "imports: torch, torchvision, lion-pytorch, pytorch-optimizer, hydra")]
+    environment_lines(device)
+    for name in OPTIMIZERS:
+        started = time.perf_counter()
+        try:
+            losses = optimizer_losses(name, device)
+        except Exception as error:  # report every optimizer, even after one breaks
+            results.append(report(False, f"{name}: {type(error).__name__}: {error}"))
+            continue
+        finite = all(map(lambda value: value == value and abs(value) != float("inf"), losses))
+        falling = losses[-1] < losses[0]
+        shown = " ".join(f"{value:.3f}" for value in losses)
+        results.append(report(finite and falling, f"{name}: losses {shown} ({time.perf_counter() - started:.1f}s)"
+                              + ("" if finite else " NOT FINITE") + ("" if falling else " NOT FALLING")))
+    passed = all(results)
+    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

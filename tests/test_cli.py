@@ -1,0 +1,165 @@
+"""The command line as users type it: config composition, sweeps, and bad input.
+
+Bad input must give exactly one line on stderr naming the fix, exit status 2, and leave no run
+directory that looks complete. Subprocesses run the real entry points on tiny synthetic runs.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from conftest import CONF_DIR, REPO, TINY, compose_config
+from optbench.cli import preflight
+from optbench.config import validate
+
+GROUP_OPTIONS = [(group.name, option.stem) for group in sorted(CONF_DIR.iterdir()) if group.is_dir()
+                 for option in sorted(group.glob("*.yaml"))]
+
+
+def run_cli(args: list[str], tmp_path: Path, script: str = "src/train.py", env_extra: dict | None = None):
+    env = {**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data"), **(env_extra or {})}
+    return subprocess.run([sys.executable, script, *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def tiny_args(tmp_path: Path) -> list[str]:
+    return [*TINY, f"paths.results_dir={tmp_path / 'results'}"]
+
+
+@pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS)
+def test_every_config_option_composes_and_validates(group, option):
+    extra = ["dataset.root=/some/folder"] if option == "imagefolder" else []
+    cfg = compose_config([f"{group}={option}", *extra])
+    validate(cfg)
+    assert OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
+
+
+def test_every_default_has_a_comment():
+    """Every default value in conf/ carries a comment with its unit or reason (hydra settings aside)."""
+    exempt_keys = {"name", "_target_", "_partial_", "param_groups", "decay_norms_and_biases"}
+    bare = []
+    for path in sorted(CONF_DIR.rglob("*.yaml")):
+        for number, line in enumerate(path.read_text().split("\nhydra:")[0].splitlines(), 1):
+            key, colon, value = line.strip().partition(":")
+            if colon and value.strip() and not key.startswith(("#", "-")) and key not in exempt_keys \
+                    and "#" not in value and path.parent.name != "experiment":
+                bare.append(f"{path.relative_to(CONF_DIR)}:{number}: {line.strip()}")
+    assert not bare, bare
+
+
+def test_cfg_job_prints_the_composed_config(tmp_path):
+    done = run_cli(["--cfg", "job", "optimizer=lion"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    cfg = OmegaConf.create(done.stdout)
+    assert cfg.optimizer.name == "lion" and cfg.optimizer._target_ == "lion_pytorch.Lion"
+    assert not (tmp_path / "results").exists()
+
+
+def test_multirun_puts_each_run_in_its_deterministic_directory(tmp_path):
+    done = run_cli(["-m", "optimizer=sgd,lion", "seed=0,1", *tiny_args(tmp_path)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    summaries = sorted((tmp_path / "results").rglob("summary.json"))
+    relative = sorted(str(path.parent.relative_to(tmp_path / "results")) for path in summaries)
+    variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
+    assert relative == [f"synthetic/none-0.0/{opt}/{variant}/seed{seed}" for opt in ("lion", "sgd") for seed in (0, 1)]
+    for path in summaries:
+        assert json.loads(path.read_text())["status"] == "completed"
+        assert (path.parent / ".hydra" / "config.yaml").exists()
+
+
+def test_hydra_run_dir_puts_everything_there(tmp_path):
+    run_dir = tmp_path / "my-run"
+    done = run_cli([*tiny_args(tmp_path), f"hydra.run.dir={run_dir}"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert {"summary.json", "metrics.jsonl", "checkpoint.pt", ".hydra"} <= {p.name for p in run_dir.iterdir()}
+
+
+def test_run_single_experiment_maps_flags_to_the_same_run(tmp_path):
+    done = run_cli(["--optimizer", "adamw", "--dataset", "synthetic", "--seed", "3", "--epochs", "1",
+                    "--label-noise", "0.2", "--device", "cpu", *tiny_args(tmp_path)[1:]], tmp_path,
+                   script="run_single_experiment.py")
+    assert done.returncode == 0, done.stderr
+    [summary_path] = (tmp_path / "results" / "synthetic" / "symmetric-0.2" / "adamw").rglob("summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert summary["seed"] == 3 and summary["status"] == "completed"
+    assert summary["noise"]["realised_rate"] == pytest.approx(0.2, abs=0.002)
+
+
+BAD_INPUTS = [
+    (["optimizer=adamx"], "optimizer=adam, adamw, lion, muon, sgd"),
+    (["-m", "optimizer=sgd,adamx"], "unknown optimizer 'adamx'"),
+    (["-m", "seed=0,1", "noise=symmetric", "noise.rate=0.2,1.2"], "noise.rate=1.2"),
+    (["dataset=cifar1000"], "dataset=cifar10, cifar100, imagefolder, synthetic"),
+    (["noise=gaussian"], "noise=asymmetric, none, symmetric"),
+    (["noise=symmetric", "noise.rate=1.0"], "noise.rate=1.0"),
+    (["noise=symmetric", "noise.rate=-0.1"], "noise.rate=-0.1"),
+    (["noise=none", "noise.rate=0.3"], "noise=symmetric"),
+    (["dataset=synthetic", "noise=asymmetric"], "use noise=symmetric"),
+    (["batch_size=0"], "batch_size=0"),
+    (["epochs=0"], "epochs=0"),
+    (["epochs=ten"], "epochs=ten"),
+    (["epochz=3"], "+epochz=3"),
+    (["dataset=imagefolder"], "dataset.root"),
+    (["optimizer.lr=-1"], "optimizer.lr=-1"),
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), BAD_INPUTS, ids=[" ".join(argv) for argv, _ in BAD_INPUTS])
+def test_bad_input_is_refused_before_any_work(capsys, argv, expected):
+    with pytest.raises(SystemExit) as exit_info:
+        preflight(argv, CONF_DIR)
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
+
+
+def test_good_sweep_passes_preflight():
+    preflight(["-m", "optimizer=sgd,adam,adamw,lion,muon", "seed=0,1,2", "noise=symmetric", "noise.rate=0.2,0.4"],
+              CONF_DIR)
+
+
+@pytest.mark.parametrize("overrides", [["optimizer=adamx"], ["device=cuda"] if not torch.cuda.is_available() else []])
+def test_bad_input_from_the_shell_exits_2_with_one_line(tmp_path, overrides):
+    if not overrides:
+        pytest.skip("CUDA is available here")
+    done = run_cli([*tiny_args(tmp_path), *overrides], tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert_no_run_left(tmp_path / "results")
+
+
+def assert_no_run_left(results_dir: Path) -> None:
+    assert not results_dir.exists() or not [path for path in results_dir.rglob("*") if path.is_file()]
+
+
+def test_imagefolder_root_without_train_folder_leaves_no_run_directory(tmp_path):
+    (tmp_path / "images" / "test" / "cat").mkdir(parents=True)
+    done = run_cli(["dataset=imagefolder", f"dataset.root={tmp_path / 'images'}", "device=cpu",
+                    f"paths.results_dir={tmp_path / 'results'}"], tmp_path)
+    assert done.returncode == 2
+    assert "has no train/ folder" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert_no_run_left(tmp_path / "results")  # Hydra's .hydra/ and log went with the empty run directory
+
+
+def test_missing_cifar_without_network_is_one_line(tmp_path):
+    # A proxy on a closed local port makes any download fail at once, whatever network this machine has.
+    closed = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+              "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    done = run_cli(["dataset=cifar10", "model.width=8", "epochs=1", "device=cpu",
+                    f"paths.results_dir={tmp_path / 'results'}"], tmp_path, env_extra=closed)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "OPTBENCH_DATA_DIR" in lines[0], done.stderr
+    assert not list((tmp_path / "results").rglob("summary.json"))
+
+
+def test_run_single_experiment_rejects_bad_noise_rate(tmp_path):
+    done = run_cli(["--optimizer", "sgd", "--label-noise", "1.5"], tmp_path, script="run_single_experiment.py")
+    assert done.returncode == 2 and "noise.rate=1.5" in done.stderr
