@@ -123,7 +123,7 @@ def image_root(tmp_path):
                 images[part, name, index] = image
                 write_image(root / part / name / f"{index}.png", image)
     big = torch.empty(3, 40, 40, dtype=torch.uint8)
-    big[0], big[1], big[2] = 200, 100, 50
+    big[:, :, :20], big[:, :, 20:] = 40, 200  # left half dark, right half bright
     images["test", "zebra", 2] = big
     write_image(root / "test" / "zebra" / "2.png", big)
     return root, images
@@ -146,9 +146,10 @@ def test_imagefolder_resizes_other_sizes_to_image_size(tmp_path, image_root):
     root, _ = image_root
     splits = load_splits(name="imagefolder", data_dir=tmp_path / "data", root=str(root), val_size=0)
     assert splits.test.images.shape == (9, 3, 32, 32)
-    resized = splits.test.images[8].int()  # the 40x40 constant-colour image, last in order
-    for channel, value in enumerate((200, 100, 50)):
-        assert (resized[channel] - value).abs().max() <= 1
+    resized = splits.test.images[8].int()  # the 40x40 half-dark, half-bright image, last in order
+    # Scaled, not cropped: the edge moves from column 20 of 40 to column 16 of 32.
+    assert (resized[:, :, :15] - 40).abs().max() <= 1 and (resized[:, :, 17:] - 200).abs().max() <= 1
+    assert (resized[:, :, 15:17] - 120).abs().max() <= 40  # the antialiased edge
 
 
 def test_imagefolder_validation_split_is_stratified(tmp_path, image_root):
