@@ -80,7 +80,10 @@ def batch_indices(images: torch.Tensor) -> list[int]:
 
 def test_train_batches_are_a_pure_function_of_seed_and_epoch():
     images, labels = random_images(50), torch.arange(50) % 5
-    run = lambda seed, epoch: collect(train_batches(images, labels, 16, seed, epoch, MEAN, STD))  # noqa: E731
+
+    def run(seed, epoch):
+        return collect(train_batches(images, labels, 16, seed, epoch, MEAN, STD))
+
     first, again = run(0, 1), run(0, 1)
     assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(first, again))
     assert not torch.equal(first[0][0], run(0, 2)[0][0])
@@ -103,8 +106,11 @@ def test_train_batches_drop_the_last_partial_batch_and_keep_labels_paired(augmen
 
 def test_different_epochs_shuffle_differently():
     images, labels = index_images(64), torch.zeros(64, dtype=torch.int64)
-    order = lambda epoch: [i for batch, _ in train_batches(images, labels, 16, 0, epoch, IDENTITY_MEAN,  # noqa: E731
-                                                            IDENTITY_STD, augment=False) for i in batch_indices(batch)]
+
+    def order(epoch):
+        batches = train_batches(images, labels, 16, 0, epoch, IDENTITY_MEAN, IDENTITY_STD, augment=False)
+        return [index for batch, _ in batches for index in batch_indices(batch)]
+
     assert sorted(order(1)) == sorted(order(2)) == list(range(64))
     assert order(1) != order(2)
 

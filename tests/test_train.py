@@ -2,8 +2,11 @@
 reproducible, noisy runs report the memorization metrics, and real CIFAR-10 images are learned."""
 
 import json
+import os
 
 import pytest
+
+from conftest import compose_config
 
 from optbench.runner import train
 
@@ -95,13 +98,12 @@ def test_tensorboard_scalars_are_written(tiny_config, tmp_path):
 
 
 @pytest.mark.slow
-def test_short_run_on_real_cifar10_images_beats_chance(tiny_config, tmp_path, real_cifar10_root):
-    import os
-
-    summary = train(tiny_config("dataset=imagefolder", f"dataset.root={real_cifar10_root}",
-                                f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}",
-                                "dataset.val_size=1000", "dataset.train_subset=3000", "model.width=8",
-                                "epochs=2", "batch_size=64", "optimizer=adamw"), tmp_path / "run")
+def test_short_run_on_real_cifar10_images_beats_chance(tmp_path, real_cifar10_root):
+    cfg = compose_config(["dataset=imagefolder", f"dataset.root={real_cifar10_root}",
+                          f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}", "dataset.val_size=1000",
+                          "dataset.train_subset=3000", "model.width=8", "epochs=2", "batch_size=64",
+                          "optimizer=adamw", "device=cpu", "train.progress_bar=false"])
+    summary = train(cfg, tmp_path / "run")
     assert summary["status"] == "completed"
     assert summary["dataset"]["num_test"] == 10000 and summary["dataset"]["num_train"] == 3000
     assert summary["best"]["test/acc"] > 0.2  # 10 classes: chance is 0.1

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 from torchvision.datasets import CIFAR10, CIFAR100, ImageFolder
-from torchvision.io import ImageReadMode, decode_image
-from torchvision.transforms.v2.functional import resize
+from PIL import Image
+from torchvision.transforms.v2.functional import pil_to_tensor, resize
 
 from optbench.errors import ConfigError
 
@@ -79,23 +79,28 @@ def _split(full_train: ImageSet, val_size: int, train_subset: int | None, split_
     labels = full_train.labels.numpy()
     indices = np.arange(len(labels))
     if val_size > 0:
-        _check_stratifiable("dataset.val_size", val_size, len(indices), num_classes)
+        _check_stratifiable("dataset.val_size", val_size, labels[indices], num_classes)
         indices, val_indices = train_test_split(indices, test_size=val_size, stratify=labels,
                                                 random_state=split_seed)
     else:
         val_indices = indices[:0]
     if train_subset is not None and train_subset < len(indices):
-        _check_stratifiable("dataset.train_subset", train_subset, len(indices), num_classes)
+        _check_stratifiable("dataset.train_subset", train_subset, labels[indices], num_classes)
         indices, _ = train_test_split(indices, train_size=train_subset, stratify=labels[indices],
                                       random_state=split_seed)
     return _take(full_train, np.sort(indices)), _take(full_train, np.sort(val_indices))
 
 
-def _check_stratifiable(key: str, size: int, available: int, num_classes: int) -> None:
+def _check_stratifiable(key: str, size: int, labels: np.ndarray, num_classes: int) -> None:
     # A stratified split needs at least one sample of every class on both sides.
+    available = len(labels)
     if not num_classes <= size <= available - num_classes:
         raise ConfigError(f"{key}={size} does not fit {available} training images and {num_classes} classes: "
                           f"choose {num_classes}..{available - num_classes}")
+    smallest = int(np.bincount(labels, minlength=num_classes).min())
+    if smallest < 2:
+        raise ConfigError(f"{key}={size}: a class has only {smallest} training image(s) and a stratified split "
+                          f"needs 2 per class; add images to that class or set {key} to 0/null")
 
 
 def _take(image_set: ImageSet, indices: np.ndarray) -> ImageSet:
@@ -164,12 +169,13 @@ def _fingerprint(samples: list[tuple[str, int]], image_size: int) -> str:
 
 def _decode_all(samples: list[tuple[str, int]], image_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     def decode(path: str) -> torch.Tensor:
-        image = decode_image(path, mode=ImageReadMode.RGB)
+        with Image.open(path) as opened:
+            image = pil_to_tensor(opened.convert("RGB"))
         if image.shape[1:] != (image_size, image_size):
             image = resize(image, [image_size, image_size], antialias=True)
         return image
 
-    # torchvision's decoders release the GIL, so threads decode in parallel.
+    # PIL releases the GIL while decoding, so threads decode in parallel.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         images = list(pool.map(decode, [path for path, _ in samples], chunksize=256))
     labels = torch.tensor([label for _, label in samples], dtype=torch.int64)

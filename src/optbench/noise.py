@@ -88,7 +88,8 @@ def apply_label_noise(clean_labels: torch.Tensor, kind: str, rate: float, classe
         raise ConfigError(f"noise.rate={rate} is outside [0, 1): choose a fraction such as 0.2")
     labels = clean_labels.numpy().copy()
     if kind != "none" and rate > 0:
-        rng = np.random.default_rng([seed, zlib.crc32(f"{dataset}|{kind}|{rate!r}".encode())])
+        # float(rate): numpy and Python floats of the same value must give the same draw
+        rng = np.random.default_rng([seed, zlib.crc32(f"{dataset}|{kind}|{float(rate)!r}".encode())])
         flip = _symmetric_flips if kind == "symmetric" else _asymmetric_flips
         flip(labels, rate, classes, rng, dataset)
     noisy = torch.from_numpy(labels)

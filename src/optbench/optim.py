@@ -46,7 +46,8 @@ def build_optimizer(model: nn.Module, name: str, param_groups: str = "standard",
     """`factory_options` is the optimizer's Hydra node: `_target_`, `_partial_: true` and its kwargs."""
     groups = build_param_groups(model, param_groups, decay_norms_and_biases)
     try:
-        factory = instantiate(factory_options)
+        # _convert_=all: plain lists/dicts in param groups, so checkpoints load with weights_only=True
+        factory = instantiate(factory_options, _convert_="all")
         return factory(groups)
     except (InstantiationException, TypeError, ValueError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -63,7 +64,8 @@ def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str,
         progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
         return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
     if schedule == "step":
-        return gamma ** sum(step >= fraction * total_steps for fraction in milestones)
+        # round: 0.07 * 100 is 7.000000000000001 in floating point, and the drop belongs at step 7
+        return gamma ** sum(step >= round(fraction * total_steps) for fraction in milestones)
     return 1.0
 
 
