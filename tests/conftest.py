@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 
 from optbench.config import register_resolvers
@@ -44,3 +45,12 @@ def real_cifar10_root() -> Path:
         pytest.skip(f"real CIFAR-10 JPEG copies not found at {CIFAR10_JPEG}")
     return CIFAR10_JPEG
 
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny tensors gain nothing from threads, and OpenMP spinning is very slow when the CPUs are shared."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -9,18 +9,10 @@ from optbench.loader import (channel_tensor, eval_batches, normalise, num_train_
                              train_batches)
 from optbench.models import build_model
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 CPU = torch.device("cpu")
 MEAN, STD = channel_tensor((0.5, 0.4, 0.3), CPU), channel_tensor((0.2, 0.25, 0.3), CPU)
 IDENTITY_MEAN, IDENTITY_STD = channel_tensor((0.0, 0.0, 0.0), CPU), channel_tensor((1 / 255,) * 3, CPU)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors gain nothing from threads, and OpenMP spinning is very slow when the CPUs are shared."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def random_images(count: int, seed: int = 0) -> torch.Tensor:

@@ -15,17 +15,9 @@ from optbench.errors import ConfigError
 from optbench.models import build_model
 from optbench.optim import build_optimizer, build_param_groups, build_scheduler, lr_factor
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 CONF = Path(__file__).resolve().parents[1] / "conf"
 OPTIMIZERS = ["sgd", "adam", "adamw", "lion", "muon"]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors gain nothing from threads, and OpenMP spinning is very slow when the CPUs are shared."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def optimizer_config(name: str) -> dict:

@@ -91,17 +91,19 @@ def run_job(cfg: DictConfig, run_dir: Path) -> dict:
 def _discard_empty_run_dir(run_dir: Path, results_dir: Path) -> None:
     """Remove what Hydra wrote for a run that never started, unless an earlier run left results there.
 
-    Only Hydra's own files go (.hydra/, the job log), then the folders it made that are now empty,
-    up to (not including) the results root: nothing a user or an earlier run wrote is touched.
+    Only Hydra's own files go (.hydra/, the job log), then the folders left empty, up to (not
+    including) the results root; nothing a user or an earlier run wrote is touched.
     """
     if any((run_dir / name).exists() for name in (SUMMARY_FILE, METRICS_FILE, CHECKPOINT_FILE)):
         return
     shutil.rmtree(run_dir / ".hydra", ignore_errors=True)
     (run_dir / "train.log").unlink(missing_ok=True)
     folder, stop = run_dir.resolve(), results_dir.resolve()
-    while folder != stop and stop in folder.parents:
+    while True:
         try:
             folder.rmdir()  # fails, and stops the walk, at the first folder that is not empty
         except OSError:
-            break
+            return
         folder = folder.parent
+        if folder == stop or stop not in folder.parents:
+            return

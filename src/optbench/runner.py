@@ -11,7 +11,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +87,7 @@ def _to_device(value, device: torch.device):
     for name, field in vars(value).items():
         if isinstance(field, torch.Tensor):
             field = field.to(device)
-        elif hasattr(field, "__dataclass_fields__"):
+        elif is_dataclass(field):
             field = _to_device(field, device)
         fields[name] = field
     return type(value)(**fields)
