@@ -197,3 +197,12 @@ def test_noisy_fit_fractions_on_a_hand_made_example():
     noisy = torch.tensor([0, 1, 1, 1, 1])   # matches predictions at 0, 1
     clean = torch.tensor([2, 1, 2, 3, 0])   # matches predictions at 1, 2, 3
     assert noisy_fit(predicted, noisy, clean) == pytest.approx({"fit_noisy_label": 0.4, "fit_clean_label": 0.6})
+
+
+def test_eval_batches_with_an_index_yields_exactly_that_subset_in_order():
+    images, labels = index_images(20), torch.arange(20)
+    index = torch.tensor([3, 7, 8, 15, 19])
+    batches = list(eval_batches(images, labels, 2, IDENTITY_MEAN, IDENTITY_STD, index))
+    assert [len(batch_labels) for _, batch_labels in batches] == [2, 2, 1]
+    assert torch.cat([batch_labels for _, batch_labels in batches]).tolist() == index.tolist()
+    assert torch.cat([batch[:, 0, 0, 0] for batch, _ in batches]).round().long().tolist() == index.tolist()

@@ -7,7 +7,7 @@ Python and no DataLoader workers.
 - `train_batches(images, labels, batch_size, seed, epoch, mean, std)`: shuffled, random crop with
   4-pixel zero padding and horizontal flip, normalised floats; drops the last partial batch so
   BatchNorm never sees a batch of one (every image is still seen: the permutation changes per epoch).
-- `eval_batches(images, labels, batch_size, mean, std)`: in order, no augmentation.
+- `eval_batches(images, labels, batch_size, mean, std, index=None)`: in order, no augmentation.
 """
 
 from collections.abc import Iterator
@@ -63,6 +63,9 @@ def num_train_batches(num_images: int, batch_size: int) -> int:
 
 
 def eval_batches(images: torch.Tensor, labels: torch.Tensor, batch_size: int, mean: torch.Tensor,
-                 std: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    for start in range(0, len(labels), batch_size):
-        yield normalise(images[start:start + batch_size], mean, std), labels[start:start + batch_size]
+                 std: torch.Tensor, index: torch.Tensor | None = None) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """In order, no augmentation; `index` picks a subset batch by batch, without copying the split."""
+    count = len(labels) if index is None else len(index)
+    for start in range(0, count, batch_size):
+        chunk = slice(start, start + batch_size) if index is None else index[start:start + batch_size]
+        yield normalise(images[chunk], mean, std), labels[chunk]

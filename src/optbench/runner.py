@@ -155,9 +155,10 @@ def run_epoch(run: Run, epoch: int) -> dict:
 def _noisy_fit_metrics(run: Run) -> dict:
     """Predict the flipped training images, un-augmented, and compare with noisy and clean labels."""
     index = run.noisy.is_noisy.nonzero().squeeze(1)
-    images, given = run.splits.train.images[index], run.noisy.labels[index]
-    _, predicted = evaluate(run.model, eval_batches(images, given, run.cfg.train.eval_batch_size, run.mean, run.std))
-    fit = noisy_fit(predicted, given, run.splits.train.labels[index])
+    train = run.splits.train
+    batches = eval_batches(train.images, run.noisy.labels, run.cfg.train.eval_batch_size, run.mean, run.std, index)
+    _, predicted = evaluate(run.model, batches)
+    fit = noisy_fit(predicted, run.noisy.labels[index], train.labels[index])
     return {f"noisy/{name}": value for name, value in fit.items()}
 
 
