@@ -8,6 +8,8 @@ checks the losses are finite and falling. Takes well under a minute on a 2-core 
 """
 
 import argparse
+import importlib
+import math
 import platform
 import sys
 import time
@@ -23,10 +25,21 @@ from optbench.models import build_model
 from optbench.optim import build_optimizer
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
-OPTIMIZERS = ("sgd", "adam", "adamw", "lion", "muon")
+OPTIMIZERS = sorted(path.stem for path in (CONF_DIR / "optimizer").glob("*.yaml"))
+LIBRARIES = ("lion_pytorch", "pytorch_optimizer", "hydra", "torchvision")
 STEPS = 8          # optimizer steps on the fixed batch; enough for every default LR to lower the loss
 BATCH = 32         # images in the fixed batch
 WIDTH = 8          # ResNet-18 width for the test (64 = standard); small so a CPU finishes in seconds
+
+
+def import_check() -> bool:
+    missing = []
+    for name in LIBRARIES:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            missing.append(f"{name} ({error})")
+    return report(not missing, "imports: " + (", ".join(LIBRARIES) if not missing else "MISSING " + ", ".join(missing)))
 
 
 def report(ok: bool, text: str) -> bool:
@@ -74,7 +87,7 @@ def main(argv: list[str]) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    results = [report(True, "imports: torch, torchvision, lion-pytorch, pytorch-optimizer, hydra")]
+    results = [import_check()]
     environment_lines(device)
     for name in OPTIMIZERS:
         started = time.perf_counter()
@@ -83,7 +96,7 @@ def main(argv: list[str]) -> int:
         except Exception as error:  # report every optimizer, even after one breaks
             results.append(report(False, f"{name}: {type(error).__name__}: {error}"))
             continue
-        finite = all(map(lambda value: value == value and abs(value) != float("inf"), losses))
+        finite = all(map(math.isfinite, losses))
         falling = losses[-1] < losses[0]
         shown = " ".join(f"{value:.3f}" for value in losses)
         results.append(report(finite and falling, f"{name}: losses {shown} ({time.perf_counter() - started:.1f}s)"

@@ -163,3 +163,11 @@ def test_missing_cifar_without_network_is_one_line(tmp_path):
 def test_run_single_experiment_rejects_bad_noise_rate(tmp_path):
     done = run_cli(["--optimizer", "sgd", "--label-noise", "1.5"], tmp_path, script="run_single_experiment.py")
     assert done.returncode == 2 and "noise.rate=1.5" in done.stderr
+
+
+def test_setup_smoke_check_passes_on_this_machine(tmp_path):
+    done = run_cli(["--device", "cpu"], tmp_path, script="test_setup.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("sgd", "adam", "adamw", "lion", "muon"):
+        assert f"✓ {name}: losses" in done.stdout
+    assert "6 passed, 0 failed" in done.stdout
