@@ -1,10 +1,12 @@
 """Is this machine ready? Versions, devices, and a quick training test of all five optimizers.
 
-    python test_setup.py [--device auto|cpu|cuda|mps]
+    python test_setup.py [--device auto|fastest|cpu|cuda|cuda:N|mps]
 
 Each check prints one line with a check mark or a cross; the exit status is 0 only when all pass.
-The training test gives every optimizer a few steps on one fixed batch with a small ResNet-18 and
-checks the losses are finite and falling. Takes well under a minute on a 2-core CPU.
+It prints the versions, the devices present, and the device and policy (AMP, memory format, ...)
+a run would use. The training test gives every optimizer a few steps on one fixed batch with a
+small ResNet-18 under that policy and checks the losses are finite and falling. Takes well under a
+minute on a 2-core CPU.
 """
 
 import argparse
@@ -15,12 +17,15 @@ import sys
 import time
 from pathlib import Path
 
+import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 import torch
 import torchvision
 from omegaconf import OmegaConf
 
-from optbench.device import mps_available, resolve_device
+from optbench.device import DevicePolicy, decide_policy, facts_of, mps_available, mps_built, resolve_device
+from optbench.engine import train_step
 from optbench.errors import ConfigError
+from optbench.fastest import fastest_device
 from optbench.models import build_model
 from optbench.optim import build_optimizer
 
@@ -47,7 +52,7 @@ def report(ok: bool, text: str) -> bool:
     return ok
 
 
-def environment_lines(device: torch.device) -> None:
+def environment_lines(device: torch.device, policy: DevicePolicy) -> None:
     print(f"  Python {platform.python_version()}, torch {torch.__version__}, torchvision {torchvision.__version__}")
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
@@ -55,44 +60,40 @@ def environment_lines(device: torch.device) -> None:
             print(f"  CUDA {index}: {properties.name}, {properties.total_memory / 2**30:.1f} GiB")
     else:
         print("  CUDA: not available")
-    built = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_built()
-    print(f"  MPS: built {built}, available {mps_available()}")
+    print(f"  MPS: built {mps_built()}, available {mps_available()}")
     print(f"  CPU threads: {torch.get_num_threads()}")
-    print(f"  device chosen: {device}")
+    print(f"  device chosen: {device}; its policy:")
+    for line in policy.log_lines():
+        print(f"    {line}")
 
 
-def optimizer_losses(name: str, device: torch.device) -> list[float]:
+def optimizer_losses(name: str, device: torch.device, policy: DevicePolicy) -> list[float]:
     torch.manual_seed(0)
     images = torch.randn(BATCH, 3, 32, 32, device=device)
     labels = torch.arange(BATCH, device=device) % 10
-    model = build_model("resnet18", 10, WIDTH).to(device)
+    model = build_model("resnet18", 10, WIDTH).to(device, memory_format=policy.memory_format)
     options = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "optimizer" / f"{name}.yaml"))
     optimizer = build_optimizer(model, **options)
-    losses = []
-    for _ in range(STEPS):
-        loss = torch.nn.functional.cross_entropy(model(images), labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    scaler = policy.grad_scaler_for_run()
+    return [train_step(model, images, labels, optimizer, policy, scaler)[0].item() / BATCH for _ in range(STEPS)]
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Check this machine for the optimizer harness.")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--device", default="auto", help="auto, fastest, cpu, cuda, cuda:N or mps")
     args = parser.parse_args(argv)
     try:
-        device = resolve_device(args.device)
+        device = resolve_device(args.device, fastest=lambda: fastest_device("resnet18", WIDTH, 10, BATCH)[0])
+        policy = decide_policy(facts_of(device), model_width=WIDTH)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     results = [import_check()]
-    environment_lines(device)
+    environment_lines(device, policy)
     for name in OPTIMIZERS:
         started = time.perf_counter()
         try:
-            losses = optimizer_losses(name, device)
+            losses = optimizer_losses(name, device, policy)
         except Exception as error:  # report every optimizer, even after one breaks
             results.append(report(False, f"{name}: {type(error).__name__}: {error}"))
             continue

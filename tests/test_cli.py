@@ -107,6 +107,14 @@ BAD_INPUTS = [
     (["epochz=3"], "+epochz=3"),
     (["dataset=imagefolder"], "dataset.root"),
     (["optimizer.lr=-1"], "optimizer.lr=-1"),
+    (["device=tpu"], "choose auto, fastest, cpu, cuda, cuda:N or mps"),
+    (["device_policy.amp=fp8"], "choose bf16, fp16, off"),
+    (["device_policy.channels_last=maybe"], "use true, false, or null"),
+    (["device_policy.num_workers=-1"], "device_policy.num_workers=-1"),
+    (["+device_policy.pinned=true"], "not a policy setting"),
+    (["data.pipeline=fast"], "data.pipeline=device"),
+    (["train.grad_accum=0"], "train.grad_accum=0"),
+    (["batch_size=100", "train.grad_accum=3"], "must divide batch_size=100"),
 ]
 
 

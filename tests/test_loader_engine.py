@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch import nn
 
+from optbench.device import DeviceFacts, decide_policy
 from optbench.engine import evaluate, noisy_fit, train_epoch
 from optbench.loader import (channel_tensor, eval_batches, normalise, num_train_batches, random_crop_flip,
                              train_batches)
@@ -12,6 +13,8 @@ from optbench.models import build_model
 pytestmark = pytest.mark.usefixtures("one_thread")
 CPU = torch.device("cpu")
 MEAN, STD = channel_tensor((0.5, 0.4, 0.3), CPU), channel_tensor((0.2, 0.25, 0.3), CPU)
+FP32 = decide_policy(DeviceFacts("cpu", True, 2), {"channels_last": False})  # plain NCHW fp32 steps
+NO_SCALING = FP32.grad_scaler_for_run()
 IDENTITY_MEAN, IDENTITY_STD = channel_tensor((0.0, 0.0, 0.0), CPU), channel_tensor((1 / 255,) * 3, CPU)
 
 
@@ -155,7 +158,7 @@ def test_train_epoch_reports_mean_loss_and_accuracy_of_the_images_it_trained_on(
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the model stays fixed, metrics are checkable
     scheduler = constant_scheduler(optimizer)
     batches = collect(train_batches(images, labels, 20, 0, 1, MEAN, STD, augment=False))  # 4 batches, 16 dropped
-    result = train_epoch(model, batches, optimizer, scheduler)
+    result = train_epoch(model, batches, optimizer, scheduler, FP32, NO_SCALING)
     inputs, targets = torch.cat([b for b, _ in batches]), torch.cat([t for _, t in batches])
     with torch.no_grad():
         logits = model(inputs)
@@ -170,8 +173,8 @@ def test_train_epoch_lowers_the_loss_on_a_learnable_problem():
     model = linear_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     scheduler = constant_scheduler(optimizer)
-    results = [train_epoch(model, train_batches(images, labels, 16, 0, epoch, MEAN, STD), optimizer, scheduler)
-               for epoch in range(1, 6)]
+    results = [train_epoch(model, train_batches(images, labels, 16, 0, epoch, MEAN, STD), optimizer, scheduler,
+                           FP32, NO_SCALING) for epoch in range(1, 6)]
     assert results[-1]["loss"] < 0.5 * results[0]["loss"]
     assert results[-1]["acc"] > 0.9
 
@@ -180,7 +183,7 @@ def test_evaluate_returns_one_prediction_per_image_and_consistent_metrics():
     images, labels = learnable_problem(count=30)
     model = build_model("resnet18", 3, 4)
     model.train()
-    metrics, predicted = evaluate(model, eval_batches(images, labels, 7, MEAN, STD))
+    metrics, predicted = evaluate(model, eval_batches(images, labels, 7, MEAN, STD), FP32)
     assert predicted.shape == (30,) and predicted.dtype == torch.int64
     assert metrics["acc"] == pytest.approx((predicted == labels).float().mean().item())
     with torch.no_grad():
@@ -188,7 +191,7 @@ def test_evaluate_returns_one_prediction_per_image_and_consistent_metrics():
     assert torch.equal(predicted, logits.argmax(1))
     assert metrics["loss"] == pytest.approx(nn.functional.cross_entropy(logits, labels).item(), rel=1e-4)
     # Eval-mode BatchNorm: predictions do not depend on how the split is batched.
-    _, predicted_whole = evaluate(model, eval_batches(images, labels, 30, MEAN, STD))
+    _, predicted_whole = evaluate(model, eval_batches(images, labels, 30, MEAN, STD), FP32)
     assert torch.equal(predicted, predicted_whole)
 
 

@@ -5,7 +5,8 @@
   an out-of-range value gives one line and exit status 2 instead of a traceback mid-sweep.
 - `run_job(cfg, run_dir)`: call `train`; a ConfigError discovered later (data missing, bad folder)
   prints one line, removes the files Hydra put in a run directory that holds no results, and exits 2.
-Exit codes: 0 completed or diverged (a result), 2 bad configuration or input, 1 any other failure.
+Exit codes: 0 completed or diverged (a result), 2 bad configuration or input, 3 out of device memory,
+130 interrupted, 1 any other failure.
 """
 
 import itertools
@@ -21,17 +22,19 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 
 from optbench.config import validate
-from optbench.errors import ConfigError
+from optbench.errors import ConfigError, OutOfMemory
 from optbench.runlog import CHECKPOINT_FILE, METRICS_FILE, SUMMARY_FILE
 
 log = logging.getLogger(__name__)
 EXIT_BAD_INPUT = 2
+EXIT_OUT_OF_MEMORY = 3
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
 MAX_CHECKED_COMBINATIONS = 128  # ~0.3 s each; a larger sweep is checked on its first 128 runs only
 
 
-def fail(message: str) -> None:
+def fail(message: str, status: int = EXIT_BAD_INPUT) -> None:
     print(f"error: {message}", file=sys.stderr)
-    sys.exit(EXIT_BAD_INPUT)
+    sys.exit(status)
 
 
 def preflight(argv: list[str], conf_dir: Path, config_name: str = "config") -> None:
@@ -82,9 +85,11 @@ def run_job(cfg: DictConfig, run_dir: Path) -> dict:
     except ConfigError as error:
         _discard_empty_run_dir(run_dir, Path(cfg.paths.results_dir))
         fail(str(error))
+    except OutOfMemory as error:
+        fail(str(error), EXIT_OUT_OF_MEMORY)  # summary.json already says failed, with this line
     except KeyboardInterrupt:
         log.warning("interrupted: %s", run_dir)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     return summary
 
 

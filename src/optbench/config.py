@@ -10,10 +10,12 @@ import re
 from omegaconf import DictConfig, OmegaConf
 
 from optbench.data import DATASET_NAMES
+from optbench.device import AMP_CHOICES, POLICY_KEYS
 from optbench.errors import ConfigError
 from optbench.noise import NOISE_KINDS
 from optbench.optim import SCHEDULES
 
+PIPELINES = ("device", "dataloader")  # data.pipeline: on-device batches (default) or the classic DataLoader
 # imagefolder gets a mapping when its class names are CIFAR's; that is checked once the data is loaded.
 DATASETS_WITH_ASYMMETRIC_MAPPING = ("cifar10", "cifar100", "imagefolder")
 
@@ -54,10 +56,33 @@ def validate(cfg: DictConfig) -> None:
     _whole_number(cfg, "train.eval_batch_size", 1, "use an evaluation batch size of at least 1, e.g. 1024")
     _whole_number(cfg, "train.checkpoint_every", 0, "use 0 (only at the end) or a number of epochs")
     _whole_number(cfg, "model.width", 1, "64 is the standard ResNet-18; 8-16 for CPU tests")
+    _whole_number(cfg, "train.grad_accum", 1, "use 1 (no accumulation) or more micro-batches per step, e.g. 2")
+    if cfg.batch_size % cfg.train.grad_accum:
+        _fail("train.grad_accum", cfg.train.grad_accum, f"must divide batch_size={cfg.batch_size} into equal micro-batches")
+    _validate_device(cfg)
     _validate_dataset(cfg)
     _validate_noise(cfg)
     _validate_optimizer(cfg)
     _validate_scheduler(cfg)
+
+
+def _validate_device(cfg: DictConfig) -> None:
+    # Availability is checked when the run starts (importing torch here would slow every sweep check).
+    if not re.fullmatch(r"auto|fastest|cpu|mps|cuda(:\d+)?", str(cfg.device)):
+        _fail("device", cfg.device, "choose auto, fastest, cpu, cuda, cuda:N or mps")
+    policy = cfg.device_policy
+    unknown = sorted(set(policy) - set(POLICY_KEYS))
+    if unknown:
+        _fail(f"device_policy.{unknown[0]}", policy[unknown[0]], "not a policy setting: choose " + ", ".join(POLICY_KEYS))
+    if policy.amp is not None and policy.amp not in AMP_CHOICES:
+        _fail("device_policy.amp", policy.amp, "choose bf16, fp16, off, or null for the device's default")
+    if policy.num_workers is not None:
+        _whole_number(cfg, "device_policy.num_workers", 0, "use 0 (load in the training process) or more workers")
+    for key in ("pin_memory", "persistent_workers", "channels_last", "cudnn_benchmark", "tf32", "compile"):
+        if policy[key] not in (None, True, False):
+            _fail(f"device_policy.{key}", policy[key], "use true, false, or null for the device's default")
+    if cfg.data.pipeline not in PIPELINES:
+        _fail("data.pipeline", cfg.data.pipeline, "choose data.pipeline=device (fast, default) or dataloader (classic)")
 
 
 def _validate_dataset(cfg: DictConfig) -> None:

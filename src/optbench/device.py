@@ -1,28 +1,56 @@
-"""Choose the training device: `auto` means CUDA, then Apple MPS, then CPU.
+"""The training device and the one frozen policy that decides everything device-dependent.
 
-`resolve_device(requested)` returns a `torch.device`. An explicitly requested device that is not
-available is a ConfigError, never a silent fallback: a study that meant to run on a GPU must not
-quietly take a week on the CPU.
+- `resolve_device(requested)`: `auto` means CUDA, then Apple MPS, then CPU; `fastest` times a few
+  training steps on each available device (optbench.fastest). An explicitly requested device that
+  is not available is a ConfigError, never a silent fallback: a study meant for a GPU must not
+  quietly take a week on the CPU.
+- `decide_policy(facts, overrides)`: a pure function from what the device is (DeviceFacts) and the
+  user's `device_policy.*` overrides (None = the device's default) to a frozen DevicePolicy, with a
+  reason for every choice. Pure so every rule is tested on a CPU by describing a CUDA or MPS device.
+- `apply_policy(policy)` sets the process-wide backend flags (cudnn.benchmark, TF32) for a CUDA run;
+  `release_device_memory(device)` empties the allocator cache between runs of one process.
+- `out_of_memory_as_error(...)` turns a CUDA/MPS out-of-memory into one line saying what to try.
 """
+
+import contextlib
+import gc
+import os
+from dataclasses import asdict, dataclass, field
 
 import torch
 
-from optbench.errors import ConfigError
+import optbench
+from optbench.errors import ConfigError, OutOfMemory
+
+DEVICE_CHOICES = "auto, fastest, cpu, cuda, cuda:N or mps"
+AMP_CHOICES = ("bf16", "fp16", "off")
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "off": None}
+POLICY_KEYS = ("pin_memory", "num_workers", "persistent_workers", "amp", "channels_last",
+               "cudnn_benchmark", "tf32", "compile")
 
 
 def mps_available() -> bool:
     return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
-def resolve_device(requested: str) -> torch.device:
+def mps_built() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_built())
+
+
+def resolve_device(requested: str, fastest=None) -> torch.device:
+    """`fastest`: a callable returning the fastest device, called only for device=fastest."""
     if requested == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
         return torch.device("mps" if mps_available() else "cpu")
+    if requested == "fastest":
+        if fastest is None:
+            raise ConfigError(f"device=fastest is not supported here: choose {DEVICE_CHOICES}")
+        return fastest()
     try:
         device = torch.device(requested)
     except RuntimeError as error:
-        raise ConfigError(f"device={requested} is not a device name: choose auto, cpu, cuda, cuda:N or mps") from error
+        raise ConfigError(f"device={requested} is not a device name: choose {DEVICE_CHOICES}") from error
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device={requested} was asked for but CUDA is not available here: use device=auto or device=cpu")
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
@@ -30,5 +58,200 @@ def resolve_device(requested: str) -> torch.device:
     if device.type == "mps" and not mps_available():
         raise ConfigError(f"device={requested} was asked for but MPS is not available here: use device=auto or device=cpu")
     if device.type not in ("cpu", "cuda", "mps"):
-        raise ConfigError(f"device={requested} is not supported: choose auto, cpu, cuda, cuda:N or mps")
+        raise ConfigError(f"device={requested} is not supported: choose {DEVICE_CHOICES}")
     return device
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What the policy needs to know about a device; `facts_of(device)` measures it."""
+
+    device: str          # e.g. "cuda:0", "mps", "cpu"
+    bf16_supported: bool  # CUDA: compute capability >= 8.0 (Ampere); else what torch reports
+    cpu_count: int
+
+
+def facts_of(device: torch.device) -> DeviceFacts:
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        name = f"cuda:{index}"
+        # Compute capability, not is_bf16_supported(): that also says yes where bf16 is only emulated (T4).
+        bf16 = torch.cuda.get_device_capability(index)[0] >= 8
+    else:
+        name, bf16 = device.type, True
+    return DeviceFacts(name, bf16, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class DevicePolicy:
+    device: str
+    pin_memory: bool           # page-locked host buffers for DataLoader batches
+    num_workers: int           # DataLoader worker processes (data.pipeline=dataloader only)
+    persistent_workers: bool   # keep workers alive between epochs
+    amp: str                   # bf16 | fp16 | off: autocast dtype for forward passes
+    grad_scaler: bool          # loss scaling, needed with fp16 so small gradients do not underflow
+    channels_last: bool        # NHWC memory format for model and batches
+    cudnn_benchmark: bool      # let cuDNN time its convolution algorithms once per shape
+    tf32: bool                 # TensorFloat-32 for fp32 matmuls and convolutions on Ampere+
+    compile: bool              # torch.compile the model
+    mps_fallback: bool         # PYTORCH_ENABLE_MPS_FALLBACK=1 took effect
+    reasons: dict = field(default_factory=dict, compare=False)  # setting -> why it has its value
+
+    @property
+    def device_type(self) -> str:
+        return torch.device(self.device).type
+
+    @property
+    def amp_dtype(self) -> torch.dtype | None:
+        return AMP_DTYPES[self.amp]
+
+    @property
+    def memory_format(self) -> torch.memory_format:
+        return torch.channels_last if self.channels_last else torch.contiguous_format
+
+    def autocast(self):
+        """Context for forward passes: autocast to the AMP dtype, or nothing under fp32."""
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device_type, dtype=self.amp_dtype)
+
+    def grad_scaler_for_run(self) -> torch.amp.GradScaler:
+        """A GradScaler, enabled only under fp16 (a disabled one passes steps straight through)."""
+        return torch.amp.GradScaler(self.device_type, enabled=self.grad_scaler)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def log_lines(self) -> list[str]:
+        return [f"{name}={getattr(self, name)}: {reason}" for name, reason in self.reasons.items()]
+
+
+# oneDNN's channels_last 1x1 stride-2 convolution backward corrupts memory (segfaults, double frees)
+# with fewer than 8 input channels on the CPU (torch 2.15); the ResNet's narrowest one has `width` inputs.
+CPU_CHANNELS_LAST_MIN_WIDTH = 8
+
+
+def decide_policy(facts: DeviceFacts, overrides: dict | None = None, model_width: int = 64) -> DevicePolicy:
+    """The device's defaults, then each non-None override from `device_policy.*` on top."""
+    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
+    unknown = sorted(set(overrides) - set(POLICY_KEYS))
+    if unknown:
+        raise ConfigError(f"device_policy.{unknown[0]} is not a policy setting: choose from {', '.join(POLICY_KEYS)}")
+    kind = facts.device.split(":")[0]
+    chosen = _DEFAULTS[kind](facts)
+    narrow_on_cpu = kind == "cpu" and model_width < CPU_CHANNELS_LAST_MIN_WIDTH
+    if narrow_on_cpu:
+        chosen["channels_last"] = (False, f"CPU with model.width < {CPU_CHANNELS_LAST_MIN_WIDTH}: oneDNN's NHWC "
+                                          "1x1 stride-2 convolution crashes with so few channels")
+    for key, value in overrides.items():
+        chosen[key] = (value, "set in config (device_policy)")
+    if narrow_on_cpu and chosen["channels_last"][0]:
+        raise ConfigError(f"device_policy.channels_last=true crashes the CPU with model.width={model_width} "
+                          f"(< {CPU_CHANNELS_LAST_MIN_WIDTH}): use model.width>={CPU_CHANNELS_LAST_MIN_WIDTH} "
+                          "or device_policy.channels_last=false")
+    _check_amp(kind, facts, chosen["amp"][0])
+    if chosen["num_workers"][0] == 0 and chosen["persistent_workers"][0]:
+        chosen["persistent_workers"] = (False, "no workers to keep")
+    amp = chosen["amp"][0]
+    chosen["grad_scaler"] = (amp == "fp16", "fp16 needs loss scaling against gradient underflow" if amp == "fp16"
+                             else "not needed: bf16 has fp32's exponent range" if amp == "bf16" else "fp32: not needed")
+    chosen["mps_fallback"] = _mps_fallback()
+    return DevicePolicy(device=facts.device, reasons={key: reason for key, (_, reason) in chosen.items()},
+                        **{key: value for key, (value, _) in chosen.items()})
+
+
+def _cuda_defaults(facts: DeviceFacts) -> dict:
+    workers = min(8, facts.cpu_count)
+    return {
+        "pin_memory": (True, "CUDA: page-locked buffers make host-to-GPU copies asynchronous"),
+        "num_workers": (workers, f"CUDA: min(8, {facts.cpu_count} CPUs) to keep the GPU fed"),
+        "persistent_workers": (True, "worker start-up is paid once per run, not per epoch"),
+        "amp": ("bf16", "CUDA with bf16 support (Ampere or newer): bf16 autocast, no loss scaling")
+        if facts.bf16_supported else ("fp16", "CUDA without bf16 support (pre-Ampere): fp16 autocast with a grad scaler"),
+        "channels_last": (True, "CUDA: NHWC convolutions use tensor cores"),
+        "cudnn_benchmark": (True, "fixed 32x32 shapes: timing cuDNN's algorithms once pays off (not bit-reproducible)"),
+        "tf32": (True, "CUDA: TensorFloat-32 for the fp32 parts on Ampere and newer"),
+        "compile": (False, "opt-in (device_policy.compile=true): compiling takes a minute per run"),
+    }
+
+
+def _mps_defaults(facts: DeviceFacts) -> dict:
+    return {
+        "pin_memory": (False, "MPS does not support pinned memory"),
+        "num_workers": (0, "macOS starts DataLoader workers by spawning, which is slow"),
+        "persistent_workers": (False, "no workers"),
+        "amp": ("off", "MPS: fp32 by default (fp16 optional via device_policy.amp=fp16)"),
+        "channels_last": (False, "MPS: convolution backward is slow in channels_last"),
+        "cudnn_benchmark": (False, "cuDNN is CUDA only"),
+        "tf32": (False, "TF32 is CUDA only"),
+        "compile": (False, "opt-in (device_policy.compile=true)"),
+    }
+
+
+def _cpu_defaults(facts: DeviceFacts) -> dict:
+    workers = max(1, facts.cpu_count // 2)
+    return {
+        "pin_memory": (False, "CPU: no host-to-device copy"),
+        "num_workers": (workers, f"CPU: half of {facts.cpu_count} cores, the rest compute"),
+        "persistent_workers": (True, "worker start-up is paid once per run, not per epoch"),
+        "amp": ("off", "CPU: fp32 (bf16 autocast is slower on most CPUs and changes the numbers)"),
+        "channels_last": (True, "CPU: oneDNN convolutions run faster in NHWC"),
+        "cudnn_benchmark": (False, "cuDNN is CUDA only"),
+        "tf32": (False, "TF32 is CUDA only"),
+        "compile": (False, "opt-in (device_policy.compile=true)"),
+    }
+
+
+_DEFAULTS = {"cuda": _cuda_defaults, "mps": _mps_defaults, "cpu": _cpu_defaults}
+
+
+def _check_amp(kind: str, facts: DeviceFacts, amp: str) -> None:
+    if amp not in AMP_CHOICES:
+        raise ConfigError(f"device_policy.amp={amp}: choose bf16, fp16 or off")
+    if amp == "bf16" and kind == "cuda" and not facts.bf16_supported:
+        raise ConfigError("device_policy.amp=bf16: this GPU has no bf16 support; use device_policy.amp=fp16")
+
+
+def _mps_fallback() -> tuple[bool, str]:
+    value = os.environ.get(optbench.MPS_FALLBACK_VARIABLE) == "1"
+    if optbench.TORCH_LOADED_BEFORE_OPTBENCH:
+        return value, "torch was imported before optbench, so the variable may have come too late"
+    if value:
+        return True, "PYTORCH_ENABLE_MPS_FALLBACK=1 before torch loaded: MPS-missing operators run on the CPU"
+    return False, "PYTORCH_ENABLE_MPS_FALLBACK set to something else than 1 by the user"
+
+
+def apply_policy(policy: DevicePolicy) -> None:
+    """Set the process-wide flags of a CUDA run (they mean nothing on MPS or CPU)."""
+    if policy.device_type != "cuda":
+        return
+    torch.backends.cudnn.benchmark = policy.cudnn_benchmark
+    precision = "tf32" if policy.tf32 else "ieee"
+    torch.backends.cuda.matmul.fp32_precision = precision
+    torch.backends.cudnn.conv.fp32_precision = precision
+
+
+def release_device_memory(device: torch.device) -> None:
+    """Give cached allocator blocks back between runs of one process (multirun), so the next run starts clean."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    elif device.type == "mps":
+        torch.mps.empty_cache()
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    # MPS raises a plain RuntimeError ("MPS backend out of memory").
+    return isinstance(error, torch.OutOfMemoryError) or (
+        isinstance(error, RuntimeError) and "out of memory" in str(error))
+
+
+@contextlib.contextmanager
+def out_of_memory_as_error(device: torch.device, what: str, fix: str):
+    """Turn an out-of-memory inside the block into OutOfMemory: one line with the failing size and a fix."""
+    try:
+        yield
+    except (torch.OutOfMemoryError, RuntimeError) as error:
+        if not is_out_of_memory(error):
+            raise
+        raise OutOfMemory(f"out of memory on {device} {what}: {fix}") from error

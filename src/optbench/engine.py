@@ -3,7 +3,9 @@
 Loss sums and correct counts accumulate on the device and are read once at the end of the pass, so
 a step never waits for the host. `train_epoch` returns mean loss and accuracy over the images it
 trained on (against the labels training sees, noisy or not); `evaluate` returns the same for an
-evaluation split plus the predicted classes, which the noisy-label fit metrics need.
+evaluation split plus the predicted classes, which the noisy-label fit metrics need. The device
+policy supplies autocast (AMP) and the memory format; `grad_accum` splits each batch into that many
+micro-batches whose gradients add up to the whole batch's, so a small device keeps the batch size.
 """
 
 from collections.abc import Iterable
@@ -11,37 +13,55 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
+from optbench.device import DevicePolicy
+
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
 
+def train_step(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, optimizer: torch.optim.Optimizer,
+               policy: DevicePolicy, scaler: torch.amp.GradScaler, grad_accum: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimizer step on one batch; returns (summed loss, correct count) as device tensors."""
+    images = images.contiguous(memory_format=policy.memory_format)
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum = correct = None
+    for micro_images, micro_labels in zip(images.chunk(grad_accum), labels.chunk(grad_accum)):
+        with policy.autocast():
+            logits = model(micro_images)
+            loss = nn.functional.cross_entropy(logits, micro_labels)
+        # Weight each micro-batch mean by its share, so the gradients sum to the whole batch's mean.
+        scaler.scale(loss * (len(micro_labels) / len(labels))).backward()
+        micro_loss_sum = loss.detach().float() * len(micro_labels)
+        micro_correct = (logits.detach().argmax(1) == micro_labels).sum()
+        loss_sum = micro_loss_sum if loss_sum is None else loss_sum + micro_loss_sum
+        correct = micro_correct if correct is None else correct + micro_correct
+    scaler.step(optimizer)  # skips the step when fp16 gradients overflowed
+    scaler.update()
+    return loss_sum, correct
+
+
 def train_epoch(model: nn.Module, batches: Batches, optimizer: torch.optim.Optimizer,
-                scheduler: torch.optim.lr_scheduler.LRScheduler) -> dict[str, float]:
+                scheduler: torch.optim.lr_scheduler.LRScheduler, policy: DevicePolicy,
+                scaler: torch.amp.GradScaler, grad_accum: int = 1) -> dict[str, float]:
     model.train()
-    loss_sum = correct = count = None
+    loss_sum = correct = None
+    count = 0
     for images, labels in batches:
-        logits = model(images)
-        loss = nn.functional.cross_entropy(logits, labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        batch_loss_sum, batch_correct = train_step(model, images, labels, optimizer, policy, scaler, grad_accum)
         scheduler.step()
-        batch_loss_sum = loss.detach() * len(labels)
-        batch_correct = (logits.detach().argmax(1) == labels).sum()
-        if loss_sum is None:
-            loss_sum, correct, count = batch_loss_sum, batch_correct, 0
-        else:
-            loss_sum, correct = loss_sum + batch_loss_sum, correct + batch_correct
+        loss_sum = batch_loss_sum if loss_sum is None else loss_sum + batch_loss_sum
+        correct = batch_correct if correct is None else correct + batch_correct
         count += len(labels)
     return {"loss": loss_sum.item() / count, "acc": correct.item() / count, "images": count}
 
 
 @torch.inference_mode()
-def evaluate(model: nn.Module, batches: Batches) -> tuple[dict[str, float], torch.Tensor]:
+def evaluate(model: nn.Module, batches: Batches, policy: DevicePolicy) -> tuple[dict[str, float], torch.Tensor]:
     model.eval()
     loss_sum, predictions, all_labels = 0.0, [], []
     for images, labels in batches:
-        logits = model(images)
-        loss_sum = loss_sum + nn.functional.cross_entropy(logits, labels, reduction="sum")
+        with policy.autocast():
+            logits = model(images.contiguous(memory_format=policy.memory_format))
+        loss_sum = loss_sum + nn.functional.cross_entropy(logits.float(), labels, reduction="sum")
         predictions.append(logits.argmax(1))
         all_labels.append(labels)
     predicted, labels = torch.cat(predictions), torch.cat(all_labels)

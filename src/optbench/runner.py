@@ -22,8 +22,10 @@ from tqdm import tqdm
 from optbench import provenance
 from optbench.config import validate
 from optbench.data import DatasetSplits, load_splits
-from optbench.device import resolve_device
+from optbench.device import (DevicePolicy, apply_policy, decide_policy, facts_of, out_of_memory_as_error,
+                             release_device_memory, resolve_device)
 from optbench.engine import evaluate, noisy_fit, train_epoch
+from optbench.fastest import fastest_device
 from optbench.loader import channel_tensor, eval_batches, num_train_batches, train_batches
 from optbench.models import build_model
 from optbench.noise import NoisyLabels, apply_label_noise
@@ -39,10 +41,13 @@ class Run:
 
     cfg: DictConfig
     device: torch.device
+    policy: DevicePolicy
     splits: DatasetSplits          # moved to the device
     noisy: NoisyLabels             # moved to the device
-    model: torch.nn.Module
+    model: torch.nn.Module         # the module whose state is saved
+    step_model: torch.nn.Module    # what trains and evaluates: `model`, or its torch.compile wrapper
     optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler   # loss scaling under fp16; a pass-through otherwise
     scheduler: torch.optim.lr_scheduler.LRScheduler
     mean: torch.Tensor
     std: torch.Tensor
@@ -56,22 +61,41 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict:
         log.info("already completed, skipped: %s (train.rerun=true runs it again)", run_dir)
         return previous
     run = prepare(cfg)
-    run_log.begin()
-    return fit(run, run_log)
+    try:
+        run_log.begin()
+        return fit(run, run_log)
+    finally:
+        release_device_memory(run.device)
+
+
+def choose_device(cfg: DictConfig) -> tuple[torch.device, DevicePolicy]:
+    def measure_fastest() -> torch.device:
+        # Timed at 10 classes: the head's size barely changes the speed, and the data is not loaded yet.
+        return fastest_device(cfg.model.name, cfg.model.width, 10, cfg.batch_size)[0]
+
+    device = resolve_device(cfg.device, fastest=measure_fastest)
+    policy = decide_policy(facts_of(device), OmegaConf.to_container(cfg.device_policy), cfg.model.width)
+    apply_policy(policy)
+    log.info("device %s (device=%s); policy:", device, cfg.device)
+    for line in policy.log_lines():
+        log.info("  %s", line)
+    return device, policy
 
 
 def prepare(cfg: DictConfig) -> Run:
-    device = resolve_device(cfg.device)
+    device, policy = choose_device(cfg)
     dataset_options = OmegaConf.to_container(cfg.dataset, resolve=True)
     splits = load_splits(data_dir=cfg.paths.data_dir, **dataset_options)
     noisy = apply_label_noise(splits.train.labels, cfg.noise.name, cfg.noise.rate, splits.classes,
                               cfg.noise.seed, splits.name)
     seed_everything(cfg.seed)
-    model = build_model(cfg.model.name, splits.num_classes, cfg.model.width).to(device)
+    model = build_model(cfg.model.name, splits.num_classes, cfg.model.width).to(device, memory_format=policy.memory_format)
     optimizer = build_optimizer(model, **OmegaConf.to_container(cfg.optimizer, resolve=True))
     steps_per_epoch = num_train_batches(len(splits.train), cfg.batch_size)
     scheduler = build_scheduler(optimizer, steps_per_epoch, cfg.epochs, **OmegaConf.to_container(cfg.scheduler))
-    return Run(cfg, device, _to_device(splits, device), _to_device(noisy, device), model, optimizer, scheduler,
+    step_model = torch.compile(model) if policy.compile else model
+    return Run(cfg, device, policy, _to_device(splits, device), _to_device(noisy, device), model, step_model,
+               optimizer, policy.grad_scaler_for_run(), scheduler,
                channel_tensor(splits.mean, device), channel_tensor(splits.std, device))
 
 
@@ -134,7 +158,11 @@ def run_epoch(run: Run, epoch: int) -> dict:
     batches = train_batches(splits.train.images, run.noisy.labels, cfg.batch_size, cfg.seed, epoch, run.mean, run.std)
     batches = tqdm(batches, total=num_train_batches(len(splits.train), cfg.batch_size), leave=False,
                    desc=f"epoch {epoch}", disable=None if cfg.train.progress_bar else True)
-    trained = train_epoch(run.model, batches, run.optimizer, run.scheduler)
+    micro_batch = -(-cfg.batch_size // cfg.train.grad_accum)
+    with out_of_memory_as_error(run.device, f"training batch_size={cfg.batch_size} in micro-batches of {micro_batch}",
+                                _training_memory_fix(cfg)):
+        trained = train_epoch(run.step_model, batches, run.optimizer, run.scheduler, run.policy, run.scaler,
+                              cfg.train.grad_accum)
     train_seconds = time.perf_counter() - epoch_start
     record = {"epoch": epoch, "lr": run.optimizer.param_groups[0]["lr"],
               "train/loss": trained["loss"], "train/acc": trained["acc"],
@@ -143,8 +171,9 @@ def run_epoch(run: Run, epoch: int) -> dict:
     for split_name in ("val", "test"):
         image_set = getattr(splits, split_name)
         if len(image_set):
-            metrics, _ = evaluate(run.model, eval_batches(image_set.images, image_set.labels, cfg.train.eval_batch_size,
-                                                          run.mean, run.std))
+            batches = eval_batches(image_set.images, image_set.labels, cfg.train.eval_batch_size, run.mean, run.std)
+            with _evaluation_memory_guard(run):
+                metrics, _ = evaluate(run.step_model, batches, run.policy)
             record.update({f"{split_name}/{name}": value for name, value in metrics.items()})
     if run.noisy.num_noisy:
         record.update(_noisy_fit_metrics(run))
@@ -152,12 +181,28 @@ def run_epoch(run: Run, epoch: int) -> dict:
     return record
 
 
+def _training_memory_fix(cfg: DictConfig) -> str:
+    micro_batch = -(-cfg.batch_size // cfg.train.grad_accum)
+    if micro_batch == 1:
+        return "even one image does not fit: use a smaller model.width or another device"
+    next_accum = next(accum for accum in range(cfg.train.grad_accum + 1, cfg.batch_size + 1) if cfg.batch_size % accum == 0)
+    return (f"try train.grad_accum={next_accum} (same effective batch of {cfg.batch_size}, smaller micro-batches), "
+            f"or a smaller batch_size or model.width")
+
+
+def _evaluation_memory_guard(run: Run):
+    size = run.cfg.train.eval_batch_size
+    return out_of_memory_as_error(run.device, f"evaluating batches of train.eval_batch_size={size}",
+                                  f"try train.eval_batch_size={max(1, size // 4)}")
+
+
 def _noisy_fit_metrics(run: Run) -> dict:
     """Predict the flipped training images, un-augmented, and compare with noisy and clean labels."""
     index = run.noisy.is_noisy.nonzero().squeeze(1)
     train = run.splits.train
     batches = eval_batches(train.images, run.noisy.labels, run.cfg.train.eval_batch_size, run.mean, run.std, index)
-    _, predicted = evaluate(run.model, batches)
+    with _evaluation_memory_guard(run):
+        _, predicted = evaluate(run.step_model, batches, run.policy)
     fit = noisy_fit(predicted, run.noisy.labels[index], train.labels[index])
     return {f"noisy/{name}": value for name, value in fit.items()}
 
@@ -173,7 +218,7 @@ def _initial_summary(run: Run) -> dict:
                   "num_noisy": run.noisy.num_noisy},
         "model": {"name": cfg.model.name, "width": cfg.model.width,
                   "num_parameters": sum(p.numel() for p in run.model.parameters())},
-        "device": str(run.device), "device_policy": {"device": str(run.device), "amp": "off (fp32)"},
+        "device": str(run.device), "device_policy": run.policy.as_dict(),
         "versions": provenance.library_versions(), "git": provenance.git_state(),
         "wall_time_s": 0.0, "train_time_s": 0.0, "train_images": 0, "train_images_per_s": None,
     }
@@ -194,7 +239,7 @@ def _update_summary(summary: dict, record: dict, started: float) -> None:
 
 def _checkpoint_state(run: Run, epoch: int) -> dict:
     return {"epoch": epoch, "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
-            "scheduler": run.scheduler.state_dict()}
+            "scheduler": run.scheduler.state_dict(), "scaler": run.scaler.state_dict()}
 
 
 def _log_epoch(record: dict, epochs: int, writer) -> None:

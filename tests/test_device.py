@@ -1,0 +1,273 @@
+"""The device layer: device choice, every per-device policy rule (CUDA and MPS described, not needed),
+device=fastest and its cache, gradient accumulation, AMP on CPU, and out-of-memory reporting."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from conftest import REPO
+
+from optbench import fastest
+from optbench.device import (DeviceFacts, apply_policy, decide_policy, out_of_memory_as_error, resolve_device)
+from optbench.cli import run_job
+from optbench.engine import train_step
+from optbench.errors import ConfigError, OutOfMemory
+from optbench.runner import train
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+AMPERE = DeviceFacts("cuda:0", bf16_supported=True, cpu_count=16)
+TURING = DeviceFacts("cuda:0", bf16_supported=False, cpu_count=4)   # e.g. Colab's T4
+APPLE = DeviceFacts("mps", bf16_supported=True, cpu_count=10)
+LAPTOP_CPU = DeviceFacts("cpu", bf16_supported=True, cpu_count=2)
+
+
+def test_cuda_with_bf16_gets_bf16_channels_last_pinned_memory_and_workers():
+    policy = decide_policy(AMPERE)
+    assert (policy.amp, policy.grad_scaler, policy.channels_last) == ("bf16", False, True)
+    assert (policy.pin_memory, policy.num_workers, policy.persistent_workers) == (True, 8, True)
+    assert (policy.cudnn_benchmark, policy.tf32, policy.compile) == (True, True, False)
+    assert policy.amp_dtype == torch.bfloat16 and policy.memory_format == torch.channels_last
+
+
+def test_cuda_without_bf16_gets_fp16_with_a_grad_scaler():
+    policy = decide_policy(TURING)
+    assert (policy.amp, policy.grad_scaler) == ("fp16", True)
+    assert policy.num_workers == 4  # min(8, CPUs)
+
+
+def test_mps_defaults_avoid_what_is_slow_or_unsupported_there():
+    policy = decide_policy(APPLE)
+    assert (policy.pin_memory, policy.num_workers, policy.persistent_workers) == (False, 0, False)
+    assert (policy.amp, policy.grad_scaler, policy.channels_last) == ("off", False, False)
+    assert (policy.cudnn_benchmark, policy.tf32) == (False, False)
+    assert "pinned memory" in policy.reasons["pin_memory"] and "spawn" in policy.reasons["num_workers"]
+
+
+def test_cpu_defaults_fp32_channels_last_and_half_the_cores_as_workers():
+    policy = decide_policy(LAPTOP_CPU)
+    assert (policy.amp, policy.amp_dtype, policy.channels_last, policy.pin_memory) == ("off", None, True, False)
+    assert policy.num_workers == 1
+
+
+def test_a_cpu_model_narrower_than_8_channels_stays_nchw_where_onednn_nhwc_crashes():
+    policy = decide_policy(LAPTOP_CPU, model_width=4)
+    assert policy.channels_last is False and "crashes" in policy.reasons["channels_last"]
+    assert decide_policy(AMPERE, model_width=4).channels_last is True  # a CPU-only rule
+    with pytest.raises(ConfigError, match="device_policy.channels_last=false"):
+        decide_policy(LAPTOP_CPU, {"channels_last": True}, model_width=4)
+
+
+def test_mps_fp16_is_optional_and_brings_a_grad_scaler():
+    policy = decide_policy(APPLE, {"amp": "fp16"})
+    assert (policy.amp, policy.grad_scaler) == ("fp16", True)
+    assert policy.reasons["amp"] == "set in config (device_policy)"
+
+
+def test_every_setting_can_be_overridden_and_none_means_the_default():
+    overrides = {"pin_memory": False, "num_workers": 3, "persistent_workers": False, "amp": "off",
+                 "channels_last": False, "cudnn_benchmark": False, "tf32": False, "compile": True}
+    policy = decide_policy(AMPERE, overrides)
+    assert {key: getattr(policy, key) for key in overrides} == overrides
+    assert decide_policy(AMPERE, {key: None for key in overrides}) == decide_policy(AMPERE)
+
+
+def test_zero_workers_are_never_persistent():
+    assert decide_policy(AMPERE, {"num_workers": 0}).persistent_workers is False
+
+
+def test_every_choice_has_a_reason_and_the_summary_form_is_plain_data():
+    policy = decide_policy(AMPERE)
+    settings = set(policy.as_dict()) - {"device", "reasons"}
+    assert set(policy.reasons) == settings
+    assert json.loads(json.dumps(policy.as_dict()))["amp"] == "bf16"
+    assert len(policy.log_lines()) == len(settings)
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"amp": "fp8"}, "choose bf16, fp16 or off"),
+    ({"pinned": True}, "not a policy setting"),
+])
+def test_bad_policy_values_are_config_errors(overrides, words):
+    with pytest.raises(ConfigError, match=words):
+        decide_policy(AMPERE, overrides)
+
+
+def test_bf16_on_a_gpu_without_it_names_fp16_as_the_fix():
+    with pytest.raises(ConfigError, match="device_policy.amp=fp16"):
+        decide_policy(TURING, {"amp": "bf16"})
+
+
+def test_the_policy_is_frozen():
+    with pytest.raises(AttributeError):
+        decide_policy(LAPTOP_CPU).amp = "bf16"
+
+
+def test_apply_policy_leaves_cuda_flags_alone_for_a_cpu_run():
+    before = torch.backends.cudnn.benchmark
+    apply_policy(decide_policy(LAPTOP_CPU, {"cudnn_benchmark": not before}))
+    assert torch.backends.cudnn.benchmark == before
+
+
+def fake_devices(monkeypatch, cuda_count: int, mps: bool):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda_count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: cuda_count)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+
+
+@pytest.mark.parametrize("cuda_count, mps, expected", [(2, True, "cuda"), (0, True, "mps"), (0, False, "cpu")])
+def test_auto_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda_count, mps, expected):
+    fake_devices(monkeypatch, cuda_count, mps)
+    assert resolve_device("auto") == torch.device(expected)
+
+
+@pytest.mark.parametrize("requested, words", [("cuda", "CUDA is not available"), ("cuda:1", "CUDA is not available"),
+                                              ("mps", "MPS is not available"), ("tpu", "choose auto, fastest")])
+def test_an_unavailable_device_is_an_error_not_a_fallback(monkeypatch, requested, words):
+    fake_devices(monkeypatch, 0, False)
+    with pytest.raises(ConfigError, match=words):
+        resolve_device(requested)
+
+
+def test_a_cuda_index_beyond_the_gpus_present_is_an_error(monkeypatch):
+    fake_devices(monkeypatch, 2, False)
+    assert resolve_device("cuda:1") == torch.device("cuda:1")
+    with pytest.raises(ConfigError, match="only 2 CUDA"):
+        resolve_device("cuda:2")
+
+
+def test_fastest_picks_the_highest_throughput_and_caches_it_per_machine(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fastest, "available_devices", lambda: [torch.device("cpu"), torch.device("mps")])
+    speeds = {"cpu": 300.0, "mps": 120.0}  # small models: MPS can lose to the CPU
+    timed = []
+
+    def fake_speed(device, *shape):
+        timed.append(str(device))
+        return speeds[str(device)]
+
+    monkeypatch.setattr(fastest, "images_per_second", fake_speed)
+    device, measured = fastest.fastest_device("resnet18", 16, 10, 128)
+    assert device == torch.device("cpu") and measured == speeds
+    assert fastest.fastest_device("resnet18", 16, 10, 128)[0] == torch.device("cpu")
+    assert timed == ["cpu", "mps"]  # the second call read the cache
+    fastest.fastest_device("resnet18", 64, 10, 128)
+    assert len(timed) == 4  # another model shape is measured anew
+    cache = json.loads((tmp_path / fastest.CACHE_FILE).read_text())
+    assert len(cache) == 2
+    speeds["mps"] = 900.0
+    assert fastest.fastest_device("resnet18", 16, 10, 128, refresh=True)[0] == torch.device("mps")
+
+
+def test_fastest_with_only_a_cpu_needs_no_measurement(monkeypatch):
+    monkeypatch.setattr(fastest, "available_devices", lambda: [torch.device("cpu")])
+    assert fastest.fastest_device("resnet18", 8, 10, 32) == (torch.device("cpu"), {})
+
+
+def test_images_per_second_really_trains_on_the_cpu():
+    assert fastest.images_per_second(torch.device("cpu"), "resnet18", 4, 10, 8, steps=1) > 0
+
+
+def mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+def test_gradient_accumulation_gives_the_same_step_as_the_whole_batch():
+    policy = decide_policy(LAPTOP_CPU, {"channels_last": False})
+    images = torch.randn(24, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    labels = torch.arange(24) % 10
+    results = []
+    for grad_accum in (1, 4):
+        model = mlp()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        loss_sum, correct = train_step(model, images, labels, optimizer, policy, policy.grad_scaler_for_run(), grad_accum)
+        results.append((loss_sum, correct, [parameter.detach() for parameter in model.parameters()]))
+    (loss_whole, correct_whole, after_whole), (loss_accum, correct_accum, after_accum) = results
+    assert loss_accum.item() == pytest.approx(loss_whole.item(), rel=1e-5) and correct_accum == correct_whole
+    for whole, accumulated in zip(after_whole, after_accum):
+        torch.testing.assert_close(accumulated, whole, rtol=1e-5, atol=1e-6)
+
+
+def test_bf16_autocast_on_the_cpu_trains():
+    policy = decide_policy(LAPTOP_CPU, {"amp": "bf16"})
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    images, labels = torch.randn(16, 3, 32, 32), torch.arange(16) % 10
+    losses = [train_step(model, images, labels, optimizer, policy, policy.grad_scaler_for_run())[0].item()
+              for _ in range(5)]
+    assert losses[-1] < losses[0]
+
+
+def test_out_of_memory_becomes_one_line_with_the_size_and_the_fix():
+    with pytest.raises(OutOfMemory, match=r"out of memory on cuda:0 training batch_size=512: try train.grad_accum=2"):
+        with out_of_memory_as_error(torch.device("cuda:0"), "training batch_size=512", "try train.grad_accum=2"):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    with pytest.raises(OutOfMemory):  # MPS says it with a plain RuntimeError
+        with out_of_memory_as_error(torch.device("mps"), "x", "y"):
+            raise RuntimeError("MPS backend out of memory (MPS allocated: 8 GB)")
+    with pytest.raises(RuntimeError, match="shape mismatch"):  # other errors pass through untouched
+        with out_of_memory_as_error(torch.device("mps"), "x", "y"):
+            raise RuntimeError("shape mismatch")
+
+
+def test_a_run_that_runs_out_of_memory_is_recorded_as_failed_with_the_advice(tiny_config, tmp_path, monkeypatch):
+    def no_memory(self, images):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    monkeypatch.setattr("optbench.models.CifarResNet.forward", no_memory)
+    with pytest.raises(OutOfMemory, match="batch_size=50 in micro-batches of 50: try train.grad_accum=2") as raised:
+        train(tiny_config(), tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "failed" and str(raised.value) in summary["error"]
+
+
+def test_the_command_line_exits_3_with_one_line_on_out_of_memory(tiny_config, tmp_path, monkeypatch, capsys):
+    def no_memory(self, images):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr("optbench.models.CifarResNet.forward", no_memory)
+    with pytest.raises(SystemExit) as exited:
+        run_job(tiny_config("batch_size=60", "train.grad_accum=3"), tmp_path / "run")
+    assert exited.value.code == 3
+    assert capsys.readouterr().err.splitlines() == [
+        "error: out of memory on cpu training batch_size=60 in micro-batches of 20: try train.grad_accum=4 "
+        "(same effective batch of 60, smaller micro-batches), or a smaller batch_size or model.width"]
+
+
+def test_a_grad_accum_that_does_not_divide_the_batch_exits_2(tmp_path):
+    command = [sys.executable, "src/train.py", "experiment=quick", "train.grad_accum=3", f"paths.results_dir={tmp_path}"]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: train.grad_accum=3: must divide batch_size=64 into equal micro-batches"]
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_cpu_run_records_its_policy_and_trains_channels_last(tiny_config, tmp_path):
+    summary = train(tiny_config("device_policy.amp=bf16"), tmp_path / "run")
+    policy = summary["device_policy"]
+    assert (policy["device"], policy["amp"], policy["channels_last"]) == ("cpu", "bf16", True)
+    assert policy["reasons"]["amp"] == "set in config (device_policy)"
+    assert summary["status"] == "completed"
+
+
+def test_importing_optbench_first_sets_the_mps_fallback_before_torch_loads():
+    script = "import optbench, os, sys; print(os.environ['PYTORCH_ENABLE_MPS_FALLBACK'], 'torch' in sys.modules)"
+    env = {key: value for key, value in os.environ.items() if key != "PYTORCH_ENABLE_MPS_FALLBACK"}
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout
+    assert output.split() == ["1", "False"]
+    env["PYTORCH_ENABLE_MPS_FALLBACK"] = "0"  # a user's own choice is kept
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout
+    assert output.split() == ["0", "False"]
+
+
+def test_device_fastest_runs_on_the_measured_winner(tiny_config, tmp_path, monkeypatch):
+    monkeypatch.setattr("optbench.runner.fastest_device", lambda *shape: (torch.device("cpu"), {"cpu": 1.0}))
+    summary = train(tiny_config("device=fastest"), tmp_path / "run")
+    assert summary["device"] == "cpu" and summary["status"] == "completed"
