@@ -11,11 +11,13 @@ Every run lands in its deterministic directory under results/ (see conf/config.y
 import sys
 from pathlib import Path
 
+import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from optbench.cli import preflight, run_job
+from optbench.cli import deferred_exit_status, preflight, run_job
 from optbench.config import register_resolvers
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -24,9 +26,11 @@ register_resolvers()
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
-    run_job(cfg, Path(HydraConfig.get().runtime.output_dir))
+    hydra_config = HydraConfig.get()
+    run_job(cfg, Path(hydra_config.runtime.output_dir), multirun=hydra_config.mode == RunMode.MULTIRUN)
 
 
 if __name__ == "__main__":
     preflight(sys.argv[1:], CONF_DIR)
     main()
+    sys.exit(deferred_exit_status())

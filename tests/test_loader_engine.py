@@ -158,7 +158,7 @@ def test_train_epoch_reports_mean_loss_and_accuracy_of_the_images_it_trained_on(
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the model stays fixed, metrics are checkable
     scheduler = constant_scheduler(optimizer)
     batches = collect(train_batches(images, labels, 20, 0, 1, MEAN, STD, augment=False))  # 4 batches, 16 dropped
-    result = train_epoch(model, batches, optimizer, scheduler, FP32, NO_SCALING)
+    result = train_epoch(model, batches, optimizer, scheduler, FP32, NO_SCALING).result()
     inputs, targets = torch.cat([b for b, _ in batches]), torch.cat([t for _, t in batches])
     with torch.no_grad():
         logits = model(inputs)
@@ -174,7 +174,7 @@ def test_train_epoch_lowers_the_loss_on_a_learnable_problem():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     scheduler = constant_scheduler(optimizer)
     results = [train_epoch(model, train_batches(images, labels, 16, 0, epoch, MEAN, STD), optimizer, scheduler,
-                           FP32, NO_SCALING) for epoch in range(1, 6)]
+                           FP32, NO_SCALING).result() for epoch in range(1, 6)]
     assert results[-1]["loss"] < 0.5 * results[0]["loss"]
     assert results[-1]["acc"] > 0.9
 

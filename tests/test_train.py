@@ -107,3 +107,11 @@ def test_short_run_on_real_cifar10_images_beats_chance(tmp_path, real_cifar10_ro
     assert summary["status"] == "completed"
     assert summary["dataset"]["num_test"] == 10000 and summary["dataset"]["num_train"] == 3000
     assert summary["best"]["test/acc"] > 0.2  # 10 classes: chance is 0.1
+
+
+def test_the_dataloader_pipeline_trains_and_its_numbers_do_not_depend_on_workers(tiny_config, tmp_path):
+    runs = [train(tiny_config("data.pipeline=dataloader", f"device_policy.num_workers={workers}"), tmp_path / str(workers))
+            for workers in (0, 1)]
+    assert [run["status"] for run in runs] == ["completed", "completed"]
+    assert without_timings([runs[0]["final"]]) == without_timings([runs[1]["final"]])
+    assert runs[0]["final"]["train/images"] == 500  # 600 less 100 for validation, whole batches of 50

@@ -56,6 +56,7 @@ def validate(cfg: DictConfig) -> None:
     _whole_number(cfg, "train.eval_batch_size", 1, "use an evaluation batch size of at least 1, e.g. 1024")
     _whole_number(cfg, "train.checkpoint_every", 0, "use 0 (only at the end) or a number of epochs")
     _whole_number(cfg, "model.width", 1, "64 is the standard ResNet-18; 8-16 for CPU tests")
+    _number(cfg, "train.divergence_factor", 1.0, float("inf"), "a factor > 1 over ln(classes), e.g. 10")
     _whole_number(cfg, "train.grad_accum", 1, "use 1 (no accumulation) or more micro-batches per step, e.g. 2")
     if cfg.batch_size % cfg.train.grad_accum:
         _fail("train.grad_accum", cfg.train.grad_accum, f"must divide batch_size={cfg.batch_size} into equal micro-batches")

@@ -1,14 +1,16 @@
 """One training epoch and one evaluation pass; no file I/O, no config.
 
 Loss sums and correct counts accumulate on the device and are read once at the end of the pass, so
-a step never waits for the host. `train_epoch` returns mean loss and accuracy over the images it
-trained on (against the labels training sees, noisy or not); `evaluate` returns the same for an
+a step never waits for the host. `train_epoch` returns an EpochProgress whose `result()` is the
+mean loss and accuracy over the images trained on (against the labels training sees, noisy or not);
+it can stop between steps and be continued from its progress (graceful interruption). `evaluate` returns the same for an
 evaluation split plus the predicted classes, which the noisy-label fit metrics need. The device
 policy supplies autocast (AMP) and the memory format; `grad_accum` splits each batch into that many
 micro-batches whose gradients add up to the whole batch's, so a small device keeps the batch size.
 """
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -39,19 +41,47 @@ def train_step(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, opt
     return loss_sum, correct
 
 
+@dataclass
+class EpochProgress:
+    """Where an epoch's training pass stands; saved in a mid-epoch checkpoint and continued from."""
+
+    batches_done: int = 0
+    images: int = 0
+    loss_sum: torch.Tensor | None = None   # device tensors: read once, at the end of the epoch
+    correct: torch.Tensor | None = None
+    first_nonfinite_batch: torch.Tensor | None = None  # -1 while every loss is finite
+
+    def add(self, loss_sum: torch.Tensor, correct: torch.Tensor, images: int) -> None:
+        if self.loss_sum is None:
+            self.loss_sum, self.correct = loss_sum, correct
+            self.first_nonfinite_batch = torch.tensor(-1, device=loss_sum.device)
+        else:
+            self.loss_sum, self.correct = self.loss_sum + loss_sum, self.correct + correct
+        # Kept on the device (no host sync per step): the first batch whose loss was not finite.
+        first_bad_here = (self.first_nonfinite_batch < 0) & ~torch.isfinite(loss_sum)
+        self.first_nonfinite_batch = torch.where(first_bad_here, self.batches_done, self.first_nonfinite_batch)
+        self.batches_done += 1
+        self.images += images
+
+    def result(self) -> dict:
+        return {"loss": self.loss_sum.item() / self.images, "acc": self.correct.item() / self.images,
+                "images": self.images, "first_nonfinite_batch": int(self.first_nonfinite_batch.item())}
+
+
 def train_epoch(model: nn.Module, batches: Batches, optimizer: torch.optim.Optimizer,
                 scheduler: torch.optim.lr_scheduler.LRScheduler, policy: DevicePolicy,
-                scaler: torch.amp.GradScaler, grad_accum: int = 1) -> dict[str, float]:
+                scaler: torch.amp.GradScaler, grad_accum: int = 1, progress: EpochProgress | None = None,
+                should_stop=lambda: False) -> EpochProgress:
+    """Train on `batches` (the rest of an epoch when `progress` is given); stop early when `should_stop()`."""
     model.train()
-    loss_sum = correct = None
-    count = 0
+    progress = progress or EpochProgress()
     for images, labels in batches:
         batch_loss_sum, batch_correct = train_step(model, images, labels, optimizer, policy, scaler, grad_accum)
         scheduler.step()
-        loss_sum = batch_loss_sum if loss_sum is None else loss_sum + batch_loss_sum
-        correct = batch_correct if correct is None else correct + batch_correct
-        count += len(labels)
-    return {"loss": loss_sum.item() / count, "acc": correct.item() / count, "images": count}
+        progress.add(batch_loss_sum, batch_correct, len(labels))
+        if should_stop():
+            break
+    return progress
 
 
 @torch.inference_mode()

@@ -13,3 +13,15 @@ class ConfigError(ValueError):
 
 class OutOfMemory(RuntimeError):
     """The device ran out of memory: one line naming the failing size and the fix; exit status 3."""
+
+
+class RunDirectoryBusy(RuntimeError):
+    """Another live process holds the run directory's lock; exit status 2, and its files are left alone."""
+
+
+class RunInterrupted(RuntimeError):
+    """SIGTERM or SIGINT stopped the run after a checkpoint; exit status 128 + the signal number."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum

@@ -1,0 +1,59 @@
+"""Aggregate a folder of runs into tables, figures, statistics and hypothesis verdicts.
+
+    python src/aggregate.py results/                       # writes results/aggregate/report.md and the rest
+    python src/aggregate.py results/ --out paper/ --target-acc 0.93 --experiments experiments/
+
+Reads run directories (summary.json, metrics.jsonl, .hydra/config.yaml) and never changes them; writes
+only into --out. Bad input gives one line `error: ...` naming the fix and exit status 2.
+"""
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from optbench.aggregate.inputs import check_inputs
+from optbench.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_EXPERIMENTS = REPO / "experiments"
+EXIT_BAD_INPUT = 2
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results_dir", type=Path, help="folder holding the run directories, e.g. results/")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS_DIR/aggregate)")
+    parser.add_argument("--target-acc", type=float, default=0.9,
+                        help="validation accuracy (fraction) for the epochs-to-target column (default 0.9)")
+    parser.add_argument("--experiments", type=Path, default=None,
+                        help=f"folder with hypotheses/*.yaml (default: {DEFAULT_EXPERIMENTS} when present)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the pairwise tests (default 0.05); "
+                        "each hypothesis file sets its own")
+    parser.add_argument("--no-figures", action="store_true", help="tables, statistics and verdicts only (faster)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    experiments = args.experiments
+    if experiments is None and DEFAULT_EXPERIMENTS.is_dir():
+        experiments = DEFAULT_EXPERIMENTS
+    try:
+        check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)   # a typo fails before the slow imports
+        from optbench.aggregate import aggregate  # pandas, scipy, matplotlib: a few seconds
+
+        outcome = aggregate(args.results_dir, args.out, args.target_acc, experiments, args.alpha,
+                            command=shlex.join(["python", "src/aggregate.py", *argv]), draw_figures=not args.no_figures)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for warning in outcome.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    verdicts = ", ".join(f"{name} {verdict}" for name, verdict in outcome.verdicts.items())
+    print(f"{outcome.runs} runs -> {outcome.report}" + (f" ({verdicts})" if verdicts else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,389 @@
+"""Figures for the report, drawn with matplotlib's Agg backend (no display needed).
+
+Each function takes the labelled run table (and the per-epoch curves where needed) and returns a
+matplotlib Figure, or None when the data for it is absent (no noisy runs, no LR sweep). Conventions
+kept across every figure so they read at a glance:
+- one fixed colour per optimizer (sgd, adam, adamw, lion, muon; others take the next palette colours),
+  line style and marker tell variants of one optimizer apart (an LR sweep);
+- accuracies in %, epochs on x, units in every axis label, the legend outside the data area;
+- means use completed runs only; runs that did not complete are drawn apart (dotted, or counted in
+  the panel) and are said to be excluded.
+"""
+
+import math
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: files only, works on headless machines
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from optbench.aggregate.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank  # noqa: E402
+from optbench.aggregate.stats import describe  # noqa: E402
+
+TAB10 = plt.get_cmap("tab10").colors
+FIXED_COLOURS = dict(zip(KNOWN_OPTIMIZERS, TAB10[:5]))  # sgd blue, adam orange, adamw green, lion red, muon purple
+EXTRA_COLOURS = TAB10[5:] + plt.get_cmap("Dark2").colors
+# Dotted (":") is kept for runs that did not complete, so variants never use it.
+LINE_STYLES = ["-", "--", "-.", (0, (6, 2, 1, 2, 1, 2))]
+MARKERS = ["o", "s", "^", "D", "v", "P"]
+PANEL_SIZE = (4.6, 3.4)   # inches per panel: readable when the PNG is shown at page width
+MAX_COLUMNS = 3
+plt.rcParams.update({"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "legend.fontsize": 8.5,
+                     "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+
+
+class Style:
+    """Colour per optimizer, line style and marker per variant of that optimizer; fixed for the whole report."""
+
+    def __init__(self, runs: pd.DataFrame, arms: list[str]):
+        optimizers = sorted(set(runs["optimizer"].map(str)), key=optimizer_rank)
+        extra = [name for name in optimizers if name not in FIXED_COLOURS]
+        self.colours = {**FIXED_COLOURS, **{name: EXTRA_COLOURS[i % len(EXTRA_COLOURS)] for i, name in enumerate(extra)}}
+        arm_optimizer = dict(zip(runs["arm"], runs["optimizer"].map(str)))
+        self.arm_optimizer = {arm: arm_optimizer[arm] for arm in arms}
+        self.variant = {}
+        for arm in arms:
+            siblings = [other for other in arms if self.arm_optimizer[other] == self.arm_optimizer[arm]]
+            self.variant[arm] = siblings.index(arm)
+
+    def colour(self, arm: str):
+        return self.colours[self.arm_optimizer[arm]]
+
+    def line(self, arm: str) -> dict:
+        variant = self.variant[arm]
+        return {"color": self.colour(arm), "linestyle": LINE_STYLES[variant % len(LINE_STYLES)],
+                "marker": MARKERS[variant % len(MARKERS)]}
+
+    def handle(self, arm: str) -> Line2D:
+        return Line2D([], [], label=arm, linewidth=2, markersize=5, **self.line(arm))
+
+
+def panel_grid(count: int, panel_size=PANEL_SIZE, columns: int = MAX_COLUMNS):
+    columns = max(1, min(columns, count))
+    rows = math.ceil(count / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(panel_size[0] * columns, panel_size[1] * rows + 0.6),
+                                squeeze=False, layout="constrained")
+    flat = list(axes.flat)
+    for unused in flat[count:]:
+        unused.set_visible(False)
+    return figure, flat[:count]
+
+
+def wrap(text: str, width: int = 48) -> str:
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def finish(figure, title: str, handles: list, extra_handles: list | None = None):
+    """Title on top, one legend below all panels (never over data)."""
+    characters_per_line = int(figure.get_figwidth() * 11)  # about 11 characters per inch at 10.5 pt
+    # First line what is shown, second line how to read it; each wrapped on its own.
+    figure.suptitle("\n".join(wrap(line, characters_per_line) for line in title.split("\n")), fontsize=10.5)
+    handles = handles + (extra_handles or [])
+    if handles:
+        figure.legend(handles=handles, loc="outside lower center", ncol=legend_columns(figure, handles), frameon=False)
+    return figure
+
+
+def legend_columns(figure, handles: list) -> int:
+    """As many columns as fit the figure's width, so the legend is never cut off at the sides."""
+    widest = max(len(handle.get_label()) for handle in handles)
+    entry_inches = 0.07 * widest + 0.7   # about 0.07 in per character at 8.5 pt, plus the line sample
+    fitting = max(1, int(figure.get_figwidth() / entry_inches))
+    rows = math.ceil(len(handles) / fitting)
+    return math.ceil(len(handles) / rows)   # balanced rows
+
+
+def sentence(axis_label: str) -> str:
+    """'test accuracy at best validation (%)' -> 'Test accuracy at best validation' for a title."""
+    text = axis_label.replace(" (%)", "")
+    return text[:1].upper() + text[1:]
+
+
+def percent_axis(axis, label: str) -> None:
+    axis.set_ylabel(label)
+    axis.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+
+
+# ---- learning curves and memorization ---------------------------------------------------------------
+
+def mean_band(curves: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per epoch: mean and sd over runs, and how many runs have the epoch."""
+    values = curves[["epoch", column]].replace([np.inf, -np.inf], np.nan).dropna()
+    return values.groupby("epoch")[column].agg(["mean", "std", "count"]).reset_index()
+
+
+def draw_mean_band(axis, curves: pd.DataFrame, column: str, arm: str, style: Style, scale: float = 1.0) -> bool:
+    band = mean_band(curves, column)
+    if not len(band):
+        return False
+    line = style.line(arm)
+    axis.plot(band["epoch"], scale * band["mean"], color=line["color"], linestyle=line["linestyle"], linewidth=1.8)
+    spread = band["std"].fillna(0)
+    axis.fill_between(band["epoch"], scale * (band["mean"] - spread), scale * (band["mean"] + spread),
+                      color=line["color"], alpha=0.18, linewidth=0)
+    return True
+
+
+def draw_unfinished(axis, curves: pd.DataFrame, column: str, arm: str, style: Style, scale: float = 1.0) -> bool:
+    """Each run that did not complete: a thin dotted line ending in an x (not part of the mean)."""
+    drawn = False
+    for _, run_curve in curves.groupby("run_id"):
+        values = run_curve[["epoch", column]].replace([np.inf, -np.inf], np.nan).dropna()
+        if not len(values):
+            continue
+        axis.plot(values["epoch"], scale * values[column], color=style.colour(arm), linestyle=":", linewidth=1)
+        axis.plot(values["epoch"].iloc[-1:], scale * values[column].iloc[-1:], color=style.colour(arm),
+                  marker="x", markersize=6, linestyle="none")
+        drawn = True
+    return drawn
+
+
+def split_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arm: str):
+    chosen = runs[(runs["setting"] == setting) & (runs["arm"] == arm)]
+    done = set(chosen.loc[chosen["status"] == "completed", "run_id"])
+    others = set(chosen["run_id"]) - done
+    return curves[curves["run_id"].isin(done)], curves[curves["run_id"].isin(others)], len(done)
+
+
+CURVE_PANELS = [("train/loss", "training loss (cross-entropy)", 1.0, True),
+                ("val/acc", "validation accuracy (%)", 100.0, False),
+                ("test/acc", "test accuracy (%)", 100.0, False)]
+
+
+def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms: list[str], style: Style):
+    present = [arm for arm in arms if arm in set(runs.loc[runs["setting"] == setting, "arm"])]
+    panels = [panel for panel in CURVE_PANELS if panel[0] in curves]
+    if not present or not panels or not len(curves):
+        return None
+    figure, axes = panel_grid(len(panels))
+    handles, any_unfinished = [], False
+    for arm in present:
+        done, unfinished, n_done = split_curves(runs, curves, setting, arm)
+        for axis, (column, _, scale, _) in zip(axes, panels):
+            draw_mean_band(axis, done, column, arm, style, scale)
+            any_unfinished |= draw_unfinished(axis, unfinished, column, arm, style, scale)
+        handles.append(Line2D([], [], color=style.colour(arm), linestyle=style.line(arm)["linestyle"], linewidth=2,
+                              label=f"{arm} (n={n_done})"))
+    for axis, (column, label, _, log_scale) in zip(axes, panels):
+        axis.set_xlabel("epoch")
+        axis.set_ylabel(label)
+        axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        values = curves[column].replace([np.inf, -np.inf], np.nan).dropna()
+        if log_scale and len(values) and values.min() > 0 and values.max() / values.min() > 10:  # a decade or more
+            axis.set_yscale("log")
+    extra = [Line2D([], [], color="grey", linestyle=":", marker="x", label="run not completed (not in mean)")] \
+        if any_unfinished else []
+    return finish(figure, f"Learning curves: {setting}\nline = mean over completed seeds, band = ±1 sd",
+                  handles, extra)
+
+
+MEMORIZATION_PANELS = [("noisy/fit_noisy_label", "flipped samples fit to their wrong label (%)"),
+                       ("noisy/fit_clean_label", "flipped samples fit to their true label (%)")]
+
+
+def memorization_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms: list[str], style: Style):
+    """How the noisy training samples are fit over epochs: the memorization curve of label-noise papers."""
+    if not all(column in curves for column, _ in MEMORIZATION_PANELS):
+        return None
+    in_setting = runs[runs["setting"] == setting]
+    if curves.loc[curves["run_id"].isin(in_setting["run_id"]), MEMORIZATION_PANELS[0][0]].notna().sum() == 0:
+        return None
+    figure, axes = panel_grid(len(MEMORIZATION_PANELS))
+    handles = []
+    for arm in [arm for arm in arms if arm in set(in_setting["arm"])]:
+        done, _, n_done = split_curves(runs, curves, setting, arm)
+        drawn = [draw_mean_band(axis, done, column, arm, style, 100.0) for axis, (column, _) in
+                 zip(axes, MEMORIZATION_PANELS)]
+        if any(drawn):
+            handles.append(Line2D([], [], color=style.colour(arm), linestyle=style.line(arm)["linestyle"],
+                                  linewidth=2, label=f"{arm} (n={n_done})"))
+    for axis, (_, label) in zip(axes, MEMORIZATION_PANELS):
+        axis.set_xlabel("epoch")
+        percent_axis(axis, label)
+        axis.set_ylim(-2, 102)
+        axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    return finish(figure, f"Memorization of noisy labels: {setting}\nmean over completed seeds, band = ±1 sd",
+                  handles)
+
+
+# ---- final accuracy per optimizer --------------------------------------------------------------------
+
+def final_accuracy(runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style, metric: str,
+                   metric_label: str):
+    """Per setting: each seed as a dot, the mean with its 95 % CI as a bar; non-completed runs counted."""
+    if not settings:
+        return None
+    most_arms = max(runs.loc[runs["setting"] == setting, "arm"].nunique() for setting in settings)
+    width = max(PANEL_SIZE[0], 0.75 * most_arms + 0.8)   # room for every optimizer's name under its column
+    figure, axes = panel_grid(len(settings), (width, PANEL_SIZE[1] + 0.3), columns=max(1, int(14 // width)))
+    for axis, setting in zip(axes, settings):
+        in_setting = runs[runs["setting"] == setting]
+        present = [arm for arm in arms if arm in set(in_setting["arm"])]
+        for position, arm in enumerate(present):
+            group = in_setting[in_setting["arm"] == arm]
+            draw_seed_dots(axis, position, group, metric, arm, style)
+        axis.set_xticks(range(len(present)), [tick_label(in_setting, arm) for arm in present], fontsize=8)
+        for text, arm in zip(axis.get_xticklabels(), present):
+            text.set_color(style.colour(arm))
+        axis.set_xlim(-0.6, len(present) - 0.4)
+        axis.grid(axis="x", visible=False)
+        axis.set_title(wrap(setting))
+        percent_axis(axis, metric_label)
+    # The names are under the columns in each optimizer's colour: the legend only explains the marks.
+    legend = [Line2D([], [], color="grey", marker="o", linestyle="none", markersize=5, label="one completed seed"),
+              Line2D([], [], color="black", marker="_", markersize=12, linestyle="-", label="mean and 95% CI")]
+    return finish(figure, f"{sentence(metric_label)} per optimizer\n"
+                          "runs not completed are counted under the name, never averaged", legend)
+
+
+def draw_seed_dots(axis, position: int, group: pd.DataFrame, metric: str, arm: str, style: Style) -> None:
+    done = group[group["status"] == "completed"]
+    values = 100 * done[metric].dropna().to_numpy()
+    jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else np.zeros(len(values))
+    axis.scatter(position + jitter, values, color=style.colour(arm), s=22, alpha=0.85, zorder=3,
+                 marker=style.line(arm)["marker"], edgecolor="white", linewidth=0.5)
+    summary = describe(values)
+    if summary.n:
+        half = summary.half_width if np.isfinite(summary.half_width) else 0
+        axis.errorbar(position + 0.25, summary.mean, yerr=half, color="black", marker="_", markersize=12,
+                      capsize=3, linewidth=1.2, zorder=4)
+
+
+def tick_label(in_setting: pd.DataFrame, arm: str) -> str:
+    """'adam\nlr=0.003\n1 diverged': the optimizer, its variant, and any runs that did not complete."""
+    group = in_setting[in_setting["arm"] == arm]
+    missing = group[group["status"] != "completed"]["status"].value_counts()
+    lines = arm.split(" ", 1) + [f"{count} {status}" for status, count in missing.items()]
+    return "\n".join(lines)
+
+
+# ---- accuracy against noise rate, learning rate and wall time -----------------------------------------
+
+def base_setting(runs: pd.DataFrame) -> pd.Series:
+    """The setting without its noise part: 'cifar10' or 'cifar10, epochs=100'."""
+    def strip(row) -> str:
+        return row["setting"].replace(f", {noise_label(row['noise'], row['noise_rate'])}", "", 1)
+    return runs.apply(strip, axis=1)
+
+
+def accuracy_vs_noise(runs: pd.DataFrame, arms: list[str], style: Style, metric: str, metric_label: str):
+    runs = runs.assign(base=base_setting(runs))
+    bases = [base for base in dict.fromkeys(runs["base"]) if runs.loc[runs["base"] == base, "noise_rate"].nunique() > 1]
+    if not bases:
+        return None
+    figure, axes = panel_grid(len(bases))
+    used_arms, kinds_seen = [], set()
+    for axis, base in zip(axes, bases):
+        here = runs[(runs["base"] == base) & (runs["status"] == "completed")]
+        kinds = sorted(set(here.loc[here["noise_rate"] > 0, "noise"]))
+        kinds_seen.update(kinds)
+        present = [arm for arm in arms if arm in set(here["arm"])]
+        dodge = 0.012 * 100 * here["noise_rate"].max()  # spread error bars of one rate so they do not overlap
+        for arm_index, arm in enumerate(present):
+            shift = dodge * (arm_index - (len(present) - 1) / 2)
+            for kind_index, kind in enumerate(kinds):
+                cells = here[(here["arm"] == arm) & ((here["noise"] == kind) | (here["noise_rate"] == 0))]
+                points = [(rate, describe(group[metric])) for rate, group in cells.groupby("noise_rate")]
+                if not points:
+                    continue
+                rates = [100 * rate + shift for rate, _ in points]
+                means = [100 * summary.mean for _, summary in points]
+                halves = [100 * np.nan_to_num(summary.half_width) for _, summary in points]
+                axis.errorbar(rates, means, yerr=halves, color=style.colour(arm), marker=style.line(arm)["marker"],
+                              linestyle=LINE_STYLES[kind_index % len(LINE_STYLES)], capsize=3, linewidth=1.6,
+                              markersize=5)
+            if arm not in used_arms:
+                used_arms.append(arm)
+        axis.set_xticks(sorted({100 * rate for rate in here["noise_rate"]}))
+        axis.set_xlabel("training labels flipped (%)")
+        percent_axis(axis, metric_label)
+        axis.set_title(wrap(base))
+    kinds = sorted(kinds_seen)
+    extra = [Line2D([], [], color="grey", linestyle=LINE_STYLES[i % len(LINE_STYLES)], label=f"{kind} noise")
+             for i, kind in enumerate(kinds)] if len(kinds) > 1 else []
+    return finish(figure, f"{sentence(metric_label)} vs label-noise rate\nmean over completed seeds, bars = 95% CI",
+                  [Line2D([], [], color=style.colour(arm), marker=style.line(arm)["marker"], label=arm)
+                   for arm in used_arms], extra)
+
+
+LR_KEY = "cfg.optimizer.lr"
+
+
+def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric: str, metric_label: str):
+    """Only when an LR sweep is present: some optimizer has more than one lr within a setting."""
+    if LR_KEY not in runs:
+        return None
+    swept = [setting for setting in settings
+             if (runs[runs["setting"] == setting].groupby("optimizer")[LR_KEY].nunique() > 1).any()]
+    if not swept:
+        return None
+    figure, axes = panel_grid(len(swept))
+    used = []
+    for axis, setting in zip(axes, swept):
+        here = runs[(runs["setting"] == setting) & (runs["status"] == "completed")]
+        for optimizer in sorted(set(here["optimizer"]), key=optimizer_rank):
+            cells = here[here["optimizer"] == optimizer]
+            points = sorted((float(lr), describe(group[metric])) for lr, group in cells.groupby(LR_KEY))
+            colour = style.colours[str(optimizer)]
+            axis.errorbar([lr for lr, _ in points], [100 * s.mean for _, s in points],
+                          yerr=[100 * np.nan_to_num(s.half_width) for _, s in points], color=colour, marker="o",
+                          capsize=3, linewidth=1.6, markersize=5)
+            if optimizer not in used:
+                used.append(optimizer)
+        axis.set_xscale("log")
+        axis.set_xlabel("peak learning rate (log scale)")
+        percent_axis(axis, metric_label)
+        axis.set_title(wrap(setting))
+    handles = [Line2D([], [], color=style.colours[str(name)], marker="o", label=str(name)) for name in used]
+    return finish(figure, f"{sentence(metric_label)} vs learning rate\n"
+                          "mean over completed seeds, bars = 95% CI", handles)
+
+
+def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style, metric: str,
+                          metric_label: str):
+    done = runs[(runs["status"] == "completed") & runs["wall_time_s"].notna() & runs[metric].notna()]
+    settings = [setting for setting in settings if setting in set(done["setting"])]
+    if not settings:
+        return None
+    figure, axes = panel_grid(len(settings))
+    used = []
+    for axis, setting in zip(axes, settings):
+        here = done[done["setting"] == setting]
+        unit, seconds_per_unit = time_unit(here["wall_time_s"].max())
+        for arm in [arm for arm in arms if arm in set(here["arm"])]:
+            group = here[here["arm"] == arm]
+            durations, accuracy = group["wall_time_s"] / seconds_per_unit, 100 * group[metric]
+            axis.scatter(durations, accuracy, color=style.colour(arm), marker=style.line(arm)["marker"], s=20, alpha=0.5)
+            axis.scatter([durations.mean()], [accuracy.mean()], color=style.colour(arm), marker=style.line(arm)["marker"],
+                         s=80, edgecolor="black", linewidth=0.8, zorder=3)
+            if arm not in used:
+                used.append(arm)
+        durations = here["wall_time_s"]
+        if durations.min() > 0 and durations.max() / durations.min() > 20:
+            axis.set_xscale("log")
+        axis.set_xlabel(f"wall time per run ({unit})")
+        percent_axis(axis, metric_label)
+        axis.set_title(wrap(setting))
+    extra = [Line2D([], [], color="grey", marker="o", markersize=4, alpha=0.5, linestyle="none", label="one seed"),
+             Line2D([], [], color="grey", marker="o", markersize=8, markeredgecolor="black", linestyle="none",
+                    label="mean")]
+    return finish(figure, f"{sentence(metric_label)} vs wall time\ncompleted runs",
+                  [Line2D([], [], color=style.colour(arm), marker=style.line(arm)["marker"], linestyle="none",
+                          label=arm) for arm in used], extra)
+
+
+def time_unit(longest_seconds: float) -> tuple[str, float]:
+    """Seconds for smoke runs, minutes for short studies, hours for real ones."""
+    if longest_seconds < 120:
+        return "s", 1.0
+    if longest_seconds < 3 * 3600:
+        return "min", 60.0
+    return "h", 3600.0
+
+
+def close(figure) -> None:
+    plt.close(figure)

@@ -1,0 +1,442 @@
+"""Hypotheses as data: load experiments/hypotheses/*.yaml, test each on the runs, give a verdict.
+
+A hypothesis file holds `id`, `title`, `statement` and a `test:` block (schema in experiments/README.md,
+section "Hypotheses"); any other top-level key (a `study:` grid, notes) is ignored here. Three kinds
+of test:
+- `metric_comparison`: the subject optimizer's metric is higher (or lower) than each `versus` one's;
+- `epochs_to_fraction_of_reference`: the subject reaches `fraction` x the reference optimizer's mean
+  final validation accuracy in fewer epochs than the reference (a run that never reaches it is
+  counted at epochs_planned + 1, censored, and said so);
+- `noise_drop`: the subject loses less of its metric than `versus` from clean data to each noise rate.
+Each test runs once per setting (dataset and any other varying setting) that holds runs of the subject
+and of a compared optimizer; each setting x compared optimizer (x rate) is one required comparison.
+
+Verdict rule: supported when every required comparison goes in the stated direction and is
+significant at alpha; rejected when any required comparison is significant in the opposite
+direction; inconclusive otherwise: a comparison not significant, missing runs (named), or fewer than
+`min_seeds` completed seeds. Only completed runs count. When an optimizer has several arms in a
+setting (an LR sweep) the arm with the best mean validation accuracy is used: selection on
+validation, never on test.
+"""
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from optbench.aggregate.groups import SETTING_IDENTITY, noise_label, short_key
+from optbench.aggregate.load import epochs_to_reach, is_clean
+from optbench.aggregate.stats import ALPHA, compare, contrast, describe, seeds_pair
+from optbench.errors import ConfigError
+
+KINDS = ("metric_comparison", "epochs_to_fraction_of_reference", "noise_drop")
+METRICS = ("test_acc_at_best_val", "final_test_acc", "best_test_acc", "final_val_acc", "val_acc_best",
+           "final_train_loss", "final_train_acc", "epochs_to_target", "wall_time_s", "train_images_per_s")
+SUPPORTED, REJECTED, INCONCLUSIVE = "supported", "rejected", "inconclusive"
+AS_STATED, OPPOSITE = "as stated", "opposite"
+
+
+@dataclass
+class Hypothesis:
+    id: str
+    title: str
+    statement: str
+    test: dict
+    source: str
+
+
+@dataclass
+class Check:
+    """One required comparison and its outcome."""
+    setting: str
+    comparison: str                 # "sgd vs adam", "lion vs adamw at symmetric 20%"
+    expected: str                   # "sgd higher", "lion fewer epochs", "lion smaller drop"
+    outcome: str                    # as stated / opposite (+ significant or not), missing, not testable
+    numbers: dict = field(default_factory=dict)
+    detail: str = ""
+
+    @property
+    def significant_as_stated(self) -> bool:
+        return self.outcome == f"{AS_STATED}, significant"
+
+    @property
+    def significant_opposite(self) -> bool:
+        return self.outcome == f"{OPPOSITE}, significant"
+
+
+@dataclass
+class Verdict:
+    hypothesis: Hypothesis
+    verdict: str
+    reason: str
+    checks: list[Check]
+
+
+# ---- loading -----------------------------------------------------------------------------------------
+
+def hypothesis_files(experiments_dir: Path) -> list[Path]:
+    """experiments/hypotheses/*.yaml, or the folder's own *.yaml when it is the hypotheses folder itself."""
+    folder = experiments_dir / "hypotheses"
+    folder = folder if folder.is_dir() else experiments_dir
+    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+
+
+def load_hypotheses(experiments_dir: Path) -> list[Hypothesis]:
+    hypotheses = [parse_hypothesis(path) for path in hypothesis_files(experiments_dir)]
+    ids = [hypothesis.id for hypothesis in hypotheses]
+    duplicated = sorted({name for name in ids if ids.count(name) > 1})
+    if duplicated:
+        raise ConfigError(f"hypothesis id {duplicated[0]} is defined twice under {experiments_dir}: give each file its own id")
+    return hypotheses
+
+
+def parse_hypothesis(path: Path) -> Hypothesis:
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(f"{path}: {problem} (see experiments/README.md, section Hypotheses)")
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise bad(f"not valid YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise bad("expected a mapping with id, statement and test")
+    for key in ("id", "statement", "test"):
+        if key not in data:
+            raise bad(f"missing '{key}'")
+    test = data["test"]
+    if not isinstance(test, dict) or test.get("kind") not in KINDS:
+        raise bad(f"test.kind must be one of {', '.join(KINDS)}")
+    check_test_block(test, bad)
+    return Hypothesis(id=str(data["id"]), title=str(data.get("title", "")), statement=str(data["statement"]).strip(),
+                      test=test, source=str(path))
+
+
+def check_test_block(test: dict, bad) -> None:
+    if not isinstance(test.get("subject"), str):
+        raise bad("test.subject must name one optimizer")
+    if not versus_list(test):
+        raise bad("test.versus must name an optimizer or a list of them")
+    if test.get("metric", "test_acc_at_best_val") not in METRICS:
+        raise bad(f"test.metric must be one of {', '.join(METRICS)}")
+    if test.get("better", "higher") not in ("higher", "lower"):
+        raise bad("test.better must be 'higher' or 'lower'")
+    alpha = test.get("alpha", ALPHA)
+    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise bad("test.alpha must be a number between 0 and 1")
+    min_seeds = test.get("min_seeds", 2)
+    if isinstance(min_seeds, bool) or not isinstance(min_seeds, int) or min_seeds < 2:
+        raise bad("test.min_seeds must be a whole number >= 2 (a t-test needs two seeds per arm)")
+    if not isinstance(test.get("where", {}), dict):
+        raise bad("test.where must map a column to a value or a list of values")
+    if test["kind"] == "noise_drop":
+        rates = test.get("rates")
+        if not isinstance(test.get("noise"), str) or not isinstance(rates, list) or not rates \
+                or not all(isinstance(rate, (int, float)) and 0 < rate < 1 for rate in rates):
+            raise bad("noise_drop needs test.noise (a noise kind) and test.rates (a list of rates in (0, 1))")
+    if test["kind"] == "epochs_to_fraction_of_reference":
+        fraction = test.get("fraction")
+        if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+            raise bad("epochs_to_fraction_of_reference needs test.fraction in (0, 1]")
+        if test.get("reference_metric", "final_val_acc") not in METRICS:
+            raise bad(f"test.reference_metric must be one of {', '.join(METRICS)}")
+
+
+def versus_list(test: dict) -> list[str]:
+    versus = test.get("versus")
+    if isinstance(versus, str):
+        return [versus]
+    if isinstance(versus, list) and versus and all(isinstance(name, str) for name in versus):
+        return versus
+    return []
+
+
+# ---- evaluation --------------------------------------------------------------------------------------
+
+@dataclass
+class Context:
+    """What every test needs: all runs (labelled), their curves, and the setting keys."""
+    runs: pd.DataFrame
+    curves: pd.DataFrame
+    setting_keys: list[str]
+
+
+def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict]:
+    return [evaluate(hypothesis, context) for hypothesis in hypotheses]
+
+
+def evaluate(hypothesis: Hypothesis, context: Context) -> Verdict:
+    test = hypothesis.test
+    runs = apply_where(context.runs, test.get("where", {}))
+    evaluators = {"metric_comparison": metric_comparison_checks,
+                  "epochs_to_fraction_of_reference": epochs_to_reference_checks, "noise_drop": noise_drop_checks}
+    checks = evaluators[test["kind"]](test, runs, context)
+    return decide(hypothesis, checks, test)
+
+
+def apply_where(runs: pd.DataFrame, where: dict) -> pd.DataFrame:
+    """Keep runs whose column (identity column or config key such as model.width) equals a listed value."""
+    kept = runs
+    for key, wanted in where.items():
+        column = key if key in runs else f"cfg.{key}"
+        if column not in runs:
+            return runs.iloc[0:0]
+        values = wanted if isinstance(wanted, list) else [wanted]
+        kept = kept[kept[column].map(lambda value: any(same_value(value, choice) for choice in values))]
+    return kept
+
+
+def same_value(value, wanted) -> bool:
+    if isinstance(wanted, (int, float)) and not isinstance(wanted, bool):
+        try:
+            return bool(np.isclose(float(value), float(wanted)))
+        except (TypeError, ValueError):
+            return False
+    return str(value) == str(wanted)
+
+
+def decide(hypothesis: Hypothesis, checks: list[Check], test: dict) -> Verdict:
+    alpha = test.get("alpha", ALPHA)
+    if not checks:
+        names = ", ".join([test["subject"], *versus_list(test)])
+        return Verdict(hypothesis, INCONCLUSIVE, f"missing runs: no setting has runs of {names} to compare", checks)
+    opposite = [check for check in checks if check.significant_opposite]
+    if opposite:
+        return Verdict(hypothesis, REJECTED, f"{len(opposite)} of {len(checks)} required comparisons are significant "
+                                             f"(p < {alpha}) in the opposite direction", checks)
+    if all(check.significant_as_stated for check in checks):
+        return Verdict(hypothesis, SUPPORTED, f"all {len(checks)} required comparisons go in the stated direction "
+                                              f"with p < {alpha}", checks)
+    return Verdict(hypothesis, INCONCLUSIVE, inconclusive_reason(checks, alpha), checks)
+
+
+def inconclusive_reason(checks: list[Check], alpha: float) -> str:
+    counts = {}
+    for check in checks:
+        counts[check.outcome] = counts.get(check.outcome, 0) + 1
+    parts = [f"{count} of {len(checks)} {outcome}" for outcome, count in counts.items()]
+    missing = [f"{check.detail} ({check.setting})" for check in checks if check.outcome in ("missing", "not testable")]
+    reason = f"not every required comparison is significant at alpha = {alpha}: " + "; ".join(parts)
+    return reason + (". Missing or too few: " + "; ".join(missing) if missing else "")
+
+
+def classify(difference: float, p_value: float, better: str, alpha: float) -> str:
+    if not np.isfinite(p_value) or not np.isfinite(difference):
+        return "not testable"
+    direction = AS_STATED if (difference > 0) == (better == "higher") and difference != 0 else OPPOSITE
+    return f"{direction}, {'significant' if p_value < alpha else 'not significant'}"
+
+
+# ---- choosing the runs of one optimizer in one setting -----------------------------------------------
+
+@dataclass
+class Arm:
+    optimizer: str
+    label: str | None               # None: no completed run to use
+    runs: pd.DataFrame              # its completed runs
+    problem: str = ""               # why it cannot be used, naming the runs that are missing
+    note: str = ""                  # e.g. which of several arms was selected
+
+
+def select_arm(runs: pd.DataFrame, optimizer: str) -> Arm:
+    """The completed runs of `optimizer`; with several arms (an LR sweep) the best on mean validation accuracy."""
+    mine = runs[runs["optimizer"].astype(str) == optimizer]
+    done = mine[mine["status"] == "completed"]
+    if not len(done):
+        if not len(mine):
+            return Arm(optimizer, None, done, problem=f"{optimizer}: no runs")
+        statuses = ", ".join(f"{count} {status}" for status, count in mine["status"].value_counts().items())
+        return Arm(optimizer, None, done, problem=f"{optimizer}: no completed run ({statuses})")
+    ranked = done.groupby("arm")["val_acc_best"].mean().sort_values(ascending=False)
+    chosen = str(ranked.index[0]) if ranked.notna().any() else str(done["arm"].iloc[0])
+    note = f"{chosen} chosen among {len(ranked)} {optimizer} arms by mean validation accuracy" if len(ranked) > 1 else ""
+    chosen_runs = done[done["arm"] == chosen]
+    not_completed = len(mine[mine["arm"] == chosen]) - len(chosen_runs)
+    if not_completed:
+        note = "; ".join(filter(None, [note, f"{not_completed} {chosen} run(s) not completed, left out"]))
+    return Arm(optimizer, chosen, chosen_runs, note=note)
+
+
+def values_by_seed(arm: Arm, metric: str) -> pd.Series:
+    return arm.runs.set_index("seed")[metric].astype(float)
+
+
+def settings_of(runs: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(runs.sort_values(["dataset", "noise_rate"], kind="stable")["setting"]))
+
+
+def has_optimizers(runs: pd.DataFrame, subject: str, others: list[str]) -> bool:
+    present = set(runs["optimizer"].astype(str))
+    return subject in present and bool(present & set(others))
+
+
+def too_few(arms: list[Arm], min_seeds: int) -> str:
+    small = [f"{arm.label} has {len(arm.runs)} completed seed(s)" for arm in arms if len(arm.runs) < min_seeds]
+    return "; ".join(small) + (f" (need {min_seeds})" if small else "")
+
+
+# ---- the three kinds of test -------------------------------------------------------------------------
+
+def metric_comparison_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
+    subject, metric, better = test["subject"], test.get("metric", "test_acc_at_best_val"), test.get("better", "higher")
+    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", 2)
+    checks = []
+    for setting in settings_of(runs):
+        here = runs[runs["setting"] == setting]
+        if not has_optimizers(here, subject, versus_list(test)):
+            continue
+        mine = select_arm(here, subject)
+        for other_name in versus_list(test):
+            other = select_arm(here, other_name)
+            checks.append(comparison_check(setting, mine, other, metric, better, alpha, min_seeds,
+                                           expected=f"{subject} {better} {metric}"))
+    return checks
+
+
+def comparison_check(setting: str, mine: Arm, other: Arm, metric: str, better: str, alpha: float, min_seeds: int,
+                     expected: str, numbers_extra: dict | None = None) -> Check:
+    name = f"{mine.label or mine.optimizer} vs {other.label or other.optimizer}"
+    missing = [arm.problem for arm in (mine, other) if arm.label is None]
+    if missing:
+        return Check(setting, name, expected, "missing", detail="; ".join(missing))
+    result = compare(values_by_seed(mine, metric), values_by_seed(other, metric), alpha)
+    numbers = {**comparison_numbers(result), **(numbers_extra or {})}
+    notes = "; ".join(filter(None, [mine.note, other.note, result.note]))
+    small = too_few([mine, other], min_seeds)
+    if small:
+        return Check(setting, name, expected, "not testable", numbers, detail=small)
+    return Check(setting, name, expected, classify(result.difference, result.p_value, better, alpha), numbers, notes)
+
+
+def comparison_numbers(result) -> dict:
+    return {"n_subject": result.n_a, "n_other": result.n_b, "mean_subject": result.mean_a, "mean_other": result.mean_b,
+            "difference": result.difference, "test": result.test, "t": result.statistic, "df": result.df,
+            "p": result.p_value, "effect_size": result.hedges_g, "low_power": result.low_power,
+            "min_detectable_d": result.min_detectable_d}
+
+
+def epochs_to_reference_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
+    subject, fraction = test["subject"], float(test["fraction"])
+    reference_metric, curve_metric = test.get("reference_metric", "final_val_acc"), test.get("curve_metric", "val/acc")
+    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", 2)
+    checks = []
+    for setting in settings_of(runs):
+        here = runs[runs["setting"] == setting]
+        if not has_optimizers(here, subject, versus_list(test)):
+            continue
+        mine = select_arm(here, subject)
+        for reference_name in versus_list(test):
+            reference = select_arm(here, reference_name)
+            expected = f"{subject} fewer epochs to {fraction:g} x {reference_name}'s mean {reference_metric}"
+            if reference.label is None or mine.label is None:
+                checks.append(comparison_check(setting, mine, reference, "epochs", "lower", alpha, min_seeds, expected))
+                continue
+            target = fraction * float(reference.runs[reference_metric].mean())
+            mine_epochs, mine_censored = epochs_to_target(mine.runs, context.curves, curve_metric, target)
+            reference_epochs, reference_censored = epochs_to_target(reference.runs, context.curves, curve_metric, target)
+            mine = Arm(mine.optimizer, mine.label, mine.runs.assign(epochs=mine_epochs), note=mine.note)
+            reference = Arm(reference.optimizer, reference.label, reference.runs.assign(epochs=reference_epochs),
+                            note=reference.note)
+            check = comparison_check(setting, mine, reference, "epochs", "lower", alpha, min_seeds, expected,
+                                     {"target": target, "censored_subject": mine_censored,
+                                      "censored_other": reference_censored})
+            if mine_censored or reference_censored:
+                check.detail = "; ".join(filter(None, [check.detail, f"never reached the target, counted at "
+                                                       f"epochs_planned + 1: {mine_censored} {mine.label}, "
+                                                       f"{reference_censored} {reference.label}"]))
+            checks.append(check)
+    return checks
+
+
+def epochs_to_target(runs: pd.DataFrame, curves: pd.DataFrame, column: str, target: float) -> tuple[list[float], int]:
+    """Per run, the first epoch with `column` >= target; a run that never gets there counts as
+    epochs_planned + 1 (right-censored: it needed more than its budget)."""
+    epochs, censored = [], 0
+    for _, run in runs.iterrows():
+        reached = epochs_to_reach(curves[curves["run_id"] == run["run_id"]], column, target)
+        if math.isnan(reached):
+            censored += 1
+            budget = run["epochs_planned"] if pd.notna(run["epochs_planned"]) else run["epochs_done"]
+            reached = float(budget) + 1
+        epochs.append(reached)
+    return epochs, censored
+
+
+def noise_drop_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
+    subject, kind, metric = test["subject"], test["noise"], test.get("metric", "test_acc_at_best_val")
+    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", 2)
+    runs = runs.assign(base=base_settings(runs, context.setting_keys))
+    checks = []
+    for base in dict.fromkeys(runs.sort_values(["dataset"], kind="stable")["base"]):
+        here = runs[runs["base"] == base]
+        if not has_optimizers(here, subject, versus_list(test)):
+            continue
+        clean = here[here["noise_rate"].map(is_clean)]
+        for rate in test["rates"]:
+            noisy = here[(here["noise"] == kind) & here["noise_rate"].map(lambda value: same_value(value, rate))]
+            for other_name in versus_list(test):
+                checks.append(drop_check(base, noise_label(kind, rate), clean, noisy, subject, other_name, metric,
+                                         alpha, min_seeds))
+    return checks
+
+
+def base_settings(runs: pd.DataFrame, setting_keys: list[str]) -> list[str]:
+    """The setting label without its noise: dataset and the other setting keys."""
+    others = [key for key in setting_keys if key not in SETTING_IDENTITY]
+    return [", ".join([str(row["dataset"]), *(f"{short_key(key)}={row[key]!r}" if isinstance(row[key], float)
+                                              else f"{short_key(key)}={row[key]}" for key in others)])
+            for _, row in runs.iterrows()]
+
+
+def drop_check(base: str, noise_text: str, clean: pd.DataFrame, noisy: pd.DataFrame, subject: str, other: str,
+               metric: str, alpha: float, min_seeds: int) -> Check:
+    """Drop = clean mean - noisy mean of `metric`; the subject's drop should be the smaller one."""
+    name = f"{subject} vs {other}, clean -> {noise_text}"
+    expected = f"{subject} smaller drop than {other}"
+    cells = {("subject", "clean"): select_arm(clean, subject), ("subject", "noisy"): select_arm(noisy, subject),
+             ("other", "clean"): select_arm(clean, other), ("other", "noisy"): select_arm(noisy, other)}
+    missing = [f"{arm.problem} at {'clean' if state == 'clean' else noise_text}"
+               for (_, state), arm in cells.items() if arm.label is None]
+    if missing:
+        return Check(base, name, expected, "missing", detail="; ".join(missing))
+    small = too_few(list(cells.values()), min_seeds)
+    values = {key: values_by_seed(arm, metric) for key, arm in cells.items()}
+    result = drop_test(values, alpha)
+    numbers = {**{f"mean_{who}_{state}": float(series.mean()) for (who, state), series in values.items()},
+               **{f"n_{who}_{state}": len(series) for (who, state), series in values.items()}, **result}
+    notes = "; ".join(filter(None, [arm.note for arm in cells.values()]))
+    if small:
+        return Check(base, name, expected, "not testable", numbers, detail=small)
+    return Check(base, name, expected, classify(result["difference"], result["p"], "lower", alpha), numbers, notes)
+
+
+def drop_test(values: dict, alpha: float) -> dict:
+    """Subject drop minus other drop, and its test.
+
+    When each optimizer's clean and noisy runs share their seeds, per-seed drops are formed
+    (clean - noisy for the same seed) and the two sets of drops are compared with Welch's t-test.
+    Otherwise the four cells are independent and the contrast (clean_s - noisy_s) - (clean_o - noisy_o)
+    is tested with a Welch-Satterthwaite t-test.
+    """
+    clean_s, noisy_s = values[("subject", "clean")], values[("subject", "noisy")]
+    clean_o, noisy_o = values[("other", "clean")], values[("other", "noisy")]
+    drop_subject, drop_other = clean_s.mean() - noisy_s.mean(), clean_o.mean() - noisy_o.mean()
+    if seeds_pair(clean_s, noisy_s) and seeds_pair(clean_o, noisy_o) and min(len(clean_s), len(clean_o)) >= 2:
+        per_seed_s = clean_s - noisy_s[clean_s.index]
+        per_seed_o = clean_o - noisy_o[clean_o.index]
+        result = compare(per_seed_s, per_seed_o, alpha, paired=False)
+        return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": result.difference,
+                "test": "Welch t on per-seed drops", "t": result.statistic, "df": result.df, "p": result.p_value,
+                "effect_size": result.hedges_g, "low_power": result.low_power,
+                "min_detectable_d": result.min_detectable_d}
+    cells = [(1.0, describe(clean_s)), (-1.0, describe(noisy_s)), (-1.0, describe(clean_o)), (1.0, describe(noisy_o))]
+    tested = contrast(cells)
+    spread = math.sqrt(np.mean([cell.std ** 2 for _, cell in cells])) if all(cell.n > 1 for _, cell in cells) else math.nan
+    return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": tested.estimate,
+            "test": "Welch-Satterthwaite contrast", "t": tested.statistic, "df": tested.df, "p": tested.p_value,
+            # standardised by the root-mean-square sd of the four cells (a Cohen's d for a contrast)
+            "effect_size": tested.estimate / spread if spread and spread > 0 else math.nan,
+            "low_power": min(cell.n for _, cell in cells) < 5, "min_detectable_d": math.nan}
+

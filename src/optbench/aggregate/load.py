@@ -1,0 +1,267 @@
+"""Scan a results folder into two tidy tables: one row per run, and one row per (run, epoch).
+
+`load_runs(results_dir, target_acc)` finds every run directory (a folder holding summary.json,
+or .hydra/config.yaml alone: a run that never wrote a summary), reads its resolved Hydra config,
+summary.json and metrics.jsonl, and never writes anything. Meaning comes from the files, never
+from the folder names. Damaged input (a torn last line of metrics.jsonl, an unreadable summary)
+becomes a note on that run and a warning, not an exception, so one bad run cannot hide the rest.
+Grouping (which config keys separate runs) is `groups.py`'s job.
+"""
+
+import datetime
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+SUMMARY_FILE = "summary.json"
+METRICS_FILE = "metrics.jsonl"
+HYDRA_CONFIG = Path(".hydra") / "config.yaml"
+
+# Statuses a run can have; only "completed" runs enter means and statistics.
+STATUSES = ("completed", "diverged", "failed", "interrupted", "running", "unfinished")
+UNFINISHED = "unfinished"   # .hydra/config.yaml but no summary.json: never started, or killed before epoch 0
+UNREADABLE = "unreadable"   # summary.json exists but is not valid JSON (copied mid-write, edited by hand)
+
+# The identity columns every run has, and the config keys they come from.
+IDENTITY_SOURCES = {"dataset": "dataset.name", "noise": "noise.name", "noise_rate": "noise.rate",
+                    "optimizer": "optimizer.name"}
+
+
+@dataclass
+class LoadedRuns:
+    runs: pd.DataFrame                  # one row per run: identity, status, headline metrics, flattened config
+    curves: pd.DataFrame                # one row per (run, epoch): run_id plus every metrics.jsonl key
+    config_keys: list[str]              # flattened config columns present in `runs`
+    warnings: list[str] = field(default_factory=list)
+
+
+def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
+    """Every run directory below `results_dir`, sorted; `skip` (the aggregator's own output) is not entered."""
+    found = []
+    skip = skip.resolve() if skip else None
+    for folder, subfolders, files in os.walk(results_dir):
+        here = Path(folder)
+        if SUMMARY_FILE in files or (here / HYDRA_CONFIG).is_file():
+            found.append(here)
+            subfolders.clear()   # a run directory holds no other runs (tensorboard/ and .hydra/ are its own)
+            continue
+        subfolders[:] = sorted(name for name in subfolders
+                               if not name.startswith(".") and (skip is None or (here / name).resolve() != skip))
+    return sorted(found)
+
+
+def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None) -> LoadedRuns:
+    rows, curve_frames, warnings = [], [], []
+    for run_dir in find_run_dirs(results_dir, skip):
+        run_id = run_dir.relative_to(results_dir).as_posix() or "."
+        row, curve, run_warnings = read_run(run_dir, run_id, target_acc)
+        rows.append(row)
+        curve_frames.append(curve)
+        warnings.extend(f"{run_id}: {message}" for message in run_warnings)
+    runs = pd.DataFrame(rows)
+    config_keys = sorted({key for row in rows for key in row if key.startswith("cfg.")})
+    for key in config_keys:  # keep config values as written (4 stays 4, a missing key stays None, not NaN)
+        runs[key] = pd.Series([row.get(key) for row in rows], index=runs.index, dtype=object)
+    curves = pd.concat([frame for frame in curve_frames if len(frame)] or [pd.DataFrame({"run_id": [], "epoch": []})],
+                       ignore_index=True)
+    return LoadedRuns(runs=runs, curves=curves, config_keys=config_keys, warnings=warnings)
+
+
+def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.DataFrame, list[str]]:
+    warnings: list[str] = []
+    config = read_config(run_dir / HYDRA_CONFIG, warnings)
+    summary = read_summary(run_dir / SUMMARY_FILE, warnings)
+    records = read_metrics(run_dir / METRICS_FILE, warnings)
+    status = run_status(run_dir, summary)
+    if config is None:
+        config = config_from_summary(summary or {})
+        warnings.append("no .hydra/config.yaml: grouping uses the few settings summary.json records")
+    warnings.extend(consistency_warnings(run_dir, status, summary or {}, records))
+    curve = pd.DataFrame(records)
+    curve.insert(0, "run_id", run_id)
+    row = {"run_id": run_id, "status": status, **identity(config, summary or {}),
+           "seed": config.get("seed", (summary or {}).get("seed")),
+           **headline_metrics(summary or {}, curve, target_acc), "notes": "; ".join(warnings)}
+    if row["epochs_planned"] is None:   # no summary: the config says what was planned
+        row["epochs_planned"] = config.get("epochs")
+    row.update({f"cfg.{key}": value for key, value in config.items()})
+    return row, curve, warnings
+
+
+def run_status(run_dir: Path, summary: dict | None) -> str:
+    if summary is None:
+        return UNREADABLE if (run_dir / SUMMARY_FILE).exists() else UNFINISHED
+    return str(summary.get("status") or UNFINISHED)
+
+
+def consistency_warnings(run_dir: Path, status: str, summary: dict, records: list[dict]) -> list[str]:
+    """What a reader of the numbers should know about this run's files."""
+    warnings = []
+    selected_by = (summary.get("best") or {}).get("selected_by")
+    if selected_by not in (None, "val/acc"):
+        warnings.append(f"no validation split: 'best' is chosen by {selected_by}, so test acc at best val is not "
+                        f"validation-selected")
+    if status == "running":
+        written = datetime.datetime.fromtimestamp((run_dir / SUMMARY_FILE).stat().st_mtime, datetime.timezone.utc)
+        warnings.append(f"status 'running': still training, or killed before it could record an end "
+                        f"(summary.json last written {written:%Y-%m-%d %H:%M} UTC)")
+    epochs_done = number(summary.get("epochs_done"))
+    epochs_done = int(epochs_done) if math.isfinite(epochs_done) else 0
+    if epochs_done and not records:
+        warnings.append("metrics.jsonl missing or empty: no curves, no epochs-to-target")
+    elif len(records) < epochs_done:
+        warnings.append(f"metrics.jsonl has {len(records)} epochs, summary.json says {epochs_done}")
+    return warnings
+
+
+def read_config(path: Path, warnings: list[str]) -> dict | None:
+    """The run's resolved Hydra config, flattened to dotted keys; None when there is none."""
+    if not path.is_file():
+        return None
+    try:
+        config = OmegaConf.load(path)
+    except Exception as error:  # a hand-edited or truncated YAML file: say so, keep going
+        warnings.append(f".hydra/config.yaml unreadable ({type(error).__name__})")
+        return None
+    try:
+        plain = OmegaConf.to_container(config, resolve=True)
+    except Exception:  # an interpolation whose resolver is not registered here: keep the literal text
+        plain = OmegaConf.to_container(config, resolve=False)
+    return flatten(plain)
+
+
+def flatten(tree: dict, prefix: str = "") -> dict:
+    """{'a': {'b': 1}, 'c': [1, 2]} -> {'a.b': 1, 'c': '[1, 2]'}; lists become text so they can be grouped."""
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        elif isinstance(value, (list, tuple)):
+            flat[name] = json.dumps(value)
+        else:
+            flat[name] = value
+    return flat
+
+
+def config_from_summary(summary: dict) -> dict:
+    """The settings summary.json itself records, for a run whose .hydra/ folder is missing."""
+    dataset, noise, model = (summary.get(key) or {} for key in ("dataset", "noise", "model"))
+    return {key: value for key, value in {
+        "dataset.name": dataset.get("name"), "noise.name": noise.get("kind"), "noise.rate": noise.get("rate"),
+        "optimizer.name": summary.get("optimizer"), "seed": summary.get("seed"), "epochs": summary.get("epochs_planned"),
+        "model.name": model.get("name"), "model.width": model.get("width")}.items() if value is not None}
+
+
+def read_summary(path: Path, warnings: list[str]) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        summary = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as error:
+        warnings.append(f"summary.json unreadable ({type(error).__name__}); run counted as '{UNREADABLE}'")
+        return None
+    if not isinstance(summary, dict):
+        warnings.append(f"summary.json is not an object; run counted as '{UNREADABLE}'")
+        return None
+    return summary
+
+
+def read_metrics(path: Path, warnings: list[str]) -> list[dict]:
+    """One dict per epoch. A line that is not JSON (a torn last line after a crash) is skipped with a warning."""
+    if not path.is_file():
+        return []
+    records = []
+    lines = path.read_text(errors="replace").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)   # accepts the NaN/Infinity tokens a diverged run writes
+        except json.JSONDecodeError:
+            where = "last line" if number == len(lines) else f"line {number}"
+            warnings.append(f"metrics.jsonl {where} is not valid JSON (torn write?); ignored")
+            continue
+        if isinstance(record, dict) and "epoch" in record:
+            records.append(record)
+    return records
+
+
+def identity(config: dict, summary: dict) -> dict:
+    """dataset, noise, noise_rate, optimizer: from the config, else from summary.json."""
+    noise = summary.get("noise") or {}
+    fallback = {"dataset": (summary.get("dataset") or {}).get("name"), "noise": noise.get("kind"),
+                "noise_rate": noise.get("rate"), "optimizer": summary.get("optimizer")}
+    values = {column: config.get(source, fallback[column]) for column, source in IDENTITY_SOURCES.items()}
+    values["noise_rate"] = float(values["noise_rate"]) if values["noise_rate"] is not None else 0.0
+    if values["noise"] is None:
+        values["noise"] = "none"
+    return values
+
+
+def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> dict:
+    best, final = summary.get("best") or {}, summary.get("final") or {}
+    noise, model = summary.get("noise") or {}, summary.get("model") or {}
+    return {
+        "epochs_done": summary.get("epochs_done", len(curve)),
+        "epochs_planned": summary.get("epochs_planned"),
+        "best_epoch": best.get("epoch"),
+        "val_acc_best": number(best.get("val/acc")),
+        "test_acc_at_best_val": number(best.get("test/acc")),
+        "final_val_acc": number(final.get("val/acc")),
+        "final_test_acc": number(final.get("test/acc")),
+        "final_train_loss": number(final.get("train/loss")),
+        "final_train_acc": number(final.get("train/acc")),
+        # The best test accuracy over all epochs is chosen by looking at the test set: optimistic.
+        "best_test_acc": column_max(curve, "test/acc", fallback=best.get("test/acc")),
+        "epochs_to_target": epochs_to_reach(curve, "val/acc", target_acc),
+        "wall_time_s": number(summary.get("wall_time_s")),
+        "train_time_s": number(summary.get("train_time_s")),
+        "train_images_per_s": number(summary.get("train_images_per_s")),
+        "realised_noise_rate": number(noise.get("realised_rate")),
+        "num_parameters": model.get("num_parameters"),
+        "device": summary.get("device"),
+        "git_commit": (summary.get("git") or {}).get("commit"),
+        "error": summary.get("error") or diverged_text(summary.get("diverged_at")),
+    }
+
+
+def diverged_text(diverged_at) -> str | None:
+    """summary.json's diverged_at {"epoch", "train/loss"} as one line for the report."""
+    if not isinstance(diverged_at, dict):
+        return None
+    return f"diverged at epoch {diverged_at.get('epoch')}: train loss {diverged_at.get('train/loss')}"
+
+
+def number(value) -> float:
+    """A float, NaN for missing or non-numeric values (so pandas sees one numeric column)."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def column_max(curve: pd.DataFrame, column: str, fallback=None) -> float:
+    if column in curve and curve[column].notna().any():
+        return float(curve[column].max())
+    return number(fallback)
+
+
+def epochs_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
+    """The first epoch whose `column` >= target; NaN when never reached (or no curve)."""
+    if column not in curve or not len(curve):
+        return math.nan
+    reached = curve.loc[curve[column] >= target, "epoch"]
+    return float(reached.min()) if len(reached) else math.nan
+
+
+def is_clean(noise_rate) -> bool:
+    return bool(np.isclose(float(noise_rate), 0.0))

@@ -1,0 +1,202 @@
+"""`aggregate(results_dir, out_dir, ...)`: every step of the aggregator, in order, for the CLI and tests.
+
+Load the runs, find the group keys, compute the tables, pairwise tests and hypothesis verdicts, draw
+the figures, and write everything into `out_dir` (never into a run directory):
+    summary.csv                      one row per run (status, headline metrics, flattened config)
+    tables/results.{csv,md,tex}      per setting x optimizer
+    tables/pairwise.{csv,md,tex}     tests between optimizers
+    tables/hypotheses.csv            every required comparison behind each verdict
+    tables/runs_not_completed.{csv,md}
+    figures/*.png, figures/*.pdf
+    report.md                        the page that embeds them
+Bad input (no such folder, no runs in it, a malformed hypothesis file) raises ConfigError with one
+line naming the fix; the CLI turns it into exit status 2.
+"""
+
+import datetime
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from optbench.aggregate import figures as figure_makers
+from optbench.aggregate.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
+from optbench.aggregate.hypotheses import Context, evaluate_all, hypothesis_files, load_hypotheses
+from optbench.aggregate.inputs import check_inputs
+from optbench.aggregate.load import load_runs
+from optbench.aggregate.output import OutputDir, slug
+from optbench.aggregate.report import ReportParts, render_report, verdict_rows
+from optbench.aggregate.stats import ALPHA, pairwise
+from optbench.aggregate.tables import (PRIMARY_METRIC, completed, display_table, pairwise_display, problem_display,
+                                       problem_runs, results_table, to_latex, to_markdown)
+from optbench.errors import ConfigError
+
+log = logging.getLogger(__name__)
+PRIMARY_LABEL = "test accuracy at best validation (%)"
+# Columns summary.csv leads with; the flattened config (cfg.*) follows.
+RUN_COLUMNS = ["run_id", "status", "setting", "arm", "dataset", "noise", "noise_rate", "optimizer", "seed",
+               "epochs_done", "epochs_planned", "best_epoch", "val_acc_best", "test_acc_at_best_val", "final_val_acc",
+               "final_test_acc", "best_test_acc", "final_train_loss", "final_train_acc", "epochs_to_target",
+               "wall_time_s", "train_time_s", "train_images_per_s", "realised_noise_rate", "num_parameters", "device",
+               "git_commit", "error", "notes"]
+
+
+@dataclass
+class Outcome:
+    report: Path
+    runs: int
+    written: list[str]
+    verdicts: dict[str, str]
+    warnings: list[str]
+
+
+@dataclass
+class Analysis:
+    """The loaded runs, labelled and ordered: what tables, figures and verdicts are computed from."""
+    runs: pd.DataFrame          # one row per run, with `setting` and `arm` labels
+    curves: pd.DataFrame        # one row per (run, epoch)
+    grouping: Grouping
+    settings: list[str]
+    arms: list[str]
+    warnings: list[str]
+
+
+def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None) -> Analysis:
+    loaded = load_runs(Path(results_dir), target_acc, skip=skip)
+    if not len(loaded.runs):
+        raise ConfigError(f"no run directories (folders holding summary.json or .hydra/config.yaml) under "
+                          f"{results_dir}: give the folder runs were written to, e.g. results/")
+    grouping = find_grouping(loaded.runs, loaded.config_keys)
+    runs = label_runs(loaded.runs, grouping)
+    return Analysis(runs=runs, curves=loaded.curves, grouping=grouping, settings=ordered_settings(runs, grouping),
+                    arms=ordered_arms(runs, grouping), warnings=list(loaded.warnings))
+
+
+def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float = 0.9,
+              experiments_dir: Path | None = None, alpha: float = ALPHA, command: str = "",
+              draw_figures: bool = True) -> Outcome:
+    results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
+    hypotheses, hypotheses_note = read_hypotheses(experiments_dir)
+    analysis = analyse(results_dir, target_acc, skip=out_dir)
+    runs, settings, arms, warnings = analysis.runs, analysis.settings, analysis.arms, analysis.warnings
+    tests = pairwise(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
+    results = results_table(runs, analysis.grouping, settings, arms, tests)
+    verdicts = evaluate_all(hypotheses, Context(runs, analysis.curves, analysis.grouping.setting_keys))
+    out = OutputDir(out_dir)
+    write_summary_csv(out, runs)
+    table_files = write_tables(out, results, tests, runs, target_acc)
+    if verdicts:
+        out.write_text("tables/hypotheses.csv", pd.DataFrame(
+            [row for verdict in verdicts for row in verdict_rows(verdict)]).to_csv(index=False))
+        table_files.append("tables/hypotheses.csv")
+    drawn = write_figures(out, runs, analysis.curves, settings, arms, warnings) if draw_figures else []
+    parts = ReportParts(
+        results_dir=str(results_dir), command=command or f"aggregate({results_dir})",
+        generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        target_acc=target_acc, alpha=alpha, runs=runs, results=results, pairwise=tests, problems=problem_runs(runs),
+        verdicts=verdicts, hypotheses_note=hypotheses_note, figures=drawn, table_files=table_files,
+        varying_keys=[short_key(key) for key in analysis.grouping.varying_config], warnings=warnings)
+    report = out.write_text("report.md", render_report(parts))
+    out.finish()
+    return Outcome(report=report, runs=len(runs), written=list(out.written),
+                   verdicts={verdict.hypothesis.id: verdict.verdict for verdict in verdicts}, warnings=warnings)
+
+
+def read_hypotheses(experiments_dir: Path | None):
+    if experiments_dir is None:
+        return [], "No hypotheses folder given (`--experiments DIR`)."
+    experiments_dir = Path(experiments_dir)
+    if not experiments_dir.is_dir():
+        raise ConfigError(f"--experiments {experiments_dir} does not exist: give the folder holding hypotheses/*.yaml")
+    hypotheses = load_hypotheses(experiments_dir)
+    if not hypotheses:
+        return [], f"No hypothesis files found in `{experiments_dir}` (expected hypotheses/*.yaml)."
+    files = ", ".join(f"`{path}`" for path in hypothesis_files(experiments_dir))
+    return hypotheses, f"Hypotheses from {files}. Verdict rule at the end of this section and in experiments/README.md."
+
+
+def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
+    config_columns = sorted(column for column in runs.columns if column.startswith("cfg."))
+    columns = [column for column in RUN_COLUMNS if column in runs] + config_columns
+    out.write_text("summary.csv", runs[columns].to_csv(index=False))
+
+
+def write_tables(out: OutputDir, results: pd.DataFrame, tests: pd.DataFrame, runs: pd.DataFrame,
+                 target_acc: float) -> list[str]:
+    files = ["summary.csv"]
+    out.write_text("tables/results.csv", results.to_csv(index=False))
+    out.write_text("tables/results.md", per_setting_markdown(results, lambda group: display_table(group, target_acc)))
+    out.write_text("tables/results.tex", per_setting_latex(
+        results, lambda group: display_table(group, target_acc), "Test accuracy at best validation", "results"))
+    files += ["tables/results.csv", "tables/results.md", "tables/results.tex"]
+    out.write_text("tables/pairwise.csv", tests.to_csv(index=False))
+    out.write_text("tables/pairwise.md", per_setting_markdown(tests, pairwise_display))
+    out.write_text("tables/pairwise.tex", per_setting_latex(tests, pairwise_display, "Pairwise tests", "pairwise"))
+    files += ["tables/pairwise.csv", "tables/pairwise.md", "tables/pairwise.tex"]
+    problems = problem_runs(runs)
+    out.write_text("tables/runs_not_completed.csv", problems.to_csv(index=False))
+    out.write_text("tables/runs_not_completed.md", to_markdown(problem_display(problems)))
+    files += ["tables/runs_not_completed.csv", "tables/runs_not_completed.md"]
+    return files
+
+
+def per_setting_markdown(table: pd.DataFrame, render) -> str:
+    if not len(table):
+        return "_(none)_\n"
+    return "\n".join(f"## {setting}\n\n{to_markdown(render(group))}" for setting, group in
+                     table.groupby("setting", sort=False))
+
+
+def per_setting_latex(table: pd.DataFrame, render, caption: str, label: str) -> str:
+    if not len(table):
+        return "% no rows\n"
+    return "\n".join(to_latex(render(group), f"{caption}: {setting}", f"tab:{label}-{slug(setting)}")
+                     for setting, group in table.groupby("setting", sort=False))
+
+
+def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, settings: list[str], arms: list[str],
+                  warnings: list[str]) -> list[tuple[str, str]]:
+    """Draw every figure the data allows; a figure that fails becomes a warning in the report, not a crash."""
+    style = figure_makers.Style(runs, arms)
+    planned = [("Test accuracy per optimizer", "final_accuracy",
+                lambda: figure_makers.final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
+               ("Accuracy vs label-noise rate", "accuracy_vs_noise",
+                lambda: figure_makers.accuracy_vs_noise(runs, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
+               ("Accuracy vs learning rate", "accuracy_vs_lr",
+                lambda: figure_makers.accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL)),
+               ("Accuracy vs wall time", "accuracy_vs_wall_time",
+                lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL))]
+    slugs = unique_slugs(settings)
+    for setting in settings:
+        planned.append((f"Learning curves: {setting}", f"learning_curves_{slugs[setting]}",
+                        lambda setting=setting: figure_makers.learning_curves(runs, curves, setting, arms, style)))
+    for setting in settings:
+        planned.append((f"Memorization of noisy labels: {setting}", f"memorization_{slugs[setting]}",
+                        lambda setting=setting: figure_makers.memorization_curves(runs, curves, setting, arms, style)))
+    drawn = []
+    for caption, stem, make in planned:
+        try:
+            figure = make()
+        except Exception as error:  # one broken figure must not cost the tables and verdicts
+            warnings.append(f"figure '{caption}' could not be drawn: {type(error).__name__}: {error}")
+            print(f"warning: figure '{caption}' could not be drawn: {error}", file=sys.stderr)
+            continue
+        if figure is None:
+            continue
+        out.write_figure(figure, f"figures/{stem}")
+        figure_makers.close(figure)
+        drawn.append((caption, f"figures/{stem}.png"))
+    return drawn
+
+
+def unique_slugs(labels: list[str]) -> dict[str, str]:
+    slugs, used = {}, set()
+    for label in labels:
+        candidate, number = slug(label), 2
+        while candidate in used:
+            candidate, number = f"{slug(label)}-{number}", number + 1
+        used.add(candidate)
+        slugs[label] = candidate
+    return slugs

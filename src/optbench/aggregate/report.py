@@ -1,0 +1,217 @@
+"""report.md: the answer in one page, with the verdicts, tables and figures it rests on.
+
+`render_report(parts)` returns Markdown: run counts by status and the rule that only completed runs
+enter means; each hypothesis with its verdict and the numbers behind every required comparison;
+the results table per setting; the figures (relative links to figures/*.png, PDFs beside them);
+the pairwise tests; every run that did not complete or needed a warning; and the definitions used.
+Also `verdict_rows` for the hypotheses CSV.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from optbench.aggregate.hypotheses import Check, Verdict
+from optbench.aggregate.tables import (NOT_COMPLETED, display_table, p_text, pairwise_display, problem_display,
+                                       to_markdown)
+
+VERDICT_MARK = {"supported": "SUPPORTED", "rejected": "REJECTED", "inconclusive": "INCONCLUSIVE"}
+
+
+@dataclass
+class ReportParts:
+    results_dir: str
+    command: str
+    generated: str
+    target_acc: float
+    alpha: float
+    runs: pd.DataFrame
+    results: pd.DataFrame               # tables.results_table
+    pairwise: pd.DataFrame              # stats.pairwise
+    problems: pd.DataFrame              # tables.problem_runs
+    verdicts: list[Verdict]
+    hypotheses_note: str                # where hypotheses came from, or why there are none
+    figures: list[tuple[str, str]]      # (caption, png path relative to report.md)
+    table_files: list[str]
+    varying_keys: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+def render_report(parts: ReportParts) -> str:
+    sections = [header(parts), hypotheses_section(parts), results_section(parts), figures_section(parts),
+                pairwise_section(parts), problems_section(parts), method_section(parts), warnings_section(parts)]
+    return "\n".join(section for section in sections if section)
+
+
+def header(parts: ReportParts) -> str:
+    counts = parts.runs["status"].value_counts()
+    count_text = ", ".join(f"{counts[status]} {status}" for status in ["completed", *NOT_COMPLETED] if status in counts)
+    others = [status for status in counts.index if status not in ["completed", *NOT_COMPLETED]]
+    count_text += "".join(f", {counts[status]} {status}" for status in others)
+    varying = ", ".join(f"`{key}`" for key in parts.varying_keys) or "none"
+    return "\n".join([
+        f"# Results: `{parts.results_dir}`", "",
+        f"Generated {parts.generated} by `{parts.command}`.", "",
+        f"**{len(parts.runs)} runs**: {count_text}.", "",
+        "> Only **completed** runs enter means, intervals, tests, rankings and verdicts. Diverged runs are "
+        "results (the optimizer failed at that setting): they are counted in the tables and drawn apart in the "
+        "figures, but their accuracy never enters a mean. Failed, interrupted, running and unfinished runs are "
+        "counted and listed under [Runs not completed](#runs-not-completed-or-with-warnings).", "",
+        f"Runs are grouped by dataset, noise, noise rate and optimizer, plus every config field that differs "
+        f"between runs (here: {varying}), so different settings are never averaged together.", ""])
+
+
+# ---- hypotheses ---------------------------------------------------------------------------------------
+
+def hypotheses_section(parts: ReportParts) -> str:
+    lines = ["## Hypotheses", "", parts.hypotheses_note, ""]
+    if parts.verdicts:
+        lines += ["| hypothesis | verdict | why |", "|---|---|---|"]
+        lines += [f"| {verdict.hypothesis.id} {verdict.hypothesis.title} | **{VERDICT_MARK[verdict.verdict]}** | "
+                  f"{verdict.reason.replace('|', '/')} |" for verdict in parts.verdicts]
+        lines.append("")
+    for verdict in parts.verdicts:
+        lines += verdict_block(verdict, parts.alpha)
+    return "\n".join(lines)
+
+
+def verdict_block(verdict: Verdict, alpha: float) -> list[str]:
+    hypothesis = verdict.hypothesis
+    lines = [f"### {hypothesis.id}: {hypothesis.title}: {VERDICT_MARK[verdict.verdict]}", "",
+             f"> {hypothesis.statement}", "", f"*Defined in* `{hypothesis.source}`. {verdict.reason}.", ""]
+    if verdict.checks:
+        lines.append(to_markdown(pd.DataFrame(verdict_rows(verdict))))
+    if any(check.numbers.get("low_power") for check in verdict.checks):
+        lines += ["Low power: with fewer than 5 seeds per arm only large effects reach significance; an "
+                  "inconclusive verdict here says the data cannot decide, not that the optimizers are equal.", ""]
+    return lines
+
+
+def is_accuracy(metric: str) -> bool:
+    return "acc" in metric and "epochs" not in metric
+
+
+def value_text(value: float, metric: str) -> str:
+    if value is None or not np.isfinite(value):
+        return "n/a"
+    return f"{100 * value:.2f}%" if is_accuracy(metric) else f"{value:.3g}"
+
+
+def difference_text(value: float, metric: str) -> str:
+    if value is None or not np.isfinite(value):
+        return "n/a"
+    return f"{100 * value:+.2f} pp" if is_accuracy(metric) else f"{value:+.3g}"
+
+
+def verdict_rows(verdict: Verdict) -> list[dict]:
+    test = verdict.hypothesis.test
+    kind, metric = test["kind"], test.get("metric", "test_acc_at_best_val")
+    return [check_row(verdict.hypothesis.id, check, kind, metric) for check in verdict.checks]
+
+
+def check_row(hypothesis_id: str, check: Check, kind: str, metric: str) -> dict:
+    numbers = check.numbers
+    if check.outcome == "missing":
+        subject = other = "—"
+    elif kind == "noise_drop":
+        subject = drop_text(numbers, "subject", metric)
+        other = drop_text(numbers, "other", metric)
+    else:
+        shown = "epochs" if kind == "epochs_to_fraction_of_reference" else metric
+        subject = f"{value_text(numbers.get('mean_subject', math.nan), shown)} (n={numbers.get('n_subject', 0)})"
+        other = f"{value_text(numbers.get('mean_other', math.nan), shown)} (n={numbers.get('n_other', 0)})"
+        metric = shown
+    notes = check.detail
+    if kind == "epochs_to_fraction_of_reference" and "target" in numbers:
+        notes = "; ".join(filter(None, [f"target val acc {100 * numbers['target']:.2f}%", notes]))
+    return {"hypothesis": hypothesis_id, "setting": check.setting, "comparison": check.comparison,
+            "expected": check.expected, "subject": subject, "other": other,
+            "difference": difference_text(numbers.get("difference", math.nan), metric),
+            "test": numbers.get("test", "—"), "p": p_text(numbers.get("p", math.nan)),
+            "effect size": "n/a" if not np.isfinite(numbers.get("effect_size", math.nan))
+            else f"{numbers['effect_size']:.2f}",
+            "outcome": check.outcome, "notes": notes or ""}
+
+
+def drop_text(numbers: dict, who: str, metric: str) -> str:
+    if f"drop_{who}" not in numbers:
+        return "n/a"
+    return (f"drop {difference_text(numbers[f'drop_{who}'], metric).lstrip('+')} "
+            f"(clean {value_text(numbers[f'mean_{who}_clean'], metric)}, noisy {value_text(numbers[f'mean_{who}_noisy'], metric)}; "
+            f"n={numbers[f'n_{who}_clean']}/{numbers[f'n_{who}_noisy']})")
+
+
+# ---- tables, figures, pairwise tests, problem runs ----------------------------------------------------
+
+def results_section(parts: ReportParts) -> str:
+    lines = ["## Results by setting", "",
+             "Test accuracy at the epoch with the best validation accuracy is the headline number (model selection "
+             "on validation, reported on test); mean ± sd over completed seeds, with the 95% confidence interval "
+             "of the mean. *Best test acc* takes the best epoch by looking at the test set: optimistic, shown for "
+             "comparison with papers that report it. *seeds* = completed runs / all runs. *p vs best*: Welch "
+             "or paired t-test against the top-ranked optimizer; a rank whose p is large is a tie.", "",
+             "Files: " + ", ".join(f"[`{path}`]({path})" for path in parts.table_files), ""]
+    if not len(parts.results):
+        return "\n".join(lines + ["_No runs._", ""])
+    for setting, group in parts.results.groupby("setting", sort=False):
+        lines += [f"### {setting}", "", to_markdown(display_table(group, parts.target_acc))]
+    return "\n".join(lines)
+
+
+def figures_section(parts: ReportParts) -> str:
+    lines = ["## Figures", "", "Each figure is also saved as PDF beside the PNG.", ""]
+    if not parts.figures:
+        lines.append("_No figures (`--no-figures`, or no completed run has metrics to draw)._")
+    for caption, path in parts.figures:
+        lines += [f"### {caption}", "", f"![{caption}]({path})", f"([PDF]({path[:-4]}.pdf))", ""]
+    return "\n".join(lines)
+
+
+def pairwise_section(parts: ReportParts) -> str:
+    lines = ["## Pairwise tests", "",
+             f"Test accuracy at best validation, every pair of optimizers within a setting. Paired t-test when both "
+             f"arms hold the same seeds (a seed fixes initialisation, data order and noise draw for every "
+             f"optimizer), Welch's t-test otherwise; two-sided, alpha = {parts.alpha}. Hedges' g is the "
+             f"standardised difference (pooled sd, small-sample corrected). p (Holm) corrects for the number of "
+             f"pairs in the setting. With n < 5 per arm the power is low: the *power* column gives the smallest "
+             f"effect an unpaired test would detect 80% of the time.", ""]
+    if not len(parts.pairwise):
+        return "\n".join(lines + ["_No setting has two optimizers with completed runs._", ""])
+    for setting, group in parts.pairwise.groupby("setting", sort=False):
+        lines += [f"### {setting}", "", to_markdown(pairwise_display(group))]
+    return "\n".join(lines)
+
+
+def problems_section(parts: ReportParts) -> str:
+    lines = ["## Runs not completed or with warnings", ""]
+    if not len(parts.problems):
+        return "\n".join(lines + ["All runs completed and read cleanly.", ""])
+    lines += ["Runs that did not complete enter no mean. A completed run listed here does count; it had a file "
+              "problem, noted beside it.", "",
+              to_markdown(problem_display(parts.problems))]
+    return "\n".join(lines)
+
+
+def method_section(parts: ReportParts) -> str:
+    return "\n".join([
+        "## Definitions", "",
+        "- **test acc @ best val**: test accuracy at the epoch with the highest validation accuracy "
+        "(summary.json `best`).",
+        "- **final test acc**: test accuracy after the last epoch. **best test acc (optimistic)**: the highest "
+        "test accuracy over all epochs, i.e. selected on test.",
+        f"- **epochs to val acc ≥ {100 * parts.target_acc:g}%**: first epoch whose validation accuracy reaches "
+        "the target (`--target-acc`); runs that never reach it are counted as *not reached*, not averaged.",
+        "- **mean ± sd**: sample standard deviation (ddof = 1). **95% CI**: mean ± t(0.975, n−1)·sd/√n.",
+        "- **wall time**: whole run including evaluation; **throughput**: training images per second.",
+        "- **Verdicts**: supported when every required comparison goes in the stated direction with "
+        f"p < alpha (default {parts.alpha}); rejected when any is significant in the opposite direction; "
+        "inconclusive otherwise, including missing runs and fewer than 2 completed seeds. Rules and file "
+        "format: experiments/README.md, section Hypotheses.", ""])
+
+
+def warnings_section(parts: ReportParts) -> str:
+    if not parts.warnings:
+        return ""
+    return "\n".join(["## Warnings while reading", "", *[f"- {warning}" for warning in parts.warnings], ""])

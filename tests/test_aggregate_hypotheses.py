@@ -1,0 +1,196 @@
+"""Hypothesis files and verdicts: the repository's H1-H3 evaluated on hand-made runs with known numbers.
+
+Supported needs every required comparison significant in the stated direction; one significant
+comparison the other way rejects; anything else (not significant, missing runs, one seed) is
+inconclusive and says why.
+"""
+
+import math
+
+import pytest
+from scipy.special import betainc
+
+from conftest import REPO
+from fixtures.aggregate.fake_runs import ramp_records, record, write_run
+from optbench.aggregate.hypotheses import Context, evaluate, load_hypotheses, parse_hypothesis
+from optbench.aggregate.pipeline import analyse
+from optbench.errors import ConfigError
+
+HYPOTHESES = REPO / "experiments" / "hypotheses"
+
+
+def two_sided_p(t: float, df: float) -> float:
+    return float(betainc(df / 2, 0.5, df / (df + t * t)))
+
+
+def mean(values):
+    return sum(values) / len(values)
+
+
+def sample_sd(values) -> float:
+    centre = mean(values)
+    return math.sqrt(sum((value - centre) ** 2 for value in values) / (len(values) - 1))
+
+
+def paired_p(a, b) -> float:
+    differences = [x - y for x, y in zip(a, b)]
+    return two_sided_p(mean(differences) / (sample_sd(differences) / math.sqrt(len(a))), len(a) - 1)
+
+
+def verdict(root, name: str):
+    analysis = analyse(root)
+    hypothesis = parse_hypothesis(HYPOTHESES / name)
+    return evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
+
+
+def write_study(root, accuracies: dict, noise="none", rate=0.0, seeds=None):
+    for optimizer, values in accuracies.items():
+        for seed, accuracy in zip(seeds or range(len(values)), values):
+            write_run(root, ramp_records(accuracy), optimizer=optimizer, seed=seed, noise=noise, rate=rate)
+
+
+SGD = [0.950, 0.955, 0.960]
+OTHERS_WORSE = {"adam": [0.920, 0.921, 0.933], "adamw": [0.930, 0.938, 0.940], "lion": [0.925, 0.935, 0.930],
+                "muon": [0.940, 0.941, 0.952]}
+
+
+def test_repository_hypotheses_load_and_unknown_top_level_keys_are_ignored(tmp_path):
+    assert [hypothesis.id for hypothesis in load_hypotheses(REPO / "experiments")] == ["H1", "H2", "H3"]
+    folder = tmp_path / "experiments" / "hypotheses"
+    folder.mkdir(parents=True)
+    text = (HYPOTHESES / "h2_generalisation.yaml").read_text()
+    (folder / "h2.yaml").write_text(text + "study:\n  grid: {optimizer: [sgd, adam], seed: [0, 1, 2]}\nnotes: later\n")
+    assert load_hypotheses(tmp_path / "experiments")[0].test["subject"] == "sgd"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("id: H9\nstatement: x\n", "missing 'test'"),
+    ("id: H9\nstatement: x\ntest: {kind: vibes}\n", "test.kind must be one of"),
+    ("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, versus: adam, better: up}\n", "better"),
+    ("id: H9\nstatement: x\ntest: {kind: noise_drop, subject: lion, versus: adamw, noise: symmetric}\n", "rates"),
+    ("id: [unclosed\n", "not valid YAML"),
+])
+def test_malformed_hypothesis_files_name_the_file_and_the_fix(tmp_path, text, message):
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=message) as error:
+        load_hypotheses(tmp_path)
+    assert "bad.yaml" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_h2_supported_when_sgd_beats_every_optimizer_significantly(tmp_path):
+    write_study(tmp_path, {"sgd": SGD, **OTHERS_WORSE})
+    result = verdict(tmp_path, "h2_generalisation.yaml")
+    assert result.verdict == "supported"
+    assert [check.comparison for check in result.checks] == ["sgd vs adam", "sgd vs adamw", "sgd vs lion", "sgd vs muon"]
+    first = result.checks[0].numbers
+    assert first["test"] == "paired t" and (first["n_subject"], first["n_other"]) == (3, 3)
+    assert first["mean_subject"] == pytest.approx(0.955) and first["mean_other"] == pytest.approx(mean(OTHERS_WORSE["adam"]))
+    assert first["p"] == pytest.approx(paired_p(SGD, OTHERS_WORSE["adam"]), rel=1e-9)
+    assert first["low_power"]
+
+
+def test_h2_rejected_when_an_optimizer_beats_sgd_significantly(tmp_path):
+    write_study(tmp_path, {"sgd": SGD, **OTHERS_WORSE, "muon": [0.970, 0.975, 0.981]})
+    result = verdict(tmp_path, "h2_generalisation.yaml")
+    assert result.verdict == "rejected"
+    muon = result.checks[-1]
+    assert muon.outcome == "opposite, significant"
+    assert muon.numbers["p"] == pytest.approx(paired_p(SGD, [0.970, 0.975, 0.981]), rel=1e-9)
+
+
+def test_h2_inconclusive_names_the_missing_runs(tmp_path):
+    write_study(tmp_path, {"sgd": SGD, "adam": OTHERS_WORSE["adam"], "adamw": OTHERS_WORSE["adamw"]})
+    write_run(tmp_path, ramp_records(0.9)[:1], optimizer="muon", status="diverged", epochs_planned=3)
+    result = verdict(tmp_path, "h2_generalisation.yaml")
+    assert result.verdict == "inconclusive"
+    assert "lion: no runs" in result.reason and "muon: no completed run (1 diverged)" in result.reason
+
+
+def test_h2_inconclusive_when_not_significant_or_one_seed(tmp_path):
+    write_study(tmp_path, {"sgd": SGD, **OTHERS_WORSE, "adam": [0.949, 0.958, 0.951]})   # sgd barely ahead
+    assert verdict(tmp_path, "h2_generalisation.yaml").verdict == "inconclusive"
+    one_seed = tmp_path / "one"
+    write_study(one_seed, {"sgd": [0.95], **{name: values[:1] for name, values in OTHERS_WORSE.items()}})
+    result = verdict(one_seed, "h2_generalisation.yaml")
+    assert result.verdict == "inconclusive" and "has 1 completed seed(s) (need 2)" in result.reason
+
+
+def test_h2_ignores_noisy_runs_and_is_inconclusive_without_clean_ones(tmp_path):
+    write_study(tmp_path, {"sgd": SGD, **OTHERS_WORSE}, noise="symmetric", rate=0.2)
+    result = verdict(tmp_path, "h2_generalisation.yaml")
+    assert result.verdict == "inconclusive" and "no setting has runs" in result.reason
+
+
+LION_CLEAN, LION_20, LION_40 = [0.93, 0.94, 0.935], [0.90, 0.915, 0.905], [0.86, 0.875, 0.865]
+ADAMW_CLEAN, ADAMW_20, ADAMW_40 = [0.94, 0.945, 0.94], [0.88, 0.89, 0.875], [0.80, 0.815, 0.79]
+
+
+def noise_study(root, noisy_seeds=(0, 1, 2), rates=(0.2, 0.4)):
+    write_study(root, {"lion": LION_CLEAN, "adamw": ADAMW_CLEAN})
+    values = {0.2: (LION_20, ADAMW_20), 0.4: (LION_40, ADAMW_40)}
+    for rate in rates:
+        write_study(root, {"lion": values[rate][0], "adamw": values[rate][1]}, "symmetric", rate, noisy_seeds)
+
+
+def test_h3_with_paired_seeds_compares_per_seed_drops_with_welch(tmp_path):
+    noise_study(tmp_path)
+    result = verdict(tmp_path, "h3_noise_robustness.yaml")
+    assert result.verdict == "supported"
+    at_20 = result.checks[0].numbers
+    lion_drops = [c - n for c, n in zip(LION_CLEAN, LION_20)]
+    adamw_drops = [c - n for c, n in zip(ADAMW_CLEAN, ADAMW_20)]
+    va, vb = sample_sd(lion_drops) ** 2 / 3, sample_sd(adamw_drops) ** 2 / 3
+    t = (mean(lion_drops) - mean(adamw_drops)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
+    assert at_20["test"] == "Welch t on per-seed drops"
+    assert at_20["drop_subject"] == pytest.approx(mean(lion_drops)) and at_20["drop_other"] == pytest.approx(mean(adamw_drops))
+    assert (at_20["t"], at_20["df"], at_20["p"]) == pytest.approx((t, df, two_sided_p(t, df)), rel=1e-9)
+
+
+def test_h3_without_paired_seeds_uses_the_welch_satterthwaite_contrast(tmp_path):
+    noise_study(tmp_path, noisy_seeds=(3, 4, 5))
+    check = verdict(tmp_path, "h3_noise_robustness.yaml").checks[1]   # clean -> 40 %
+    cells = [LION_CLEAN, LION_40, ADAMW_CLEAN, ADAMW_40]
+    parts = [sample_sd(cell) ** 2 / 3 for cell in cells]
+    estimate = (mean(LION_CLEAN) - mean(LION_40)) - (mean(ADAMW_CLEAN) - mean(ADAMW_40))
+    df = sum(parts) ** 2 / sum(part ** 2 / 2 for part in parts)
+    t = estimate / math.sqrt(sum(parts))
+    assert check.numbers["test"] == "Welch-Satterthwaite contrast"
+    assert (check.numbers["difference"], check.numbers["df"], check.numbers["p"]) == pytest.approx(
+        (estimate, df, two_sided_p(t, df)), rel=1e-9)
+
+
+def test_h3_inconclusive_when_a_noise_rate_is_missing(tmp_path):
+    noise_study(tmp_path, rates=(0.2,))
+    result = verdict(tmp_path, "h3_noise_robustness.yaml")
+    assert result.verdict == "inconclusive"
+    assert "lion: no runs at symmetric 40%" in result.reason
+
+
+def reaching(epoch_reached: int, epochs: int = 6, final_val: float = 0.9) -> list[dict]:
+    """Validation accuracy climbs to `final_val` at `epoch_reached` and stays there (0 = never reaches 90 % of it)."""
+    if not epoch_reached:
+        return [record(epoch, 0.8 * epoch / epochs, 0.8, 0.5) for epoch in range(1, epochs + 1)]
+    return [record(epoch, final_val * min(1.0, epoch / epoch_reached), 0.85, 0.5) for epoch in range(1, epochs + 1)]
+
+
+def test_h1_compares_epochs_to_90_percent_of_adamw_final_val_acc(tmp_path):
+    for seed, (lion, adamw) in enumerate([(2, 4), (2, 5), (3, 5)]):
+        write_run(tmp_path, reaching(lion), optimizer="lion", seed=seed)
+        write_run(tmp_path, reaching(adamw), optimizer="adamw", seed=seed)
+    result = verdict(tmp_path, "h1_convergence.yaml")
+    assert result.verdict == "supported"
+    numbers = result.checks[0].numbers
+    assert numbers["target"] == pytest.approx(0.81)
+    assert (numbers["mean_subject"], numbers["mean_other"]) == pytest.approx((7 / 3, 14 / 3))
+    assert numbers["p"] == pytest.approx(paired_p([2, 2, 3], [4, 5, 5]), rel=1e-9)
+
+
+def test_h1_counts_a_run_that_never_reaches_the_target_as_censored(tmp_path):
+    for seed, (lion, adamw) in enumerate([(2, 4), (2, 5), (0, 5)]):
+        write_run(tmp_path, reaching(lion), optimizer="lion", seed=seed)
+        write_run(tmp_path, reaching(adamw), optimizer="adamw", seed=seed)
+    check = verdict(tmp_path, "h1_convergence.yaml").checks[0]
+    assert check.numbers["censored_subject"] == 1
+    assert check.numbers["mean_subject"] == pytest.approx((2 + 2 + 7) / 3)   # never reached -> 6 planned + 1
+    assert "never reached the target" in check.detail

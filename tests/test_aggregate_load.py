@@ -1,0 +1,185 @@
+"""Reading run directories into tables: statuses, damaged files, group keys, and exact table numbers.
+
+Every run here is hand-made (tests/fixtures/aggregate/fake_runs.py) so each number is known.
+"""
+
+import json
+import math
+
+import pytest
+
+from fixtures.aggregate.fake_runs import ramp_records, record, write_run
+from optbench.aggregate.pipeline import analyse
+from optbench.aggregate.stats import pairwise
+from optbench.aggregate.tables import completed, display_table, problem_runs, results_table
+
+T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)   # t(0.975, 2), closed form
+
+
+def results_for(root, target_acc=0.9):
+    analysis = analyse(root, target_acc)
+    tests = pairwise(completed(analysis.runs), "test_acc_at_best_val", analysis.settings, analysis.arms)
+    table = results_table(analysis.runs, analysis.grouping, analysis.settings, analysis.arms, tests)
+    return analysis, table.set_index("arm")
+
+
+@pytest.fixture
+def messy_study(tmp_path):
+    """sgd: three completed seeds (0.90, 0.92, 0.97) and one run of every other status; adam: three seeds."""
+    root = tmp_path / "results"
+    for seed, accuracy in enumerate([0.90, 0.92, 0.97]):
+        write_run(root, ramp_records(accuracy), optimizer="sgd", seed=seed)
+    for seed, accuracy in enumerate([0.88, 0.91, 0.93]):
+        write_run(root, ramp_records(accuracy), optimizer="adam", seed=seed)
+    diverged = ramp_records(0.99)[:2]
+    diverged[-1]["train/loss"] = math.nan
+    write_run(root, diverged, optimizer="sgd", seed=3, status="diverged", epochs_planned=3)
+    write_run(root, ramp_records(0.99)[:1], optimizer="sgd", seed=4, status="failed", epochs_planned=3,
+              error="RuntimeError: CUDA out of memory")
+    write_run(root, ramp_records(0.99)[:2], optimizer="sgd", seed=5, status="running", epochs_planned=3,
+              torn_tail='{"epoch": 3, "train/lo')
+    write_run(root, [], optimizer="sgd", seed=6, write_summary=False, epochs_planned=3)   # never started
+    broken = write_run(root, ramp_records(0.99), optimizer="sgd", seed=7)
+    (broken / "summary.json").write_text('{"status": "compl')                          # unreadable
+    return root
+
+
+def test_every_run_is_a_row_with_its_status(messy_study):
+    analysis = analyse(messy_study)
+    runs = analysis.runs.set_index("run_id")
+    assert len(runs) == 11
+    assert runs.loc["cifar10/none-0.0/sgd/seed3", "status"] == "diverged"
+    assert runs.loc["cifar10/none-0.0/sgd/seed4", "status"] == "failed"
+    assert runs.loc["cifar10/none-0.0/sgd/seed5", "status"] == "running"
+    assert runs.loc["cifar10/none-0.0/sgd/seed6", "status"] == "unfinished"
+    assert runs.loc["cifar10/none-0.0/sgd/seed7", "status"] == "unreadable"
+    assert math.isnan(runs.loc["cifar10/none-0.0/sgd/seed3", "final_train_loss"])   # the NaN token is read
+
+
+def test_torn_metrics_line_is_ignored_with_a_warning(messy_study):
+    analysis = analyse(messy_study)
+    assert any("seed5: metrics.jsonl last line is not valid JSON" in warning for warning in analysis.warnings)
+    assert any("seed5: status 'running': still training, or killed" in warning for warning in analysis.warnings)
+    torn = analysis.curves[analysis.curves["run_id"] == "cifar10/none-0.0/sgd/seed5"]
+    assert list(torn["epoch"]) == [1, 2]
+
+
+def test_only_completed_runs_enter_the_means_and_the_others_are_counted(messy_study):
+    _, table = results_for(messy_study)
+    sgd = table.loc["sgd"]
+    assert (sgd["runs"], sgd["seeds"], sgd["diverged"], sgd["failed"], sgd["running"], sgd["unfinished"],
+            sgd["other"]) == (8, 3, 1, 1, 1, 1, 1)
+    assert sgd["test_acc_at_best_val_mean"] == pytest.approx(0.93, abs=1e-15)
+    assert sgd["test_acc_at_best_val_std"] == pytest.approx(math.sqrt(0.0013), rel=1e-12)
+    half = T_975_DF2 * math.sqrt(0.0013) / math.sqrt(3)
+    assert sgd["test_acc_at_best_val_ci_low"] == pytest.approx(0.93 - half, rel=1e-12)
+    assert sgd["test_acc_at_best_val_ci_high"] == pytest.approx(0.93 + half, rel=1e-12)
+    assert sgd["final_train_loss_mean"] == pytest.approx(0.25)
+
+
+def test_ranking_and_p_against_the_best(messy_study):
+    _, table = results_for(messy_study)
+    assert (table.loc["sgd", "rank"], table.loc["adam", "rank"]) == (1, 2)
+    assert math.isnan(table.loc["sgd", "p_vs_best"]) and 0 < table.loc["adam", "p_vs_best"] < 1
+
+
+def test_problem_runs_are_listed_with_their_error(messy_study):
+    analysis = analyse(messy_study)
+    problems = problem_runs(analysis.runs).set_index("run_id")
+    assert set(problems["status"]) == {"diverged", "failed", "running", "unfinished", "unreadable"}
+    assert problems.loc["cifar10/none-0.0/sgd/seed4", "error"] == "RuntimeError: CUDA out of memory"
+
+
+def test_display_table_shows_percentages_and_counts(messy_study):
+    analysis, table = results_for(messy_study)
+    shown = display_table(table.reset_index(), 0.9).set_index("optimizer")
+    assert shown.loc["sgd", "test acc @ best val (%)"] == "93.00 ± 3.61"
+    assert shown.loc["sgd", "seeds"] == "3/8"
+    assert "1 diverged" in shown.loc["sgd", "not completed"] and "1 unfinished" in shown.loc["sgd", "not completed"]
+
+
+def test_runs_with_different_lr_are_separate_groups_not_averaged(tmp_path):
+    root = tmp_path / "results"
+    for seed, accuracy in enumerate([0.90, 0.92]):
+        write_run(root, ramp_records(accuracy), optimizer="adam", seed=seed)
+    for seed, accuracy in enumerate([0.80, 0.84]):
+        write_run(root, ramp_records(accuracy), optimizer="adam", seed=seed, overrides={"optimizer.lr": 0.003},
+                  variant="optimizer.lr=0.003")
+    write_run(root, ramp_records(0.95), optimizer="sgd", seed=0)
+    analysis, table = results_for(root)
+    assert analysis.grouping.arm_keys == ["optimizer", "cfg.optimizer.lr"]
+    assert table.loc["adam lr=0.001", "test_acc_at_best_val_mean"] == pytest.approx(0.91)
+    assert table.loc["adam lr=0.003", "test_acc_at_best_val_mean"] == pytest.approx(0.82)
+    assert table.loc["sgd lr=0.1", "seeds"] == 1
+
+
+def test_settings_that_differ_are_never_mixed_and_irrelevant_keys_do_not_split(tmp_path):
+    root = tmp_path / "results"
+    for seed in range(2):
+        # Paths, device, logging and the seed differ between these runs: still one group.
+        write_run(root, ramp_records(0.9), seed=seed, overrides={"paths.data_dir": f"/data{seed}", "device": f"cuda:{seed}",
+                                                                 "train.progress_bar": bool(seed)})
+        # A key the aggregator has never heard of, changing the numbers: its own group.
+        write_run(root, ramp_records(0.7), seed=seed, overrides={"train.grad_accum": 4}, variant="train.grad_accum=4")
+        write_run(root, ramp_records(0.6), seed=seed, overrides={"model.width": 16}, variant="model.width=16")
+    analysis, _ = results_for(root)
+    assert analysis.grouping.setting_keys == ["dataset", "noise", "noise_rate", "cfg.model.width", "cfg.train.grad_accum"]
+    assert analysis.runs.groupby("setting").size().to_dict() == {
+        "cifar10, clean, model.width=64, train.grad_accum=unset": 2, "cifar10, clean, model.width=64, train.grad_accum=4": 2,
+        "cifar10, clean, model.width=16, train.grad_accum=unset": 2}
+
+
+def test_keys_that_only_differ_between_optimizers_or_datasets_add_no_group(tmp_path):
+    root = tmp_path / "results"
+    for optimizer in ("sgd", "lion"):   # lr, betas, momentum differ: that is what "optimizer" means
+        for dataset, classes in (("cifar10", 10), ("cifar100", 100)):
+            write_run(root, ramp_records(0.8), optimizer=optimizer, dataset=dataset,
+                      overrides={"dataset.num_classes": classes})
+    analysis, _ = results_for(root)
+    assert analysis.grouping.group_keys == ["dataset", "noise", "noise_rate", "optimizer"]
+
+
+def test_epochs_to_target_is_the_first_epoch_at_or_above_it(tmp_path):
+    root = tmp_path / "results"
+    write_run(root, [record(1, 0.5, 0.5, 1.0), record(2, 0.91, 0.9, 0.5), record(3, 0.95, 0.94, 0.3)], seed=0)
+    write_run(root, [record(1, 0.5, 0.5, 1.0), record(2, 0.8, 0.8, 0.5), record(3, 0.85, 0.84, 0.3)], seed=1)
+    analysis, table = results_for(root, target_acc=0.9)
+    assert sorted(analysis.runs["epochs_to_target"].fillna(-1)) == [-1, 2]
+    assert table.loc["sgd", "reached_target"] == 1
+    shown = display_table(table.reset_index(), 0.9).set_index("optimizer")
+    assert shown.loc["sgd", "epochs to val acc ≥ 90%"] == "2.0 (1/2 reached)"
+
+
+def test_best_test_accuracy_is_the_optimistic_maximum_and_best_val_picks_the_epoch(tmp_path):
+    root = tmp_path / "results"
+    write_run(root, [record(1, 0.80, 0.95, 1.0), record(2, 0.90, 0.85, 0.5), record(3, 0.88, 0.86, 0.3)])
+    run = analyse(root).runs.iloc[0]
+    assert (run["best_epoch"], run["test_acc_at_best_val"]) == (2, 0.85)
+    assert (run["final_test_acc"], run["best_test_acc"]) == (0.86, 0.95)
+
+
+def test_a_run_without_hydra_config_is_read_from_its_summary(tmp_path):
+    root = tmp_path / "results"
+    run_dir = write_run(root, ramp_records(0.9), optimizer="lion", noise="symmetric", rate=0.2)
+    (run_dir / ".hydra" / "config.yaml").unlink()
+    run = analyse(root).runs.iloc[0]
+    assert (run["optimizer"], run["noise"], run["noise_rate"], run["status"]) == ("lion", "symmetric", 0.2, "completed")
+    assert "no .hydra/config.yaml" in run["notes"]
+
+
+def test_loading_never_writes_into_run_directories(messy_study):
+    before = {path: path.read_bytes() for path in messy_study.rglob("*") if path.is_file()}
+    analyse(messy_study)
+    after = {path: path.read_bytes() for path in messy_study.rglob("*") if path.is_file()}
+    assert before == after
+
+
+def test_summary_nan_tokens_and_json_round_trip(tmp_path):
+    """A diverged summary.json written by json.dumps holds NaN tokens; they must load as NaN, not crash."""
+    root = tmp_path / "results"
+    records = ramp_records(0.5)
+    records[-1]["train/loss"] = math.nan
+    run_dir = write_run(root, records, status="diverged")
+    assert "NaN" in (run_dir / "summary.json").read_text()
+    assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["train/loss"] != 0
+    assert analyse(root).runs.iloc[0]["status"] == "diverged"

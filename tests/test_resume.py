@@ -1,0 +1,315 @@
+"""Runs survive interruption: exact resume (mid-epoch included, and after a real SIGKILL), graceful
+SIGTERM, damaged files, a changed config, the run-directory lock, divergence and failure isolation."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import REPO, TINY, compose_config
+
+from optbench import engine
+from optbench.cli import deferred_exit_status, run_job
+from optbench.errors import ConfigError, RunDirectoryBusy, RunInterrupted
+from optbench.runlog import RunLog
+from optbench.runner import _diverged, train
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+# 600 images less 100 for validation, in batches of 50: 10 steps per epoch.
+RESUME_RUN = [*TINY, "epochs=3", "noise=symmetric", "noise.rate=0.2"]
+TIMING_KEYS = ("time_s", "per_s", "wall_time", "resumes")
+
+
+def config(tmp_path, *extra):
+    return compose_config([*RESUME_RUN, f"paths.data_dir={tmp_path / 'data'}", *extra])
+
+
+def read_metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def without_timings(value):
+    """Drop wall-clock fields, which differ between any two runs, recursively."""
+    if isinstance(value, dict):
+        return {key: without_timings(item) for key, item in value.items()
+                if not any(word in key for word in TIMING_KEYS)}
+    if isinstance(value, list):
+        return [without_timings(item) for item in value]
+    return value
+
+
+def comparable_summary(summary):
+    return without_timings({key: summary[key] for key in ("status", "epochs_done", "final", "best", "noise")})
+
+
+class StopAfterSteps:
+    """Stands in for the signal handler: a SIGTERM arrives during optimizer step `steps`."""
+
+    def __init__(self, steps: int):
+        self.steps_left, self.signal = steps, None
+
+    def count_step(self):
+        self.steps_left -= 1
+        if self.steps_left == 0:
+            self.signal = signal.SIGTERM
+
+
+def interrupt_after(monkeypatch, steps: int):
+    stopper = StopAfterSteps(steps)
+    real_step = engine.train_step
+
+    def counting_step(*args, **kwargs):
+        result = real_step(*args, **kwargs)
+        stopper.count_step()
+        return result
+
+    class FakeStopRequests:
+        def __enter__(self):
+            return stopper
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(engine, "train_step", counting_step)
+    monkeypatch.setattr("optbench.runner.stop_requests", FakeStopRequests)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("reference") / "run"
+    with pytest.MonkeyPatch.context():
+        torch.set_num_threads(1)
+        summary = train(config(run_dir.parent, "optimizer=lion"), run_dir)
+    return summary, read_metrics(run_dir)
+
+
+@pytest.mark.parametrize("stop_at_step", [5, 10, 17, 30])  # mid-epoch 1, end of epoch 1, mid-epoch 2, last step
+def test_a_stopped_run_resumes_to_the_same_numbers_bit_for_bit(tmp_path, monkeypatch, uninterrupted, stop_at_step):
+    reference_summary, reference_metrics = uninterrupted
+    run_dir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, stop_at_step)
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, "optimizer=lion"), run_dir)
+    stopped = json.loads((run_dir / "summary.json").read_text())
+    assert stopped["status"] == "interrupted"
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert state["epochs_done"] * 10 + (state["partial_epoch"] or {}).get("batches_done", 0) == stop_at_step
+    resumed = train(config(tmp_path, "optimizer=lion"), run_dir)
+    assert resumed["resumes"] == 1
+    assert without_timings(read_metrics(run_dir)) == without_timings(reference_metrics)
+    assert comparable_summary(resumed) == comparable_summary(reference_summary)
+
+
+def test_muon_state_survives_a_mid_epoch_resume(tmp_path, monkeypatch):
+    reference = train(config(tmp_path, "optimizer=muon", "epochs=2"), tmp_path / "reference")
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 7)
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, "optimizer=muon", "epochs=2"), tmp_path / "run")
+    resumed = train(config(tmp_path, "optimizer=muon", "epochs=2"), tmp_path / "run")
+    assert comparable_summary(resumed) == comparable_summary(reference)
+
+
+def test_the_last_epoch_always_checkpoints_and_checkpoint_every_is_obeyed(tmp_path, monkeypatch):
+    saved_epochs = []
+    real_save = RunLog.save_checkpoint
+    monkeypatch.setattr(RunLog, "save_checkpoint", lambda self, state: (saved_epochs.append(state["epochs_done"]),
+                                                                          real_save(self, state)))
+    train(config(tmp_path, "epochs=3", "train.checkpoint_every=2"), tmp_path / "run")
+    assert saved_epochs == [2, 3]
+
+
+def test_metrics_written_after_the_last_checkpoint_are_trimmed_on_resume(tmp_path, monkeypatch, uninterrupted):
+    """Killed after epoch 3's metrics line but before its checkpoint: the resume drops it and redoes epoch 3."""
+    reference_summary, reference_metrics = uninterrupted
+    run_dir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 20)  # the last step of epoch 2: its checkpoint is written, then the run stops
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, "optimizer=lion"), run_dir)
+    epoch_two_checkpoint = (run_dir / "checkpoint.pt").read_bytes()
+    train(config(tmp_path, "optimizer=lion"), run_dir)
+    assert len(read_metrics(run_dir)) == 3
+    (run_dir / "checkpoint.pt").write_bytes(epoch_two_checkpoint)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "status": "running"}))
+    resumed = train(config(tmp_path, "optimizer=lion"), run_dir)
+    assert without_timings(read_metrics(run_dir)) == without_timings(reference_metrics)
+    assert comparable_summary(resumed) == comparable_summary(reference_summary)
+
+
+def test_a_completed_run_is_not_redone_and_rerun_starts_over(tmp_path):
+    run_dir = tmp_path / "run"
+    first = train(config(tmp_path, "epochs=1"), run_dir)
+    assert train(config(tmp_path, "epochs=1"), run_dir) == first
+    again = train(config(tmp_path, "epochs=1", "train.rerun=true"), run_dir)
+    assert "resumes" not in again and len(read_metrics(run_dir)) == 1
+
+
+def test_a_checkpoint_from_other_settings_is_refused_with_the_key_named(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 3)
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path), run_dir)
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
+    with pytest.raises(ConfigError, match=r"optimizer.lr: 0.1 -> 0.05.*train.rerun=true"):
+        train(config(tmp_path, "optimizer.lr=0.05"), run_dir)
+    after = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
+    assert {name: data for name, data in after.items() if name != ".lock"} == \
+        {name: data for name, data in before.items() if name != ".lock"}  # nothing overwritten
+
+
+def test_changing_only_where_or_how_fast_it_runs_still_resumes(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 3)
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path), run_dir)
+    summary = train(config(tmp_path, "train.eval_batch_size=64", "train.checkpoint_every=0"), run_dir)
+    assert summary["status"] == "completed" and summary["resumes"] == 1
+
+
+def interrupted_run(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 14)
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path), run_dir)
+    return run_dir
+
+
+def test_a_truncated_checkpoint_is_a_clear_error_and_is_left_in_place(tmp_path, monkeypatch):
+    run_dir = interrupted_run(tmp_path, monkeypatch)
+    checkpoint = run_dir / "checkpoint.pt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+    with pytest.raises(ConfigError, match=r"checkpoint.pt cannot be read.*delete it.*train.rerun=true"):
+        train(config(tmp_path), run_dir)
+    assert checkpoint.stat().st_size == 1000
+
+
+class Payload:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+def test_a_checkpoint_with_pickled_code_is_refused_not_executed(tmp_path, monkeypatch):
+    run_dir = interrupted_run(tmp_path, monkeypatch)
+    torch.save({"format": 1, "evil": Payload()}, run_dir / "checkpoint.pt")
+    with pytest.raises(ConfigError, match="checkpoint.pt cannot be read"):
+        train(config(tmp_path), run_dir)
+
+
+def test_a_damaged_summary_is_a_clear_error_naming_the_file(tmp_path, monkeypatch):
+    run_dir = interrupted_run(tmp_path, monkeypatch)
+    (run_dir / "summary.json").write_text('{"status": "interr')
+    with pytest.raises(ConfigError, match=r"summary.json is damaged.*move it away"):
+        train(config(tmp_path), run_dir)
+    assert (run_dir / "summary.json").read_text() == '{"status": "interr'
+
+
+def test_a_second_process_on_the_same_run_directory_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    with RunLog(run_dir).lock():
+        with pytest.raises(RunDirectoryBusy, match=rf"pid {os.getpid()} on .*wait for it"):
+            train(config(tmp_path), run_dir)
+
+
+def test_a_lock_held_by_a_killed_process_is_free_again(tmp_path):
+    run_dir = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom optbench.runlog import RunLog\n"
+                               f"with RunLog({str(run_dir)!r}).lock():\n    print('locked', flush=True)\n"
+                               "    time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    with pytest.raises(RunDirectoryBusy):
+        train(config(tmp_path), run_dir)
+    holder.kill()
+    holder.wait()
+    assert train(config(tmp_path, "epochs=1"), run_dir)["status"] == "completed"
+
+
+@pytest.mark.parametrize("loss, diverged", [(20.0, False), (30.0, True), (float("nan"), True), (float("inf"), True)])
+def test_a_loss_past_the_factor_times_ln_classes_is_a_divergence(tmp_path, loss, diverged):
+    summary = {}
+    record = {"epoch": 4, "train/loss": loss}
+    assert _diverged(summary, record, -1, config(tmp_path), 10) is diverged  # limit 10 x ln(10) = 23.03
+    if diverged:
+        assert summary["status"] == "diverged" and summary["diverged_at"]["epoch"] == 4
+        assert ("above 10 x ln(10) = 23" in summary["diverged_at"]["reason"]) is math.isfinite(loss)
+
+
+def test_a_nan_loss_records_the_epoch_and_the_first_bad_batch(tmp_path):
+    summary = train(config(tmp_path, "optimizer=sgd", "optimizer.lr=1e6", "scheduler=constant"), tmp_path / "run")
+    where = summary["diverged_at"]
+    assert summary["status"] == "diverged" and where["reason"] == "non-finite training loss"
+    assert where["epoch"] == 1 and 0 <= where["batch"] < 10
+
+
+def test_a_failing_run_in_a_multirun_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    with monkeypatch.context() as patch:
+        patch.setattr("optbench.models.CifarResNet.forward", lambda self, images: 1 / 0)
+        assert run_job(config(tmp_path), tmp_path / "broken", multirun=True) is None
+    summary = json.loads((tmp_path / "broken" / "summary.json").read_text())
+    assert summary["status"] == "failed" and "ZeroDivisionError" in summary["error"]
+    assert run_job(config(tmp_path, "epochs=1"), tmp_path / "fine", multirun=True)["status"] == "completed"
+    assert deferred_exit_status() == 1
+    monkeypatch.setattr("optbench.cli._deferred_exit_status", 0)
+
+
+def test_a_failing_single_run_raises_and_records_failed(tmp_path, monkeypatch):
+    monkeypatch.setattr("optbench.models.CifarResNet.forward", lambda self, images: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        run_job(config(tmp_path), tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"
+
+
+FAULT_RUN = [*RESUME_RUN, "dataset.train_size=1500"]  # 28 steps per epoch: time to land inside one
+
+
+def command(tmp_path, run_dir):
+    return [sys.executable, "src/train.py", *FAULT_RUN, f"paths.data_dir={tmp_path / 'data'}",
+            f"hydra.run.dir={run_dir}"]
+
+
+def wait_for_lines(run_dir, count: int, process) -> None:
+    metrics = run_dir / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {count} metric lines; process exit {process.poll()}")
+
+
+def test_sigterm_then_sigkill_then_resume_gives_the_uninterrupted_numbers(tmp_path):
+    """Fault injection on real processes: a graceful stop, a hard kill mid-epoch, then two resumes."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the in-process reference (one_thread)
+    run_dir = tmp_path / "run"
+    reference = train(compose_config([*FAULT_RUN, f"paths.data_dir={tmp_path / 'data'}"]), tmp_path / "reference")
+
+    process = subprocess.Popen(command(tmp_path, run_dir), cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    wait_for_lines(run_dir, 1, process)
+    time.sleep(0.3)  # into epoch 2
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 128 + signal.SIGTERM
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "interrupted"
+
+    process = subprocess.Popen(command(tmp_path, run_dir), cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    wait_for_lines(run_dir, 2, process)
+    time.sleep(0.3)  # into epoch 3, or writing epoch 2's files: either way nothing may tear
+    process.kill()
+    process.wait()
+
+    finished = subprocess.run(command(tmp_path, run_dir), cwd=REPO, env=env, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr
+    assert without_timings(read_metrics(run_dir)) == without_timings(read_metrics(tmp_path / "reference"))
+    resumed = json.loads((run_dir / "summary.json").read_text())
+    # 2 resumes; 1 when the kill landed between epoch 2's metrics line and its checkpoint
+    assert comparable_summary(resumed) == comparable_summary(reference) and resumed["resumes"] in (1, 2)
