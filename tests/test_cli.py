@@ -115,6 +115,14 @@ BAD_INPUTS = [
     (["data.pipeline=fast"], "data.pipeline=device"),
     (["train.grad_accum=0"], "train.grad_accum=0"),
     (["batch_size=100", "train.grad_accum=3"], "must divide batch_size=100"),
+    (["optimizer=adam", "optimizer.betas=[0.9,1.5]"], "optimizer.betas=[0.9, 1.5]"),
+    (["optimizer.momentum=1.2"], "optimizer.momentum=1.2"),
+    (["scheduler=step", "scheduler.milestones=[50,75]"], "fractions of all iterations"),
+    (["scheduler.min_lr_ratio=2"], "scheduler.min_lr_ratio=2"),
+    (["train.rerun=maybe"], "train.rerun=maybe"),
+    (["model.name=resnet50"], "choose resnet18"),
+    (["dataset=synthetic", "dataset.num_classes=1"], "dataset.num_classes=1"),
+    (["train.divergence_factor=0.5"], "train.divergence_factor=0.5"),
 ]
 
 

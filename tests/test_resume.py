@@ -153,12 +153,18 @@ def test_a_completed_run_is_not_redone_and_rerun_starts_over(tmp_path):
     assert "resumes" not in again and len(read_metrics(run_dir)) == 1
 
 
-def test_a_checkpoint_from_other_settings_is_refused_with_the_key_named(tmp_path, monkeypatch):
+def interrupted_run(tmp_path, monkeypatch, steps: int = 14):
+    """A run stopped by a (simulated) SIGTERM during step `steps`, with its checkpoint on disk."""
     run_dir = tmp_path / "run"
     with monkeypatch.context() as patch:
-        interrupt_after(patch, 3)
+        interrupt_after(patch, steps)
         with pytest.raises(RunInterrupted):
             train(config(tmp_path), run_dir)
+    return run_dir
+
+
+def test_a_checkpoint_from_other_settings_is_refused_with_the_key_named(tmp_path, monkeypatch):
+    run_dir = interrupted_run(tmp_path, monkeypatch, steps=3)
     before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
     with pytest.raises(ConfigError, match=r"optimizer.lr: 0.1 -> 0.05.*train.rerun=true"):
         train(config(tmp_path, "optimizer.lr=0.05"), run_dir)
@@ -168,22 +174,9 @@ def test_a_checkpoint_from_other_settings_is_refused_with_the_key_named(tmp_path
 
 
 def test_changing_only_where_or_how_fast_it_runs_still_resumes(tmp_path, monkeypatch):
-    run_dir = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        interrupt_after(patch, 3)
-        with pytest.raises(RunInterrupted):
-            train(config(tmp_path), run_dir)
+    run_dir = interrupted_run(tmp_path, monkeypatch, steps=3)
     summary = train(config(tmp_path, "train.eval_batch_size=64", "train.checkpoint_every=0"), run_dir)
     assert summary["status"] == "completed" and summary["resumes"] == 1
-
-
-def interrupted_run(tmp_path, monkeypatch):
-    run_dir = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        interrupt_after(patch, 14)
-        with pytest.raises(RunInterrupted):
-            train(config(tmp_path), run_dir)
-    return run_dir
 
 
 def test_a_truncated_checkpoint_is_a_clear_error_and_is_left_in_place(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from optbench.data import DATASET_NAMES
 from optbench.device import AMP_CHOICES, POLICY_KEYS
 from optbench.errors import ConfigError
+from optbench.models import ARCHITECTURES
 from optbench.noise import NOISE_KINDS
 from optbench.optim import SCHEDULES
 
@@ -60,11 +61,20 @@ def validate(cfg: DictConfig) -> None:
     _whole_number(cfg, "train.grad_accum", 1, "use 1 (no accumulation) or more micro-batches per step, e.g. 2")
     if cfg.batch_size % cfg.train.grad_accum:
         _fail("train.grad_accum", cfg.train.grad_accum, f"must divide batch_size={cfg.batch_size} into equal micro-batches")
+    _validate_switches(cfg)
     _validate_device(cfg)
     _validate_dataset(cfg)
     _validate_noise(cfg)
     _validate_optimizer(cfg)
     _validate_scheduler(cfg)
+
+
+def _validate_switches(cfg: DictConfig) -> None:
+    for key in ("train.tensorboard", "train.progress_bar", "train.rerun", "optimizer.decay_norms_and_biases"):
+        if OmegaConf.select(cfg, key) not in (True, False, None):
+            _fail(key, OmegaConf.select(cfg, key), "use true or false")
+    if cfg.model.name not in ARCHITECTURES:
+        _fail("model.name", cfg.model.name, "choose " + ", ".join(ARCHITECTURES))
 
 
 def _validate_device(cfg: DictConfig) -> None:
@@ -93,6 +103,10 @@ def _validate_dataset(cfg: DictConfig) -> None:
     _whole_number(cfg, "dataset.val_size", 0, "hold out 0 or more images, e.g. dataset.val_size=5000")
     if cfg.dataset.train_subset is not None:
         _whole_number(cfg, "dataset.train_subset", 1, "keep at least one image per class, or null for all")
+    _whole_number(cfg, "dataset.split_seed", 0, "a whole number >= 0, e.g. dataset.split_seed=0")
+    for key, minimum in (("num_classes", 2), ("train_size", 1), ("test_size", 1), ("image_size", 8), ("generator_seed", 0)):
+        if OmegaConf.select(cfg, f"dataset.{key}") is not None:
+            _whole_number(cfg, f"dataset.{key}", minimum, f"a whole number >= {minimum}")
     if name == "imagefolder" and not cfg.dataset.root:
         _fail("dataset.root", None, "dataset=imagefolder needs dataset.root=DIR holding train/ and test/ class folders")
 
@@ -119,9 +133,28 @@ def _validate_optimizer(cfg: DictConfig) -> None:
     for key in ("weight_decay", "adamw_wd"):
         if OmegaConf.select(cfg, f"optimizer.{key}") is not None:
             _number(cfg, f"optimizer.{key}", 0.0, float("inf"), "weight decay must be a number >= 0")
+    if OmegaConf.select(cfg, "optimizer.momentum") is not None:
+        _number(cfg, "optimizer.momentum", 0.0, 1.0, "momentum is a fraction in [0, 1), e.g. 0.9", high_open=True)
+    if OmegaConf.select(cfg, "optimizer.eps") is not None:
+        _number(cfg, "optimizer.eps", 0.0, 1.0, "eps is a small positive number, e.g. 1e-8")
+    for key in ("betas", "adamw_betas"):
+        betas = OmegaConf.select(cfg, f"optimizer.{key}")
+        if betas is not None and not (len(betas) == 2 and all(_is_fraction(beta) for beta in betas)):
+            _fail(f"optimizer.{key}", list(betas), "two fractions in [0, 1), e.g. [0.9,0.999]")
+
+
+def _is_fraction(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
 
 
 def _validate_scheduler(cfg: DictConfig) -> None:
     if cfg.scheduler.name not in SCHEDULES:
         _fail("scheduler", cfg.scheduler.name, "choose scheduler=cosine, step or constant")
     _number(cfg, "scheduler.warmup_fraction", 0.0, 1.0, "a fraction of all iterations in [0, 1], e.g. 0.02")
+    if OmegaConf.select(cfg, "scheduler.min_lr_ratio") is not None:
+        _number(cfg, "scheduler.min_lr_ratio", 0.0, 1.0, "the final LR as a fraction of the peak, in [0, 1]")
+    if OmegaConf.select(cfg, "scheduler.gamma") is not None:
+        _number(cfg, "scheduler.gamma", 0.0, 1.0, "the LR factor at each milestone, in (0, 1], e.g. 0.1")
+    milestones = OmegaConf.select(cfg, "scheduler.milestones")
+    if milestones is not None and not all(_is_fraction(point) and point > 0 for point in milestones):
+        _fail("scheduler.milestones", list(milestones), "fractions of all iterations in (0, 1), e.g. [0.5,0.75]")
