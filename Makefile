@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 quick: $(STAMP)
 	$(PY) src/train.py experiment=quick $(ARGS)
 
+# -n auto: one pytest worker per core (pytest-xdist); most tests wait on subprocesses or run 1 thread.
 test: $(STAMP)
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q -n auto $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

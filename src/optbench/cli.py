@@ -46,7 +46,7 @@ def preflight(argv: list[str], conf_dir: Path, config_name: str = "config") -> N
         combinations = _override_combinations(get_args_parser().parse_args(argv).overrides)
         with initialize_config_dir(config_dir=str(conf_dir.resolve()), version_base="1.3"):
             for overrides in itertools.islice(combinations, MAX_CHECKED_COMBINATIONS):
-                _check_groups(overrides, conf_dir)
+                check_groups(overrides, conf_dir)
                 validate(compose(config_name=config_name, overrides=overrides))
     except ConfigError as error:
         fail(str(error))
@@ -72,7 +72,7 @@ def _override_combinations(overrides: list[str]) -> "itertools.product":
     return itertools.product(*choices)
 
 
-def _check_groups(overrides: tuple[str, ...], conf_dir: Path) -> None:
+def check_groups(overrides: tuple[str, ...], conf_dir: Path) -> None:
     for override in overrides:
         key, _, value = override.lstrip("+~").partition("=")
         group_dir = conf_dir / key

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from optbench.data import DATASET_NAMES
 from optbench.device import AMP_CHOICES, POLICY_KEYS
 from optbench.errors import ConfigError
+from optbench.launchers import gpu_for_job
 from optbench.models import ARCHITECTURES
 from optbench.noise import NOISE_KINDS
 from optbench.optim import SCHEDULES
@@ -30,6 +31,8 @@ def run_variant(override_dirname: str) -> str:
 
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
+    # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)
+    OmegaConf.register_new_resolver("optbench_gpu_for_job", gpu_for_job, replace=True)
 
 
 def _fail(key: str, value, fix: str) -> None:

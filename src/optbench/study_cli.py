@@ -1,0 +1,234 @@
+"""`python src/study.py`: run a study (plain Hydra multiruns of src/train.py), list it, or select tuned values.
+
+    python src/study.py full                         # every run of the study; finished runs are skipped
+    python src/study.py H3 --dry-run                 # each run: overrides, directory, done/unfinished/new; time estimate
+    python src/study.py full --launcher parallel     # joblib, local processes (slurm, local: submitit)
+    python src/study.py H1 --set epochs=1 dataset=synthetic model.width=8   # extra Hydra overrides (smoke tests)
+    python src/study.py tune_lr_wd && python src/study.py --select-tuned tune_lr_wd
+    python src/study.py full --tuned                 # the tuned lr / weight decay of conf/optimizer/tuned/
+
+Every run of every sweep is composed and validated before anything starts, so a bad study or
+override is one line `error: ...` and exit status 2. Runs land in their deterministic directories
+(conf/config.yaml); a sweep whose runs are all finished is not started at all, and within a sweep
+train() skips finished runs and resumes unfinished ones. The exit status is the worst of the sweeps'.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+
+from optbench import estimate, tuning
+from optbench.cli import check_groups
+from optbench.config import register_resolvers, validate
+from optbench.errors import ConfigError
+from optbench.launchers import GPU_PER_JOB_DEVICE, LAUNCHERS, launcher_overrides
+from optbench.study import EXPERIMENTS_DIR, REPO, Study, Sweep, find_study, plan_sweeps, study_files, load_study
+
+CONF_DIR = REPO / "conf"
+TRAIN_SCRIPT = REPO / "src" / "train.py"
+EXIT_BAD_INPUT = 2
+
+
+@dataclass
+class PlannedRun:
+    overrides: list[str]
+    run_dir: Path
+    cfg: object             # the composed config (DictConfig), hydra node removed
+    status: str             # new | done | unfinished
+    detail: str = ""        # summary.json's status and epochs, when there is one
+    epochs_done: int = 0
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints usage over several lines; the contract is one
+        raise ConfigError(f"{message} (python src/study.py --help)")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = _OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("study", nargs="?", help="study id or file stem (see experiments/README.md), or a .yaml path")
+    parser.add_argument("--dry-run", action="store_true", help="list the runs and estimate the time; run nothing")
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="basic", help="conf/hydra/launcher/ (basic: serial)")
+    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="extra Hydra overrides for every run (hydra.* ones reach the launcher)")
+    parser.add_argument("--tuned", action="store_true", help="use conf/optimizer/tuned/<name>.yaml for each optimizer")
+    parser.add_argument("--select-tuned", metavar="STUDY", help="pick the best lr / weight decay of a tuning study")
+    parser.add_argument("--no-estimate", action="store_true", help="--dry-run without the measured time estimate")
+    parser.add_argument("--list", action="store_true", help="list the studies")
+    parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
+    parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
+    args = parser.parse_args(argv)
+    if not (args.study or args.select_tuned or args.list):
+        raise ConfigError("name a study (python src/study.py --list shows them)")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    register_resolvers()
+    try:
+        args = parse_args(argv)
+        if args.list:
+            return list_studies(args.experiments)
+        if args.select_tuned:
+            return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
+        study = find_study(args.study, args.experiments)
+        runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, args.tuned)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print_plan(study, runs_by_sweep)
+    if args.dry_run:
+        if not args.no_estimate:
+            print_estimate(runs_by_sweep, args.launcher)
+        return 0
+    return launch(runs_by_sweep, args.launcher)
+
+
+def list_studies(experiments_dir: Path) -> int:
+    for path in study_files(experiments_dir):
+        study = load_study(path)
+        print(f"{study.id:<12} {path.relative_to(experiments_dir.parent)}: {study.statement}")
+    return 0
+
+
+# ---------------------------------------------------------------- planning: sweeps, runs, directories, statuses
+
+def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str, tuned: bool) -> list[tuple[Sweep, list[PlannedRun]]]:
+    if tuned and study.tune:
+        raise ConfigError(f"study {study.id} is a tuning study: --tuned applies to the main studies")
+    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+        default_epochs = _compose([], conf_dir).epochs
+        per_optimizer = None
+        if study.tune:
+            per_optimizer = lambda name: tuning.grid_values(_compose([f"optimizer={name}"], conf_dir).optimizer, study.tune)
+        elif tuned:
+            per_optimizer = lambda name: tuning.tuned_values(conf_dir, name)
+        sweeps = plan_sweeps(study, default_epochs, extra, per_optimizer)
+        planned = []
+        for sweep in sweeps:
+            if launcher == "parallel" and "device" not in sweep.values:
+                sweep.values["device"] = [GPU_PER_JOB_DEVICE]
+            sweep.hydra_overrides = launcher_overrides(launcher) + sweep.hydra_overrides
+            planned.append((sweep, [_plan_run(overrides, conf_dir) for overrides in sweep.runs()]))
+    return planned
+
+
+def _compose(overrides: list[str], conf_dir: Path, hydra_node: bool = False):
+    try:
+        check_groups(tuple(overrides), Path(conf_dir))
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra_node)
+    except HydraException as error:
+        lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+        raise ConfigError("; ".join(lines[:2])) from None
+
+
+def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
+    """Compose the run as its Hydra job will, validate it, and read its directory's summary.json."""
+    cfg = _compose(overrides, conf_dir, hydra_node=True)
+    try:
+        validate(cfg)
+    except ConfigError as error:
+        raise ConfigError(f"{error} (run {' '.join(overrides)})") from None
+    run_dir = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir  # what a multirun job's output_dir will be
+    with_hydra_removed = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
+    run = PlannedRun(list(overrides), run_dir, with_hydra_removed, "new")
+    summary = _read_summary(run_dir)
+    if summary is not None:
+        run.epochs_done = int(summary.get("epochs_done") or 0)
+        run.status = "done" if summary.get("status") in ("completed", "diverged") else "unfinished"
+        run.detail = f"{summary.get('status')}, {run.epochs_done}/{summary.get('epochs_planned', cfg.epochs)} epochs"
+    return run
+
+
+def _read_summary(run_dir: Path) -> dict | None:
+    try:
+        return json.loads((run_dir / "summary.json").read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"status": "unreadable summary.json"}
+
+
+def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
+    counts = Counter(run.status for _, runs in runs_by_sweep for run in runs)
+    total = sum(counts.values())
+    print(f"study {study.id}: {study.statement}")
+    print(f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts['done']} done, "
+          f"{counts['unfinished']} unfinished, {counts['new']} new")
+    for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
+        print(f"sweep {number} ({sweep.label}): python src/train.py -m {' '.join(sweep.command_overrides())}")
+        for run in runs:
+            detail = f" ({run.detail})" if run.detail else ""
+            print(f"  {run.status:<10} {run.run_dir}{detail}")
+
+
+def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
+    to_do = [run for _, runs in runs_by_sweep for run in runs if run.status != "done"]
+    work = [(run, estimate.workload(run.cfg, run.epochs_done)) for run in to_do]
+    unknown = [run for run, load in work if load is None]
+    work = [load for _, load in work if load is not None]
+    if not work:
+        print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
+        return
+    rates = estimate.measure_rates({load.shape for load in work})
+    seconds = sum(estimate.seconds_left(load, rates[load.shape][1]) for load in work)
+    print(f"estimated time: {estimate.format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
+          + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
+    for (requested, model, width, classes, batch), (device, rate) in sorted(rates.items()):
+        print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
+              f"batch {batch} (5 timed steps on random data, optbench.fastest.images_per_second)")
+    print("  per epoch: training images / rate + (validation + test images) / (3 x rate); "
+          "data loading and start-up not included")
+    if unknown:
+        print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
+
+
+# ---------------------------------------------------------------- running
+
+def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> int:
+    worst = 0
+    for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
+        if all(run.status == "done" for run in runs):
+            print(f"sweep {number}: all {len(runs)} runs finished, skipped")
+            continue
+        command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
+        print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
+        status = subprocess.call(command, cwd=os.getcwd())
+        if status == EXIT_BAD_INPUT:
+            return status  # the same input would be refused by every later sweep too
+        worst = max(worst, status)
+    return worst
+
+
+# ---------------------------------------------------------------- selecting tuned values
+
+def select_tuned(study: Study, conf_dir: Path, extra: list[str]) -> int:
+    if not study.tune:
+        raise ConfigError(f"study {study.id} is not a tuning study (it has no `tune:` block)")
+    select_on = study.tune.get("select_on", "val_acc_best")
+    if select_on not in tuning.SELECTION_METRICS:
+        raise ConfigError(f"tune.select_on={select_on}: choose {', '.join(tuning.SELECTION_METRICS)}")
+    runs_by_sweep = plan(study, conf_dir, extra, "basic", tuned=False)
+    runs = [(OmegaConf.to_container(run.cfg.optimizer, resolve=True), run.run_dir)
+            for _, sweep_runs in runs_by_sweep for run in sweep_runs]
+    cells, unfinished = tuning.collect_cells(runs, select_on)
+    best = tuning.best_cells(cells)
+    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+        defaults = {name: OmegaConf.to_container(_compose([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
+                    for name in best}
+    for path in tuning.write_tuned_configs(best, defaults, study, conf_dir, select_on, unfinished):
+        cell = best[path.stem]
+        print(f"{path}: lr {cell.lr:g}, weight_decay {cell.weight_decay}, {select_on} {cell.mean:.4f} "
+              f"({len(cell.scores)} seed(s))")
+    if unfinished:
+        print(f"note: {unfinished} tuning run(s) unfinished or missing, not considered")
+    return 0

@@ -1,0 +1,14 @@
+"""Run a study from experiments/ as plain Hydra multiruns of src/train.py; see optbench/study_cli.py.
+
+    python src/study.py --list
+    python src/study.py full --dry-run
+    python src/study.py H3 --launcher parallel
+"""
+
+import sys
+
+import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
+from optbench.study_cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,51 @@
+"""The Colab notebook: committed without outputs, and it runs top to bottom outside Colab at tiny
+scale (nbclient), producing runs, tables and figures through the same commands as the CLI."""
+
+import json
+import os
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import REPO
+
+NOTEBOOK = REPO / "colab" / "optbench_study.ipynb"
+
+
+def test_the_committed_notebook_has_no_outputs():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code_cells and all(not cell.outputs and cell.execution_count is None for cell in code_cells)
+
+
+def test_the_notebook_holds_no_training_logic():
+    source = "\n".join(cell.source for cell in nbformat.read(NOTEBOOK, as_version=4).cells if cell.cell_type == "code")
+    for entry_point in ("test_setup.py", "src/study.py", "src/aggregate.py"):
+        assert entry_point in source
+    assert "optbench.runner" not in source.replace("import optbench.runner", "")  # only an install check imports it
+
+
+def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    for name, value in {"NOTEBOOK_STUDY": "smoke", "NOTEBOOK_OPTIMIZERS": "sgd,lion", "NOTEBOOK_SEEDS": "0",
+                        "NOTEBOOK_DATASETS": "synthetic", "NOTEBOOK_EPOCHS": "1",
+                        "NOTEBOOK_EXTRA": "model.width=8 dataset.train_size=400 dataset.test_size=100 "
+                                          "dataset.val_size=100 batch_size=50 device=cpu",
+                        "NOTEBOOK_RESULTS_DIR": str(results), "NOTEBOOK_DATA_DIR": str(tmp_path / "data"),
+                        "OMP_NUM_THREADS": "1"}.items():
+        monkeypatch.setenv(name, value)
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
+    outputs = "".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                      for output in cell.get("outputs", []))
+    assert "Drive step skipped" in outputs
+    summaries = sorted(results.rglob("summary.json"))
+    summaries = [path for path in summaries if "aggregate" not in path.parts]
+    assert len(summaries) == 2 and all(json.loads(path.read_text())["status"] == "completed" for path in summaries)
+    aggregate = results / "aggregate"
+    assert (aggregate / "summary.csv").exists() and (aggregate / "tables" / "results.md").exists()
+    assert list((aggregate / "figures").glob("*.png")) and (aggregate / "report.md").exists()
+    displayed = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+                 if "image/png" in output.get("data", {})]
+    assert displayed  # the figures are shown inline

@@ -1,0 +1,164 @@
+"""Studies as data: the study files, the dry-run plan, one real study run, bad input, and tuning selection."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+
+from conftest import CONF_DIR, REPO, TINY, compose_config
+from optbench import study_cli, tuning
+from optbench.launchers import gpu_for_job
+from optbench.study import find_study, study_files
+
+SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
+
+
+def write_study(path: Path, grid: dict, **extra) -> Path:
+    path.write_text(yaml.safe_dump({"id": path.stem, "statement": "a test study", "grid": grid, **extra}))
+    return path
+
+
+def synthetic_grid(**changes) -> dict:
+    return {"optimizer": ["sgd", "adam"], "seed": [0, 1], "dataset": ["synthetic"], "noise": [{"name": "none"}],
+            "epochs": 1, **changes}
+
+
+def write_summary(run_dir: Path, status: str, epochs_done: int = 1, val_acc: float = 0.5) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record = {"epoch": epochs_done, "val/acc": val_acc, "test/acc": val_acc}
+    (run_dir / "summary.json").write_text(json.dumps(
+        {"status": status, "epochs_done": epochs_done, "epochs_planned": 1, "best": record, "final": record}))
+
+
+def test_every_study_file_parses():
+    ids = [find_study(path.stem).id for path in study_files()]
+    assert {"full", "tune_lr_wd", "H1", "H2", "H3"} <= set(ids)
+    assert len(ids) == len(set(ids))
+
+
+def test_full_study_grid():
+    grid = find_study("full").grid
+    assert grid["optimizer"] == ["sgd", "adam", "adamw", "lion", "muon"]
+    assert grid["seed"] == [0, 1, 2]
+    assert grid["dataset"] == ["cifar10", "cifar100"]
+    assert grid["noise"] == [{"name": "none"}]
+    assert grid["epochs"] == 200
+
+
+@pytest.mark.parametrize("hypothesis", ["H1", "H2", "H3"])
+def test_hypothesis_studies_hold_the_runs_their_test_needs(hypothesis):
+    study = find_study(hypothesis)
+    test, grid = study.comparison, study.grid
+    versus = test["versus"] if isinstance(test["versus"], list) else [test["versus"]]
+    assert {test["subject"], *versus} <= set(grid["optimizer"])
+    assert len(grid["seed"]) >= test.get("min_seeds", 2) and grid["epochs"] == 200
+    noise_names = [entry["name"] for entry in grid["noise"]]
+    assert "none" in noise_names  # every test needs clean runs (H3's drop is measured from them)
+    if test["kind"] == "noise_drop":
+        noisy = next(entry for entry in grid["noise"] if entry["name"] == test["noise"])
+        assert sorted(noisy["rate"]) == sorted(test["rates"])
+
+
+def test_tuning_grid_scales_each_default():
+    tune = find_study("tune_lr_wd").tune
+    lion = tuning.grid_values(compose_config(["optimizer=lion"]).optimizer, tune)
+    assert lion["optimizer.lr"] == ["1e-05", "3e-05", "0.0001", "0.0003", "0.001"]
+    assert lion["optimizer.weight_decay"] == ["0.01", "0.1", "1"]
+    adam = tuning.grid_values(compose_config(["optimizer=adam"]).optimizer, tune)
+    assert "optimizer.weight_decay" not in adam  # Adam's default of 0 stays 0
+
+
+def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys):
+    study = write_study(tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"},
+                                                                      {"name": "symmetric", "rate": [0.2]}]))
+    results = tmp_path / "results"
+    variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
+    write_summary(results / "synthetic/none-0.0/sgd" / variant / "seed0", "completed")
+    write_summary(results / "synthetic/symmetric-0.2/adam" / variant / "seed1", "running", epochs_done=0)
+    status = study_cli.main([str(study), "--dry-run", "--set", *SMALL, f"paths.results_dir={results}"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "8 runs in 2 sweep(s): 1 done, 1 unfinished, 6 new" in out
+    assert f"done       {results}/synthetic/none-0.0/sgd/{variant}/seed0 (completed, 1/1 epochs)" in out
+    assert f"unfinished {results}/synthetic/symmetric-0.2/adam/{variant}/seed1 (running, 0/1 epochs)" in out
+    assert f"new        {results}/synthetic/symmetric-0.2/sgd/{variant}/seed1" in out
+    assert "noise=symmetric noise.rate=0.2" in out
+    assert "estimated time:" in out and "7 run(s) still to do" in out and "training images/s" in out
+
+
+def test_full_study_dry_run_has_thirty_runs_in_the_default_directories(tmp_path, capsys):
+    results = tmp_path / "results"
+    assert study_cli.main(["full", "--dry-run", "--no-estimate", "--set", f"paths.results_dir={results}"]) == 0
+    out = capsys.readouterr().out
+    assert "30 runs in 1 sweep(s): 0 done, 0 unfinished, 30 new" in out
+    assert f"{results}/cifar100/none-0.0/muon/seed2\n" in out  # epochs=200 is the default: no extra directory level
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["no_such_study"], "unknown study 'no_such_study'"),
+    (["full", "--launcher", "moon"], "invalid choice: 'moon'"),
+    (["full", "--set", "noise.rate=0.3"], "noise=none changes no label"),
+    (["--select-tuned", "full"], "not a tuning study"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    assert study_cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):
+    study = write_study(tmp_path / "typo.yaml", synthetic_grid(optimizer=["sgd", "lino"]))
+    assert study_cli.main([str(study), "--dry-run"]) == 2
+    assert capsys.readouterr().err == "error: unknown optimizer 'lino': choose optimizer=adam, adamw, lion, muon, sgd\n"
+
+
+def test_study_runs_end_to_end_then_skips_finished_runs(tmp_path, capsys):
+    study = write_study(tmp_path / "one.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
+    argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
+    assert study_cli.main(argv) == 0  # launches `python src/train.py -m ...` as a subprocess
+    summaries = list((tmp_path / "results").rglob("summary.json"))
+    assert len(summaries) == 1 and json.loads(summaries[0].read_text())["status"] == "completed"
+    capsys.readouterr()
+    assert study_cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 runs in 1 sweep(s): 1 done" in out and "all 1 runs finished, skipped" in out
+
+
+def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    study = write_study(tmp_path / "tune.yaml", synthetic_grid(optimizer=["lion", "sgd"], seed=[0, 1]),
+                        tune={"lr_factors": [0.1, 1, 10], "weight_decay_factors": [1, 10]})
+    results = tmp_path / "results"
+    argv = ["--conf-dir", str(conf), "--set", *SMALL, f"paths.results_dir={results}"]
+    runs = [run for _, sweep_runs in study_cli.plan(study_cli.find_study(str(study)), conf, argv[3:], "basic", False)
+            for run in sweep_runs]
+    assert len(runs) == 2 * 3 * 2 * 2
+    for run in runs:  # lion wins at 10x its lr and 1x its weight decay; sgd at 0.1x, 10x
+        lr_factor = run.cfg.optimizer.lr / {"lion": 1e-4, "sgd": 0.1}[run.cfg.optimizer.name]
+        good = (round(lr_factor, 3), run.cfg.optimizer.weight_decay) in ((10.0, 0.1), (0.1, 0.005))
+        write_summary(run.run_dir, "completed", val_acc=0.8 + 0.01 * run.cfg.seed if good else 0.3)
+    write_summary(runs[0].run_dir, "running", val_acc=0.99)  # unfinished: never selected
+    assert study_cli.main(["--select-tuned", str(study), *argv]) == 0
+    text = (conf / "optimizer" / "tuned" / "lion.yaml").read_text()
+    assert "val_acc_best (validation, never test): 0.8050, mean of 2 seed(s)" in text
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        lion = compose(config_name="config", overrides=["optimizer=tuned/lion"]).optimizer
+        sgd = compose(config_name="config", overrides=["optimizer=tuned/sgd"]).optimizer
+    assert (lion.name, lion.lr, lion.weight_decay, list(lion.betas)) == ("lion", 0.001, 0.1, [0.9, 0.99])
+    assert (sgd.name, sgd.lr, sgd.weight_decay, sgd.momentum) == ("sgd", 0.01, 0.005, 0.9)
+    capsys.readouterr()
+    main_study = write_study(tmp_path / "main.yaml", synthetic_grid(optimizer=["lion"], seed=[0]))
+    assert study_cli.main([str(main_study), "--tuned", "--dry-run", "--no-estimate", *argv]) == 0
+    assert "optimizer=tuned/lion" in capsys.readouterr().out
+    (conf / "optimizer" / "tuned" / "sgd.yaml").unlink()
+    sgd_study = write_study(tmp_path / "main_sgd.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
+    assert study_cli.main([str(sgd_study), "--tuned", "--dry-run", *argv]) == 2
+    assert "no tuned config for sgd" in capsys.readouterr().err
+
+
+def test_gpu_for_job_outside_a_hydra_job_is_auto():
+    assert gpu_for_job() == "auto"
