@@ -306,3 +306,21 @@ def test_sigterm_then_sigkill_then_resume_gives_the_uninterrupted_numbers(tmp_pa
     resumed = json.loads((run_dir / "summary.json").read_text())
     # 2 resumes; 1 when the kill landed between epoch 2's metrics line and its checkpoint
     assert comparable_summary(resumed) == comparable_summary(reference) and resumed["resumes"] in (1, 2)
+
+
+def test_a_launchers_own_handler_still_gets_the_signal_after_the_checkpoint(tmp_path):
+    """submitit requeues on SIGUSR2 with its own handler: it must run, and only after our checkpoint."""
+    script = f"""
+import os, signal, sys, json
+from optbench.signals import stop_requests
+from pathlib import Path
+seen = []
+signal.signal(signal.SIGUSR2, lambda signum, frame: seen.append(Path({str(tmp_path)!r}, "ck").exists()))
+with stop_requests() as requests:
+    os.kill(os.getpid(), signal.SIGUSR2)
+    assert requests.signal == signal.SIGUSR2 and seen == []   # held back while training
+    Path({str(tmp_path)!r}, "ck").write_text("checkpoint")
+print(json.dumps(seen))
+"""
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert json.loads(output) == [True]
