@@ -282,17 +282,20 @@ def too_few(arms: list[Arm], min_seeds: int) -> str:
 def metric_comparison_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
     subject, metric, better = test["subject"], test.get("metric", "test_acc_at_best_val"), test.get("better", "higher")
     alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", 2)
-    checks = []
+    return [comparison_check(setting, mine, other, metric, better, alpha, min_seeds, expected=f"{subject} {better} {metric}")
+            for setting, mine, _, other in arm_pairs(test, runs)]
+
+
+def arm_pairs(test: dict, runs: pd.DataFrame):
+    """(setting, subject's arm, other optimizer's name, its arm) for each required comparison, in every
+    setting (dataset x noise) that has runs of the optimizers the test names."""
     for setting in settings_of(runs):
         here = runs[runs["setting"] == setting]
-        if not has_optimizers(here, subject, versus_list(test)):
+        if not has_optimizers(here, test["subject"], versus_list(test)):
             continue
-        mine = select_arm(here, subject)
+        mine = select_arm(here, test["subject"])
         for other_name in versus_list(test):
-            other = select_arm(here, other_name)
-            checks.append(comparison_check(setting, mine, other, metric, better, alpha, min_seeds,
-                                           expected=f"{subject} {better} {metric}"))
-    return checks
+            yield setting, mine, other_name, select_arm(here, other_name)
 
 
 def comparison_check(setting: str, mine: Arm, other: Arm, metric: str, better: str, alpha: float, min_seeds: int,
@@ -322,31 +325,25 @@ def epochs_to_reference_checks(test: dict, runs: pd.DataFrame, context: Context)
     reference_metric, curve_metric = test.get("reference_metric", "final_val_acc"), test.get("curve_metric", "val/acc")
     alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", 2)
     checks = []
-    for setting in settings_of(runs):
-        here = runs[runs["setting"] == setting]
-        if not has_optimizers(here, subject, versus_list(test)):
+    for setting, mine, reference_name, reference in arm_pairs(test, runs):
+        expected = f"{subject} fewer epochs to {fraction:g} x {reference_name}'s mean {reference_metric}"
+        if reference.label is None or mine.label is None:
+            checks.append(comparison_check(setting, mine, reference, "epochs", "lower", alpha, min_seeds, expected))
             continue
-        mine = select_arm(here, subject)
-        for reference_name in versus_list(test):
-            reference = select_arm(here, reference_name)
-            expected = f"{subject} fewer epochs to {fraction:g} x {reference_name}'s mean {reference_metric}"
-            if reference.label is None or mine.label is None:
-                checks.append(comparison_check(setting, mine, reference, "epochs", "lower", alpha, min_seeds, expected))
-                continue
-            target = fraction * float(reference.runs[reference_metric].mean())
-            mine_epochs, mine_censored = epochs_to_target(mine.runs, context.curves, curve_metric, target)
-            reference_epochs, reference_censored = epochs_to_target(reference.runs, context.curves, curve_metric, target)
-            mine = Arm(mine.optimizer, mine.label, mine.runs.assign(epochs=mine_epochs), note=mine.note)
-            reference = Arm(reference.optimizer, reference.label, reference.runs.assign(epochs=reference_epochs),
-                            note=reference.note)
-            check = comparison_check(setting, mine, reference, "epochs", "lower", alpha, min_seeds, expected,
-                                     {"target": target, "censored_subject": mine_censored,
-                                      "censored_other": reference_censored})
-            if mine_censored or reference_censored:
-                check.detail = "; ".join(filter(None, [check.detail, f"never reached the target, counted at "
-                                                       f"epochs_planned + 1: {mine_censored} {mine.label}, "
-                                                       f"{reference_censored} {reference.label}"]))
-            checks.append(check)
+        target = fraction * float(reference.runs[reference_metric].mean())
+        mine_epochs, mine_censored = epochs_to_target(mine.runs, context.curves, curve_metric, target)
+        reference_epochs, reference_censored = epochs_to_target(reference.runs, context.curves, curve_metric, target)
+        mine_timed = Arm(mine.optimizer, mine.label, mine.runs.assign(epochs=mine_epochs), note=mine.note)
+        reference_timed = Arm(reference.optimizer, reference.label, reference.runs.assign(epochs=reference_epochs),
+                              note=reference.note)
+        check = comparison_check(setting, mine_timed, reference_timed, "epochs", "lower", alpha, min_seeds, expected,
+                                 {"target": target, "censored_subject": mine_censored,
+                                  "censored_other": reference_censored})
+        if mine_censored or reference_censored:
+            check.detail = "; ".join(filter(None, [check.detail, f"never reached the target, counted at "
+                                                   f"epochs_planned + 1: {mine_censored} {mine.label}, "
+                                                   f"{reference_censored} {reference.label}"]))
+        checks.append(check)
     return checks
 
 
