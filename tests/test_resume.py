@@ -324,3 +324,11 @@ print(json.dumps(seen))
 """
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert json.loads(output) == [True]
+
+
+def test_a_diverged_run_writes_strict_json_with_null_for_the_non_finite_loss(tmp_path):
+    train(config(tmp_path, "optimizer=sgd", "optimizer.lr=1e6", "scheduler=constant"), tmp_path / "run")
+    reject = lambda token: pytest.fail(f"non-standard JSON token {token}")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text(), parse_constant=reject)
+    records = [json.loads(line, parse_constant=reject) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert summary["status"] == "diverged" and records[-1]["train/loss"] is None

@@ -2,7 +2,8 @@
 
 `RunLog(run_dir)` is the only writer. summary.json and checkpoint.pt are replaced atomically
 (temporary file, fsync, rename), so a crash at any moment leaves either the old or the new file,
-never a torn one; metrics.jsonl gets one flushed line per epoch, and on resume it is rewritten
+never a torn one; metrics.jsonl gets one flushed line per epoch (non-finite numbers written as null,
+so the files are strict JSON), and on resume it is rewritten
 (atomically) to the records the checkpoint holds. A damaged summary or checkpoint is a ConfigError
 naming the file and the way out; nothing is overwritten on the way. `lock()` makes a second process
 pointed at the same directory refuse: an flock on `.lock`, which the kernel drops when its holder
@@ -12,6 +13,7 @@ dies, so a killed run never leaves a stale lock. Hydra writes `.hydra/` itself.
 import contextlib
 import fcntl
 import json
+import math
 import os
 import platform
 from pathlib import Path
@@ -24,6 +26,17 @@ SUMMARY_FILE = "summary.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINT_FILE = "checkpoint.pt"
 LOCK_FILE = ".lock"
+
+
+def strict_json(value):
+    """NaN and infinities (a diverged run's loss) become null: the files stay valid JSON for any reader."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    return value
 
 
 def write_atomically(path: Path, write) -> None:
@@ -89,16 +102,16 @@ class RunLog:
 
     def restore_metrics(self, records: list[dict]) -> None:
         """Rewrite metrics.jsonl to exactly the records a checkpoint holds (drops epochs after it)."""
-        payload = "".join(json.dumps(record) + "\n" for record in records).encode()
+        payload = "".join(json.dumps(strict_json(record), allow_nan=False) + "\n" for record in records).encode()
         write_atomically(self.metrics_path, lambda handle: handle.write(payload))
 
     def append_metrics(self, record: dict) -> None:
         with open(self.metrics_path, "a") as handle:
-            handle.write(json.dumps(record) + "\n")
+            handle.write(json.dumps(strict_json(record), allow_nan=False) + "\n")
             handle.flush()
 
     def write_summary(self, summary: dict) -> None:
-        payload = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
+        payload = (json.dumps(strict_json(summary), indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
         write_atomically(self.summary_path, lambda handle: handle.write(payload))
 
     def save_checkpoint(self, state: dict) -> None:
