@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from optbench.engine import EpochProgress
 from optbench.errors import ConfigError
+from optbench.nested import flatten
 from optbench.rng import capture_rng_states, restore_rng_states
 
 FORMAT_VERSION = 1
@@ -25,19 +26,9 @@ RESUME_FREE_KEYS = ("train.rerun", "train.progress_bar", "train.tensorboard", "t
 
 def numbers_config(cfg: DictConfig) -> dict:
     """The resolved config without the keys a resume may change, flattened to dotted keys."""
-    flat = _flatten(OmegaConf.to_container(cfg, resolve=True))
+    flat = flatten(OmegaConf.to_container(cfg, resolve=True))
     return {key: value for key, value in flat.items()
             if not any(key == free or key.startswith(free + ".") for free in RESUME_FREE_KEYS)}
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def checkpoint_state(cfg: DictConfig, model, optimizer, scheduler, scaler, epochs_done: int,

@@ -51,8 +51,13 @@ def preflight(argv: list[str], conf_dir: Path, config_name: str = "config") -> N
     except ConfigError as error:
         fail(str(error))
     except HydraException as error:
-        lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-        fail("; ".join(lines[:2]))  # Hydra's first lines name the key and the fix
+        fail(hydra_error_line(error))
+
+
+def hydra_error_line(error: HydraException) -> str:
+    """Hydra's message on one line: its first two lines name the key and the fix."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return "; ".join(lines[:2])
 
 
 def _override_combinations(overrides: list[str]) -> "itertools.product":

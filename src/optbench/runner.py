@@ -293,8 +293,7 @@ def _finish_epoch(run: Run, epoch: int, progress: EpochProgress, train_seconds: 
 
 
 def _training_memory_fix(cfg: DictConfig) -> str:
-    micro_batch = -(-cfg.batch_size // cfg.train.grad_accum)
-    if micro_batch == 1:
+    if cfg.batch_size // cfg.train.grad_accum == 1:  # validation makes grad_accum divide the batch
         return "even one image does not fit: use a smaller model.width or another device"
     next_accum = next(accum for accum in range(cfg.train.grad_accum + 1, cfg.batch_size + 1) if cfg.batch_size % accum == 0)
     return (f"try train.grad_accum={next_accum} (same effective batch of {cfg.batch_size}, smaller micro-batches), "

@@ -27,7 +27,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from optbench import estimate, tuning
-from optbench.cli import check_groups
+from optbench.cli import check_groups, hydra_error_line
 from optbench.config import register_resolvers, validate
 from optbench.errors import ConfigError
 from optbench.launchers import GPU_PER_JOB_DEVICE, LAUNCHERS, launcher_overrides
@@ -127,8 +127,7 @@ def _compose(overrides: list[str], conf_dir: Path, hydra_node: bool = False):
         check_groups(tuple(overrides), Path(conf_dir))
         return compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra_node)
     except HydraException as error:
-        lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-        raise ConfigError("; ".join(lines[:2])) from None
+        raise ConfigError(hydra_error_line(error)) from None
 
 
 def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:

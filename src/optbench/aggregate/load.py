@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
+from optbench.nested import flatten
+
 SUMMARY_FILE = "summary.json"
 METRICS_FILE = "metrics.jsonl"
 HYDRA_CONFIG = Path(".hydra") / "config.yaml"
@@ -134,20 +136,6 @@ def read_config(path: Path, warnings: list[str]) -> dict | None:
     except Exception:  # an interpolation whose resolver is not registered here: keep the literal text
         plain = OmegaConf.to_container(config, resolve=False)
     return flatten(plain)
-
-
-def flatten(tree: dict, prefix: str = "") -> dict:
-    """{'a': {'b': 1}, 'c': [1, 2]} -> {'a.b': 1, 'c': '[1, 2]'}; lists become text so they can be grouped."""
-    flat = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, f"{name}."))
-        elif isinstance(value, (list, tuple)):
-            flat[name] = json.dumps(value)
-        else:
-            flat[name] = value
-    return flat
 
 
 def config_from_summary(summary: dict) -> dict:
