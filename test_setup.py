@@ -22,12 +22,12 @@ import torch
 import torchvision
 from omegaconf import OmegaConf
 
-from optbench.device import DevicePolicy, decide_policy, facts_of, mps_available, mps_built, resolve_device
-from optbench.engine import train_step
+from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, mps_built, resolve_device
+from optbench.training.steps import train_step
 from optbench.errors import ConfigError
-from optbench.fastest import fastest_device
-from optbench.models import build_model
-from optbench.optim import build_optimizer
+from optbench.device.fastest import fastest_device
+from optbench.training.models import build_model
+from optbench.training.optim import build_optimizer
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 OPTIMIZERS = sorted(path.stem for path in (CONF_DIR / "optimizer").glob("*.yaml"))

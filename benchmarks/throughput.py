@@ -3,7 +3,7 @@
 Measures, side by side in one invocation on one machine, each part in its own subprocess (so every
 peak-memory figure is that part's alone), on the same N real CIFAR-10 training images:
 (a) training images/s of ResNet-18 (same width, batch size, device):
-    harness     `optbench.runner.train(cfg, run_dir)`, the config composed from conf/ exactly as a user
+    harness     `optbench.training.run.train(cfg, run_dir)`, the config composed from conf/ exactly as a user
                 runs it; per-epoch `train/images_per_s` from metrics.jsonl (validation and test passes
                 run too, but are not in that figure);
     plain       a loop written the way kuangliu/pytorch-cifar does it: ImageFolder + PIL transforms
@@ -42,7 +42,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)  # as kuangliu/pytorch-cifar
 PARTS = {  # name: (section, label)
-    "harness": ("a", "harness: optbench.runner.train(cfg)"),
+    "harness": ("a", "harness: optbench.training.run.train(cfg)"),
     "plain": ("a", "plain PyTorch loop (kuangliu style)"),
     "bare": ("a", "bare train step (fixed batch)"),
     "device_pipeline": ("b", "DevicePipeline"),
@@ -92,8 +92,8 @@ def harness_overrides(args) -> list[str]:
 def run_harness(args) -> dict:
     from hydra import compose, initialize_config_dir
 
-    from optbench.config import register_resolvers
-    from optbench.runner import train
+    from optbench.hydra_glue import register_resolvers
+    from optbench.training.run import train
 
     register_resolvers()
     with tempfile.TemporaryDirectory() as results:
@@ -120,7 +120,7 @@ def imagefolder_loader(args, num_workers: int):
 
 
 def run_plain(args) -> dict:
-    from optbench.models import build_model
+    from optbench.training.models import build_model
 
     device = torch.device(args.device)
     if device.type == "cuda":
@@ -150,7 +150,7 @@ def plain_epoch(net, loader, optimizer, device) -> float:
 
 
 def run_bare(args) -> dict:
-    from optbench.models import build_model
+    from optbench.training.models import build_model
 
     settings = json.loads(args.bare_settings)
     device = torch.device(args.device)
@@ -187,7 +187,7 @@ def bare_epoch(model, images, labels, optimizer, scaler, amp, steps: int) -> flo
 # --- (b) data pipeline alone ----------------------------------------------------------------------
 
 def training_split(args):
-    from optbench.data import load_splits
+    from optbench.data.splits import load_splits
 
     splits = load_splits("imagefolder", str(args.data_dir), val_size=args.val_size, train_subset=args.images or None,
                          root=str(args.data_root))
@@ -195,7 +195,7 @@ def training_split(args):
 
 
 def run_device_pipeline(args) -> dict:
-    from optbench.loader import DevicePipeline
+    from optbench.data.pipelines import DevicePipeline
 
     train, mean, std = training_split(args)
     device = torch.device(args.device)
@@ -204,7 +204,7 @@ def run_device_pipeline(args) -> dict:
 
 
 def run_dataloader_pipeline(args, num_workers: int) -> dict:
-    from optbench.loader import DataLoaderPipeline
+    from optbench.data.pipelines import DataLoaderPipeline
 
     train, mean, std = training_split(args)
     device = torch.device(args.device)

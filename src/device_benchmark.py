@@ -2,7 +2,7 @@
 
     python src/device_benchmark.py [--width 64] [--batch-size 128] [--classes 10] [--refresh]
 
-The same measurement `device=fastest` uses (optbench.fastest): each available device (CPU, every
+The same measurement `device=fastest` uses (optbench.device.fastest): each available device (CPU, every
 CUDA GPU, Apple MPS) trains ResNet-18 at the given width and batch size under its default policy.
 The answer is cached per machine and model shape; --refresh measures again.
 """
@@ -11,7 +11,7 @@ import argparse
 import sys
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
-from optbench.fastest import available_devices, cache_path, fastest_device, images_per_second
+from optbench.device.fastest import available_devices, cache_path, fastest_device, images_per_second
 
 
 def main(argv: list[str]) -> int:

@@ -8,7 +8,7 @@
 import sys
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
-from optbench.study_cli import main
+from optbench.studies.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

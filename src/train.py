@@ -5,7 +5,7 @@
     python src/train.py --cfg job optimizer=muon          # print the composed config
 
 Every run lands in its deterministic directory under results/ (see conf/config.yaml);
-`hydra.run.dir=DIR` puts it in DIR instead.
+`hydra.run.dir=DIR` puts it in DIR instead. Exit statuses: optbench/training/cli.py.
 """
 
 import sys
@@ -17,8 +17,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from optbench.cli import deferred_exit_status, preflight, run_job
-from optbench.config import register_resolvers
+from optbench.errors import EXIT_BAD_INPUT, ConfigError
+from optbench.hydra_glue import register_resolvers
+from optbench.training.cli import deferred_exit_status, hydra_files, preflight, run_job
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 register_resolvers()
@@ -27,10 +28,17 @@ register_resolvers()
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     hydra_config = HydraConfig.get()
-    run_job(cfg, Path(hydra_config.runtime.output_dir), multirun=hydra_config.mode == RunMode.MULTIRUN)
+    status = run_job(cfg, Path(hydra_config.runtime.output_dir), multirun=hydra_config.mode == RunMode.MULTIRUN,
+                     files=hydra_files(cfg, hydra_config))
+    if status:
+        sys.exit(status)
 
 
 if __name__ == "__main__":
-    preflight(sys.argv[1:], CONF_DIR)
+    try:
+        preflight(sys.argv[1:], CONF_DIR)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
     main()
     sys.exit(deferred_exit_status())

@@ -30,7 +30,7 @@ def real_results(tmp_path_factory) -> Path:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)   # tiny tensors: threads only add contention on a shared 2-core machine
     try:
-        from optbench.runner import train
+        from optbench.training.run import train
 
         for optimizer, seed, noise in REAL_RUNS:
             cfg = compose_config(["dataset=synthetic", "dataset.train_size=200", "dataset.val_size=50",

@@ -12,8 +12,8 @@ import torch
 import torchvision
 from PIL import Image
 
-import optbench.data
-from optbench.data import NORMALISATION, load_splits
+import optbench.data.sources
+from optbench.data.splits import NORMALISATION, load_splits
 from optbench.errors import ConfigError
 
 CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
@@ -97,11 +97,6 @@ def test_unstratifiable_sizes_raise_config_error(tmp_path, options):
         synthetic(tmp_path, **options)
 
 
-def test_unknown_dataset_raises_config_error(tmp_path):
-    with pytest.raises(ConfigError):
-        load_splits(name="mnist", data_dir=tmp_path)
-
-
 # --- imagefolder -----------------------------------------------------------------------------------
 
 def write_image(path: Path, image: torch.Tensor) -> None:
@@ -166,7 +161,7 @@ def test_imagefolder_decodes_once_then_reads_the_cache(tmp_path, image_root, mon
     def no_decoding(*args, **kwargs):
         raise AssertionError("decoded again although the cache is valid")
 
-    monkeypatch.setattr(optbench.data, "_decode_all", no_decoding)
+    monkeypatch.setattr(optbench.data.sources, "_decode_all", no_decoding)
     second = load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=3)
     assert torch.equal(first.train.images, second.train.images) and torch.equal(first.test.labels, second.test.labels)
 

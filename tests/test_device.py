@@ -12,12 +12,12 @@ from torch import nn
 
 from conftest import REPO
 
-from optbench import fastest
-from optbench.device import (DeviceFacts, apply_policy, decide_policy, out_of_memory_as_error, resolve_device)
-from optbench.cli import run_job
-from optbench.engine import train_step
+from optbench.device import fastest
+from optbench.device.policy import (DeviceFacts, apply_policy, decide_policy, out_of_memory_as_error, resolve_device)
+from optbench.training.cli import run_job
+from optbench.training.steps import train_step
 from optbench.errors import ConfigError, OutOfMemory
-from optbench.runner import train
+from optbench.training.run import train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -87,15 +87,6 @@ def test_every_choice_has_a_reason_and_the_summary_form_is_plain_data():
     assert set(policy.reasons) == settings
     assert json.loads(json.dumps(policy.as_dict()))["amp"] == "bf16"
     assert len(policy.log_lines()) == len(settings)
-
-
-@pytest.mark.parametrize("overrides, words", [
-    ({"amp": "fp8"}, "choose bf16, fp16 or off"),
-    ({"pinned": True}, "not a policy setting"),
-])
-def test_bad_policy_values_are_config_errors(overrides, words):
-    with pytest.raises(ConfigError, match=words):
-        decide_policy(AMPERE, overrides)
 
 
 def test_bf16_on_a_gpu_without_it_names_fp16_as_the_fix():
@@ -220,7 +211,7 @@ def test_a_run_that_runs_out_of_memory_is_recorded_as_failed_with_the_advice(tin
     def no_memory(self, images):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
-    monkeypatch.setattr("optbench.models.CifarResNet.forward", no_memory)
+    monkeypatch.setattr("optbench.training.models.CifarResNet.forward", no_memory)
     with pytest.raises(OutOfMemory, match="batch_size=50 in micro-batches of 50: try train.grad_accum=2") as raised:
         train(tiny_config(), tmp_path / "run")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -231,10 +222,8 @@ def test_the_command_line_exits_3_with_one_line_on_out_of_memory(tiny_config, tm
     def no_memory(self, images):
         raise torch.OutOfMemoryError("CUDA out of memory")
 
-    monkeypatch.setattr("optbench.models.CifarResNet.forward", no_memory)
-    with pytest.raises(SystemExit) as exited:
-        run_job(tiny_config("batch_size=60", "train.grad_accum=3"), tmp_path / "run")
-    assert exited.value.code == 3
+    monkeypatch.setattr("optbench.training.models.CifarResNet.forward", no_memory)
+    assert run_job(tiny_config("batch_size=60", "train.grad_accum=3"), tmp_path / "run") == 3
     assert capsys.readouterr().err.splitlines() == [
         "error: out of memory on cpu training batch_size=60 in micro-batches of 20: try train.grad_accum=4 "
         "(same effective batch of 60, smaller micro-batches), or a smaller batch_size or model.width"]
@@ -268,6 +257,6 @@ def test_importing_optbench_first_sets_the_mps_fallback_before_torch_loads():
 
 
 def test_device_fastest_runs_on_the_measured_winner(tiny_config, tmp_path, monkeypatch):
-    monkeypatch.setattr("optbench.runner.fastest_device", lambda *shape: (torch.device("cpu"), {"cpu": 1.0}))
+    monkeypatch.setattr("optbench.training.assemble.fastest_device", lambda *shape: (torch.device("cpu"), {"cpu": 1.0}))
     summary = train(tiny_config("device=fastest"), tmp_path / "run")
     assert summary["device"] == "cpu" and summary["status"] == "completed"

@@ -7,7 +7,7 @@ import sys
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, REPO, TINY
-from optbench.launchers import GPU_PER_JOB_DEVICE
+from optbench.studies.launchers import GPU_PER_JOB_DEVICE
 
 
 def run_sweep(tmp_path, *overrides: str) -> subprocess.CompletedProcess:

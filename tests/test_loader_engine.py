@@ -4,11 +4,11 @@ import pytest
 import torch
 from torch import nn
 
-from optbench.device import DeviceFacts, decide_policy
-from optbench.engine import evaluate, noisy_fit, train_epoch
-from optbench.loader import (channel_tensor, eval_batches, normalise, num_train_batches, random_crop_flip,
+from optbench.device.policy import DeviceFacts, decide_policy
+from optbench.training.steps import evaluate, noisy_fit, train_epoch
+from optbench.data.pipelines import (channel_tensor, eval_batches, normalise, num_train_batches, random_crop_flip,
                              train_batches)
-from optbench.models import build_model
+from optbench.training.models import build_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CPU = torch.device("cpu")

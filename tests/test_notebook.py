@@ -23,7 +23,7 @@ def test_the_notebook_holds_no_training_logic():
     source = "\n".join(cell.source for cell in nbformat.read(NOTEBOOK, as_version=4).cells if cell.cell_type == "code")
     for entry_point in ("test_setup.py", "src/study.py", "src/aggregate.py"):
         assert entry_point in source
-    assert "optbench.runner" not in source.replace("import optbench.runner", "")  # only an install check imports it
+    assert "optbench.training.run" not in source.replace("import optbench.training.run", "")  # only an install check imports it
 
 
 def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch):

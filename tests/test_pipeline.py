@@ -11,7 +11,7 @@ import pytest
 import torch
 from scipy import stats
 
-from optbench.loader import (DataLoaderPipeline, DevicePipeline, channel_tensor, classic_crop_flip,
+from optbench.data.pipelines import (DataLoaderPipeline, DevicePipeline, channel_tensor, classic_crop_flip,
                              classic_normalise, crop_flip, normalise, num_train_batches, sample_crop_flip,
                              train_batches)
 

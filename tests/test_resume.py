@@ -14,11 +14,13 @@ import torch
 
 from conftest import REPO, TINY, compose_config
 
-from optbench import engine
-from optbench.cli import deferred_exit_status, run_job
+from optbench.training import steps as engine
+from optbench.training.cli import deferred_exit_status, run_job
 from optbench.errors import ConfigError, RunDirectoryBusy, RunInterrupted
-from optbench.runlog import RunLog
-from optbench.runner import _diverged, train
+from optbench.rundir import RunDir
+from optbench.training import checkpoint
+from optbench.training.run import train
+from optbench.training.summary import divergence
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 # 600 images less 100 for validation, in batches of 50: 10 steps per epoch.
@@ -77,7 +79,7 @@ def interrupt_after(monkeypatch, steps: int):
             return False
 
     monkeypatch.setattr(engine, "train_step", counting_step)
-    monkeypatch.setattr("optbench.runner.stop_requests", FakeStopRequests)
+    monkeypatch.setattr("optbench.training.loop.stop_requests", FakeStopRequests)
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +121,9 @@ def test_muon_state_survives_a_mid_epoch_resume(tmp_path, monkeypatch):
 
 def test_the_last_epoch_always_checkpoints_and_checkpoint_every_is_obeyed(tmp_path, monkeypatch):
     saved_epochs = []
-    real_save = RunLog.save_checkpoint
-    monkeypatch.setattr(RunLog, "save_checkpoint", lambda self, state: (saved_epochs.append(state["epochs_done"]),
-                                                                          real_save(self, state)))
+    real_save = checkpoint.save
+    monkeypatch.setattr(checkpoint, "save", lambda path, state: (saved_epochs.append(state["epochs_done"]),
+                                                                         real_save(path, state)))
     train(config(tmp_path, "epochs=3", "train.checkpoint_every=2"), tmp_path / "run")
     assert saved_epochs == [2, 3]
 
@@ -210,15 +212,15 @@ def test_a_damaged_summary_is_a_clear_error_naming_the_file(tmp_path, monkeypatc
 
 def test_a_second_process_on_the_same_run_directory_is_refused(tmp_path):
     run_dir = tmp_path / "run"
-    with RunLog(run_dir).lock():
+    with RunDir(run_dir).lock():
         with pytest.raises(RunDirectoryBusy, match=rf"pid {os.getpid()} on .*wait for it"):
             train(config(tmp_path), run_dir)
 
 
 def test_a_lock_held_by_a_killed_process_is_free_again(tmp_path):
     run_dir = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom optbench.runlog import RunLog\n"
-                               f"with RunLog({str(run_dir)!r}).lock():\n    print('locked', flush=True)\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom optbench.rundir import RunDir\n"
+                               f"with RunDir({str(run_dir)!r}).lock():\n    print('locked', flush=True)\n"
                                "    time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
     with pytest.raises(RunDirectoryBusy):
@@ -230,12 +232,11 @@ def test_a_lock_held_by_a_killed_process_is_free_again(tmp_path):
 
 @pytest.mark.parametrize("loss, diverged", [(20.0, False), (30.0, True), (float("nan"), True), (float("inf"), True)])
 def test_a_loss_past_the_factor_times_ln_classes_is_a_divergence(tmp_path, loss, diverged):
-    summary = {}
-    record = {"epoch": 4, "train/loss": loss}
-    assert _diverged(summary, record, -1, config(tmp_path), 10) is diverged  # limit 10 x ln(10) = 23.03
+    where = divergence({"epoch": 4, "train/loss": loss}, -1, 10, 10)  # limit 10 x ln(10) = 23.03
+    assert (where is not None) is diverged
     if diverged:
-        assert summary["status"] == "diverged" and summary["diverged_at"]["epoch"] == 4
-        assert ("above 10 x ln(10) = 23" in summary["diverged_at"]["reason"]) is math.isfinite(loss)
+        assert where["epoch"] == 4 and "batch" not in where
+        assert ("above 10 x ln(10) = 23" in where["reason"]) is math.isfinite(loss)
 
 
 def test_a_nan_loss_records_the_epoch_and_the_first_bad_batch(tmp_path):
@@ -247,17 +248,18 @@ def test_a_nan_loss_records_the_epoch_and_the_first_bad_batch(tmp_path):
 
 def test_a_failing_run_in_a_multirun_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
-        patch.setattr("optbench.models.CifarResNet.forward", lambda self, images: 1 / 0)
-        assert run_job(config(tmp_path), tmp_path / "broken", multirun=True) is None
+        patch.setattr("optbench.training.models.CifarResNet.forward", lambda self, images: 1 / 0)
+        assert run_job(config(tmp_path), tmp_path / "broken", multirun=True) == 0   # the sweep goes on
     summary = json.loads((tmp_path / "broken" / "summary.json").read_text())
     assert summary["status"] == "failed" and "ZeroDivisionError" in summary["error"]
-    assert run_job(config(tmp_path, "epochs=1"), tmp_path / "fine", multirun=True)["status"] == "completed"
+    assert run_job(config(tmp_path, "epochs=1"), tmp_path / "fine", multirun=True) == 0
+    assert json.loads((tmp_path / "fine" / "summary.json").read_text())["status"] == "completed"
     assert deferred_exit_status() == 1
-    monkeypatch.setattr("optbench.cli._deferred_exit_status", 0)
+    monkeypatch.setattr("optbench.training.cli._deferred_exit_status", 0)
 
 
 def test_a_failing_single_run_raises_and_records_failed(tmp_path, monkeypatch):
-    monkeypatch.setattr("optbench.models.CifarResNet.forward", lambda self, images: 1 / 0)
+    monkeypatch.setattr("optbench.training.models.CifarResNet.forward", lambda self, images: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         run_job(config(tmp_path), tmp_path / "run")
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"
@@ -312,7 +314,7 @@ def test_a_launchers_own_handler_still_gets_the_signal_after_the_checkpoint(tmp_
     """submitit requeues on SIGUSR2 with its own handler: it must run, and only after our checkpoint."""
     script = f"""
 import os, signal, sys, json
-from optbench.signals import stop_requests
+from optbench.training.signals import stop_requests
 from pathlib import Path
 seen = []
 signal.signal(signal.SIGUSR2, lambda signum, frame: seen.append(Path({str(tmp_path)!r}, "ck").exists()))

@@ -9,9 +9,9 @@ import yaml
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, REPO, TINY, compose_config
-from optbench import study_cli, tuning
-from optbench.launchers import gpu_for_job
-from optbench.study import find_study, study_files
+from optbench.studies import cli as study_cli, tuning
+from optbench.studies.launchers import gpu_for_job
+from optbench.studies.spec import find_study, study_files
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
 
@@ -51,7 +51,7 @@ def test_full_study_grid():
 @pytest.mark.parametrize("hypothesis", ["H1", "H2", "H3"])
 def test_hypothesis_studies_hold_the_runs_their_test_needs(hypothesis):
     study = find_study(hypothesis)
-    test, grid = study.comparison, study.grid
+    test, grid = study.test, study.grid
     versus = test["versus"] if isinstance(test["versus"], list) else [test["versus"]]
     assert {test["subject"], *versus} <= set(grid["optimizer"])
     assert len(grid["seed"]) >= test.get("min_seeds", 2) and grid["epochs"] == 200

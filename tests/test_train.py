@@ -8,7 +8,7 @@ import pytest
 
 from conftest import compose_config
 
-from optbench.runner import train
+from optbench.training.run import train
 
 EPOCH_KEYS = {"epoch", "lr", "time_s", "train/loss", "train/acc", "train/images", "train/time_s",
               "train/images_per_s", "val/loss", "val/acc", "test/loss", "test/acc"}

@@ -1,38 +1,18 @@
-"""Checks a composed config before any work, and registers the resolvers the config tree uses.
+"""Checks a composed config before any work: every key a run reads, with one line naming the fix.
 
-`validate(cfg)` raises ConfigError with one line naming the key and the fix; the CLI turns it into
-exit status 2. `register_resolvers()` must run before Hydra composes `conf/` (src/train.py does it
-at import): `${optbench_variant:...}` turns Hydra's override_dirname into a safe path component.
+`validate(cfg)` raises ConfigError (exit status 2 at the entry points). It is the one place that checks
+user input and words its messages; the modules that use the values (data/, training/, device/) trust
+them. Standard library, OmegaConf and `optbench.choices` only, so the checks of a whole sweep, and of a
+study's plan, run without loading torch. Whether a device is available and whether the data can be read
+are known only when a run starts (training/assemble.py); those errors say so in one line too.
 """
 
 import re
 
 from omegaconf import DictConfig, OmegaConf
 
-from optbench.data import DATASET_NAMES
-from optbench.device import AMP_CHOICES, POLICY_KEYS
+from optbench import choices
 from optbench.errors import ConfigError
-from optbench.launchers import gpu_for_job
-from optbench.models import ARCHITECTURES
-from optbench.noise import NOISE_KINDS
-from optbench.optim import SCHEDULES
-
-PIPELINES = ("device", "dataloader")  # data.pipeline: on-device batches (default) or the classic DataLoader
-# imagefolder gets a mapping when its class names are CIFAR's; that is checked once the data is loaded.
-DATASETS_WITH_ASYMMETRIC_MAPPING = ("cifar10", "cifar100", "imagefolder")
-
-
-def run_variant(override_dirname: str) -> str:
-    """`a=1,b=x/y` -> `a=1,b=x_y/`; empty stays empty, so plain runs get no extra directory level."""
-    if not override_dirname:
-        return ""
-    return re.sub(r"[^A-Za-z0-9=,._+-]", "_", override_dirname) + "/"
-
-
-def register_resolvers() -> None:
-    OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
-    # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)
-    OmegaConf.register_new_resolver("optbench_gpu_for_job", gpu_for_job, replace=True)
 
 
 def _fail(key: str, value, fix: str) -> None:
@@ -76,33 +56,33 @@ def _validate_switches(cfg: DictConfig) -> None:
     for key in ("train.tensorboard", "train.progress_bar", "train.rerun", "optimizer.decay_norms_and_biases"):
         if OmegaConf.select(cfg, key) not in (True, False, None):
             _fail(key, OmegaConf.select(cfg, key), "use true or false")
-    if cfg.model.name not in ARCHITECTURES:
-        _fail("model.name", cfg.model.name, "choose " + ", ".join(ARCHITECTURES))
+    if cfg.model.name not in choices.ARCHITECTURES:
+        _fail("model.name", cfg.model.name, "choose " + ", ".join(choices.ARCHITECTURES))
 
 
 def _validate_device(cfg: DictConfig) -> None:
     # Availability is checked when the run starts (importing torch here would slow every sweep check).
-    if not re.fullmatch(r"auto|fastest|cpu|mps|cuda(:\d+)?", str(cfg.device)):
-        _fail("device", cfg.device, "choose auto, fastest, cpu, cuda, cuda:N or mps")
+    if not re.fullmatch(choices.DEVICE_PATTERN, str(cfg.device)):
+        _fail("device", cfg.device, f"choose {choices.DEVICE_CHOICES}")
     policy = cfg.device_policy
-    unknown = sorted(set(policy) - set(POLICY_KEYS))
+    unknown = sorted(set(policy) - set(choices.POLICY_KEYS))
     if unknown:
-        _fail(f"device_policy.{unknown[0]}", policy[unknown[0]], "not a policy setting: choose " + ", ".join(POLICY_KEYS))
-    if policy.amp is not None and policy.amp not in AMP_CHOICES:
+        _fail(f"device_policy.{unknown[0]}", policy[unknown[0]], "not a policy setting: choose " + ", ".join(choices.POLICY_KEYS))
+    if policy.amp is not None and policy.amp not in choices.AMP_CHOICES:
         _fail("device_policy.amp", policy.amp, "choose bf16, fp16, off, or null for the device's default")
     if policy.num_workers is not None:
         _whole_number(cfg, "device_policy.num_workers", 0, "use 0 (load in the training process) or more workers")
-    for key in ("pin_memory", "persistent_workers", "channels_last", "cudnn_benchmark", "tf32", "compile"):
+    for key in choices.POLICY_SWITCHES:
         if policy[key] not in (None, True, False):
             _fail(f"device_policy.{key}", policy[key], "use true, false, or null for the device's default")
-    if cfg.data.pipeline not in PIPELINES:
+    if cfg.data.pipeline not in choices.PIPELINES:
         _fail("data.pipeline", cfg.data.pipeline, "choose data.pipeline=device (fast, default) or dataloader (classic)")
 
 
 def _validate_dataset(cfg: DictConfig) -> None:
     name = cfg.dataset.name
-    if name not in DATASET_NAMES:
-        _fail("dataset", name, f"choose dataset={', '.join(DATASET_NAMES)}")
+    if name not in choices.DATASETS:
+        _fail("dataset", name, f"choose dataset={', '.join(choices.DATASETS)}")
     _whole_number(cfg, "dataset.val_size", 0, "hold out 0 or more images, e.g. dataset.val_size=5000")
     if cfg.dataset.train_subset is not None:
         _whole_number(cfg, "dataset.train_subset", 1, "keep at least one image per class, or null for all")
@@ -116,18 +96,25 @@ def _validate_dataset(cfg: DictConfig) -> None:
 
 def _validate_noise(cfg: DictConfig) -> None:
     kind = cfg.noise.name
-    if kind not in NOISE_KINDS:
+    if kind not in choices.NOISE_KINDS:
         _fail("noise", kind, "choose noise=none, symmetric or asymmetric")
     _number(cfg, "noise.rate", 0.0, 1.0, "the noise rate is a fraction in [0, 1), e.g. noise.rate=0.2", high_open=True)
     if kind == "none" and cfg.noise.rate != 0:
         _fail("noise.rate", cfg.noise.rate, "noise=none changes no label: add noise=symmetric or noise=asymmetric")
-    if kind == "asymmetric" and cfg.dataset.name not in DATASETS_WITH_ASYMMETRIC_MAPPING:
+    validation = OmegaConf.select(cfg, "noise.validation")
+    if validation is not None and validation not in choices.NOISE_VALIDATION:
+        _fail("noise.validation", validation, "choose noisy (validation labels get the same noise, the default) "
+                                              "or clean (the oracle)")
+    if kind == "asymmetric" and cfg.dataset.name not in choices.DATASETS_WITH_ASYMMETRIC_MAPPING:
         _fail("noise", kind, f"dataset {cfg.dataset.name} has no asymmetric class mapping: use noise=symmetric")
 
 
 def _validate_optimizer(cfg: DictConfig) -> None:
     if not OmegaConf.select(cfg, "optimizer._target_"):
         _fail("optimizer._target_", None, "name the optimizer class, e.g. optimizer=adamw")
+    scheme = OmegaConf.select(cfg, "optimizer.param_groups")
+    if scheme not in choices.PARAM_GROUP_SCHEMES:
+        _fail("optimizer.param_groups", scheme, "choose " + " or ".join(choices.PARAM_GROUP_SCHEMES))
     for key in ("lr", "adamw_lr"):
         if OmegaConf.select(cfg, f"optimizer.{key}") is not None:
             _number(cfg, f"optimizer.{key}", 0.0, float("inf"), "the learning rate must be a positive number")
@@ -151,7 +138,7 @@ def _is_fraction(value) -> bool:
 
 
 def _validate_scheduler(cfg: DictConfig) -> None:
-    if cfg.scheduler.name not in SCHEDULES:
+    if cfg.scheduler.name not in choices.SCHEDULES:
         _fail("scheduler", cfg.scheduler.name, "choose scheduler=cosine, step or constant")
     _number(cfg, "scheduler.warmup_fraction", 0.0, 1.0, "a fraction of all iterations in [0, 1], e.g. 0.02")
     if OmegaConf.select(cfg, "scheduler.min_lr_ratio") is not None:

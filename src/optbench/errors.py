@@ -1,14 +1,25 @@
-"""Error types the entry points map to exit codes.
+"""Error types and the exit codes the entry points map them to (standard library only).
 
-`ConfigError` means the user asked for something that cannot work (bad value, missing data,
-unknown name). Its message is one line that names the fix; the CLI prints it and exits with
-status 2 before any run directory is made to look complete. `OutOfMemory` means the device ran
-out of memory: one line with the failing batch size and what to try; exit status 3.
+`ConfigError` means the user asked for something that cannot work (bad value, missing data, unknown
+name, a run directory holding another experiment). Its message is one line that names the fix; the
+entry points print it as `error: ...` and exit with status 2, having changed nothing on disk.
+`OutOfMemory` means the device ran out of memory: one line with the failing batch size and what to
+try; exit status 3. Library code raises these; only the entry points (src/*.py) call sys.exit.
 """
+
+EXIT_OK = 0              # completed or diverged: a result
+EXIT_FAILED = 1          # any other failure (recorded as failed in summary.json)
+EXIT_BAD_INPUT = 2       # bad configuration or input, as one line naming the fix
+EXIT_OUT_OF_MEMORY = 3   # the device ran out of memory
+EXIT_SIGNAL_BASE = 128   # stopped by a signal after a checkpoint: 128 + its number (130 Ctrl-C, 143 SIGTERM)
 
 
 class ConfigError(ValueError):
     """Bad configuration or input: one line naming the fix; exit status 2."""
+
+
+class DamagedRunFile(ConfigError):
+    """A run directory's file cannot be read (torn, edited, not JSON): names the file and the way out."""
 
 
 class OutOfMemory(RuntimeError):
@@ -20,7 +31,7 @@ class RunDirectoryBusy(RuntimeError):
 
 
 class RunInterrupted(RuntimeError):
-    """SIGTERM or SIGINT stopped the run after a checkpoint; exit status 128 + the signal number."""
+    """SIGTERM, SIGINT or SIGUSR2 stopped the run after a checkpoint; exit status 128 + the signal number."""
 
     def __init__(self, signum: int):
         super().__init__(f"stopped by signal {signum}")

@@ -23,6 +23,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from optbench.aggregate.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank  # noqa: E402
 from optbench.aggregate.stats import describe  # noqa: E402
+from optbench.durations import duration_unit  # noqa: E402
 
 TAB10 = plt.get_cmap("tab10").colors
 FIXED_COLOURS = dict(zip(KNOWN_OPTIMIZERS, TAB10[:5]))  # sgd blue, adam orange, adamw green, lion red, muon purple
@@ -57,9 +58,6 @@ class Style:
         variant = self.variant[arm]
         return {"color": self.colour(arm), "linestyle": LINE_STYLES[variant % len(LINE_STYLES)],
                 "marker": MARKERS[variant % len(MARKERS)]}
-
-    def handle(self, arm: str) -> Line2D:
-        return Line2D([], [], label=arm, linewidth=2, markersize=5, **self.line(arm))
 
 
 def panel_grid(count: int, panel_size=PANEL_SIZE, columns: int = MAX_COLUMNS):
@@ -353,7 +351,7 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
     used = []
     for axis, setting in zip(axes, settings):
         here = done[done["setting"] == setting]
-        unit, seconds_per_unit = time_unit(here["wall_time_s"].max())
+        unit, seconds_per_unit = duration_unit(here["wall_time_s"].max())
         for arm in [arm for arm in arms if arm in set(here["arm"])]:
             group = here[here["arm"] == arm]
             durations, accuracy = group["wall_time_s"] / seconds_per_unit, 100 * group[metric]
@@ -374,15 +372,6 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
     return finish(figure, f"{sentence(metric_label)} vs wall time\ncompleted runs",
                   [Line2D([], [], color=style.colour(arm), marker=style.line(arm)["marker"], linestyle="none",
                           label=arm) for arm in used], extra)
-
-
-def time_unit(longest_seconds: float) -> tuple[str, float]:
-    """Seconds for smoke runs, minutes for short studies, hours for real ones."""
-    if longest_seconds < 120:
-        return "s", 1.0
-    if longest_seconds < 3 * 3600:
-        return "min", 60.0
-    return "h", 3600.0
 
 
 def close(figure) -> None:

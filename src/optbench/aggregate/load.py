@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from optbench.nested import flatten
+from optbench.rundir import flatten
 
 SUMMARY_FILE = "summary.json"
 METRICS_FILE = "metrics.jsonl"

@@ -17,6 +17,7 @@ import pandas as pd
 from optbench.aggregate.groups import Grouping, short_key
 from optbench.aggregate.load import STATUSES, UNREADABLE
 from optbench.aggregate.stats import describe
+from optbench.durations import format_duration
 
 PRIMARY_METRIC = "test_acc_at_best_val"
 # Metrics summarised as mean, sd (and for the primary one a 95 % CI) over completed runs.
@@ -111,10 +112,6 @@ def interval(low: float, high: float, scale: float = 100.0, digits: int = 2) -> 
     return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
 
-def significant_figures(value: float, figures: int = 3) -> str:
-    return "n/a" if not np.isfinite(value) else f"{value:.{figures}g}"
-
-
 def p_text(value: float) -> str:
     if not np.isfinite(value):
         return "n/a"
@@ -141,7 +138,7 @@ def display_table(table: pd.DataFrame, target_acc: float, pm: str = "±") -> pd.
             "best test acc (%, optimistic)": mean_sd(row["best_test_acc_mean"], row["best_test_acc_std"], pm=pm),
             "final train loss": mean_sd(row["final_train_loss_mean"], row["final_train_loss_std"], 1.0, 3, pm=pm),
             f"epochs to val acc ≥ {100 * target_acc:g}%": epochs_text(row),
-            "wall time": duration_text(row["wall_time_s_mean"]),
+            "wall time": format_duration(row["wall_time_s_mean"]),
             "throughput (img/s)": "n/a" if not np.isfinite(row["train_images_per_s_mean"])
             else f"{row['train_images_per_s_mean']:,.0f}",
             "not completed": not_completed_text(row),
@@ -149,17 +146,6 @@ def display_table(table: pd.DataFrame, target_acc: float, pm: str = "±") -> pd.
             "p vs best": "—" if row["rank"] == 1 else p_text(row["p_vs_best"]),
         })
     return pd.DataFrame(rows)
-
-
-def duration_text(seconds: float) -> str:
-    """'42 s', '3.7 min', '5.2 h': the unit that keeps the number readable."""
-    if not np.isfinite(seconds):
-        return "n/a"
-    if seconds < 120:
-        return f"{seconds:.3g} s"
-    if seconds < 3 * 3600:
-        return f"{seconds / 60:.3g} min"
-    return f"{seconds / 3600:.3g} h"
 
 
 def epochs_text(row) -> str:

@@ -14,22 +14,22 @@ studies use it with `python src/study.py STUDY --tuned` (or `optimizer=tuned/<na
 """
 
 import datetime
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from optbench.errors import ConfigError
-from optbench.study import Study, format_value
+from optbench.errors import ConfigError, DamagedRunFile
+from optbench.hydra_glue import format_value
+from optbench.rundir import FINAL_STATUSES, RunDir
+from optbench.studies.spec import Study
 
 TUNED_GROUP = "tuned"    # conf/optimizer/tuned/<name>.yaml
 SELECTION_METRICS = {    # tune.select_on -> where it lives in summary.json
     "val_acc_best": ("best", "val/acc"),    # best validation accuracy over the epochs (default)
     "final_val_acc": ("final", "val/acc"),  # validation accuracy after the last epoch
 }
-FINAL_STATUSES = ("completed", "diverged")  # a diverged run is a result: it scores 0, so it loses fairly
 
 
 def grid_values(defaults: DictConfig, tune: dict) -> dict[str, list[str]]:
@@ -60,12 +60,13 @@ class Cell:
 
 
 def read_score(run_dir: Path, select_on: str) -> float | None:
-    """The selection metric of a finished run (0 for a diverged one); None while it is unfinished or missing."""
+    """The selection metric of a finished run (0 for a diverged one, which loses fairly); None while it is
+    unfinished, missing or unreadable."""
     try:
-        summary = json.loads((Path(run_dir) / "summary.json").read_text())
-    except (OSError, ValueError):
+        summary = RunDir(run_dir).read_summary()
+    except DamagedRunFile:
         return None
-    if summary.get("status") not in FINAL_STATUSES:
+    if summary is None or summary.get("status") not in FINAL_STATUSES:
         return None
     section, key = SELECTION_METRICS[select_on]
     record = summary.get(section) or {}

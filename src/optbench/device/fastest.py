@@ -17,10 +17,10 @@ from pathlib import Path
 
 import torch
 
-from optbench.device import decide_policy, facts_of, mps_available
-from optbench.engine import train_step
-from optbench.models import build_model
-from optbench.runlog import write_atomically
+from optbench.device.policy import decide_policy, facts_of, mps_available
+from optbench.rundir import write_bytes_atomically
+from optbench.training.models import build_model
+from optbench.training.steps import train_step
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "fastest-device.json"
@@ -105,4 +105,4 @@ def _write_cache(cache: dict) -> None:
     path = cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = (json.dumps(cache, indent=2, sort_keys=True) + "\n").encode()
-    write_atomically(path, lambda handle: handle.write(payload))
+    write_bytes_atomically(path, payload)

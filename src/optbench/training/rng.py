@@ -12,7 +12,7 @@ import random
 import numpy as np
 import torch
 
-from optbench.device import mps_available
+from optbench.device.policy import mps_available
 
 
 def seed_everything(seed: int) -> None:

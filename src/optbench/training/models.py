@@ -11,7 +11,6 @@ factory can tell Muon's hidden weights from the stem and head.
 import torch
 from torch import nn
 
-from optbench.errors import ConfigError
 
 
 class BasicBlock(nn.Module):
@@ -51,12 +50,8 @@ class CifarResNet(nn.Module):
         return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(features, 1), 1))
 
 
-ARCHITECTURES = {"resnet18": (2, 2, 2, 2)}
+BLOCKS_PER_STAGE = {"resnet18": (2, 2, 2, 2)}   # keyed by optbench.choices.ARCHITECTURES
 
 
 def build_model(name: str, num_classes: int, width: int = 64) -> CifarResNet:
-    if name not in ARCHITECTURES:
-        raise ConfigError(f"unknown model '{name}': choose model={' or '.join(ARCHITECTURES)}")
-    if width < 1:
-        raise ConfigError(f"model.width={width} must be >= 1: 64 is the standard ResNet-18, 8-16 for CPU tests")
-    return CifarResNet(ARCHITECTURES[name], num_classes, width)
+    return CifarResNet(BLOCKS_PER_STAGE[name], num_classes, width)

@@ -4,7 +4,7 @@ Launchers are plain Hydra configs in conf/hydra/launcher/: `parallel` (joblib, l
 `local` (submitit's local executor, what CI runs) and `slurm` (submitit on a SLURM cluster);
 `basic` is Hydra's default, one run after another in the calling process.
 
-`${optbench_gpu_for_job:}` (registered by `optbench.config.register_resolvers`) is the `device` of a
+`${optbench_gpu_for_job:}` (registered by `optbench.hydra_glue.register_resolvers`) is the `device` of a
 job run by the parallel launcher: each worker process claims the first free GPU with an flock on
 `<tmp>/optbench-gpu-<N>.lock` and keeps it for its life (joblib reuses its workers, so a worker runs
 all its jobs on one GPU and two workers never share one). With one GPU or none it is `auto`; with
@@ -17,7 +17,6 @@ import os
 import tempfile
 from pathlib import Path
 
-LAUNCHERS = ("basic", "parallel", "local", "slurm")   # --launcher choices; all but basic are conf/hydra/launcher/*.yaml
 GPU_PER_JOB_DEVICE = "${optbench_gpu_for_job:}"       # the `device` override src/study.py adds for `parallel`
 _claimed_gpu_lock = None  # this process's GPU lock file, kept open for the life of the process
 

@@ -14,38 +14,25 @@ train() skips finished runs and resumes unfinished ones. The exit status is the 
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
+from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from optbench import estimate, tuning
-from optbench.cli import check_groups, hydra_error_line
-from optbench.config import register_resolvers, validate
-from optbench.errors import ConfigError
-from optbench.launchers import GPU_PER_JOB_DEVICE, LAUNCHERS, launcher_overrides
-from optbench.study import EXPERIMENTS_DIR, REPO, Study, Sweep, find_study, plan_sweeps, study_files, load_study
+from optbench.choices import LAUNCHERS
+from optbench.durations import format_duration
+from optbench.errors import EXIT_BAD_INPUT, ConfigError
+from optbench.hydra_glue import compose_checked, register_resolvers
+from optbench.studies import estimate, tuning
+from optbench.studies.plan import PlannedRun, Sweep, plan
+from optbench.studies.spec import EXPERIMENTS_DIR, REPO, Study, find_study, load_study, study_files
 
 CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
-EXIT_BAD_INPUT = 2
-
-
-@dataclass
-class PlannedRun:
-    overrides: list[str]
-    run_dir: Path
-    cfg: object             # the composed config (DictConfig), hydra node removed
-    status: str             # new | done | unfinished
-    detail: str = ""        # summary.json's status and epochs, when there is one
-    epochs_done: int = 0
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -102,61 +89,6 @@ def list_studies(experiments_dir: Path) -> int:
 
 # ---------------------------------------------------------------- planning: sweeps, runs, directories, statuses
 
-def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str, tuned: bool) -> list[tuple[Sweep, list[PlannedRun]]]:
-    if tuned and study.tune:
-        raise ConfigError(f"study {study.id} is a tuning study: --tuned applies to the main studies")
-    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-        default_epochs = _compose([], conf_dir).epochs
-        per_optimizer = None
-        if study.tune:
-            per_optimizer = lambda name: tuning.grid_values(_compose([f"optimizer={name}"], conf_dir).optimizer, study.tune)
-        elif tuned:
-            per_optimizer = lambda name: tuning.tuned_values(conf_dir, name)
-        sweeps = plan_sweeps(study, default_epochs, extra, per_optimizer)
-        planned = []
-        for sweep in sweeps:
-            if launcher == "parallel" and "device" not in sweep.values:
-                sweep.values["device"] = [GPU_PER_JOB_DEVICE]
-            sweep.hydra_overrides = launcher_overrides(launcher) + sweep.hydra_overrides
-            planned.append((sweep, [_plan_run(overrides, conf_dir) for overrides in sweep.runs()]))
-    return planned
-
-
-def _compose(overrides: list[str], conf_dir: Path, hydra_node: bool = False):
-    try:
-        check_groups(tuple(overrides), Path(conf_dir))
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra_node)
-    except HydraException as error:
-        raise ConfigError(hydra_error_line(error)) from None
-
-
-def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
-    """Compose the run as its Hydra job will, validate it, and read its directory's summary.json."""
-    cfg = _compose(overrides, conf_dir, hydra_node=True)
-    try:
-        validate(cfg)
-    except ConfigError as error:
-        raise ConfigError(f"{error} (run {' '.join(overrides)})") from None
-    run_dir = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir  # what a multirun job's output_dir will be
-    with_hydra_removed = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
-    run = PlannedRun(list(overrides), run_dir, with_hydra_removed, "new")
-    summary = _read_summary(run_dir)
-    if summary is not None:
-        run.epochs_done = int(summary.get("epochs_done") or 0)
-        run.status = "done" if summary.get("status") in ("completed", "diverged") else "unfinished"
-        run.detail = f"{summary.get('status')}, {run.epochs_done}/{summary.get('epochs_planned', cfg.epochs)} epochs"
-    return run
-
-
-def _read_summary(run_dir: Path) -> dict | None:
-    try:
-        return json.loads((run_dir / "summary.json").read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return {"status": "unreadable summary.json"}
-
-
 def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
     counts = Counter(run.status for _, runs in runs_by_sweep for run in runs)
     total = sum(counts.values())
@@ -180,7 +112,7 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
         return
     rates = estimate.measure_rates({load.shape for load in work})
     seconds = sum(estimate.seconds_left(load, rates[load.shape][1]) for load in work)
-    print(f"estimated time: {estimate.format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
+    print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
           + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
     for (requested, model, width, classes, batch), (device, rate) in sorted(rates.items()):
         print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
@@ -222,7 +154,7 @@ def select_tuned(study: Study, conf_dir: Path, extra: list[str]) -> int:
     cells, unfinished = tuning.collect_cells(runs, select_on)
     best = tuning.best_cells(cells)
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-        defaults = {name: OmegaConf.to_container(_compose([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
+        defaults = {name: OmegaConf.to_container(compose_checked([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
                     for name in best}
     for path in tuning.write_tuned_configs(best, defaults, study, conf_dir, select_on, unfinished):
         cell = best[path.stem]

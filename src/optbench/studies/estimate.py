@@ -53,8 +53,8 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
 
 def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float]]:
     """shape -> (device measured on, training images/s), measured once per shape."""
-    from optbench.device import resolve_device  # torch: only when an estimate is asked for
-    from optbench.fastest import fastest_device, images_per_second
+    from optbench.device.fastest import fastest_device, images_per_second  # torch: only when an estimate is asked for
+    from optbench.device.policy import resolve_device
 
     rates = {}
     for shape in sorted(shapes):
@@ -70,10 +70,3 @@ def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float]]:
 def seconds_left(work: Workload, rate: float) -> float:
     return work.epochs_left * (work.train_images / rate + work.eval_images * FORWARD_SHARE / rate)
 
-
-def format_duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from optbench.device import DevicePolicy
+from optbench.device.policy import DevicePolicy
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 

@@ -1,0 +1,23 @@
+"""The names a config may choose from, in one place (standard library only).
+
+Config validation, the study planner and the entry points check names against these tuples without
+importing torch; the modules that implement each choice (data/, training/, device/) key their
+registries by the same tuples, and tests/test_choices.py checks that each registry covers its names.
+"""
+
+DATASETS = ("cifar10", "cifar100", "imagefolder", "synthetic")
+# imagefolder gets a mapping when its class names are CIFAR's; that is checked once the data is loaded.
+DATASETS_WITH_ASYMMETRIC_MAPPING = ("cifar10", "cifar100", "imagefolder")
+NOISE_KINDS = ("none", "symmetric", "asymmetric")
+NOISE_VALIDATION = ("noisy", "clean")   # noise.validation: labels model selection sees under label noise
+ARCHITECTURES = ("resnet18",)
+SCHEDULES = ("cosine", "step", "constant")
+PARAM_GROUP_SCHEMES = ("standard", "muon")
+PIPELINES = ("device", "dataloader")    # data.pipeline: on-device batches (default) or the classic DataLoader
+DEVICE_PATTERN = r"auto|fastest|cpu|mps|cuda(:\d+)?"
+DEVICE_CHOICES = "auto, fastest, cpu, cuda, cuda:N or mps"
+AMP_CHOICES = ("bf16", "fp16", "off")
+POLICY_KEYS = ("pin_memory", "num_workers", "persistent_workers", "amp", "channels_last",
+               "cudnn_benchmark", "tf32", "compile")
+POLICY_SWITCHES = ("pin_memory", "persistent_workers", "channels_last", "cudnn_benchmark", "tf32", "compile")
+LAUNCHERS = ("basic", "parallel", "local", "slurm")   # all but basic are conf/hydra/launcher/*.yaml

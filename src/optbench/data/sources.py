@@ -1,0 +1,169 @@
+"""Where a dataset's images come from: each source returns (train ImageSet, test ImageSet, class names).
+
+- `cifar10`, `cifar100`: torchvision's dataset classes (download into `data_dir`, md5-checked);
+- `imagefolder`: `root/train/<class>/*` and `root/test/<class>/*`, decoded once and cached in
+  `data_dir/cache/` (keyed by the files' names, sizes and mtimes); a file that cannot be decoded is a
+  ConfigError naming it;
+- `synthetic`: class prototypes plus pixel noise, generated from a fixed seed; learnable, offline.
+`data_fingerprint(name, ...)` identifies the data a run sees without decoding it (the run identity).
+"""
+
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.error import URLError
+
+import numpy as np
+import torch
+from PIL import Image, UnidentifiedImageError
+from torchvision.datasets import CIFAR10, CIFAR100, ImageFolder
+from torchvision.transforms.v2.functional import pil_to_tensor, resize
+
+from optbench.errors import ConfigError
+from optbench.rundir import write_atomically
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """One split: uint8 images (N, 3, H, W) and int64 labels (N,)."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+
+def _load_cifar(name: str, data_dir: Path, download: bool = True):
+    dataset_class = {"cifar10": CIFAR10, "cifar100": CIFAR100}[name]
+    try:
+        train = dataset_class(str(data_dir), train=True, download=download)
+        test = dataset_class(str(data_dir), train=False, download=False)
+    except (URLError, OSError) as error:  # no network, DNS failure, refused connection
+        raise ConfigError(f"{name} is not in {data_dir} and downloading it failed ({error}): connect to the "
+                          f"network once, or set OPTBENCH_DATA_DIR (paths.data_dir) to a folder that holds it") from error
+    except RuntimeError as error:  # torchvision: "Dataset not found or corrupted"
+        raise ConfigError(f"{name} is missing or corrupted in {data_dir}: set dataset.download=true with network "
+                          f"access, or point OPTBENCH_DATA_DIR (paths.data_dir) at a folder that holds it") from error
+    return _from_hwc(train.data, train.targets), _from_hwc(test.data, test.targets), train.classes
+
+
+def _from_hwc(images_hwc: np.ndarray, targets) -> ImageSet:
+    images = torch.from_numpy(np.ascontiguousarray(images_hwc.transpose(0, 3, 1, 2)))
+    return ImageSet(images, torch.as_tensor(targets, dtype=torch.int64))
+
+
+def _image_folders(root: str | None) -> tuple[ImageFolder, ImageFolder]:
+    """The train/ and test/ class folders under `root` (listed, not decoded), checked to match."""
+    root_path = Path(root or "").expanduser()
+    for part in ("train", "test"):
+        if not (root_path / part).is_dir():
+            raise ConfigError(f"dataset.root={root_path} has no {part}/ folder: point it at a folder "
+                              f"holding train/<class>/ and test/<class>/ images")
+    try:
+        train_folder, test_folder = ImageFolder(str(root_path / "train")), ImageFolder(str(root_path / "test"))
+    except FileNotFoundError as error:  # a class folder without images
+        raise ConfigError(f"dataset.root={root_path}: {error}") from error
+    if train_folder.classes != test_folder.classes:
+        raise ConfigError(f"dataset.root={root_path}: train/ and test/ hold different class folders; make them match")
+    return train_folder, test_folder
+
+
+def _imagefolder_fingerprint(root: str | None, image_size: int = 32) -> str:
+    """Every file's path below the root, class, size and modification time (moving the folder keeps it)."""
+    train_folder, test_folder = _image_folders(root)
+    base = Path(root).expanduser()
+    digest = hashlib.sha1(f"imagefolder|{image_size}".encode())
+    for path, label in train_folder.samples + test_folder.samples:
+        stat = os.stat(path)
+        digest.update(f"{Path(path).relative_to(base).as_posix()}|{label}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return f"imagefolder:{digest.hexdigest()[:16]}"
+
+
+def _load_imagefolder(data_dir: Path, root: str | None = None, image_size: int = 32):
+    train_folder, test_folder = _image_folders(root)
+    fingerprint = _imagefolder_fingerprint(root, image_size).split(":")[1]
+    cache_path = data_dir / "cache" / f"imagefolder-{fingerprint}.pt"
+    if not cache_path.exists():
+        payload = {"train": _decode_all(train_folder.samples, image_size),
+                   "test": _decode_all(test_folder.samples, image_size)}
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(cache_path, lambda handle: torch.save(payload, handle))
+    cached = torch.load(cache_path, weights_only=True)
+    return ImageSet(*cached["train"]), ImageSet(*cached["test"]), train_folder.classes
+
+
+def _decode(path: str, image_size: int) -> torch.Tensor:
+    try:
+        with Image.open(path) as opened:
+            image = pil_to_tensor(opened.convert("RGB"))
+    except (UnidentifiedImageError, OSError, ValueError) as error:  # not an image, truncated, unreadable
+        raise ConfigError(f"{path} cannot be decoded as an image ({type(error).__name__}): replace it with a "
+                          f"readable image or remove it from the folder, then run again") from None
+    if image.shape[1:] != (image_size, image_size):
+        image = resize(image, [image_size, image_size], antialias=True)
+    return image
+
+
+def _decode_all(samples: list[tuple[str, int]], image_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # PIL releases the GIL while decoding, so threads decode in parallel.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        images = list(pool.map(lambda path: _decode(path, image_size), [path for path, _ in samples], chunksize=256))
+    labels = torch.tensor([label for _, label in samples], dtype=torch.int64)
+    return torch.stack(images), labels
+
+
+def _make_synthetic(data_dir: Path, num_classes: int = 10, train_size: int = 2000, test_size: int = 500,
+                    image_size: int = 32, generator_seed: int = 0):
+    """Each class is a smooth random colour prototype; samples add per-pixel Gaussian noise.
+
+    Low-resolution prototypes (4x4, upsampled) make the classes separable by a small convnet in a
+    few hundred steps, while the noise (std 64/255, well above the prototype contrast of ±24/255) keeps the task from being trivial.
+    """
+    del data_dir  # generated, nothing stored
+    generator = torch.Generator().manual_seed(generator_seed)
+    coarse = torch.rand(num_classes, 3, 4, 4, generator=generator) * 2 - 1
+    prototypes = torch.nn.functional.interpolate(coarse, size=image_size, mode="bilinear", align_corners=False)
+
+    def sample(count: int) -> ImageSet:
+        labels = torch.randperm(count, generator=generator) % num_classes
+        noise = torch.randn(count, 3, image_size, image_size, generator=generator)
+        pixels = 128 + 24 * prototypes[labels] + 64 * noise
+        return ImageSet(pixels.round().clamp(0, 255).to(torch.uint8), labels)
+
+    train, test = sample(train_size), sample(test_size)
+    return train, test, [f"class{index}" for index in range(num_classes)]
+
+
+def _cifar_fingerprint(name: str) -> str:
+    """The md5 sums torchvision checks the CIFAR files against: the same data wherever it is stored."""
+    dataset_class = {"cifar10": CIFAR10, "cifar100": CIFAR100}[name]
+    sums = [md5 for _, md5 in dataset_class.train_list + dataset_class.test_list]
+    return f"{name}:" + hashlib.sha1("|".join(sums).encode()).hexdigest()[:16]
+
+
+def _synthetic_fingerprint(**parameters) -> str:
+    """Generated data is a function of its parameters (and of this generator, version 1)."""
+    text = "|".join(f"{key}={parameters[key]}" for key in sorted(parameters))
+    return "synthetic-v1:" + hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+SOURCES = {
+    "cifar10": lambda **options: _load_cifar("cifar10", **options),
+    "cifar100": lambda **options: _load_cifar("cifar100", **options),
+    "imagefolder": _load_imagefolder,
+    "synthetic": _make_synthetic,
+}
+
+
+def data_fingerprint(name: str, **source_options) -> str:
+    """Identifies the images and labels a source gives, cheaply (no decoding): part of the run identity."""
+    if name == "imagefolder":
+        return _imagefolder_fingerprint(source_options.get("root"), source_options.get("image_size", 32))
+    if name == "synthetic":
+        keys = ("num_classes", "train_size", "test_size", "image_size", "generator_seed")
+        return _synthetic_fingerprint(**{key: source_options[key] for key in keys if key in source_options})
+    return _cifar_fingerprint(name)

@@ -1,0 +1,165 @@
+"""Composing conf/ with Hydra without torch: resolvers, command lines, override lists, one-line errors.
+
+- `register_resolvers()`: the `${optbench_*:}` resolvers conf/config.yaml uses; call before composing.
+- `split_command_line(argv)`: src/train.py's arguments as Hydra reads them, so the up-front checks see
+  the same overrides; flag-style arguments (`--optimizer adam`) are answered with the override form.
+- `parse_overrides(overrides)`: key -> values (several when swept), hydra.* overrides apart; the one
+  walker behind the train preflight and the study planner. `combinations(values)`: every single run.
+- `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors.
+"""
+
+import argparse
+import hashlib
+import itertools
+import re
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from optbench.errors import ConfigError
+from optbench.studies.launchers import gpu_for_job
+
+# Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
+_HYDRA_FLAGS_WITH_VALUE = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--package", "-p",
+                           "--experimental-rerun", "--cfg", "-c", "--shell-completion", "-sc")
+_HYDRA_SWITCHES = ("--multirun", "-m", "--resolve", "--run", "-r", "--hydra-help", "--help", "-h", "--version",
+                   "--info", "-i")
+HELP_FLAGS = ("--help", "-h", "--hydra-help", "--version", "--info", "-i", "--shell-completion", "-sc")
+
+
+def run_variant(override_dirname: str) -> str:
+    """`a=1,b=x/y` -> `a=1,b=x_y/`; empty stays empty, so plain runs get no extra directory level."""
+    if not override_dirname:
+        return ""
+    return re.sub(r"[^A-Za-z0-9=,._+-]", "_", override_dirname) + "/"
+
+
+def dataset_dir_name(name: str, root=None) -> str:
+    """The run directory's dataset level: the dataset's name, and for a folder of images its folder name and
+    a short hash of its absolute path, so two folders never share a run directory."""
+    if not root:
+        return name
+    folder = Path(str(root)).expanduser().resolve()
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", folder.name) or "root"
+    return f"{name}-{readable}-{hashlib.sha1(str(folder).encode()).hexdigest()[:8]}"
+
+
+def register_resolvers() -> None:
+    OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
+    OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_name, replace=True)
+    # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)
+    OmegaConf.register_new_resolver("optbench_gpu_for_job", gpu_for_job, replace=True)
+
+
+def split_command_line(argv: list[str]) -> tuple[list[str], bool]:
+    """(the overrides, whether Hydra only prints help). Flag-style settings are a one-line ConfigError."""
+    overrides, strays, position = [], [], 0
+    while position < len(argv):
+        argument = argv[position]
+        if argument in _HYDRA_FLAGS_WITH_VALUE:
+            position += 2
+            continue
+        if argument in _HYDRA_SWITCHES or argument.split("=", 1)[0] in _HYDRA_FLAGS_WITH_VALUE:
+            position += 1
+            continue
+        if argument.startswith("-") and not argument.startswith("~"):
+            strays.append(argument)
+            if "=" not in argument and position + 1 < len(argv) and not argv[position + 1].startswith("-"):
+                strays.append(argv[position + 1])
+                position += 1
+        else:
+            overrides.append(argument)
+        position += 1
+    if strays:
+        raise ConfigError(flag_style_answer(strays))
+    return overrides, any(argument in HELP_FLAGS for argument in argv)
+
+
+def flag_style_answer(strays: list[str]) -> str:
+    """`--optimizer adam --epochs 10` -> the Hydra overrides and the run_single_experiment.py form."""
+    pairs, position = [], 0
+    while position < len(strays):
+        key, _, value = strays[position].lstrip("-").partition("=")
+        if not value and position + 1 < len(strays) and not strays[position + 1].startswith("-"):
+            value, position = strays[position + 1], position + 1
+        pairs.append((key, value))
+        position += 1
+    overrides = " ".join(f"{key.replace('-', '_')}={value}" for key, value in pairs)
+    flags = " ".join(f"--{key} {value}".strip() for key, value in pairs)
+    return (f"src/train.py takes Hydra overrides, not flags: python src/train.py {overrides} "
+            f"(or python run_single_experiment.py {flags})")
+
+
+def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], list[str]]:
+    """Run overrides as key -> values (a sweep like `seed=0,1` gives several; a deletion `~key` gives [None]),
+    and the hydra.* / hydra/... overrides apart. Keys keep their +, ++ and ~ prefixes."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception as error:  # Hydra's parse errors span lines; the first names the override
+        raise ConfigError(f"bad override: {str(error).strip().splitlines()[0]}") from None
+    values, hydra_overrides = {}, []
+    for override in parsed:
+        if override.is_hydra_override():
+            hydra_overrides.append(override.input_line)
+            continue
+        key = override.get_key_element()
+        if override.is_sweep_override():
+            try:
+                values[key] = [str(value) for value in override.sweep_string_iterator()]
+            except Exception:  # interval sweeps have no list of values
+                raise ConfigError(f"{override.input_line}: interval sweeps need an optimisation launcher; "
+                                  "list the values instead, e.g. optimizer.lr=0.01,0.1") from None
+        else:
+            values[key] = [override.input_line.split("=", 1)[1] if "=" in override.input_line else None]
+    return values, hydra_overrides
+
+
+def format_value(value) -> str:
+    """A grid value as Hydra reads it back: 3 significant digits for floats (0.1 x 3 -> 0.3, not 0.30000000000000004)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def override_text(key: str, value: str | None) -> str:
+    return key if value is None else f"{key}={value}"
+
+
+def combinations(values: dict[str, list[str | None]]) -> list[list[str]]:
+    """Every single run a (possibly sweeping) set of values stands for, as override lists."""
+    keys = list(values)
+    return [[override_text(key, value) for key, value in zip(keys, chosen)]
+            for chosen in itertools.product(*values.values())]
+
+
+def check_groups(overrides: list[str], conf_dir: Path) -> None:
+    """An unknown option of a config group (optimizer=adamm) as one line listing the options."""
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        group_dir = Path(conf_dir) / key
+        if group_dir.is_dir() and value not in ("null", "") and not (group_dir / f"{value}.yaml").exists():
+            options = sorted(path.relative_to(group_dir).with_suffix("").as_posix()
+                             for path in group_dir.rglob("*.yaml"))
+            raise ConfigError(f"unknown {key} '{value}': choose {key}=" + ", ".join(options))
+
+
+def hydra_error_line(error: Exception) -> str:
+    """Hydra's message on one line: its first two lines name the key and the fix."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return "; ".join(lines[:2])
+
+
+def compose_checked(overrides: list[str], conf_dir: Path, with_hydra: bool = False):
+    """compose() inside an initialize_config_dir context, with its failures as one-line ConfigErrors."""
+    from hydra import compose
+    from hydra.errors import HydraException
+
+    try:
+        check_groups(list(overrides), conf_dir)
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=with_hydra)
+    except HydraException as error:
+        raise ConfigError(hydra_error_line(error)) from None

@@ -1,0 +1,17 @@
+"""The training wing: one run, from a composed config to a finished run directory.
+
+    run.py         `train(cfg, run_dir)`: identity check, skip, resume or start, failure records
+    assemble.py    build everything a run trains with (device, data, noise, model, optimizer, pipeline)
+    loop.py        the epoch loop: train, evaluate, record, checkpoint, stop on signals or divergence
+    evaluate.py    an epoch's metric record: validation, test and how the noisy labels are fit
+    steps.py       one optimizer step, one training pass, one evaluation pass (no files, no config)
+    summary.py     the summary.json schema: the first summary, its update per epoch, divergence
+    console.py     the lines a run prints (and TensorBoard scalars)
+    checkpoint.py  what a checkpoint holds; saving, loading and restoring it exactly
+    rng.py         every random generator a run touches: seed, capture, restore
+    signals.py     graceful stops on SIGTERM, SIGINT and SIGUSR2
+    provenance.py  library versions and the git state of the code
+    models.py      CIFAR ResNet-18 with a width knob
+    optim.py       parameter groups, optimizers from their libraries, the LR schedule
+    cli.py         glue between Hydra and train(): up-front checks, exit codes, the run's log file
+"""

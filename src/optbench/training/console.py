@@ -1,0 +1,84 @@
+"""What a run tells its user: one line per epoch, one for the device policy, one at the end; and train.log.
+
+The console gets short lines; train.log (in the run directory, appended by every session that trains
+the run) gets those and the details: the device policy's choices with their reasons, one per line.
+`log_to_file(run_dir)` attaches train.log only while a run actually trains, so a skipped or refused
+command leaves the directory byte for byte as it was. TensorBoard scalars are written on request.
+"""
+
+import contextlib
+import logging
+from pathlib import Path
+
+from optbench.rundir import LOG_FILE
+from optbench.training.summary import headline
+
+log = logging.getLogger("optbench")
+details = logging.getLogger("optbench.details")   # train.log only: the console gets the one-line version
+details.propagate = False
+LOG_FORMAT = "[%(asctime)s] %(message)s"
+
+
+@contextlib.contextmanager
+def log_to_file(run_dir: Path):
+    handler = logging.FileHandler(Path(run_dir) / LOG_FILE, mode="a")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    details.addHandler(handler)
+    previous_level = root.level
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)   # outside Hydra (tests, the notebook) the root logger may be at WARNING
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        details.removeHandler(handler)
+        root.setLevel(previous_level)
+        handler.close()
+
+
+def log_policy(device, requested: str, policy) -> None:
+    """One console line (device and AMP, memory format, compile), every choice with its reason in train.log."""
+    log.info("device %s (device=%s): amp %s, %s, compile %s; details in %s", device, requested, policy.amp,
+             "channels_last" if policy.channels_last else "NCHW", "on" if policy.compile else "off", LOG_FILE)
+    for line in policy.log_lines():
+        details.info("  policy %s", line)
+
+
+def epoch_line(record: dict, epochs: int) -> str:
+    parts = [f"epoch {record['epoch']}/{epochs}", f"train loss {record['train/loss']:.4f} acc {record['train/acc']:.4f}"]
+    for split_name in ("val", "test"):
+        if f"{split_name}/acc" in record:
+            parts.append(f"{split_name} loss {record[f'{split_name}/loss']:.4f} acc {record[f'{split_name}/acc']:.4f}")
+    if "val/acc_clean" in record:
+        parts.append(f"clean val acc {record['val/acc_clean']:.4f}")
+    if "noisy/fit_noisy_label" in record:
+        parts.append(f"noisy fit noisy {record['noisy/fit_noisy_label']:.3f} clean {record['noisy/fit_clean_label']:.3f}")
+    parts.append(f"lr {record['lr']:.3g}")
+    parts.append(f"{record['time_s']:.1f}s")
+    return " | ".join(parts)
+
+
+def log_epoch(record: dict, epochs: int, writer) -> None:
+    log.info(epoch_line(record, epochs))
+    if writer:
+        for key, value in record.items():
+            if key != "epoch":
+                writer.add_scalar(key, value, record["epoch"])
+
+
+def tensorboard_writer(run_dir: Path):
+    from torch.utils.tensorboard import SummaryWriter  # imported only when asked: tensorboard is slow to import
+
+    return SummaryWriter(str(Path(run_dir) / "tensorboard"))
+
+
+def final_line(summary: dict, run_dir: Path, skipped: bool = False) -> str:
+    """The one line every run ends with: its directory, its status and its headline number."""
+    status = summary.get("status")
+    what = f"skipped, already {status}" if skipped else status
+    line = f"{what}: {run_dir}: {headline(summary)}"
+    if summary.get("diverged_at"):
+        line += f"; diverged at epoch {summary['diverged_at'].get('epoch')} ({summary['diverged_at'].get('reason')})"
+    return line

@@ -1,0 +1,61 @@
+"""An epoch's metric record: the training pass's results, then validation, test and noisy-label fit.
+
+`epoch_record(run, epoch, progress, train_seconds)` returns the record metrics.jsonl gets (keys
+`split/name`, accuracies as fractions) and the first batch whose training loss was not finite (-1:
+none). Validation is scored against the labels model selection sees (`val/acc`, `val/loss`); under
+label noise with `noise.validation: noisy` those are noisy, and `val/acc_clean` scores the same
+predictions against the true labels (the oracle). Noisy runs also record how the flipped training
+images are fit: predicted as their given wrong label, or as the original one.
+"""
+
+import time
+
+from optbench.device.policy import out_of_memory_as_error
+from optbench.data.pipelines import eval_batches
+from optbench.training.steps import EpochProgress, evaluate, noisy_fit
+
+
+def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float) -> tuple[dict, int]:
+    evaluation_start = time.perf_counter()
+    trained = progress.result()
+    record = {"epoch": epoch, "lr": run.optimizer.param_groups[0]["lr"],
+              "train/loss": trained["loss"], "train/acc": trained["acc"],
+              "train/images": trained["images"], "train/time_s": train_seconds,
+              "train/images_per_s": trained["images"] / train_seconds}
+    record.update(_split_metrics(run, "val", run.splits.val, run.val_labels))
+    record.update(_split_metrics(run, "test", run.splits.test, run.splits.test.labels))
+    if run.noisy.num_noisy:
+        record.update(_noisy_fit_metrics(run))
+    record["time_s"] = train_seconds + time.perf_counter() - evaluation_start
+    return record, trained["first_nonfinite_batch"]
+
+
+def _split_metrics(run, split_name: str, image_set, labels) -> dict:
+    """`split/loss` and `split/acc` against `labels`; for a noisily labelled validation split also
+    `val/acc_clean` against the true labels."""
+    if not len(image_set):
+        return {}
+    batches = eval_batches(image_set.images, labels, run.cfg.train.eval_batch_size, run.mean, run.std)
+    with evaluation_memory_guard(run):
+        metrics, predicted = evaluate(run.step_model, batches, run.policy)
+    record = {f"{split_name}/{name}": value for name, value in metrics.items()}
+    if labels is not image_set.labels:
+        record[f"{split_name}/acc_clean"] = (predicted == image_set.labels).float().mean().item()
+    return record
+
+
+def evaluation_memory_guard(run):
+    size = run.cfg.train.eval_batch_size
+    return out_of_memory_as_error(run.device, f"evaluating batches of train.eval_batch_size={size}",
+                                  f"try train.eval_batch_size={max(1, size // 4)}")
+
+
+def _noisy_fit_metrics(run) -> dict:
+    """Predict the flipped training images, un-augmented, and compare with noisy and clean labels."""
+    index = run.noisy.is_noisy.nonzero().squeeze(1)
+    train = run.splits.train
+    batches = eval_batches(train.images, run.noisy.labels, run.cfg.train.eval_batch_size, run.mean, run.std, index)
+    with evaluation_memory_guard(run):
+        _, predicted = evaluate(run.step_model, batches, run.policy)
+    fit = noisy_fit(predicted, run.noisy.labels[index], train.labels[index])
+    return {f"noisy/{name}": value for name, value in fit.items()}

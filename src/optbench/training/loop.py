@@ -1,0 +1,145 @@
+"""The epoch loop: train, evaluate, record, checkpoint; stop on a signal or on divergence.
+
+`fit(run, run_dir, state)` trains the epochs left after `state` (a fresh LoopState, or one rebuilt from
+a checkpoint) and returns the final summary. Every exit path leaves summary.json saying how the run
+ended: completed, diverged (a result), interrupted (a stop signal; a checkpoint was written first, so
+the same command resumes it, mid-epoch included) or failed (the error recorded).
+"""
+
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from optbench import rundir
+from optbench.device.policy import out_of_memory_as_error
+from optbench.errors import RunInterrupted
+from optbench.rundir import RunDir
+from optbench.training import checkpoint, console
+from optbench.training.evaluate import epoch_record
+from optbench.training.signals import stop_requests
+from optbench.training.steps import EpochProgress, train_epoch
+from optbench.training.summary import divergence, update_summary
+
+log = logging.getLogger(__name__)
+
+
+class Clock:
+    """Wall time of a run across sessions: what earlier sessions recorded plus this one's."""
+
+    def __init__(self, earlier_seconds: float):
+        self.earlier_seconds, self.started = earlier_seconds, time.perf_counter()
+
+    def total(self) -> float:
+        return self.earlier_seconds + time.perf_counter() - self.started
+
+
+@dataclass
+class LoopState:
+    """Where a run stands between steps: what the loop carries and what a checkpoint saves."""
+
+    summary: dict
+    records: list[dict] = field(default_factory=list)   # one metric record per finished epoch
+    progress: EpochProgress | None = None               # the epoch stopped half-way, if any
+    partial_seconds: float = 0.0                        # training time already spent on that epoch
+    clock: Clock = None
+
+    def __post_init__(self):
+        self.clock = self.clock or Clock(self.summary.get("wall_time_s", 0.0))
+
+    @classmethod
+    def from_checkpoint(cls, saved: dict, progress: EpochProgress | None) -> "LoopState":
+        summary = saved["summary"]
+        summary["resumes"] = summary.get("resumes", 0) + 1
+        partial_seconds = saved["partial_epoch"]["train_time_s"] if progress else 0.0
+        return cls(summary, list(saved["metrics"]), progress, partial_seconds)
+
+
+def fit(run, run_dir: RunDir, state: LoopState) -> dict:
+    cfg, summary = run.cfg, state.summary
+    summary.update(status=rundir.RUNNING, error=None)
+    run_dir.write_summary(summary)
+    writer = console.tensorboard_writer(run_dir.path) if cfg.train.tensorboard else None
+    try:
+        with stop_requests() as stop:
+            for epoch in range(len(state.records) + 1, cfg.epochs + 1):
+                if _run_epoch(run, run_dir, state, epoch, stop, writer):
+                    break
+            else:
+                summary["status"] = rundir.COMPLETED
+    except (RunInterrupted, KeyboardInterrupt):
+        summary["status"] = rundir.INTERRUPTED
+        raise
+    except Exception as error:
+        summary.update(status=rundir.FAILED, error=f"{type(error).__name__}: {error}")
+        raise
+    finally:
+        summary["wall_time_s"] = state.clock.total()
+        run_dir.write_summary(summary)
+        if writer:
+            writer.close()
+    return summary
+
+
+def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, writer) -> bool:
+    """One epoch; True when the run diverged. A stop signal raises RunInterrupted after a checkpoint."""
+    cfg, summary = run.cfg, state.summary
+    progress, seconds = _train_part(run, epoch, state.progress, stop)
+    state.progress, state.partial_seconds = progress, state.partial_seconds + seconds
+    if progress.batches_done < len(run.pipeline):   # stopped mid-epoch
+        _save(run, run_dir, state)
+        raise RunInterrupted(stop.signal)
+    record, first_nonfinite_batch = epoch_record(run, epoch, progress, state.partial_seconds)
+    state.progress, state.partial_seconds = None, 0.0
+    state.records.append(record)
+    run_dir.append_metrics(record)
+    console.log_epoch(record, cfg.epochs, writer)
+    update_summary(summary, record, state.clock.total())
+    diverged_at = divergence(record, first_nonfinite_batch, cfg.train.divergence_factor, run.splits.num_classes)
+    if diverged_at:
+        summary.update(status=rundir.DIVERGED, diverged_at=diverged_at)
+        log.warning("diverged at epoch %d: %s (train loss %s)", epoch, diverged_at["reason"], record["train/loss"])
+        return True
+    if stop.signal or _checkpoint_due(cfg, epoch):
+        _save(run, run_dir, state)
+    if stop.signal:
+        raise RunInterrupted(stop.signal)
+    run_dir.write_summary(summary)
+    return False
+
+
+def _checkpoint_due(cfg, epoch: int) -> bool:
+    every = cfg.train.checkpoint_every
+    return epoch == cfg.epochs or bool(every and epoch % every == 0)
+
+
+def _save(run, run_dir: RunDir, state: LoopState) -> None:
+    state.summary["wall_time_s"] = state.clock.total()
+    checkpoint.save(run_dir.checkpoint_path, checkpoint.checkpoint_state(run, state))
+
+
+def _train_part(run, epoch: int, progress: EpochProgress | None, stop) -> tuple[EpochProgress, float]:
+    """The epoch's training pass, from where `progress` stopped; ends early when a stop signal came."""
+    cfg = run.cfg
+    started = time.perf_counter()
+    total = len(run.pipeline)
+    done = progress.batches_done if progress else 0
+    # Skipping the batches already trained on replays their random draws, so the rest match exactly.
+    batches = tqdm(itertools.islice(run.pipeline.epoch(epoch), done, None), total=total, initial=done, leave=False,
+                   desc=f"epoch {epoch}", disable=None if cfg.train.progress_bar else True)
+    micro_batch = cfg.batch_size // cfg.train.grad_accum
+    with out_of_memory_as_error(run.device, f"training batch_size={cfg.batch_size} in micro-batches of {micro_batch}",
+                                _training_memory_fix(cfg)):
+        progress = train_epoch(run.step_model, batches, run.optimizer, run.scheduler, run.policy, run.scaler,
+                               cfg.train.grad_accum, progress, should_stop=lambda: stop.signal is not None)
+    return progress, time.perf_counter() - started
+
+
+def _training_memory_fix(cfg) -> str:
+    if cfg.batch_size // cfg.train.grad_accum == 1:  # validation makes grad_accum divide the batch
+        return "even one image does not fit: use a smaller model.width or another device"
+    next_accum = next(accum for accum in range(cfg.train.grad_accum + 1, cfg.batch_size + 1) if cfg.batch_size % accum == 0)
+    return (f"try train.grad_accum={next_accum} (same effective batch of {cfg.batch_size}, smaller micro-batches), "
+            f"or a smaller batch_size or model.width")

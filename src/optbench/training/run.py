@@ -1,0 +1,139 @@
+"""`train(cfg, run_dir)`: one complete run, from a composed config to a finished run directory.
+
+The only function the entry points call (src/train.py, run_single_experiment.py, tests, the notebook);
+it returns the summary dict. First the run's identity (config less the settings that do not change the
+numbers, plus the data's fingerprint) is compared with the directory's record.json, before anything is
+written: a directory holding another experiment is refused (ConfigError naming the differing keys),
+with no byte of it changed. Then:
+- a completed or diverged run is skipped (train.rerun=true starts it over);
+- an unfinished one resumes from its checkpoint (model, optimizer, scheduler, scaler, RNG states, even
+  half an epoch), so its numbers equal an uninterrupted run's bit for bit on the CPU;
+- a new one writes its record (and `hydra_files` into .hydra/) once the data and model are ready.
+Each epoch appends to metrics.jsonl and rewrites summary.json, so a crash leaves a readable record.
+"""
+
+import datetime
+import logging
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from optbench import rundir
+from optbench.config import validate
+from optbench.data.sources import data_fingerprint
+from optbench.device.policy import release_device_memory
+from optbench.errors import ConfigError
+from optbench.rundir import RunDir
+from optbench.training import checkpoint, console
+from optbench.training.assemble import Run, prepare
+from optbench.training.loop import LoopState, fit
+from optbench.training.summary import failed, initial_summary
+
+log = logging.getLogger(__name__)
+
+
+def run_identity(cfg: DictConfig) -> tuple[dict, dict]:
+    """(the resolved config, the identity it has with its data)."""
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved.pop("hydra", None)
+    dataset = {key: value for key, value in resolved["dataset"].items() if key != "name"}
+    fingerprint = data_fingerprint(cfg.dataset.name, data_dir=cfg.paths.data_dir, **dataset)
+    return resolved, rundir.identity(resolved, fingerprint)
+
+
+def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
+    """The directory's record when it matches `wanted`; None when it holds no run; else a ConfigError."""
+    record = run_dir.read_record()
+    if record is None:
+        if run_dir.holds_results():
+            raise ConfigError(f"{run_dir.path} holds results without a record.json (made by an older optbench, "
+                              "or damaged): move it away, or train.rerun=true to start this run over")
+        return None
+    changed = rundir.identity_differences(record.get("identity", {}), wanted)
+    if changed:
+        shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
+        raise ConfigError(f"{run_dir.path} holds another experiment ({shown}): give this run another directory "
+                          "(drop hydra.run.dir, or choose a new one), or train.rerun=true to replace it")
+    return record
+
+
+def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | None = None) -> dict:
+    """`hydra_files`: file name -> text written into .hydra/ when the run starts (the invocation's Hydra files)."""
+    validate(cfg)
+    directory = RunDir(run_dir)
+    resolved, wanted = run_identity(cfg)
+    record = None if cfg.train.rerun else check_identity(directory, wanted)
+    if record is not None:
+        previous = directory.read_summary()
+        if previous and previous.get("status") in rundir.FINAL_STATUSES:
+            log.info(console.final_line(previous, directory.path, skipped=True))
+            return previous
+    with directory.lock():
+        run = _prepare(cfg, directory, record, resolved, wanted, hydra_files)
+        try:
+            with console.log_to_file(directory.path):
+                if record is None:
+                    _start(directory, resolved, wanted, hydra_files)
+                state = (_resume_state(run, directory) if record is not None else None) or LoopState(_first_summary(run))
+                summary = fit(run, directory, state)
+                log.info(console.final_line(summary, directory.path))
+            return summary
+        finally:
+            release_device_memory(run.device)
+
+
+def _prepare(cfg: DictConfig, directory: RunDir, record: dict | None, resolved: dict, wanted: dict,
+             hydra_files: dict[str, str] | None) -> Run:
+    """prepare(); bad input (ConfigError) leaves the directory as it was, a crash is recorded as failed."""
+    try:
+        return prepare(cfg, rundir.run_id(wanted))
+    except ConfigError:
+        raise
+    except Exception as error:
+        if record is None:
+            _start(directory, resolved, wanted, hydra_files)
+        directory.write_summary(failed(directory.read_summary(), error))
+        raise
+
+
+def _start(directory: RunDir, resolved: dict, wanted: dict, hydra_files: dict[str, str] | None) -> None:
+    """A new run (or train.rerun=true): drop an earlier attempt, write the record and .hydra/ once."""
+    directory.clear_results()
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    directory.write_record(rundir.new_record(resolved, wanted, created))
+    directory.metrics_path.write_text("")
+    if hydra_files:
+        (directory.path / rundir.HYDRA_DIR).mkdir(exist_ok=True)
+        for name, text in hydra_files.items():
+            (directory.path / rundir.HYDRA_DIR / name).write_text(text)
+
+
+def _resume_state(run: Run, directory: RunDir) -> LoopState | None:
+    """The loop state of the last checkpoint, with metrics.jsonl trimmed to it; None when there is none."""
+    saved = checkpoint.load(directory.checkpoint_path, run.device)
+    if saved is None:
+        directory.replace_metrics([])   # unfinished without a checkpoint: start over within the same record
+        return None
+    checkpoint.check_resumable(saved, run.run_id, directory.checkpoint_path)
+    progress = checkpoint.restore(saved, run.model, run.optimizer, run.scheduler, run.scaler)
+    directory.replace_metrics(saved["metrics"])
+    batches_done = progress.batches_done if progress else 0
+    log.info("resuming %s after epoch %d%s", directory.path, saved["epochs_done"],
+             f" and {batches_done} batches of the next" if batches_done else "")
+    return LoopState.from_checkpoint(saved, progress)
+
+
+def _first_summary(run: Run) -> dict:
+    cfg, splits = run.cfg, run.splits
+    dataset = {"name": splits.name, "num_classes": splits.num_classes, "num_train": len(splits.train),
+               "num_val": len(splits.val), "num_test": len(splits.test)}
+    noise = {"kind": cfg.noise.name, "rate": cfg.noise.rate, "realised_rate": run.noisy.realised_rate,
+             "num_noisy": run.noisy.num_noisy}
+    if run.val_labels is not splits.val.labels:
+        wrong = int((run.val_labels != splits.val.labels).sum())
+        noise["validation"] = {"labels": "noisy", "realised_rate": wrong / len(splits.val), "num_noisy": wrong}
+    elif cfg.noise.name != "none":
+        noise["validation"] = {"labels": "clean"}
+    model = {"name": cfg.model.name, "width": cfg.model.width,
+             "num_parameters": sum(parameter.numel() for parameter in run.model.parameters())}
+    return initial_summary(cfg, run.run_id, dataset, noise, model, str(run.device), run.policy.as_dict())
