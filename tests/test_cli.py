@@ -38,7 +38,9 @@ def test_every_config_option_composes_and_validates(group, option):
     extra = ["dataset.root=/some/folder"] if option == "imagefolder" else []
     cfg = compose_config([f"{group}={option}", *extra])
     validate(cfg)
-    assert OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
+    resolved = OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
+    if group != "experiment":
+        assert resolved[group]["name"] == option
 
 
 def test_every_default_has_a_comment():
@@ -138,9 +140,10 @@ def test_bad_input_is_refused_before_any_work(argv, expected):
     assert "\n" not in message and expected in message, message
 
 
-def test_good_sweep_passes_preflight():
-    preflight(["-m", "optimizer=sgd,adam,adamw,lion,muon", "seed=0,1,2", "noise=symmetric", "noise.rate=0.2,0.4"],
-              CONF_DIR)
+def test_good_sweep_passes_preflight_with_every_run_checked():
+    checked = preflight(["-m", "optimizer=sgd,adam,adamw,lion,muon", "seed=0,1,2", "noise=symmetric",
+                         "noise.rate=0.2,0.4"], CONF_DIR)
+    assert checked == 5 * 3 * 2
 
 
 @pytest.mark.parametrize("overrides", [["optimizer=adamx"], ["device=cuda"] if not torch.cuda.is_available() else []])

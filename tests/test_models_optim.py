@@ -143,13 +143,34 @@ def test_lion_lr_is_3_to_10x_below_adamw_and_weight_decay_3_to_10x_above():
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS)
-def test_optimizer_state_loads_with_torch_load_defaults(name):
-    """Checkpoints hold optimizer.state_dict(); torch.load's default weights_only=True must read it back."""
-    optimizer = build_optimizer(small_model(), **optimizer_config(name))
+def test_optimizer_state_loads_with_torch_load_defaults_and_continues_identically(name):
+    """Checkpoints hold optimizer.state_dict() after real steps (momentum, Adam's moments, Lion's and Muon's
+    buffers); torch.load's default weights_only=True must read it back, and the restored optimizer must
+    take exactly the step the original takes."""
+    torch.manual_seed(0)
+    model = small_model()
+    optimizer = build_optimizer(model, **optimizer_config(name))
+    images, labels = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
+    loss = lambda net: nn.functional.cross_entropy(net(images), labels)
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss(model).backward()
+        optimizer.step()
+    assert optimizer.state, "the optimizer kept no state after two steps"
     buffer = io.BytesIO()
-    torch.save(optimizer.state_dict(), buffer)
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buffer)
     buffer.seek(0)
-    torch.load(buffer)
+    saved = torch.load(buffer)   # weights_only=True is the default
+    twin = small_model()
+    twin.load_state_dict(saved["model"])
+    twin_optimizer = build_optimizer(twin, **optimizer_config(name))
+    twin_optimizer.load_state_dict(saved["optimizer"])
+    for net, opt in ((model, optimizer), (twin, twin_optimizer)):
+        opt.zero_grad()
+        loss(net).backward()
+        opt.step()
+    for original, restored in zip(model.parameters(), twin.parameters()):
+        assert torch.equal(original, restored)
 
 
 @pytest.mark.parametrize("target, options, expected", [

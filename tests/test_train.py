@@ -71,9 +71,13 @@ def test_every_optimizer_trains_end_to_end(tiny_config, tmp_path, optimizer):
     assert records[-1]["train/loss"] < records[0]["train/loss"]
 
 
-@pytest.mark.parametrize("schedule", ["cosine", "step", "constant"])
-def test_schedules_run(tiny_config, tmp_path, schedule):
-    assert train(tiny_config(f"scheduler={schedule}"), tmp_path / "run")["status"] == "completed"
+# After the one epoch's 10 steps (peak lr 0.1): cosine has annealed to 0, step has passed both milestones
+# (x0.1 at steps 5 and 8), constant stays at the peak.
+@pytest.mark.parametrize(("schedule", "last_lr"), [("cosine", 0.0), ("step", 0.001), ("constant", 0.1)])
+def test_schedules_set_the_learning_rate_of_the_run(tiny_config, tmp_path, schedule, last_lr):
+    summary = train(tiny_config(f"scheduler={schedule}", "optimizer=sgd"), tmp_path / "run")
+    assert summary["status"] == "completed"
+    assert summary["final"]["lr"] == pytest.approx(last_lr, abs=1e-12)
 
 
 def test_completed_run_is_skipped_unless_rerun(tiny_config, tmp_path):

@@ -2,7 +2,7 @@
 
 Config validation, the study planner and the entry points check names against these tuples without
 importing torch; the modules that implement each choice (data/, training/, device/) key their
-registries by the same tuples, and tests/test_choices.py checks that each registry covers its names.
+registries by the same tuples, and tests/test_house.py checks that each registry covers its names.
 """
 
 DATASETS = ("cifar10", "cifar100", "imagefolder", "synthetic")

@@ -45,7 +45,7 @@ FINAL_STATUSES = (COMPLETED, DIVERGED)   # results: the same command skips them
 # Settings that do not change a run's numbers: where files go, logging, checkpoint cadence, the device
 # choice and its data-loading knobs (the device policy that does change numbers is recorded in summary.json),
 # and dataset.root, which the data fingerprint covers. The directory name (conf/config.yaml exclude_keys),
-# the resume check and the aggregator's grouping all use this list; tests/test_rundir.py ties them together.
+# the resume check and the aggregator's grouping all use this list; tests/test_house.py ties them together.
 NUMBERS_FREE_KEYS = (
     "paths", "device", "device_policy.num_workers", "device_policy.pin_memory", "device_policy.persistent_workers",
     "dataset.root", "dataset.download", "train.rerun", "train.progress_bar", "train.tensorboard",

@@ -28,17 +28,19 @@ MAX_CHECKED_COMBINATIONS = 128  # ~0.1 s each; a larger sweep is checked on its 
 _deferred_exit_status = errors.EXIT_OK  # worst status of the failed runs of a multirun so far
 
 
-def preflight(argv: list[str], conf_dir: Path) -> None:
-    """Raises ConfigError (one line) for the first bad run the command line stands for."""
+def preflight(argv: list[str], conf_dir: Path) -> int:
+    """How many runs of the command line were checked; ConfigError (one line) for the first bad one."""
     from hydra import initialize_config_dir
 
     overrides, help_only = split_command_line(argv)
     if help_only:
-        return
+        return 0
     values, _ = parse_overrides(overrides)
+    runs = combinations(values)[:MAX_CHECKED_COMBINATIONS]
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-        for run_overrides in combinations(values)[:MAX_CHECKED_COMBINATIONS]:
+        for run_overrides in runs:
             validate(compose_checked(run_overrides, conf_dir))
+    return len(runs)
 
 
 def hydra_files(cfg: DictConfig, hydra_config) -> dict[str, str]:

@@ -39,9 +39,13 @@ def log_to_file(run_dir: Path):
 
 
 def log_policy(device, requested: str, policy) -> None:
-    """One console line (device and AMP, memory format, compile), every choice with its reason in train.log."""
+    """One line for the console: the device, AMP, memory format and compile."""
     log.info("device %s (device=%s): amp %s, %s, compile %s; details in %s", device, requested, policy.amp,
              "channels_last" if policy.channels_last else "NCHW", "on" if policy.compile else "off", LOG_FILE)
+
+
+def log_policy_details(policy) -> None:
+    """Every choice of the policy with its reason, for train.log only (called once the file is attached)."""
     for line in policy.log_lines():
         details.info("  policy %s", line)
 

@@ -72,6 +72,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
         run = _prepare(cfg, directory, record, resolved, wanted, hydra_files)
         try:
             with console.log_to_file(directory.path):
+                console.log_policy_details(run.policy)
                 if record is None:
                     _start(directory, resolved, wanted, hydra_files)
                 state = (_resume_state(run, directory) if record is not None else None) or LoopState(_first_summary(run))

@@ -1,0 +1,176 @@
+"""A run directory only ever holds one experiment: run identity in record.json, checked at skip and resume.
+
+The four ways the promise broke before (two datasets in one directory, a record rewritten by a later
+command, a broken image file, empty directories left by a refused command), each reproduced as a user
+would type it, plus the lines a run ends with.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from conftest import REPO, TINY, compose_config
+from optbench import rundir
+from optbench.errors import ConfigError
+from optbench.hydra_glue import dataset_dir_name
+from optbench.training.run import train
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file below `folder` (hidden ones included) -> its content hash."""
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def run_cli(args: list[str], tmp_path: Path):
+    env = {**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data")}
+    return subprocess.run([sys.executable, "src/train.py", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def image_folder(root: Path, classes=("cat", "dog"), per_class: int = 12, seed: int = 0) -> Path:
+    generator = torch.Generator().manual_seed(seed)
+    for part, count in (("train", per_class), ("test", per_class // 2)):
+        for name in classes:
+            for index in range(count):
+                pixels = torch.randint(0, 256, (32, 32, 3), generator=generator, dtype=torch.uint8)
+                (root / part / name).mkdir(parents=True, exist_ok=True)
+                Image.fromarray(pixels.numpy()).save(root / part / name / f"{index}.png")
+    return root
+
+
+def folder_args(root: Path, tmp_path: Path) -> list[str]:
+    return ["dataset=imagefolder", f"dataset.root={root}", "dataset.val_size=4", "model.width=8", "epochs=1",
+            "batch_size=8", "device=cpu", "train.progress_bar=false", f"paths.results_dir={tmp_path / 'results'}"]
+
+
+def test_record_holds_the_config_and_its_identity_and_is_written_once(tiny_config, tmp_path):
+    run_dir = tmp_path / "run"
+    summary = train(tiny_config(), run_dir)
+    record = json.loads((run_dir / rundir.RECORD_FILE).read_text())
+    assert record["run_id"] == summary["run_id"] == rundir.run_id(record["identity"])
+    assert record["config"]["optimizer"]["name"] == "sgd" and record["identity"]["data"].startswith("synthetic")
+    assert "paths.results_dir" not in record["identity"]["config"] and "optimizer.lr" in record["identity"]["config"]
+    before = snapshot(run_dir)
+    train(tiny_config(), run_dir)   # skipped: nothing rewritten
+    assert snapshot(run_dir) == before
+
+
+def test_settings_that_do_not_change_the_numbers_keep_the_identity(tiny_config, tmp_path):
+    train(tiny_config(), tmp_path / "run")
+    again = train(tiny_config("train.eval_batch_size=7", "train.checkpoint_every=0", "device_policy.num_workers=3"),
+                  tmp_path / "run")
+    assert again["status"] == "completed"   # skipped as the same experiment
+
+
+def test_a_completed_run_with_other_settings_is_refused_and_no_byte_changes(tmp_path):
+    run_dir = tmp_path / "run"
+    assert run_cli([*TINY, f"hydra.run.dir={run_dir}"], tmp_path).returncode == 0
+    before = snapshot(run_dir)
+    done = run_cli([*TINY, f"hydra.run.dir={run_dir}", "optimizer.lr=0.5", "epochs=3"], tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "holds another experiment" in line and "optimizer.lr: 0.1 -> 0.5" in line and "epochs: 1 -> 3" in line
+    assert "train.rerun=true" in line
+    assert snapshot(run_dir) == before   # .hydra/ included: Hydra no longer rewrites it
+
+
+def test_an_interrupted_run_refuses_other_settings_without_touching_hydra_files(tmp_path):
+    run_dir = tmp_path / "run"
+    cfg = compose_config([*TINY, "epochs=2"])
+    train(cfg, run_dir, {"overrides.yaml": "- epochs=2\n"})
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    summary["status"] = "interrupted"   # as a stop signal leaves it (the checkpoint is there)
+    (run_dir / rundir.SUMMARY_FILE).write_text(json.dumps(summary))
+    before = snapshot(run_dir)
+    done = run_cli([*TINY, "epochs=2", f"hydra.run.dir={run_dir}", "optimizer.lr=0.5"], tmp_path)
+    assert done.returncode == 2 and "optimizer.lr" in done.stderr
+    assert snapshot(run_dir) == before and (run_dir / ".hydra" / "overrides.yaml").read_text() == "- epochs=2\n"
+
+
+def test_two_image_folders_get_two_directories_and_never_share_one(tmp_path):
+    first = image_folder(tmp_path / "a" / "images", ("cat", "dog"))
+    second = image_folder(tmp_path / "b" / "images", ("ant", "bee"), seed=1)
+    assert dataset_dir_name("imagefolder", str(first)) != dataset_dir_name("imagefolder", str(second))
+    assert dataset_dir_name("imagefolder", str(first)).startswith("imagefolder-images-")
+    for root in (first, second):
+        assert run_cli(folder_args(root, tmp_path), tmp_path).returncode == 0
+    assert len(list((tmp_path / "results").rglob(rundir.RECORD_FILE))) == 2
+    # Forced into one directory, the second folder is refused: the data differ.
+    run_dir = next((tmp_path / "results").rglob(rundir.RECORD_FILE)).parent
+    root_of_run = first if str(first) in (run_dir / rundir.RECORD_FILE).read_text() else second
+    other = second if root_of_run == first else first
+    before = snapshot(run_dir)
+    done = run_cli([*folder_args(other, tmp_path), f"hydra.run.dir='{run_dir}'"], tmp_path)
+    assert done.returncode == 2 and "the data differ" in done.stderr
+    assert snapshot(run_dir) == before
+
+
+def test_changed_images_in_the_same_folder_are_other_data(tmp_path):
+    root = image_folder(tmp_path / "images")
+    assert run_cli(folder_args(root, tmp_path), tmp_path).returncode == 0
+    image_folder(root, per_class=12, seed=5)   # same names, new pixels
+    done = run_cli(folder_args(root, tmp_path), tmp_path)
+    assert done.returncode == 2 and "the data differ" in done.stderr
+
+
+def test_a_broken_image_is_one_line_naming_it_and_leaves_no_run_directory(tmp_path):
+    root = image_folder(tmp_path / "images")
+    (root / "train" / "cat" / "broken.jpg").write_bytes(b"this is not a JPEG")
+    done = run_cli(folder_args(root, tmp_path), tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "broken.jpg cannot be decoded" in line
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_a_refused_command_leaves_no_empty_directories(tmp_path):
+    (tmp_path / "results").mkdir()
+    done = run_cli(folder_args(tmp_path / "nowhere", tmp_path), tmp_path)
+    assert done.returncode == 2 and "has no train/ folder" in done.stderr
+    assert list((tmp_path / "results").iterdir()) == []
+
+
+def test_a_directory_without_a_record_is_refused(tiny_config, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / rundir.SUMMARY_FILE).write_text('{"status": "completed"}')
+    with pytest.raises(ConfigError, match="without a record.json"):
+        train(tiny_config(), run_dir)
+
+
+def test_rerun_replaces_another_experiment(tiny_config, tmp_path):
+    train(tiny_config(), tmp_path / "run")
+    replaced = train(tiny_config("optimizer.lr=0.05", "train.rerun=true"), tmp_path / "run")
+    record = json.loads((tmp_path / "run" / rundir.RECORD_FILE).read_text())
+    assert replaced["run_id"] == record["run_id"] and record["config"]["optimizer"]["lr"] == 0.05
+
+
+def test_every_run_ends_with_one_line_naming_its_directory_status_and_headline(tmp_path):
+    args = [*TINY, f"paths.results_dir={tmp_path / 'results'}"]
+    first = run_cli(args, tmp_path)
+    last = first.stdout.strip().splitlines()[-1]
+    assert "completed: " in last and str(tmp_path / "results") in last and "test acc 0." in last
+    assert sum("device cpu" in line for line in first.stdout.splitlines()) == 1   # the policy is one line
+    assert "reasons" not in first.stdout and "policy amp=" not in first.stdout
+    log = next((tmp_path / "results").rglob(rundir.LOG_FILE)).read_text()
+    assert "policy amp=off:" in log   # the details stay in train.log
+    again = run_cli(args, tmp_path).stdout.strip().splitlines()[-1]
+    assert again.split("] ", 1)[1].startswith("skipped, already completed: ") and "test acc 0." in again
+
+
+def test_flag_style_arguments_get_the_override_form_in_one_line(tmp_path):
+    done = run_cli(["--optimizer", "adam", "--epochs", "10"], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: src/train.py takes Hydra overrides, not flags: python src/train.py optimizer=adam epochs=10 "
+        "(or python run_single_experiment.py --optimizer adam --epochs 10)"]
