@@ -5,10 +5,14 @@ Every run here is hand-made (tests/fixtures/aggregate/fake_runs.py) so each numb
 
 import json
 import math
+import shutil
 
 import pytest
 
 from fixtures.aggregate.fake_runs import ramp_records, record, write_run
+from optbench import rundir
+from optbench.aggregate.groups import REPLICATE_KEYS, is_excluded
+from optbench.aggregate.load import IDENTITY_SOURCES
 from optbench.aggregate.pipeline import analyse
 from optbench.aggregate.stats import pairwise
 from optbench.aggregate.tables import completed, display_table, problem_runs, results_table
@@ -58,7 +62,7 @@ def test_every_run_is_a_row_with_its_status(messy_study):
 
 def test_torn_metrics_line_is_ignored_with_a_warning(messy_study):
     analysis = analyse(messy_study)
-    assert any("seed5: metrics.jsonl last line is not valid JSON" in warning for warning in analysis.warnings)
+    assert any("seed5: metrics.jsonl: 1 line(s) not valid JSON" in warning for warning in analysis.warnings)
     assert any("seed5: status 'running': still training, or killed" in warning for warning in analysis.warnings)
     torn = analysis.curves[analysis.curves["run_id"] == "cifar10/none-0.0/sgd/seed5"]
     assert list(torn["epoch"]) == [1, 2]
@@ -158,13 +162,64 @@ def test_best_test_accuracy_is_the_optimistic_maximum_and_best_val_picks_the_epo
     assert (run["final_test_acc"], run["best_test_acc"]) == (0.86, 0.95)
 
 
-def test_a_run_without_hydra_config_is_read_from_its_summary(tmp_path):
+def test_a_run_without_record_or_hydra_config_is_read_from_its_summary(tmp_path):
     root = tmp_path / "results"
-    run_dir = write_run(root, ramp_records(0.9), optimizer="lion", noise="symmetric", rate=0.2)
+    run_dir = write_run(root, ramp_records(0.9), optimizer="lion", noise="symmetric", rate=0.2, write_record=False)
     (run_dir / ".hydra" / "config.yaml").unlink()
     run = analyse(root).runs.iloc[0]
     assert (run["optimizer"], run["noise"], run["noise_rate"], run["status"]) == ("lion", "symmetric", 0.2, "completed")
-    assert "no .hydra/config.yaml" in run["notes"]
+    assert "no record.json and no .hydra/config.yaml" in run["notes"]
+
+
+def test_the_record_not_a_rewritten_hydra_config_says_how_a_run_is_grouped(tmp_path):
+    """Hydra's .hydra/config.yaml of seed 1 was rewritten to another lr: the record still groups it with seed 0."""
+    root = tmp_path / "results"
+    for seed in (0, 1):
+        write_run(root, ramp_records(0.9), optimizer="adam", seed=seed)
+    stale = root / "cifar10/none-0.0/adam/seed1/.hydra/config.yaml"
+    stale.write_text(stale.read_text().replace("lr: 0.001", "lr: 0.003"))
+    analysis = analyse(root)
+    assert list(analysis.runs["cfg.optimizer.lr"]) == [0.001, 0.001]
+    assert analysis.arms == ["adam"] and "cfg.optimizer.lr" not in analysis.grouping.group_keys
+    assert not any("hydra" in warning for warning in analysis.warnings)
+
+
+def test_an_older_run_without_a_record_is_read_from_hydra_with_a_warning(tmp_path):
+    root = tmp_path / "results"
+    write_run(root, ramp_records(0.9), optimizer="adam", overrides={"optimizer.lr": 0.003}, write_record=False)
+    analysis = analyse(root)
+    assert analysis.runs.iloc[0]["cfg.optimizer.lr"] == 0.003
+    assert analysis.runs.iloc[0]["cfg.noise.seed"] == 0   # Hydra's interpolation, resolved
+    assert any("no record.json (an older run): config read from .hydra/config.yaml" in warning
+               for warning in analysis.warnings)
+
+
+def test_a_damaged_record_makes_the_run_unreadable(tmp_path):
+    root = tmp_path / "results"
+    run_dir = write_run(root, ramp_records(0.9), optimizer="adam")
+    (run_dir / "record.json").write_text('{"format": 1, "conf')
+    run = analyse(root).runs.iloc[0]
+    assert (run["status"], run["optimizer"]) == ("unreadable", "adam")
+    assert "record.json is damaged" in run["notes"]
+
+
+def test_a_folder_with_only_a_record_is_a_run_that_never_finished_an_epoch(tmp_path):
+    root = tmp_path / "results"
+    run_dir = write_run(root, [], optimizer="lion", write_summary=False)
+    (run_dir / "metrics.jsonl").unlink()
+    shutil.rmtree(run_dir / ".hydra")
+    run = analyse(root).runs.iloc[0]
+    assert (run["status"], run["optimizer"]) == ("unfinished", "lion")
+
+
+def test_grouping_excludes_exactly_the_numbers_free_keys_and_the_replicate_axes():
+    keys = ["seed", "noise.seed", "optimizer.lr", "epochs", "model.width", "dataset.val_size", "hydra.job.name",
+            *rundir.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in rundir.NUMBERS_FREE_KEYS)]
+    excluded = {key for key in keys if is_excluded(f"cfg.{key}")} - set(IDENTITY_SOURCES.values())
+    expected = {*rundir.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in rundir.NUMBERS_FREE_KEYS), *REPLICATE_KEYS}
+    assert excluded == expected
+    assert REPLICATE_KEYS == ("seed", "noise.seed")
+    assert all(is_excluded(f"cfg.{key}") for key in IDENTITY_SOURCES.values())
 
 
 def test_loading_never_writes_into_run_directories(messy_study):
