@@ -130,6 +130,8 @@ def check_row(hypothesis_id: str, check: Check, kind: str, metric: str) -> dict:
             "expected": check.expected, "subject": subject, "other": other,
             "difference": difference_text(numbers.get("difference", math.nan), metric),
             "test": numbers.get("test", "—"), "p": p_text(numbers.get("p", math.nan)),
+            "p (Holm)": p_text(numbers.get("p_holm", math.nan)),
+            "smallest p at this n": p_text(numbers.get("min_p", math.nan)),
             "effect size": "n/a" if not np.isfinite(numbers.get("effect_size", math.nan))
             else f"{numbers['effect_size']:.2f}",
             "outcome": check.outcome, "notes": notes or ""}
@@ -205,9 +207,15 @@ def method_section(parts: ReportParts) -> str:
         "the target (`--target-acc`); runs that never reach it are counted as *not reached*, not averaged.",
         "- **mean ± sd**: sample standard deviation (ddof = 1). **95% CI**: mean ± t(0.975, n−1)·sd/√n.",
         "- **wall time**: whole run including evaluation; **throughput**: training images per second.",
+        "- **Tests**: exact permutation tests of the difference in means (sign flips of each seed's pair when "
+        "both arms ran the same seeds, else splits of the pooled runs; a fixed-seed Monte Carlo beyond "
+        "20,000 arrangements); runs that never reach a target are censored and tied worst on ranks. "
+        "*smallest p at this n* is the best p the test can give: 3 paired seeds cannot go below 0.25. "
+        "Pairwise tables' *significant* uses Holm-adjusted p within each setting.",
         "- **Verdicts**: supported when every required comparison goes in the stated direction with "
-        f"p < alpha (default {parts.alpha}); rejected when any is significant in the opposite direction; "
-        "inconclusive otherwise, including missing runs and fewer than 2 completed seeds. Rules and file "
+        f"Holm-adjusted p < alpha (default {parts.alpha}; the family is the hypothesis's required comparisons); "
+        "rejected when any is significant (Holm-adjusted) in the opposite direction; inconclusive otherwise, "
+        "including missing runs and fewer than `min_seeds` (default 3) completed seeds. Rules and file "
         "format: experiments/README.md, section Hypotheses.", ""])
 
 

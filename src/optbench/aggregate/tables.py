@@ -169,6 +169,7 @@ def pairwise_display(pairwise: pd.DataFrame) -> pd.DataFrame:
             "mean A (%)": percent(row["mean_a"]), "mean B (%)": percent(row["mean_b"]),
             "A − B (pp)": "n/a" if not np.isfinite(row["difference"]) else f"{100 * row['difference']:+.2f}",
             "test": row["test"], "p": p_text(row["p_value"]), "p (Holm)": p_text(row["p_holm"]),
+            "smallest p at this n": p_text(row["min_p"]),
             "Hedges' g": "n/a" if not np.isfinite(row["hedges_g"]) else f"{row['hedges_g']:.2f}",
             "power": power_text(row),
         })
