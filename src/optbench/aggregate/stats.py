@@ -13,6 +13,7 @@
 - `holm(p_values)`: Holm's step-down adjustment for a family of pairwise tests.
 """
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -96,6 +97,7 @@ def effect_sizes(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return float(d), float(d * (1 - 3 / (4 * (len(a) + len(b)) - 9)))
 
 
+@functools.lru_cache(maxsize=256)   # a pure function of the n's, called for every comparison
 def min_detectable_d(n_a: int, n_b: int, alpha: float = ALPHA, power: float = TARGET_POWER) -> float:
     """Smallest Cohen's d a two-sided unpaired t-test detects with `power`, from the noncentral t."""
     if n_a < 2 or n_b < 2:
