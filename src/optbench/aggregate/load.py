@@ -211,6 +211,7 @@ def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> d
         # The best test accuracy over all epochs is chosen by looking at the test set: optimistic.
         "best_test_acc": column_max(curve, "test/acc", fallback=best.get("test/acc")),
         "epochs_to_target": epochs_to_reach(curve, "val/acc", target_acc),
+        "seconds_to_target": seconds_to_reach(curve, "val/acc", target_acc),
         "wall_time_s": number(summary.get("wall_time_s")),
         "train_time_s": number(summary.get("train_time_s")),
         "train_images_per_s": number(summary.get("train_images_per_s")),
@@ -251,6 +252,15 @@ def epochs_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
         return math.nan
     reached = curve.loc[curve[column] >= target, "epoch"]
     return float(reached.min()) if len(reached) else math.nan
+
+
+def seconds_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
+    """Wall-clock seconds (per-epoch `time_s`, training and evaluation, summed) up to and including the
+    first epoch whose `column` >= target; NaN when never reached or not timed."""
+    epoch = epochs_to_reach(curve, column, target)
+    if math.isnan(epoch) or "time_s" not in curve:
+        return math.nan
+    return float(curve.loc[curve["epoch"] <= epoch, "time_s"].sum())
 
 
 def is_clean(noise_rate) -> bool:
