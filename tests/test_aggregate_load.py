@@ -238,3 +238,34 @@ def test_summary_nan_tokens_and_json_round_trip(tmp_path):
     assert "NaN" in (run_dir / "summary.json").read_text()
     assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["train/loss"] != 0
     assert analyse(root).runs.iloc[0]["status"] == "diverged"
+
+
+def test_headline_oracle_and_final_test_accuracy_side_by_side_under_noise(tmp_path):
+    """Noisy validation peaks at epoch 3 (test 0.80), clean validation at epoch 2 (test 0.84), final test 0.78."""
+    root = tmp_path / "results"
+    records = [record(1, 0.60, 0.70, 1.0), record(2, 0.65, 0.84, 0.5), record(3, 0.70, 0.80, 0.3),
+               record(4, 0.66, 0.78, 0.2)]
+    for entry, clean in zip(records, (0.70, 0.90, 0.85, 0.80)):
+        entry["val/acc_clean"] = clean
+    for seed in (0, 1):
+        write_run(root, records, optimizer="lion", seed=seed, noise="symmetric", rate=0.4)
+    analysis, table = results_for(root)
+    run = analysis.runs.iloc[0]
+    assert (run["test_acc_at_best_val"], run["test_acc_at_best_clean_val"], run["final_test_acc"]) == (0.80, 0.84, 0.78)
+    shown = display_table(table.reset_index(), 0.9).set_index("optimizer")
+    assert shown.loc["lion", "test acc @ best val (%)"] == "80.00 ± 0.00"
+    assert shown.loc["lion", "test acc @ best clean val (%, oracle)"] == "84.00 ± 0.00"
+    assert shown.loc["lion", "final test acc (%)"] == "78.00 ± 0.00"
+    clean_only = tmp_path / "clean"
+    write_run(clean_only, ramp_records(0.9), optimizer="sgd")
+    _, clean_table = results_for(clean_only)
+    assert "test acc @ best clean val (%, oracle)" not in display_table(clean_table.reset_index(), 0.9)
+
+
+def test_seconds_to_target_sum_each_epoch_up_to_the_first_that_reaches_it(tmp_path):
+    root = tmp_path / "results"
+    write_run(root, [record(1, 0.80, 0.8, 1.0, epoch_seconds=12.0), record(2, 0.91, 0.9, 0.5, epoch_seconds=11.0),
+                     record(3, 0.95, 0.9, 0.4, epoch_seconds=10.0)])
+    run = analyse(root, 0.9).runs.iloc[0]
+    assert (run["epochs_to_target"], run["seconds_to_target"]) == (2, 23.0)
+    assert math.isnan(analyse(root, 0.99).runs.iloc[0]["seconds_to_target"])

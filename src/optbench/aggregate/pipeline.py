@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 PRIMARY_LABEL = "test accuracy at best validation (%)"
 # Columns summary.csv leads with; the flattened config (cfg.*) follows.
 RUN_COLUMNS = ["run_id", "status", "setting", "arm", "dataset", "noise", "noise_rate", "optimizer", "seed",
-               "epochs_done", "epochs_planned", "best_epoch", "val_acc_best", "test_acc_at_best_val", "final_val_acc",
+               "epochs_done", "epochs_planned", "best_epoch", "val_acc_best", "test_acc_at_best_val", "test_acc_at_best_clean_val", "final_val_acc",
                "final_test_acc", "best_test_acc", "final_train_loss", "final_train_acc", "epochs_to_target", "seconds_to_target",
                "wall_time_s", "train_time_s", "train_images_per_s", "realised_noise_rate", "num_parameters", "device",
                "git_commit", "error", "notes"]

@@ -223,7 +223,10 @@ def method_section(parts: ReportParts) -> str:
     return "\n".join([
         "## Definitions", "",
         "- **test acc @ best val**: test accuracy at the epoch with the highest validation accuracy "
-        "(summary.json `best`).",
+        "(summary.json `best`); under label noise on the protocol's validation labels (`noise.validation`, "
+        "noisy by default: what a practitioner has). This is the headline, and what H3 uses. "
+        "**test acc @ best clean val (oracle)**: at the epoch chosen on the true validation labels "
+        "(summary.json `best_clean_val`, noisy runs only): it stops just before memorisation, so it is optimistic.",
         "- **final test acc**: test accuracy after the last epoch. **best test acc (optimistic)**: the highest "
         "test accuracy over all epochs, i.e. selected on test.",
         f"- **epochs to val acc ≥ {100 * parts.target_acc:g}%**: first epoch whose validation accuracy reaches "
