@@ -30,7 +30,7 @@ import yaml
 
 from optbench.aggregate.groups import SETTING_IDENTITY, noise_label, short_key
 from optbench.aggregate.load import epochs_to_reach, is_clean
-from optbench.aggregate.stats import ALPHA, compare, contrast, describe, holm, seeds_pair
+from optbench.aggregate.stats import ALPHA, compare, drop_test, holm
 from optbench.errors import ConfigError
 
 KINDS = ("metric_comparison", "epochs_to_fraction_of_reference", "noise_drop")
@@ -417,34 +417,3 @@ def drop_check(base: str, noise_text: str, clean: pd.DataFrame, noisy: pd.DataFr
         return Check(base, name, expected, "not testable", numbers, detail=small)
     return Check(base, name, expected, classify(result["difference"], result["p"], "lower", alpha), numbers, notes,
                  "lower")
-
-
-def drop_test(values: dict, alpha: float) -> dict:
-    """Subject drop minus other drop, and its test.
-
-    When each optimizer's clean and noisy runs share their seeds, per-seed drops are formed
-    (clean - noisy for the same seed) and the two sets of drops are compared with stats.compare's exact
-    permutation test (sign flips when both optimizers ran the same seeds).
-    Otherwise the four cells are independent and the contrast (clean_s - noisy_s) - (clean_o - noisy_o)
-    is tested with a Welch-Satterthwaite t-test.
-    """
-    clean_s, noisy_s = values[("subject", "clean")], values[("subject", "noisy")]
-    clean_o, noisy_o = values[("other", "clean")], values[("other", "noisy")]
-    drop_subject, drop_other = clean_s.mean() - noisy_s.mean(), clean_o.mean() - noisy_o.mean()
-    if seeds_pair(clean_s, noisy_s) and seeds_pair(clean_o, noisy_o) and min(len(clean_s), len(clean_o)) >= 2:
-        per_seed_s = clean_s - noisy_s[clean_s.index]
-        per_seed_o = clean_o - noisy_o[clean_o.index]
-        result = compare(per_seed_s, per_seed_o, alpha)
-        return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": result.difference,
-                "test": f"{result.test} on per-seed drops", "p": result.p_value, "min_p": result.min_p,
-                "effect_size": result.hedges_g, "low_power": result.low_power,
-                "min_detectable_d": result.min_detectable_d}
-    cells = [(1.0, describe(clean_s)), (-1.0, describe(noisy_s)), (-1.0, describe(clean_o)), (1.0, describe(noisy_o))]
-    tested = contrast(cells)
-    spread = math.sqrt(np.mean([cell.std ** 2 for _, cell in cells])) if all(cell.n > 1 for _, cell in cells) else math.nan
-    return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": tested.estimate,
-            "test": "Welch-Satterthwaite contrast", "p": tested.p_value, "min_p": math.nan,
-            # standardised by the root-mean-square sd of the four cells (a Cohen's d for a contrast)
-            "effect_size": tested.estimate / spread if spread and spread > 0 else math.nan,
-            "low_power": min(cell.n for _, cell in cells) < 5, "min_detectable_d": math.nan}
-

@@ -1,15 +1,20 @@
-"""Statistics over seeds: means with t-based 95 % intervals, and tests between optimizers.
+"""Statistics over seeds: means with t-based 95 % intervals, and exact tests between optimizers.
 
 - `describe(values)`: n, mean, sample std (ddof=1), 95 % CI mean +- t(0.975, n-1) * sd / sqrt(n).
-- `compare(a, b)`: two arms given as values indexed by seed. When both arms hold exactly the same
-  seeds the test is paired (scipy.stats.ttest_rel): a seed fixes initialisation, batch order and the
-  noise draw for every optimizer, so pairing removes that shared variation. Otherwise Welch's t-test
-  (ttest_ind, equal_var=False). Effect size: Cohen's d with the pooled sd, and Hedges' g, its
-  small-sample correction (same definition for paired and unpaired tests so they can be compared).
+- `compare(a, b)`: two arms given as values indexed by seed, tested with an exact permutation test of
+  the difference in means (scipy.stats.permutation_test). When both arms hold exactly the same seeds
+  the test flips the sign of each seed's difference: a seed fixes initialisation, batch order and the
+  noise draw for every optimizer, so pairing removes that shared variation. Otherwise it splits the
+  pooled runs. Every arrangement is enumerated up to EXACT_LIMIT, so zero variance or constant
+  differences give the true p (3 paired seeds: 0.25 at best), never t = inf, p = 0; the smallest p
+  the n allows is reported beside it. Runs censored at their budget (+inf: a target never reached)
+  are compared on pooled ranks, tied worst. Effect size: Cohen's d with the pooled sd, and Hedges' g.
   With fewer than 5 seeds per arm the result is flagged as low power, with the smallest effect an
   unpaired t-test would detect 80 % of the time: at n = 3 vs 3 that is d of about 3.
 - `contrast(cells)`: a difference of differences (the H3 noise drop) when seeds do not pair:
   estimate sum(w_i * mean_i), SE^2 = sum(w_i^2 * s_i^2 / n_i), Welch-Satterthwaite degrees of freedom.
+- `drop_test(values)`: the H3 noise drop of two optimizers compared: per-seed drops through `compare`
+  when seeds pair, else the `contrast` of the four cells.
 - `holm(p_values)`: Holm's step-down adjustment for a family of pairwise tests.
 """
 
@@ -258,3 +263,33 @@ def pairwise(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[st
             row["significant"] = bool(row["p_holm"] < alpha)   # the family: every pair in this setting
         rows.extend(family)
     return pd.DataFrame(rows)
+
+
+def drop_test(values: dict, alpha: float) -> dict:
+    """Subject drop minus other drop, and its test.
+
+    When each optimizer's clean and noisy runs share their seeds, per-seed drops are formed
+    (clean - noisy for the same seed) and the two sets of drops are compared with stats.compare's exact
+    permutation test (sign flips when both optimizers ran the same seeds).
+    Otherwise the four cells are independent and the contrast (clean_s - noisy_s) - (clean_o - noisy_o)
+    is tested with a Welch-Satterthwaite t-test.
+    """
+    clean_s, noisy_s = values[("subject", "clean")], values[("subject", "noisy")]
+    clean_o, noisy_o = values[("other", "clean")], values[("other", "noisy")]
+    drop_subject, drop_other = clean_s.mean() - noisy_s.mean(), clean_o.mean() - noisy_o.mean()
+    if seeds_pair(clean_s, noisy_s) and seeds_pair(clean_o, noisy_o) and min(len(clean_s), len(clean_o)) >= 2:
+        per_seed_s = clean_s - noisy_s[clean_s.index]
+        per_seed_o = clean_o - noisy_o[clean_o.index]
+        result = compare(per_seed_s, per_seed_o, alpha)
+        return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": result.difference,
+                "test": f"{result.test} on per-seed drops", "p": result.p_value, "min_p": result.min_p,
+                "effect_size": result.hedges_g, "low_power": result.low_power,
+                "min_detectable_d": result.min_detectable_d}
+    cells = [(1.0, describe(clean_s)), (-1.0, describe(noisy_s)), (-1.0, describe(clean_o)), (1.0, describe(noisy_o))]
+    tested = contrast(cells)
+    spread = math.sqrt(np.mean([cell.std ** 2 for _, cell in cells])) if all(cell.n > 1 for _, cell in cells) else math.nan
+    return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": tested.estimate,
+            "test": "Welch-Satterthwaite contrast", "p": tested.p_value, "min_p": math.nan,
+            # standardised by the root-mean-square sd of the four cells (a Cohen's d for a contrast)
+            "effect_size": tested.estimate / spread if spread and spread > 0 else math.nan,
+            "low_power": min(cell.n for _, cell in cells) < 5, "min_detectable_d": math.nan}
