@@ -5,6 +5,7 @@ comparison the other way rejects; anything else (not significant, missing runs, 
 inconclusive and says why.
 """
 
+import dataclasses
 import itertools
 import math
 
@@ -73,7 +74,7 @@ def test_repository_hypotheses_load_and_unknown_top_level_keys_are_ignored(tmp_p
     folder.mkdir(parents=True)
     text = (HYPOTHESES / "h2_generalisation.yaml").read_text()
     (folder / "h2.yaml").write_text(text + "study:\n  grid: {optimizer: [sgd, adam], seed: [0, 1, 2]}\nnotes: later\n")
-    assert load_hypotheses(tmp_path / "experiments")[0].test["subject"] == "sgd"
+    assert load_hypotheses(tmp_path / "experiments")[0].test.subject == "sgd"
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -278,3 +279,12 @@ def test_under_the_null_supported_and_rejected_each_stay_at_or_below_alpha():
     assert verdicts.count("supported") / len(verdicts) <= 0.05
     assert verdicts.count("rejected") / len(verdicts) <= 0.05
     assert verdicts.count("inconclusive") >= 0.9 * len(verdicts)
+
+
+def test_a_hypothesis_is_parsed_once_with_its_defaults_applied(tmp_path):
+    (tmp_path / "h.yaml").write_text("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, versus: adam}\n")
+    test = parse_hypothesis(tmp_path / "h.yaml").test
+    assert (test.versus, test.metric, test.better, test.alpha, test.min_seeds, test.where) == (
+        ("adam",), "test_acc_at_best_val", "higher", 0.05, 3, {})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        test.alpha = 0.5

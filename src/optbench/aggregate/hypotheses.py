@@ -1,8 +1,8 @@
-"""Hypotheses as data: load experiments/hypotheses/*.yaml, test each on the runs, give a verdict.
+"""Hypotheses evaluated: test each parsed hypothesis on the runs and give a verdict.
 
-A hypothesis file holds `id`, `title`, `statement` and a `test:` block (schema in experiments/README.md,
-section "Hypotheses"); any other top-level key (a `study:` grid, notes) is ignored here. Three kinds
-of test:
+Hypothesis files (experiments/hypotheses/*.yaml, schema in experiments/README.md, section
+"Hypotheses") are parsed once by optbench.studies.spec into frozen `Hypothesis` / `HypothesisTest`
+objects with their defaults applied; this module only evaluates them. Three kinds of test:
 - `metric_comparison`: the subject optimizer's metric is higher (or lower) than each `versus` one's;
 - `epochs_to_fraction_of_reference`: the subject reaches `fraction` x the reference optimizer's mean
   final validation accuracy in fewer epochs than the reference (a run that never reaches it is
@@ -22,32 +22,20 @@ validation, never on test.
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from optbench.aggregate.groups import SETTING_IDENTITY, noise_label, short_key
 from optbench.aggregate.load import epochs_to_reach, is_clean
-from optbench.aggregate.stats import ALPHA, compare, drop_test, holm
-from optbench.errors import ConfigError
+from optbench.aggregate.stats import compare, drop_test, holm
+from optbench.studies.spec import Hypothesis, HypothesisTest, hypothesis_files, load_hypotheses, parse_hypothesis
 
-KINDS = ("metric_comparison", "epochs_to_fraction_of_reference", "noise_drop")
-METRICS = ("test_acc_at_best_val", "final_test_acc", "best_test_acc", "final_val_acc", "val_acc_best",
-           "final_train_loss", "final_train_acc", "epochs_to_target", "wall_time_s", "train_images_per_s")
+__all__ = ["Context", "Hypothesis", "Verdict", "evaluate", "evaluate_all", "hypothesis_files", "load_hypotheses",
+           "parse_hypothesis"]   # loading lives in optbench.studies.spec, shared with the study runner
+
 SUPPORTED, REJECTED, INCONCLUSIVE = "supported", "rejected", "inconclusive"
-MIN_SEEDS = 3   # completed seeds per arm below which a comparison is not testable (2 seeds: 4 sign flips, p >= 0.5)
 AS_STATED, OPPOSITE = "as stated", "opposite"
-
-
-@dataclass
-class Hypothesis:
-    id: str
-    title: str
-    statement: str
-    test: dict
-    source: str
 
 
 @dataclass
@@ -78,84 +66,6 @@ class Verdict:
     checks: list[Check]
 
 
-# ---- loading -----------------------------------------------------------------------------------------
-
-def hypothesis_files(experiments_dir: Path) -> list[Path]:
-    """experiments/hypotheses/*.yaml, or the folder's own *.yaml when it is the hypotheses folder itself."""
-    folder = experiments_dir / "hypotheses"
-    folder = folder if folder.is_dir() else experiments_dir
-    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
-
-
-def load_hypotheses(experiments_dir: Path) -> list[Hypothesis]:
-    hypotheses = [parse_hypothesis(path) for path in hypothesis_files(experiments_dir)]
-    ids = [hypothesis.id for hypothesis in hypotheses]
-    duplicated = sorted({name for name in ids if ids.count(name) > 1})
-    if duplicated:
-        raise ConfigError(f"hypothesis id {duplicated[0]} is defined twice under {experiments_dir}: give each file its own id")
-    return hypotheses
-
-
-def parse_hypothesis(path: Path) -> Hypothesis:
-    def bad(problem: str) -> ConfigError:
-        return ConfigError(f"{path}: {problem} (see experiments/README.md, section Hypotheses)")
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise bad(f"not valid YAML ({str(error).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise bad("expected a mapping with id, statement and test")
-    for key in ("id", "statement", "test"):
-        if key not in data:
-            raise bad(f"missing '{key}'")
-    test = data["test"]
-    if not isinstance(test, dict) or test.get("kind") not in KINDS:
-        raise bad(f"test.kind must be one of {', '.join(KINDS)}")
-    check_test_block(test, bad)
-    return Hypothesis(id=str(data["id"]), title=str(data.get("title", "")), statement=str(data["statement"]).strip(),
-                      test=test, source=str(path))
-
-
-def check_test_block(test: dict, bad) -> None:
-    if not isinstance(test.get("subject"), str):
-        raise bad("test.subject must name one optimizer")
-    if not versus_list(test):
-        raise bad("test.versus must name an optimizer or a list of them")
-    if test.get("metric", "test_acc_at_best_val") not in METRICS:
-        raise bad(f"test.metric must be one of {', '.join(METRICS)}")
-    if test.get("better", "higher") not in ("higher", "lower"):
-        raise bad("test.better must be 'higher' or 'lower'")
-    alpha = test.get("alpha", ALPHA)
-    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise bad("test.alpha must be a number between 0 and 1")
-    min_seeds = test.get("min_seeds", MIN_SEEDS)
-    if isinstance(min_seeds, bool) or not isinstance(min_seeds, int) or min_seeds < 2:
-        raise bad("test.min_seeds must be a whole number >= 2 (a test needs two seeds per arm)")
-    if not isinstance(test.get("where", {}), dict):
-        raise bad("test.where must map a column to a value or a list of values")
-    if test["kind"] == "noise_drop":
-        rates = test.get("rates")
-        if not isinstance(test.get("noise"), str) or not isinstance(rates, list) or not rates \
-                or not all(isinstance(rate, (int, float)) and 0 < rate < 1 for rate in rates):
-            raise bad("noise_drop needs test.noise (a noise kind) and test.rates (a list of rates in (0, 1))")
-    if test["kind"] == "epochs_to_fraction_of_reference":
-        fraction = test.get("fraction")
-        if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise bad("epochs_to_fraction_of_reference needs test.fraction in (0, 1]")
-        if test.get("reference_metric", "final_val_acc") not in METRICS:
-            raise bad(f"test.reference_metric must be one of {', '.join(METRICS)}")
-
-
-def versus_list(test: dict) -> list[str]:
-    versus = test.get("versus")
-    if isinstance(versus, str):
-        return [versus]
-    if isinstance(versus, list) and versus and all(isinstance(name, str) for name in versus):
-        return versus
-    return []
-
-
 # ---- evaluation --------------------------------------------------------------------------------------
 
 @dataclass
@@ -172,10 +82,10 @@ def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict
 
 def evaluate(hypothesis: Hypothesis, context: Context) -> Verdict:
     test = hypothesis.test
-    runs = apply_where(context.runs, test.get("where", {}))
+    runs = apply_where(context.runs, test.where)
     evaluators = {"metric_comparison": metric_comparison_checks,
                   "epochs_to_fraction_of_reference": epochs_to_reference_checks, "noise_drop": noise_drop_checks}
-    checks = evaluators[test["kind"]](test, runs, context)
+    checks = evaluators[test.kind](test, runs, context)
     return decide(hypothesis, checks, test)
 
 
@@ -209,11 +119,11 @@ def hold_family_error(checks: list[Check], alpha: float) -> None:
         check.outcome = classify(check.numbers["difference"], adjusted, check.better, alpha)
 
 
-def decide(hypothesis: Hypothesis, checks: list[Check], test: dict) -> Verdict:
-    alpha = test.get("alpha", ALPHA)
+def decide(hypothesis: Hypothesis, checks: list[Check], test: HypothesisTest) -> Verdict:
+    alpha = test.alpha
     hold_family_error(checks, alpha)
     if not checks:
-        names = ", ".join([test["subject"], *versus_list(test)])
+        names = ", ".join([test.subject, *test.versus])
         return Verdict(hypothesis, INCONCLUSIVE, f"missing runs: no setting has runs of {names} to compare", checks)
     opposite = [check for check in checks if check.significant_opposite]
     if opposite:
@@ -293,22 +203,21 @@ def too_few(arms: list[Arm], min_seeds: int) -> str:
 
 # ---- the three kinds of test -------------------------------------------------------------------------
 
-def metric_comparison_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
-    subject, metric, better = test["subject"], test.get("metric", "test_acc_at_best_val"), test.get("better", "higher")
-    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", MIN_SEEDS)
-    return [comparison_check(setting, mine, other, metric, better, alpha, min_seeds, expected=f"{subject} {better} {metric}")
+def metric_comparison_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
+    return [comparison_check(setting, mine, other, test.metric, test.better, test.alpha, test.min_seeds,
+                             expected=f"{test.subject} {test.better} {test.metric}")
             for setting, mine, _, other in arm_pairs(test, runs)]
 
 
-def arm_pairs(test: dict, runs: pd.DataFrame):
+def arm_pairs(test: HypothesisTest, runs: pd.DataFrame):
     """(setting, subject's arm, other optimizer's name, its arm) for each required comparison, in every
     setting (dataset x noise) that has runs of the optimizers the test names."""
     for setting in settings_of(runs):
         here = runs[runs["setting"] == setting]
-        if not has_optimizers(here, test["subject"], versus_list(test)):
+        if not has_optimizers(here, test.subject, list(test.versus)):
             continue
-        mine = select_arm(here, test["subject"])
-        for other_name in versus_list(test):
+        mine = select_arm(here, test.subject)
+        for other_name in test.versus:
             yield setting, mine, other_name, select_arm(here, other_name)
 
 
@@ -335,10 +244,10 @@ def comparison_numbers(result) -> dict:
             "min_detectable_d": result.min_detectable_d}
 
 
-def epochs_to_reference_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
-    subject, fraction = test["subject"], float(test["fraction"])
-    reference_metric, curve_metric = test.get("reference_metric", "final_val_acc"), test.get("curve_metric", "val/acc")
-    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", MIN_SEEDS)
+def epochs_to_reference_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
+    subject, fraction = test.subject, float(test.fraction)
+    reference_metric, curve_metric = test.reference_metric, test.curve_metric
+    alpha, min_seeds = test.alpha, test.min_seeds
     checks = []
     for setting, mine, reference_name, reference in arm_pairs(test, runs):
         expected = f"{subject} fewer epochs to {fraction:g} x {reference_name}'s mean {reference_metric}"
@@ -370,19 +279,19 @@ def epochs_to_target(runs: pd.DataFrame, curves: pd.DataFrame, column: str, targ
     return epochs, sum(math.isinf(value) for value in epochs)
 
 
-def noise_drop_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
-    subject, kind, metric = test["subject"], test["noise"], test.get("metric", "test_acc_at_best_val")
-    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", MIN_SEEDS)
+def noise_drop_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
+    subject, kind, metric = test.subject, test.noise, test.metric
+    alpha, min_seeds = test.alpha, test.min_seeds
     runs = runs.assign(base=base_settings(runs, context.setting_keys))
     checks = []
     for base in dict.fromkeys(runs.sort_values(["dataset"], kind="stable")["base"]):
         here = runs[runs["base"] == base]
-        if not has_optimizers(here, subject, versus_list(test)):
+        if not has_optimizers(here, subject, list(test.versus)):
             continue
         clean = here[here["noise_rate"].map(is_clean)]
-        for rate in test["rates"]:
+        for rate in test.rates:
             noisy = here[(here["noise"] == kind) & here["noise_rate"].map(lambda value: same_value(value, rate))]
-            for other_name in versus_list(test):
+            for other_name in test.versus:
                 checks.append(drop_check(base, noise_label(kind, rate), clean, noisy, subject, other_name, metric,
                                          alpha, min_seeds))
     return checks

@@ -109,7 +109,7 @@ def difference_text(value: float, metric: str) -> str:
 
 def verdict_rows(verdict: Verdict) -> list[dict]:
     test = verdict.hypothesis.test
-    kind, metric = test["kind"], test.get("metric", "test_acc_at_best_val")
+    kind, metric = test.kind, test.metric
     return [check_row(verdict.hypothesis.id, check, kind, metric) for check in verdict.checks]
 
 
