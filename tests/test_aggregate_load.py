@@ -5,10 +5,14 @@ Every run here is hand-made (tests/fixtures/aggregate/fake_runs.py) so each numb
 
 import json
 import math
+import shutil
 
 import pytest
 
 from fixtures.aggregate.fake_runs import ramp_records, record, write_run
+from optbench import rundir
+from optbench.aggregate.groups import REPLICATE_KEYS, is_excluded
+from optbench.aggregate.load import IDENTITY_SOURCES
 from optbench.aggregate.pipeline import analyse
 from optbench.aggregate.stats import pairwise
 from optbench.aggregate.tables import completed, display_table, problem_runs, results_table
@@ -58,7 +62,7 @@ def test_every_run_is_a_row_with_its_status(messy_study):
 
 def test_torn_metrics_line_is_ignored_with_a_warning(messy_study):
     analysis = analyse(messy_study)
-    assert any("seed5: metrics.jsonl last line is not valid JSON" in warning for warning in analysis.warnings)
+    assert any("seed5: metrics.jsonl: 1 line(s) not valid JSON" in warning for warning in analysis.warnings)
     assert any("seed5: status 'running': still training, or killed" in warning for warning in analysis.warnings)
     torn = analysis.curves[analysis.curves["run_id"] == "cifar10/none-0.0/sgd/seed5"]
     assert list(torn["epoch"]) == [1, 2]
@@ -158,13 +162,64 @@ def test_best_test_accuracy_is_the_optimistic_maximum_and_best_val_picks_the_epo
     assert (run["final_test_acc"], run["best_test_acc"]) == (0.86, 0.95)
 
 
-def test_a_run_without_hydra_config_is_read_from_its_summary(tmp_path):
+def test_a_run_without_record_or_hydra_config_is_read_from_its_summary(tmp_path):
     root = tmp_path / "results"
-    run_dir = write_run(root, ramp_records(0.9), optimizer="lion", noise="symmetric", rate=0.2)
+    run_dir = write_run(root, ramp_records(0.9), optimizer="lion", noise="symmetric", rate=0.2, write_record=False)
     (run_dir / ".hydra" / "config.yaml").unlink()
     run = analyse(root).runs.iloc[0]
     assert (run["optimizer"], run["noise"], run["noise_rate"], run["status"]) == ("lion", "symmetric", 0.2, "completed")
-    assert "no .hydra/config.yaml" in run["notes"]
+    assert "no record.json and no .hydra/config.yaml" in run["notes"]
+
+
+def test_the_record_not_a_rewritten_hydra_config_says_how_a_run_is_grouped(tmp_path):
+    """Hydra's .hydra/config.yaml of seed 1 was rewritten to another lr: the record still groups it with seed 0."""
+    root = tmp_path / "results"
+    for seed in (0, 1):
+        write_run(root, ramp_records(0.9), optimizer="adam", seed=seed)
+    stale = root / "cifar10/none-0.0/adam/seed1/.hydra/config.yaml"
+    stale.write_text(stale.read_text().replace("lr: 0.001", "lr: 0.003"))
+    analysis = analyse(root)
+    assert list(analysis.runs["cfg.optimizer.lr"]) == [0.001, 0.001]
+    assert analysis.arms == ["adam"] and "cfg.optimizer.lr" not in analysis.grouping.group_keys
+    assert not any("hydra" in warning for warning in analysis.warnings)
+
+
+def test_an_older_run_without_a_record_is_read_from_hydra_with_a_warning(tmp_path):
+    root = tmp_path / "results"
+    write_run(root, ramp_records(0.9), optimizer="adam", overrides={"optimizer.lr": 0.003}, write_record=False)
+    analysis = analyse(root)
+    assert analysis.runs.iloc[0]["cfg.optimizer.lr"] == 0.003
+    assert analysis.runs.iloc[0]["cfg.noise.seed"] == 0   # Hydra's interpolation, resolved
+    assert any("no record.json (an older run): config read from .hydra/config.yaml" in warning
+               for warning in analysis.warnings)
+
+
+def test_a_damaged_record_makes_the_run_unreadable(tmp_path):
+    root = tmp_path / "results"
+    run_dir = write_run(root, ramp_records(0.9), optimizer="adam")
+    (run_dir / "record.json").write_text('{"format": 1, "conf')
+    run = analyse(root).runs.iloc[0]
+    assert (run["status"], run["optimizer"]) == ("unreadable", "adam")
+    assert "record.json is damaged" in run["notes"]
+
+
+def test_a_folder_with_only_a_record_is_a_run_that_never_finished_an_epoch(tmp_path):
+    root = tmp_path / "results"
+    run_dir = write_run(root, [], optimizer="lion", write_summary=False)
+    (run_dir / "metrics.jsonl").unlink()
+    shutil.rmtree(run_dir / ".hydra")
+    run = analyse(root).runs.iloc[0]
+    assert (run["status"], run["optimizer"]) == ("unfinished", "lion")
+
+
+def test_grouping_excludes_exactly_the_numbers_free_keys_and_the_replicate_axes():
+    keys = ["seed", "noise.seed", "optimizer.lr", "epochs", "model.width", "dataset.val_size", "hydra.job.name",
+            *rundir.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in rundir.NUMBERS_FREE_KEYS)]
+    excluded = {key for key in keys if is_excluded(f"cfg.{key}")} - set(IDENTITY_SOURCES.values())
+    expected = {*rundir.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in rundir.NUMBERS_FREE_KEYS), *REPLICATE_KEYS}
+    assert excluded == expected
+    assert REPLICATE_KEYS == ("seed", "noise.seed")
+    assert all(is_excluded(f"cfg.{key}") for key in IDENTITY_SOURCES.values())
 
 
 def test_loading_never_writes_into_run_directories(messy_study):
@@ -183,3 +238,34 @@ def test_summary_nan_tokens_and_json_round_trip(tmp_path):
     assert "NaN" in (run_dir / "summary.json").read_text()
     assert json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["train/loss"] != 0
     assert analyse(root).runs.iloc[0]["status"] == "diverged"
+
+
+def test_headline_oracle_and_final_test_accuracy_side_by_side_under_noise(tmp_path):
+    """Noisy validation peaks at epoch 3 (test 0.80), clean validation at epoch 2 (test 0.84), final test 0.78."""
+    root = tmp_path / "results"
+    records = [record(1, 0.60, 0.70, 1.0), record(2, 0.65, 0.84, 0.5), record(3, 0.70, 0.80, 0.3),
+               record(4, 0.66, 0.78, 0.2)]
+    for entry, clean in zip(records, (0.70, 0.90, 0.85, 0.80)):
+        entry["val/acc_clean"] = clean
+    for seed in (0, 1):
+        write_run(root, records, optimizer="lion", seed=seed, noise="symmetric", rate=0.4)
+    analysis, table = results_for(root)
+    run = analysis.runs.iloc[0]
+    assert (run["test_acc_at_best_val"], run["test_acc_at_best_clean_val"], run["final_test_acc"]) == (0.80, 0.84, 0.78)
+    shown = display_table(table.reset_index(), 0.9).set_index("optimizer")
+    assert shown.loc["lion", "test acc @ best val (%)"] == "80.00 ± 0.00"
+    assert shown.loc["lion", "test acc @ best clean val (%, oracle)"] == "84.00 ± 0.00"
+    assert shown.loc["lion", "final test acc (%)"] == "78.00 ± 0.00"
+    clean_only = tmp_path / "clean"
+    write_run(clean_only, ramp_records(0.9), optimizer="sgd")
+    _, clean_table = results_for(clean_only)
+    assert "test acc @ best clean val (%, oracle)" not in display_table(clean_table.reset_index(), 0.9)
+
+
+def test_seconds_to_target_sum_each_epoch_up_to_the_first_that_reaches_it(tmp_path):
+    root = tmp_path / "results"
+    write_run(root, [record(1, 0.80, 0.8, 1.0, epoch_seconds=12.0), record(2, 0.91, 0.9, 0.5, epoch_seconds=11.0),
+                     record(3, 0.95, 0.9, 0.4, epoch_seconds=10.0)])
+    run = analyse(root, 0.9).runs.iloc[0]
+    assert (run["epochs_to_target"], run["seconds_to_target"]) == (2, 23.0)
+    assert math.isnan(analyse(root, 0.99).runs.iloc[0]["seconds_to_target"])

@@ -1,9 +1,10 @@
 """The aggregator's statistics against numbers worked out by hand, not by calling scipy the same way.
 
-The t distribution's tail is computed here from the regularised incomplete beta function
+Permutation p values are enumerated here with itertools. The t distribution's tail is computed here from the regularised incomplete beta function
 (P(|T| > t) = I_{df/(df+t^2)}(df/2, 1/2)) and the critical value for 2 degrees of freedom from its closed form.
 """
 
+import itertools
 import math
 
 import numpy as np
@@ -50,27 +51,79 @@ def test_describe_handles_one_and_no_values_and_drops_nan():
     assert describe([0.9, math.nan, math.inf, 0.8]).n == 2
 
 
-def test_welch_test_matches_the_formula_when_seeds_differ():
+def two_sided_from(observed: float, null: list[float]) -> float:
+    """scipy's two-sided permutation p: twice the smaller tail (each tail counts the observed), at most 1."""
+    eps = 1e-12 * max(1.0, abs(observed))
+    greater = sum(value >= observed - eps for value in null) / len(null)
+    less = sum(value <= observed + eps for value in null) / len(null)
+    return min(1.0, 2 * min(greater, less))
+
+
+def independent_by_hand(a, b) -> float:
+    pooled, n_a = [*a, *b], len(a)
+    null = []
+    for chosen in itertools.combinations(range(len(pooled)), n_a):
+        first = [pooled[i] for i in chosen]
+        second = [pooled[i] for i in range(len(pooled)) if i not in chosen]
+        null.append(sum(first) / n_a - sum(second) / len(second))
+    return two_sided_from(sum(a) / n_a - sum(b) / len(b), null)
+
+
+def sign_flip_by_hand(differences) -> float:
+    null = [sum(sign * d for sign, d in zip(signs, differences)) / len(differences)
+            for signs in itertools.product((1, -1), repeat=len(differences))]
+    return two_sided_from(sum(differences) / len(differences), null)
+
+
+def test_two_sample_permutation_p_equals_hand_enumeration_when_seeds_differ():
     a = pd.Series([0.90, 0.92, 0.97], index=[0, 1, 2])
     b = pd.Series([0.86, 0.87, 0.91, 0.88, 0.85], index=[3, 4, 5, 6, 7])
     result = compare(a, b)
-    t, df, p = welch_by_hand(list(a), list(b))
-    assert result.test == "Welch t"
-    assert (result.statistic, result.df, result.p_value) == pytest.approx((t, df, p), rel=1e-9)
+    assert result.test == "permutation, exact"
+    assert result.p_value == pytest.approx(independent_by_hand(list(a), list(b)), rel=1e-12)
+    # Of the C(8, 3) = 56 splits only {0.97, 0.92, 0.91} has a larger mean difference than a's: p = 2 x 2/56.
+    assert result.p_value == pytest.approx(4 / 56)
+    assert result.min_p == pytest.approx(2 / math.comb(8, 3))
     assert result.difference == pytest.approx(0.93 - 0.874, rel=1e-12)
 
 
-def test_paired_test_when_both_arms_hold_the_same_seeds():
-    a = pd.Series([0.90, 0.92, 0.97], index=[2, 0, 1])     # order does not matter, seeds do
-    b = pd.Series([0.90, 0.88, 0.93], index=[1, 2, 0])
-    differences = [0.92 - 0.93, 0.97 - 0.90, 0.90 - 0.88]  # a - b for seed 0, 1, 2
-    mean = sum(differences) / 3
-    t = mean / (sample_sd(differences) / math.sqrt(3))
+def test_paired_sign_flip_p_equals_hand_enumeration_when_both_arms_hold_the_same_seeds():
+    a = pd.Series([0.90, 0.92, 0.97, 0.91, 0.95], index=[2, 0, 1, 3, 4])     # order does not matter, seeds do
+    b = pd.Series([0.90, 0.88, 0.93, 0.92, 0.90], index=[1, 2, 0, 3, 4])
+    differences = [0.92 - 0.93, 0.97 - 0.90, 0.90 - 0.88, 0.91 - 0.92, 0.95 - 0.90]  # a - b for seeds 0..4
     result = compare(a, b)
-    assert result.test == "paired t"
-    assert result.df == 2
-    assert result.statistic == pytest.approx(t, rel=1e-9)
-    assert result.p_value == pytest.approx(two_sided_p(t, 2), rel=1e-9)
+    assert result.test == "paired sign-flip, exact"
+    assert result.p_value == pytest.approx(sign_flip_by_hand(differences), rel=1e-12)
+    assert result.min_p == pytest.approx(2 / 2 ** 5)
+
+
+def test_three_paired_seeds_can_never_reach_p_below_a_quarter():
+    result = compare(pd.Series([0.99, 0.98, 0.97]), pd.Series([0.10, 0.11, 0.12]))
+    assert result.p_value == pytest.approx(0.25) and result.min_p == pytest.approx(0.25)
+
+
+def test_constant_differences_give_the_exact_p_not_zero():
+    """Every seed 2 epochs faster: the sign-flip distribution has 8 arrangements, the observed one is the most
+    extreme of its side, so p = 2/8, where a t-test would say t = inf, p = 0."""
+    result = compare(pd.Series([3.0, 3.0, 3.0]), pd.Series([5.0, 5.0, 5.0]))
+    assert result.p_value == pytest.approx(0.25)
+    shifted = compare(pd.Series([3.0, 4.0, 6.0]), pd.Series([5.0, 6.0, 8.0]))   # differences all -2
+    assert shifted.p_value == pytest.approx(0.25)
+    same = compare(pd.Series([3.0, 3.0]), pd.Series([3.0, 3.0]))
+    assert same.p_value == 1.0
+
+
+def test_censored_runs_are_tied_worst_on_ranks_not_given_an_epoch():
+    """a: epochs 2, 3, never, never; b: 4, 5, 6, never (independent seeds). Pooled mid-ranks: a -> 1, 2, 7, 7;
+    b -> 3, 4, 5, 7. The permutation test runs on those ranks."""
+    a = pd.Series([2.0, 3.0, math.inf, math.inf], index=[0, 1, 2, 3])
+    b = pd.Series([4.0, 5.0, 6.0, math.inf], index=[4, 5, 6, 7])
+    result = compare(a, b)
+    assert result.test == "permutation on ranks, exact"
+    assert (result.censored_a, result.censored_b) == (2, 1)
+    assert math.isnan(result.mean_a) and math.isnan(result.mean_b)
+    assert result.difference == pytest.approx((1 + 2 + 7 + 7) / 4 - (3 + 4 + 5 + 7) / 4)
+    assert result.p_value == pytest.approx(independent_by_hand([1, 2, 7, 7], [3, 4, 5, 7]), rel=1e-12)
 
 
 def test_effect_sizes_use_the_pooled_sd_and_hedges_correction():
@@ -95,13 +148,6 @@ def test_too_few_seeds_gives_no_test_and_says_so():
     result = compare(pd.Series([0.9]), pd.Series([0.8, 0.85]))
     assert result.test == "none" and math.isnan(result.p_value)
     assert "n too small" in result.note
-
-
-def test_zero_variance_is_reported_as_degenerate():
-    result = compare(pd.Series([3.0, 3.0, 3.0]), pd.Series([5.0, 5.0, 5.0]))
-    assert result.p_value == 0.0 and "degenerate" in result.note
-    same = compare(pd.Series([3.0, 3.0]), pd.Series([3.0, 3.0]))
-    assert math.isnan(same.p_value) and "not testable" in same.note
 
 
 def test_contrast_uses_welch_satterthwaite_degrees_of_freedom():
@@ -130,5 +176,17 @@ def test_pairwise_tests_every_pair_within_a_setting_only():
     table = pairwise(runs, "acc", ["s1", "s2"], ["sgd", "adam"])
     assert list(table["setting"]) == ["s1", "s2"]
     first = table.iloc[0]
-    assert (first["arm_a"], first["arm_b"], first["test"]) == ("sgd", "adam", "paired t")
+    assert (first["arm_a"], first["arm_b"], first["test"]) == ("sgd", "adam", "paired sign-flip, exact")
     assert table.iloc[1]["test"] == "none"   # one seed each: no test, never a made-up p
+
+
+def test_pairwise_significance_uses_the_holm_adjusted_p():
+    """Two pairs, 8 paired seeds each: raw p = 2/256 for the first, the Holm p doubles it."""
+    seeds = list(range(8))
+    runs = pd.DataFrame({"setting": ["s"] * 24, "arm": ["a"] * 8 + ["b"] * 8 + ["c"] * 8, "seed": seeds * 3,
+                         "acc": [0.9 + 0.001 * i for i in seeds] + [0.8] * 8 + [0.8 + 0.001 * ((-1) ** i) for i in seeds]})
+    table = pairwise(runs, "acc", ["s"], ["a", "b", "c"]).set_index(["arm_a", "arm_b"])
+    assert table.loc[("a", "b"), "p_value"] == pytest.approx(2 / 256)
+    assert table.loc[("a", "b"), "p_holm"] == pytest.approx(3 * 2 / 256)
+    assert table.loc[("a", "b"), "significant"]
+    assert not table.loc[("b", "c"), "significant"]

@@ -51,15 +51,14 @@ def test_full_study_grid():
 @pytest.mark.parametrize("hypothesis", ["H1", "H2", "H3"])
 def test_hypothesis_studies_hold_the_runs_their_test_needs(hypothesis):
     study = find_study(hypothesis)
-    test, grid = study.test, study.grid
-    versus = test["versus"] if isinstance(test["versus"], list) else [test["versus"]]
-    assert {test["subject"], *versus} <= set(grid["optimizer"])
-    assert len(grid["seed"]) >= test.get("min_seeds", 2) and grid["epochs"] == 200
+    test, grid = study.test, study.grid   # the same parsed HypothesisTest the aggregator evaluates
+    assert {test.subject, *test.versus} <= set(grid["optimizer"])
+    assert len(grid["seed"]) >= test.min_seeds and grid["epochs"] == 200
     noise_names = [entry["name"] for entry in grid["noise"]]
     assert "none" in noise_names  # every test needs clean runs (H3's drop is measured from them)
-    if test["kind"] == "noise_drop":
-        noisy = next(entry for entry in grid["noise"] if entry["name"] == test["noise"])
-        assert sorted(noisy["rate"]) == sorted(test["rates"])
+    if test.kind == "noise_drop":
+        noisy = next(entry for entry in grid["noise"] if entry["name"] == test.noise)
+        assert sorted(noisy["rate"]) == sorted(test.rates)
 
 
 def test_tuning_grid_scales_each_default():

@@ -6,10 +6,12 @@
 Modules, one job each (data flows down the list):
     load.py        scan run directories -> one row per run, one row per (run, epoch); never writes
     groups.py      which config fields separate runs (group keys), setting and optimizer-arm labels
-    stats.py       means, t intervals, Welch / paired t-tests, effect sizes, power, Holm
+    stats.py       means, t intervals, exact permutation tests (paired sign-flip, two-sample, on ranks when
+                   censored), the smallest attainable p, effect sizes, power, Holm, the noise-drop test
+    robust.py      IQM and probability of improvement with stratified bootstrap intervals; performance profiles
     tables.py      per setting x optimizer tables: CSV numbers, Markdown and LaTeX text
     figures.py     matplotlib figures (Agg), one colour per optimizer
-    hypotheses.py  hypothesis YAML files -> supported / rejected / inconclusive, with the numbers
+    hypotheses.py  parsed hypotheses (optbench.studies.spec) -> supported / rejected / inconclusive, with the numbers
     report.py      report.md embedding all of the above
     output.py      atomic writes into the output folder, removal of its own stale files
     inputs.py      checks of the command-line input (light: no pandas), so typos fail fast

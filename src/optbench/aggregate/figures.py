@@ -332,7 +332,6 @@ def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric
                           capsize=3, linewidth=1.6, markersize=5)
             if optimizer not in used:
                 used.append(optimizer)
-        axis.set_xscale("log")
         axis.set_xlabel("peak learning rate (log scale)")
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
@@ -362,8 +361,7 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
                 used.append(arm)
         durations = here["wall_time_s"]
         if durations.min() > 0 and durations.max() / durations.min() > 20:
-            axis.set_xscale("log")
-        axis.set_xlabel(f"wall time per run ({unit})")
+            axis.set_xlabel(f"wall time per run ({unit})")
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
     extra = [Line2D([], [], color="grey", marker="o", markersize=4, alpha=0.5, linestyle="none", label="one seed"),
@@ -372,6 +370,32 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
     return finish(figure, f"{sentence(metric_label)} vs wall time\ncompleted runs",
                   [Line2D([], [], color=style.colour(arm), marker=style.line(arm)["marker"], linestyle="none",
                           label=arm) for arm in used], extra)
+
+
+def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style):
+    """Dolan-More profiles, epochs and seconds to the target: per arm, the fraction of settings solved within
+    tau x the best arm's cost. None when fewer than two arms share a setting."""
+    from optbench.aggregate.robust import costs, profile
+
+    tables = {cost: costs(runs, column, settings, arms).dropna()
+              for cost, column in (("epochs", "epochs_to_target"), ("wall-clock seconds", "seconds_to_target"))}
+    if len(arms) < 2 or not any(len(table) for table in tables.values()):
+        return None
+    figure, axes = panel_grid(2)
+    for axis, (cost, table) in zip(axes, tables.items()):
+        ratios = table.div(table.min(axis=1), axis=0).to_numpy()
+        largest = float(np.nanmax(ratios[np.isfinite(ratios)], initial=1.0))
+        taus = np.geomspace(1.0, max(2.0, 1.2 * largest), 200)
+        curves = profile(table, taus)
+        for arm in arms:
+            axis.step(taus, curves.loc[arm].to_numpy(), where="post", label=arm, **{**style.line(arm), "marker": None})
+        axis.set_ylim(-0.03, 1.03)
+        axis.set_xlabel(f"tau (cost within tau x the best arm's, {cost})")
+        axis.set_ylabel(f"fraction of {len(table)} settings")
+        axis.set_title(f"{cost} to the target")
+    handles = [Line2D([], [], label=arm, **{**style.line(arm), "marker": None}) for arm in arms]
+    return finish(figure, "Performance profiles across settings\nhigher and further left is better; cost = median "
+                          "over seeds, a run that never reaches the target costs infinity", handles)
 
 
 def close(figure) -> None:

@@ -9,7 +9,8 @@ settings are never averaged together silently. Keys split in two:
   the things being compared.
 An optimizer.* field that differs only between optimizers (SGD's lr 0.1 vs Adam's 1e-3) is part of
 what "optimizer" means and adds no key. Fields that do not change the numbers (paths, device,
-logging, the seed, which is the replicate axis) never become keys.
+logging: exactly optbench.rundir.NUMBERS_FREE_KEYS), the replicate axes (seed, noise.seed) and the
+identity columns' own keys never become keys.
 """
 
 from dataclasses import dataclass
@@ -17,13 +18,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from optbench.aggregate.load import IDENTITY_SOURCES, is_clean
+from optbench.rundir import is_numbers_free
 
 CONFIG_PREFIX = "cfg."
-# Config keys that never change the numbers (or, for seed, are the replicate axis), exactly...
-EXCLUDED_KEYS = {"seed", "device", "noise.seed", "dataset.root", "train.eval_batch_size", "train.checkpoint_every",
-                 "train.tensorboard", "train.progress_bar", "train.rerun"}
-# ...and by prefix.
-EXCLUDED_PREFIXES = ("paths.", "hydra.")
+# The replicate axes: runs that differ only in these are repeats of one experiment, to be averaged.
+REPLICATE_KEYS = ("seed", "noise.seed")
 SETTING_IDENTITY = ["dataset", "noise", "noise_rate"]
 ARM_IDENTITY = ["optimizer"]
 # A config section is owned by an identity column: dataset.* fields may differ between datasets
@@ -48,8 +47,9 @@ class Grouping:
 
 
 def is_excluded(config_key: str) -> bool:
+    """Never a group key: settings that do not change the numbers, replicate axes, identity columns' keys."""
     key = config_key.removeprefix(CONFIG_PREFIX)
-    return key in EXCLUDED_KEYS or key.startswith(EXCLUDED_PREFIXES) or key in IDENTITY_SOURCES.values()
+    return is_numbers_free(key) or key in REPLICATE_KEYS or key in IDENTITY_SOURCES.values()
 
 
 def owner_of(config_key: str) -> list[str]:

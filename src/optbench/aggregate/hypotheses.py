@@ -1,18 +1,19 @@
-"""Hypotheses as data: load experiments/hypotheses/*.yaml, test each on the runs, give a verdict.
+"""Hypotheses evaluated: test each parsed hypothesis on the runs and give a verdict.
 
-A hypothesis file holds `id`, `title`, `statement` and a `test:` block (schema in experiments/README.md,
-section "Hypotheses"); any other top-level key (a `study:` grid, notes) is ignored here. Three kinds
-of test:
+Hypothesis files (experiments/hypotheses/*.yaml, schema in experiments/README.md, section
+"Hypotheses") are parsed once by optbench.studies.spec into frozen `Hypothesis` / `HypothesisTest`
+objects with their defaults applied; this module only evaluates them. Three kinds of test:
 - `metric_comparison`: the subject optimizer's metric is higher (or lower) than each `versus` one's;
 - `epochs_to_fraction_of_reference`: the subject reaches `fraction` x the reference optimizer's mean
   final validation accuracy in fewer epochs than the reference (a run that never reaches it is
-  counted at epochs_planned + 1, censored, and said so);
+  censored: tied worst in a rank-based permutation test, never given a made-up epoch);
 - `noise_drop`: the subject loses less of its metric than `versus` from clean data to each noise rate.
 Each test runs once per setting (dataset and any other varying setting) that holds runs of the subject
 and of a compared optimizer; each setting x compared optimizer (x rate) is one required comparison.
 
-Verdict rule: supported when every required comparison goes in the stated direction and is
-significant at alpha; rejected when any required comparison is significant in the opposite
+Verdict rule (tests: stats.compare, exact permutation tests): supported when every required
+comparison goes in the stated direction and is significant at alpha after Holm's adjustment over the
+hypothesis's required comparisons; rejected when any is significant (Holm-adjusted) in the opposite
 direction; inconclusive otherwise: a comparison not significant, missing runs (named), or fewer than
 `min_seeds` completed seeds. Only completed runs count. When an optimizer has several arms in a
 setting (an LR sweep) the arm with the best mean validation accuracy is used: selection on
@@ -21,31 +22,20 @@ validation, never on test.
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from optbench.aggregate.groups import SETTING_IDENTITY, noise_label, short_key
 from optbench.aggregate.load import epochs_to_reach, is_clean
-from optbench.aggregate.stats import ALPHA, compare, contrast, describe, seeds_pair
-from optbench.errors import ConfigError
+from optbench.aggregate.stats import compare, drop_test, holm
+from optbench.studies.spec import Hypothesis, HypothesisTest, hypothesis_files, load_hypotheses, parse_hypothesis
 
-KINDS = ("metric_comparison", "epochs_to_fraction_of_reference", "noise_drop")
-METRICS = ("test_acc_at_best_val", "final_test_acc", "best_test_acc", "final_val_acc", "val_acc_best",
-           "final_train_loss", "final_train_acc", "epochs_to_target", "wall_time_s", "train_images_per_s")
+__all__ = ["Context", "Hypothesis", "Verdict", "evaluate", "evaluate_all", "hypothesis_files", "load_hypotheses",
+           "parse_hypothesis"]   # loading lives in optbench.studies.spec, shared with the study runner
+
 SUPPORTED, REJECTED, INCONCLUSIVE = "supported", "rejected", "inconclusive"
 AS_STATED, OPPOSITE = "as stated", "opposite"
-
-
-@dataclass
-class Hypothesis:
-    id: str
-    title: str
-    statement: str
-    test: dict
-    source: str
 
 
 @dataclass
@@ -57,6 +47,7 @@ class Check:
     outcome: str                    # as stated / opposite (+ significant or not), missing, not testable
     numbers: dict = field(default_factory=dict)
     detail: str = ""
+    better: str = "higher"          # the stated direction of `difference` (subject - other)
 
     @property
     def significant_as_stated(self) -> bool:
@@ -75,84 +66,6 @@ class Verdict:
     checks: list[Check]
 
 
-# ---- loading -----------------------------------------------------------------------------------------
-
-def hypothesis_files(experiments_dir: Path) -> list[Path]:
-    """experiments/hypotheses/*.yaml, or the folder's own *.yaml when it is the hypotheses folder itself."""
-    folder = experiments_dir / "hypotheses"
-    folder = folder if folder.is_dir() else experiments_dir
-    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
-
-
-def load_hypotheses(experiments_dir: Path) -> list[Hypothesis]:
-    hypotheses = [parse_hypothesis(path) for path in hypothesis_files(experiments_dir)]
-    ids = [hypothesis.id for hypothesis in hypotheses]
-    duplicated = sorted({name for name in ids if ids.count(name) > 1})
-    if duplicated:
-        raise ConfigError(f"hypothesis id {duplicated[0]} is defined twice under {experiments_dir}: give each file its own id")
-    return hypotheses
-
-
-def parse_hypothesis(path: Path) -> Hypothesis:
-    def bad(problem: str) -> ConfigError:
-        return ConfigError(f"{path}: {problem} (see experiments/README.md, section Hypotheses)")
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise bad(f"not valid YAML ({str(error).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise bad("expected a mapping with id, statement and test")
-    for key in ("id", "statement", "test"):
-        if key not in data:
-            raise bad(f"missing '{key}'")
-    test = data["test"]
-    if not isinstance(test, dict) or test.get("kind") not in KINDS:
-        raise bad(f"test.kind must be one of {', '.join(KINDS)}")
-    check_test_block(test, bad)
-    return Hypothesis(id=str(data["id"]), title=str(data.get("title", "")), statement=str(data["statement"]).strip(),
-                      test=test, source=str(path))
-
-
-def check_test_block(test: dict, bad) -> None:
-    if not isinstance(test.get("subject"), str):
-        raise bad("test.subject must name one optimizer")
-    if not versus_list(test):
-        raise bad("test.versus must name an optimizer or a list of them")
-    if test.get("metric", "test_acc_at_best_val") not in METRICS:
-        raise bad(f"test.metric must be one of {', '.join(METRICS)}")
-    if test.get("better", "higher") not in ("higher", "lower"):
-        raise bad("test.better must be 'higher' or 'lower'")
-    alpha = test.get("alpha", ALPHA)
-    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise bad("test.alpha must be a number between 0 and 1")
-    min_seeds = test.get("min_seeds", 2)
-    if isinstance(min_seeds, bool) or not isinstance(min_seeds, int) or min_seeds < 2:
-        raise bad("test.min_seeds must be a whole number >= 2 (a t-test needs two seeds per arm)")
-    if not isinstance(test.get("where", {}), dict):
-        raise bad("test.where must map a column to a value or a list of values")
-    if test["kind"] == "noise_drop":
-        rates = test.get("rates")
-        if not isinstance(test.get("noise"), str) or not isinstance(rates, list) or not rates \
-                or not all(isinstance(rate, (int, float)) and 0 < rate < 1 for rate in rates):
-            raise bad("noise_drop needs test.noise (a noise kind) and test.rates (a list of rates in (0, 1))")
-    if test["kind"] == "epochs_to_fraction_of_reference":
-        fraction = test.get("fraction")
-        if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise bad("epochs_to_fraction_of_reference needs test.fraction in (0, 1]")
-        if test.get("reference_metric", "final_val_acc") not in METRICS:
-            raise bad(f"test.reference_metric must be one of {', '.join(METRICS)}")
-
-
-def versus_list(test: dict) -> list[str]:
-    versus = test.get("versus")
-    if isinstance(versus, str):
-        return [versus]
-    if isinstance(versus, list) and versus and all(isinstance(name, str) for name in versus):
-        return versus
-    return []
-
-
 # ---- evaluation --------------------------------------------------------------------------------------
 
 @dataclass
@@ -169,10 +82,10 @@ def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict
 
 def evaluate(hypothesis: Hypothesis, context: Context) -> Verdict:
     test = hypothesis.test
-    runs = apply_where(context.runs, test.get("where", {}))
+    runs = apply_where(context.runs, test.where)
     evaluators = {"metric_comparison": metric_comparison_checks,
                   "epochs_to_fraction_of_reference": epochs_to_reference_checks, "noise_drop": noise_drop_checks}
-    checks = evaluators[test["kind"]](test, runs, context)
+    checks = evaluators[test.kind](test, runs, context)
     return decide(hypothesis, checks, test)
 
 
@@ -197,18 +110,28 @@ def same_value(value, wanted) -> bool:
     return str(value) == str(wanted)
 
 
-def decide(hypothesis: Hypothesis, checks: list[Check], test: dict) -> Verdict:
-    alpha = test.get("alpha", ALPHA)
+def hold_family_error(checks: list[Check], alpha: float) -> None:
+    """Re-classify every tested check on its Holm-adjusted p: the family is the hypothesis's required
+    comparisons, so "supported" and "rejected" each err at most alpha across all of them."""
+    tested = [check for check in checks if check.outcome.startswith((AS_STATED, OPPOSITE))]
+    for check, adjusted in zip(tested, holm([check.numbers["p"] for check in tested])):
+        check.numbers["p_holm"] = float(adjusted)
+        check.outcome = classify(check.numbers["difference"], adjusted, check.better, alpha)
+
+
+def decide(hypothesis: Hypothesis, checks: list[Check], test: HypothesisTest) -> Verdict:
+    alpha = test.alpha
+    hold_family_error(checks, alpha)
     if not checks:
-        names = ", ".join([test["subject"], *versus_list(test)])
+        names = ", ".join([test.subject, *test.versus])
         return Verdict(hypothesis, INCONCLUSIVE, f"missing runs: no setting has runs of {names} to compare", checks)
     opposite = [check for check in checks if check.significant_opposite]
     if opposite:
         return Verdict(hypothesis, REJECTED, f"{len(opposite)} of {len(checks)} required comparisons are significant "
-                                             f"(p < {alpha}) in the opposite direction", checks)
+                                             f"(Holm-adjusted p < {alpha}) in the opposite direction", checks)
     if all(check.significant_as_stated for check in checks):
         return Verdict(hypothesis, SUPPORTED, f"all {len(checks)} required comparisons go in the stated direction "
-                                              f"with p < {alpha}", checks)
+                                              f"with Holm-adjusted p < {alpha}", checks)
     return Verdict(hypothesis, INCONCLUSIVE, inconclusive_reason(checks, alpha), checks)
 
 
@@ -218,7 +141,8 @@ def inconclusive_reason(checks: list[Check], alpha: float) -> str:
         counts[check.outcome] = counts.get(check.outcome, 0) + 1
     parts = [f"{count} of {len(checks)} {outcome}" for outcome, count in counts.items()]
     missing = [f"{check.detail} ({check.setting})" for check in checks if check.outcome in ("missing", "not testable")]
-    reason = f"not every required comparison is significant at alpha = {alpha}: " + "; ".join(parts)
+    reason = (f"not every required comparison is significant at alpha = {alpha} (Holm-adjusted): "
+              + "; ".join(parts))
     return reason + (". Missing or too few: " + "; ".join(missing) if missing else "")
 
 
@@ -279,22 +203,21 @@ def too_few(arms: list[Arm], min_seeds: int) -> str:
 
 # ---- the three kinds of test -------------------------------------------------------------------------
 
-def metric_comparison_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
-    subject, metric, better = test["subject"], test.get("metric", "test_acc_at_best_val"), test.get("better", "higher")
-    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", 2)
-    return [comparison_check(setting, mine, other, metric, better, alpha, min_seeds, expected=f"{subject} {better} {metric}")
+def metric_comparison_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
+    return [comparison_check(setting, mine, other, test.metric, test.better, test.alpha, test.min_seeds,
+                             expected=f"{test.subject} {test.better} {test.metric}")
             for setting, mine, _, other in arm_pairs(test, runs)]
 
 
-def arm_pairs(test: dict, runs: pd.DataFrame):
+def arm_pairs(test: HypothesisTest, runs: pd.DataFrame):
     """(setting, subject's arm, other optimizer's name, its arm) for each required comparison, in every
     setting (dataset x noise) that has runs of the optimizers the test names."""
     for setting in settings_of(runs):
         here = runs[runs["setting"] == setting]
-        if not has_optimizers(here, test["subject"], versus_list(test)):
+        if not has_optimizers(here, test.subject, list(test.versus)):
             continue
-        mine = select_arm(here, test["subject"])
-        for other_name in versus_list(test):
+        mine = select_arm(here, test.subject)
+        for other_name in test.versus:
             yield setting, mine, other_name, select_arm(here, other_name)
 
 
@@ -310,20 +233,21 @@ def comparison_check(setting: str, mine: Arm, other: Arm, metric: str, better: s
     small = too_few([mine, other], min_seeds)
     if small:
         return Check(setting, name, expected, "not testable", numbers, detail=small)
-    return Check(setting, name, expected, classify(result.difference, result.p_value, better, alpha), numbers, notes)
+    return Check(setting, name, expected, classify(result.difference, result.p_value, better, alpha), numbers, notes,
+                 better)
 
 
 def comparison_numbers(result) -> dict:
     return {"n_subject": result.n_a, "n_other": result.n_b, "mean_subject": result.mean_a, "mean_other": result.mean_b,
-            "difference": result.difference, "test": result.test, "t": result.statistic, "df": result.df,
-            "p": result.p_value, "effect_size": result.hedges_g, "low_power": result.low_power,
+            "difference": result.difference, "test": result.test, "p": result.p_value, "min_p": result.min_p,
+            "effect_size": result.hedges_g, "low_power": result.low_power,
             "min_detectable_d": result.min_detectable_d}
 
 
-def epochs_to_reference_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
-    subject, fraction = test["subject"], float(test["fraction"])
-    reference_metric, curve_metric = test.get("reference_metric", "final_val_acc"), test.get("curve_metric", "val/acc")
-    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", 2)
+def epochs_to_reference_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
+    subject, fraction = test.subject, float(test.fraction)
+    reference_metric, curve_metric = test.reference_metric, test.curve_metric
+    alpha, min_seeds = test.alpha, test.min_seeds
     checks = []
     for setting, mine, reference_name, reference in arm_pairs(test, runs):
         expected = f"{subject} fewer epochs to {fraction:g} x {reference_name}'s mean {reference_metric}"
@@ -340,40 +264,34 @@ def epochs_to_reference_checks(test: dict, runs: pd.DataFrame, context: Context)
                                  {"target": target, "censored_subject": mine_censored,
                                   "censored_other": reference_censored})
         if mine_censored or reference_censored:
-            check.detail = "; ".join(filter(None, [check.detail, f"never reached the target, counted at "
-                                                   f"epochs_planned + 1: {mine_censored} {mine.label}, "
+            check.detail = "; ".join(filter(None, [check.detail, f"never reached the target (censored, tied worst "
+                                                   f"on ranks): {mine_censored} {mine.label}, "
                                                    f"{reference_censored} {reference.label}"]))
         checks.append(check)
     return checks
 
 
 def epochs_to_target(runs: pd.DataFrame, curves: pd.DataFrame, column: str, target: float) -> tuple[list[float], int]:
-    """Per run, the first epoch with `column` >= target; a run that never gets there counts as
-    epochs_planned + 1 (right-censored: it needed more than its budget)."""
-    epochs, censored = [], 0
-    for _, run in runs.iterrows():
-        reached = epochs_to_reach(curves[curves["run_id"] == run["run_id"]], column, target)
-        if math.isnan(reached):
-            censored += 1
-            budget = run["epochs_planned"] if pd.notna(run["epochs_planned"]) else run["epochs_done"]
-            reached = float(budget) + 1
-        epochs.append(reached)
-    return epochs, censored
+    """Per run, the first epoch with `column` >= target; a run that never gets there is right-censored
+    (+inf: it needed more than its budget, how much more is unknown) and the test compares ranks."""
+    epochs = [epochs_to_reach(curves[curves["run_id"] == run["run_id"]], column, target) for _, run in runs.iterrows()]
+    epochs = [math.inf if math.isnan(value) else value for value in epochs]
+    return epochs, sum(math.isinf(value) for value in epochs)
 
 
-def noise_drop_checks(test: dict, runs: pd.DataFrame, context: Context) -> list[Check]:
-    subject, kind, metric = test["subject"], test["noise"], test.get("metric", "test_acc_at_best_val")
-    alpha, min_seeds = test.get("alpha", ALPHA), test.get("min_seeds", 2)
+def noise_drop_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
+    subject, kind, metric = test.subject, test.noise, test.metric
+    alpha, min_seeds = test.alpha, test.min_seeds
     runs = runs.assign(base=base_settings(runs, context.setting_keys))
     checks = []
     for base in dict.fromkeys(runs.sort_values(["dataset"], kind="stable")["base"]):
         here = runs[runs["base"] == base]
-        if not has_optimizers(here, subject, versus_list(test)):
+        if not has_optimizers(here, subject, list(test.versus)):
             continue
         clean = here[here["noise_rate"].map(is_clean)]
-        for rate in test["rates"]:
+        for rate in test.rates:
             noisy = here[(here["noise"] == kind) & here["noise_rate"].map(lambda value: same_value(value, rate))]
-            for other_name in versus_list(test):
+            for other_name in test.versus:
                 checks.append(drop_check(base, noise_label(kind, rate), clean, noisy, subject, other_name, metric,
                                          alpha, min_seeds))
     return checks
@@ -406,34 +324,5 @@ def drop_check(base: str, noise_text: str, clean: pd.DataFrame, noisy: pd.DataFr
     notes = "; ".join(filter(None, [arm.note for arm in cells.values()]))
     if small:
         return Check(base, name, expected, "not testable", numbers, detail=small)
-    return Check(base, name, expected, classify(result["difference"], result["p"], "lower", alpha), numbers, notes)
-
-
-def drop_test(values: dict, alpha: float) -> dict:
-    """Subject drop minus other drop, and its test.
-
-    When each optimizer's clean and noisy runs share their seeds, per-seed drops are formed
-    (clean - noisy for the same seed) and the two sets of drops are compared with Welch's t-test.
-    Otherwise the four cells are independent and the contrast (clean_s - noisy_s) - (clean_o - noisy_o)
-    is tested with a Welch-Satterthwaite t-test.
-    """
-    clean_s, noisy_s = values[("subject", "clean")], values[("subject", "noisy")]
-    clean_o, noisy_o = values[("other", "clean")], values[("other", "noisy")]
-    drop_subject, drop_other = clean_s.mean() - noisy_s.mean(), clean_o.mean() - noisy_o.mean()
-    if seeds_pair(clean_s, noisy_s) and seeds_pair(clean_o, noisy_o) and min(len(clean_s), len(clean_o)) >= 2:
-        per_seed_s = clean_s - noisy_s[clean_s.index]
-        per_seed_o = clean_o - noisy_o[clean_o.index]
-        result = compare(per_seed_s, per_seed_o, alpha, paired=False)
-        return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": result.difference,
-                "test": "Welch t on per-seed drops", "t": result.statistic, "df": result.df, "p": result.p_value,
-                "effect_size": result.hedges_g, "low_power": result.low_power,
-                "min_detectable_d": result.min_detectable_d}
-    cells = [(1.0, describe(clean_s)), (-1.0, describe(noisy_s)), (-1.0, describe(clean_o)), (1.0, describe(noisy_o))]
-    tested = contrast(cells)
-    spread = math.sqrt(np.mean([cell.std ** 2 for _, cell in cells])) if all(cell.n > 1 for _, cell in cells) else math.nan
-    return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": tested.estimate,
-            "test": "Welch-Satterthwaite contrast", "t": tested.statistic, "df": tested.df, "p": tested.p_value,
-            # standardised by the root-mean-square sd of the four cells (a Cohen's d for a contrast)
-            "effect_size": tested.estimate / spread if spread and spread > 0 else math.nan,
-            "low_power": min(cell.n for _, cell in cells) < 5, "min_detectable_d": math.nan}
-
+    return Check(base, name, expected, classify(result["difference"], result["p"], "lower", alpha), numbers, notes,
+                 "lower")

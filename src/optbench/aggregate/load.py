@@ -1,15 +1,17 @@
 """Scan a results folder into two tidy tables: one row per run, and one row per (run, epoch).
 
-`load_runs(results_dir, target_acc)` finds every run directory (a folder holding summary.json,
-or .hydra/config.yaml alone: a run that never wrote a summary), reads its resolved Hydra config,
-summary.json and metrics.jsonl, and never writes anything. Meaning comes from the files, never
-from the folder names. Damaged input (a torn last line of metrics.jsonl, an unreadable summary)
-becomes a note on that run and a warning, not an exception, so one bad run cannot hide the rest.
-Grouping (which config keys separate runs) is `groups.py`'s job.
+`load_runs(results_dir, target_acc)` finds every run directory (a folder holding record.json,
+summary.json, or .hydra/config.yaml alone: a run that never wrote a summary) and reads it through the
+run-directory contract (optbench.rundir): the config from record.json, the harness's own record
+written once when the run started; only a run without one (made by an older optbench) falls back to
+Hydra's .hydra/config.yaml, which may have been rewritten since, and says so. It never writes
+anything. Meaning comes from the files, never from the folder names. Damaged input (a torn last line
+of metrics.jsonl, an unreadable summary or record) becomes a note on that run and a warning, not an
+exception, so one bad run cannot hide the rest. Grouping (which config keys separate runs) is
+`groups.py`'s job.
 """
 
 import datetime
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -19,16 +21,17 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from optbench.rundir import flatten
+from optbench import rundir
+from optbench.errors import DamagedRunFile
+from optbench.rundir import HYDRA_DIR, METRICS_FILE, RECORD_FILE, SUMMARY_FILE, flatten
 
-SUMMARY_FILE = "summary.json"
-METRICS_FILE = "metrics.jsonl"
-HYDRA_CONFIG = Path(".hydra") / "config.yaml"
+HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
+RUN_MARKERS = (RECORD_FILE, SUMMARY_FILE)   # with .hydra/config.yaml: what makes a folder a run directory
 
 # Statuses a run can have; only "completed" runs enter means and statistics.
-STATUSES = ("completed", "diverged", "failed", "interrupted", "running", "unfinished")
-UNFINISHED = "unfinished"   # .hydra/config.yaml but no summary.json: never started, or killed before epoch 0
-UNREADABLE = "unreadable"   # summary.json exists but is not valid JSON (copied mid-write, edited by hand)
+UNFINISHED = "unfinished"   # no summary.json: never started, or killed before epoch 0
+UNREADABLE = "unreadable"   # summary.json or record.json exists but cannot be read (copied mid-write, edited by hand)
+STATUSES = (*rundir.STATUSES, UNFINISHED)   # the ones counted in their own table column; unreadable is "other"
 
 # The identity columns every run has, and the config keys they come from.
 IDENTITY_SOURCES = {"dataset": "dataset.name", "noise": "noise.name", "noise_rate": "noise.rate",
@@ -49,7 +52,7 @@ def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
     skip = skip.resolve() if skip else None
     for folder, subfolders, files in os.walk(results_dir):
         here = Path(folder)
-        if SUMMARY_FILE in files or (here / HYDRA_CONFIG).is_file():
+        if any(name in files for name in RUN_MARKERS) or (here / HYDRA_CONFIG).is_file():
             found.append(here)
             subfolders.clear()   # a run directory holds no other runs (tensorboard/ and .hydra/ are its own)
             continue
@@ -77,13 +80,13 @@ def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None) ->
 
 def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.DataFrame, list[str]]:
     warnings: list[str] = []
-    config = read_config(run_dir / HYDRA_CONFIG, warnings)
-    summary = read_summary(run_dir / SUMMARY_FILE, warnings)
-    records = read_metrics(run_dir / METRICS_FILE, warnings)
-    status = run_status(run_dir, summary)
+    summary, summary_damaged = read_summary(run_dir, warnings)
+    config, record_damaged = read_config(run_dir, warnings)
+    records = read_epochs(run_dir, warnings)
+    status = UNREADABLE if summary_damaged or record_damaged else run_status(summary)
     if config is None:
         config = config_from_summary(summary or {})
-        warnings.append("no .hydra/config.yaml: grouping uses the few settings summary.json records")
+        warnings.append("no record.json and no .hydra/config.yaml: grouping uses the few settings summary.json records")
     warnings.extend(consistency_warnings(run_dir, status, summary or {}, records))
     curve = pd.DataFrame(records)
     curve.insert(0, "run_id", run_id)
@@ -96,10 +99,8 @@ def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.Da
     return row, curve, warnings
 
 
-def run_status(run_dir: Path, summary: dict | None) -> str:
-    if summary is None:
-        return UNREADABLE if (run_dir / SUMMARY_FILE).exists() else UNFINISHED
-    return str(summary.get("status") or UNFINISHED)
+def run_status(summary: dict | None) -> str:
+    return str((summary or {}).get("status") or UNFINISHED)
 
 
 def consistency_warnings(run_dir: Path, status: str, summary: dict, records: list[dict]) -> list[str]:
@@ -122,14 +123,32 @@ def consistency_warnings(run_dir: Path, status: str, summary: dict, records: lis
     return warnings
 
 
-def read_config(path: Path, warnings: list[str]) -> dict | None:
-    """The run's resolved Hydra config, flattened to dotted keys; None when there is none."""
+def read_config(run_dir: Path, warnings: list[str]) -> tuple[dict | None, bool]:
+    """(the run's resolved config flattened to dotted keys, whether record.json is damaged). From
+    record.json; from .hydra/config.yaml (which Hydra may have rewritten since the run started) only
+    for a run without a readable record, to label it; None when neither is there."""
+    try:
+        record = rundir.RunDir(run_dir).read_record()
+    except DamagedRunFile as error:
+        warnings.append(f"{error}; run counted as '{UNREADABLE}', labelled from {HYDRA_CONFIG}")
+        return read_hydra_config(run_dir / HYDRA_CONFIG, warnings), True
+    if record is not None and isinstance(record.get("config"), dict):
+        return flatten(record["config"]), False
+    config = read_hydra_config(run_dir / HYDRA_CONFIG, warnings)
+    if config is not None:
+        warnings.append(f"no {RECORD_FILE} (an older run): config read from {HYDRA_CONFIG}, which may not be "
+                        f"the config the run trained with")
+    return config, False
+
+
+def read_hydra_config(path: Path, warnings: list[str]) -> dict | None:
+    """Hydra's resolved config, flattened; None when there is none or it cannot be read."""
     if not path.is_file():
         return None
     try:
         config = OmegaConf.load(path)
     except Exception as error:  # a hand-edited or truncated YAML file: say so, keep going
-        warnings.append(f".hydra/config.yaml unreadable ({type(error).__name__})")
+        warnings.append(f"{HYDRA_CONFIG} unreadable ({type(error).__name__})")
         return None
     try:
         plain = OmegaConf.to_container(config, resolve=True)
@@ -147,38 +166,21 @@ def config_from_summary(summary: dict) -> dict:
         "model.name": model.get("name"), "model.width": model.get("width")}.items() if value is not None}
 
 
-def read_summary(path: Path, warnings: list[str]) -> dict | None:
-    if not path.is_file():
-        return None
+def read_summary(run_dir: Path, warnings: list[str]) -> tuple[dict | None, bool]:
+    """(summary.json, whether it exists but cannot be read); a damaged one is a warning, not an exception."""
     try:
-        summary = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as error:
-        warnings.append(f"summary.json unreadable ({type(error).__name__}); run counted as '{UNREADABLE}'")
-        return None
-    if not isinstance(summary, dict):
-        warnings.append(f"summary.json is not an object; run counted as '{UNREADABLE}'")
-        return None
-    return summary
+        return rundir.RunDir(run_dir).read_summary(), False
+    except DamagedRunFile as error:
+        warnings.append(f"{error}; run counted as '{UNREADABLE}'")
+        return None, True
 
 
-def read_metrics(path: Path, warnings: list[str]) -> list[dict]:
+def read_epochs(run_dir: Path, warnings: list[str]) -> list[dict]:
     """One dict per epoch. A line that is not JSON (a torn last line after a crash) is skipped with a warning."""
-    if not path.is_file():
-        return []
-    records = []
-    lines = path.read_text(errors="replace").splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)   # accepts the NaN/Infinity tokens a diverged run writes
-        except json.JSONDecodeError:
-            where = "last line" if number == len(lines) else f"line {number}"
-            warnings.append(f"metrics.jsonl {where} is not valid JSON (torn write?); ignored")
-            continue
-        if isinstance(record, dict) and "epoch" in record:
-            records.append(record)
-    return records
+    records, bad = rundir.RunDir(run_dir).read_metrics()   # accepts the NaN tokens older runs wrote
+    if bad:
+        warnings.append(f"{METRICS_FILE}: {bad} line(s) not valid JSON (torn write?); ignored")
+    return [record for record in records if "epoch" in record]
 
 
 def identity(config: dict, summary: dict) -> dict:
@@ -195,13 +197,15 @@ def identity(config: dict, summary: dict) -> dict:
 
 def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> dict:
     best, final = summary.get("best") or {}, summary.get("final") or {}
+    oracle = summary.get("best_clean_val") or {}   # under label noise only: the epoch chosen on clean labels
     noise, model = summary.get("noise") or {}, summary.get("model") or {}
     return {
         "epochs_done": summary.get("epochs_done", len(curve)),
         "epochs_planned": summary.get("epochs_planned"),
         "best_epoch": best.get("epoch"),
         "val_acc_best": number(best.get("val/acc")),
-        "test_acc_at_best_val": number(best.get("test/acc")),
+        "test_acc_at_best_val": number(best.get("test/acc")),   # the headline: selected as a practitioner can
+        "test_acc_at_best_clean_val": number(oracle.get("test/acc")),
         "final_val_acc": number(final.get("val/acc")),
         "final_test_acc": number(final.get("test/acc")),
         "final_train_loss": number(final.get("train/loss")),
@@ -209,6 +213,7 @@ def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> d
         # The best test accuracy over all epochs is chosen by looking at the test set: optimistic.
         "best_test_acc": column_max(curve, "test/acc", fallback=best.get("test/acc")),
         "epochs_to_target": epochs_to_reach(curve, "val/acc", target_acc),
+        "seconds_to_target": seconds_to_reach(curve, "val/acc", target_acc),
         "wall_time_s": number(summary.get("wall_time_s")),
         "train_time_s": number(summary.get("train_time_s")),
         "train_images_per_s": number(summary.get("train_images_per_s")),
@@ -249,6 +254,15 @@ def epochs_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
         return math.nan
     reached = curve.loc[curve[column] >= target, "epoch"]
     return float(reached.min()) if len(reached) else math.nan
+
+
+def seconds_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
+    """Wall-clock seconds (per-epoch `time_s`, training and evaluation, summed) up to and including the
+    first epoch whose `column` >= target; NaN when never reached or not timed."""
+    epoch = epochs_to_reach(curve, column, target)
+    if math.isnan(epoch) or "time_s" not in curve:
+        return math.nan
+    return float(curve.loc[curve["epoch"] <= epoch, "time_s"].sum())
 
 
 def is_clean(noise_rate) -> bool:

@@ -1,14 +1,15 @@
 """The aggregator's output folder: atomic writes, and clean-up of its own stale files only.
 
-Every file is written to a temporary sibling and renamed into place, so a reader (or a crash) never
-sees half a table. The folder keeps a manifest of the files this aggregator wrote; at the end of a
+Every file is written through optbench.rundir's one atomic writer (a temporary sibling, fsynced,
+renamed into place), so a reader (or a crash) never sees half a table. The folder keeps a manifest of the files this aggregator wrote; at the end of a
 run, files from an earlier manifest that were not written again (a figure for a setting that no
 longer exists) are removed. Nothing else is ever deleted, inside or outside the folder.
 """
 
-import os
 import re
 from pathlib import Path
+
+from optbench.rundir import write_bytes_atomically
 
 MANIFEST = ".aggregate-manifest"
 
@@ -24,10 +25,7 @@ class OutputDir:
     def write_bytes(self, relative: str, payload: bytes) -> Path:
         target = self.path(relative)
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        with open(temporary, "wb") as handle:
-            handle.write(payload)
-        os.replace(temporary, target)
+        write_bytes_atomically(target, payload)
         self.written.append(relative)
         return target
 

@@ -6,6 +6,9 @@ the figures, and write everything into `out_dir` (never into a run directory):
     tables/results.{csv,md,tex}      per setting x optimizer
     tables/pairwise.{csv,md,tex}     tests between optimizers
     tables/hypotheses.csv            every required comparison behind each verdict
+    tables/robust.{csv,md}           IQM with stratified bootstrap intervals, per setting and across settings
+    tables/improvement.{csv,md}      probability of improvement P(A > B) of each pair, with its interval
+    tables/profiles.{csv,md}         performance profiles: settings reached within tau x the best cost
     tables/runs_not_completed.{csv,md}
     figures/*.png, figures/*.pdf
     report.md                        the page that embeds them
@@ -22,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from optbench.aggregate import figures as figure_makers
+from optbench.aggregate import robust
 from optbench.aggregate.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
 from optbench.aggregate.hypotheses import Context, evaluate_all, hypothesis_files, load_hypotheses
 from optbench.aggregate.inputs import check_inputs
@@ -37,8 +41,8 @@ log = logging.getLogger(__name__)
 PRIMARY_LABEL = "test accuracy at best validation (%)"
 # Columns summary.csv leads with; the flattened config (cfg.*) follows.
 RUN_COLUMNS = ["run_id", "status", "setting", "arm", "dataset", "noise", "noise_rate", "optimizer", "seed",
-               "epochs_done", "epochs_planned", "best_epoch", "val_acc_best", "test_acc_at_best_val", "final_val_acc",
-               "final_test_acc", "best_test_acc", "final_train_loss", "final_train_acc", "epochs_to_target",
+               "epochs_done", "epochs_planned", "best_epoch", "val_acc_best", "test_acc_at_best_val", "test_acc_at_best_clean_val", "final_val_acc",
+               "final_test_acc", "best_test_acc", "final_train_loss", "final_train_acc", "epochs_to_target", "seconds_to_target",
                "wall_time_s", "train_time_s", "train_images_per_s", "realised_noise_rate", "num_parameters", "device",
                "git_commit", "error", "notes"]
 
@@ -87,6 +91,8 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     out = OutputDir(out_dir)
     write_summary_csv(out, runs)
     table_files = write_tables(out, results, tests, runs, target_acc)
+    robust_results = robust_tables(completed(runs), settings, arms)
+    table_files += write_robust_tables(out, robust_results)
     if verdicts:
         out.write_text("tables/hypotheses.csv", pd.DataFrame(
             [row for verdict in verdicts for row in verdict_rows(verdict)]).to_csv(index=False))
@@ -97,6 +103,7 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         target_acc=target_acc, alpha=alpha, runs=runs, results=results, pairwise=tests, problems=problem_runs(runs),
         verdicts=verdicts, hypotheses_note=hypotheses_note, figures=drawn, table_files=table_files,
+        robust=robust_results,
         varying_keys=[short_key(key) for key in analysis.grouping.varying_config], warnings=warnings)
     report = out.write_text("report.md", render_report(parts))
     out.finish()
@@ -121,6 +128,22 @@ def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
     config_columns = sorted(column for column in runs.columns if column.startswith("cfg."))
     columns = [column for column in RUN_COLUMNS if column in runs] + config_columns
     out.write_text("summary.csv", runs[columns].to_csv(index=False))
+
+
+def robust_tables(completed_runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
+    """IQM, probability of improvement and performance profiles (optbench.aggregate.robust)."""
+    return {"robust": robust.iqm_table(completed_runs, PRIMARY_METRIC, settings, arms),
+            "improvement": robust.improvement_table(completed_runs, PRIMARY_METRIC, settings, arms),
+            "profiles": robust.profile_table(completed_runs, settings, arms)}
+
+
+def write_robust_tables(out: OutputDir, tables: dict[str, pd.DataFrame]) -> list[str]:
+    files = []
+    for name, table in tables.items():
+        out.write_text(f"tables/{name}.csv", table.to_csv(index=False))
+        out.write_text(f"tables/{name}.md", to_markdown(table.round(4)))
+        files += [f"tables/{name}.csv", f"tables/{name}.md"]
+    return files
 
 
 def write_tables(out: OutputDir, results: pd.DataFrame, tests: pd.DataFrame, runs: pd.DataFrame,
@@ -167,7 +190,9 @@ def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, sett
                ("Accuracy vs learning rate", "accuracy_vs_lr",
                 lambda: figure_makers.accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL)),
                ("Accuracy vs wall time", "accuracy_vs_wall_time",
-                lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL))]
+                lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
+               ("Performance profiles", "performance_profiles",
+                lambda: figure_makers.performance_profiles(completed(runs), settings, arms, style))]
     slugs = unique_slugs(settings)
     for setting in settings:
         planned.append((f"Learning curves: {setting}", f"learning_curves_{slugs[setting]}",

@@ -37,11 +37,13 @@ class ReportParts:
     table_files: list[str]
     varying_keys: list[str]
     warnings: list[str] = field(default_factory=list)
+    robust: dict[str, pd.DataFrame] = field(default_factory=dict)   # pipeline.robust_tables
 
 
 def render_report(parts: ReportParts) -> str:
-    sections = [header(parts), hypotheses_section(parts), results_section(parts), figures_section(parts),
-                pairwise_section(parts), problems_section(parts), method_section(parts), warnings_section(parts)]
+    sections = [header(parts), hypotheses_section(parts), results_section(parts), robust_section(parts),
+                figures_section(parts), pairwise_section(parts), problems_section(parts), method_section(parts),
+                warnings_section(parts)]
     return "\n".join(section for section in sections if section)
 
 
@@ -107,7 +109,7 @@ def difference_text(value: float, metric: str) -> str:
 
 def verdict_rows(verdict: Verdict) -> list[dict]:
     test = verdict.hypothesis.test
-    kind, metric = test["kind"], test.get("metric", "test_acc_at_best_val")
+    kind, metric = test.kind, test.metric
     return [check_row(verdict.hypothesis.id, check, kind, metric) for check in verdict.checks]
 
 
@@ -130,6 +132,8 @@ def check_row(hypothesis_id: str, check: Check, kind: str, metric: str) -> dict:
             "expected": check.expected, "subject": subject, "other": other,
             "difference": difference_text(numbers.get("difference", math.nan), metric),
             "test": numbers.get("test", "—"), "p": p_text(numbers.get("p", math.nan)),
+            "p (Holm)": p_text(numbers.get("p_holm", math.nan)),
+            "smallest p at this n": p_text(numbers.get("min_p", math.nan)),
             "effect size": "n/a" if not np.isfinite(numbers.get("effect_size", math.nan))
             else f"{numbers['effect_size']:.2f}",
             "outcome": check.outcome, "notes": notes or ""}
@@ -150,13 +154,31 @@ def results_section(parts: ReportParts) -> str:
              "Test accuracy at the epoch with the best validation accuracy is the headline number (model selection "
              "on validation, reported on test); mean ± sd over completed seeds, with the 95% confidence interval "
              "of the mean. *Best test acc* takes the best epoch by looking at the test set: optimistic, shown for "
-             "comparison with papers that report it. *seeds* = completed runs / all runs. *p vs best*: Welch "
-             "or paired t-test against the top-ranked optimizer; a rank whose p is large is a tie.", "",
+             "comparison with papers that report it. *seeds* = completed runs / all runs. *p vs best*: exact "
+             "permutation test against the top-ranked optimizer; a rank whose p is large is a tie.", "",
              "Files: " + ", ".join(f"[`{path}`]({path})" for path in parts.table_files), ""]
     if not len(parts.results):
         return "\n".join(lines + ["_No runs._", ""])
     for setting, group in parts.results.groupby("setting", sort=False):
         lines += [f"### {setting}", "", to_markdown(display_table(group, parts.target_acc))]
+    return "\n".join(lines)
+
+
+def robust_section(parts: ReportParts) -> str:
+    """Robust aggregates across settings (Agarwal et al. 2021) and performance profiles; details in the tables."""
+    if not parts.robust:
+        return ""
+    improvement, profiles = parts.robust["improvement"], parts.robust["profiles"]
+    across = improvement[improvement["setting"].str.startswith("all ")] if len(improvement) else improvement
+    lines = ["## Robust aggregates and performance profiles", "",
+             "Interquartile mean (IQM) of test accuracy at best validation with 95% stratified bootstrap intervals "
+             "(runs resampled within each setting): [`tables/robust.md`](tables/robust.md). Probability of "
+             "improvement P(A > B), the chance a run of A beats a run of B (ties half), averaged over settings, "
+             "with its bootstrap interval; per setting in [`tables/improvement.md`](tables/improvement.md).", "",
+             to_markdown(across.round(3)) if len(across) else "_Fewer than two settings: per setting only._", "",
+             "Performance profiles: the fraction of settings in which an optimizer reaches the validation "
+             "target within tau times the best optimizer's cost (median over seeds; never reached costs "
+             "infinity), in epochs and in wall-clock seconds.", "", to_markdown(profiles.round(3)), ""]
     return "\n".join(lines)
 
 
@@ -171,12 +193,15 @@ def figures_section(parts: ReportParts) -> str:
 
 def pairwise_section(parts: ReportParts) -> str:
     lines = ["## Pairwise tests", "",
-             f"Test accuracy at best validation, every pair of optimizers within a setting. Paired t-test when both "
-             f"arms hold the same seeds (a seed fixes initialisation, data order and noise draw for every "
-             f"optimizer), Welch's t-test otherwise; two-sided, alpha = {parts.alpha}. Hedges' g is the "
-             f"standardised difference (pooled sd, small-sample corrected). p (Holm) corrects for the number of "
-             f"pairs in the setting. With n < 5 per arm the power is low: the *power* column gives the smallest "
-             f"effect an unpaired test would detect 80% of the time.", ""]
+             f"Test accuracy at best validation, every pair of optimizers within a setting. Exact permutation "
+             f"tests of the difference in means: sign flips of each seed's pair when both arms hold the same "
+             f"seeds (a seed fixes initialisation, data order and noise draw for every optimizer), splits of the "
+             f"pooled runs otherwise; two-sided, alpha = {parts.alpha}. *smallest p at this n* is the best p the "
+             f"test can give (3 paired seeds: 0.25), so a comparison that cannot reach alpha is visible. Hedges' "
+             f"g is the standardised difference (pooled sd, small-sample corrected). p (Holm) corrects for the "
+             f"number of pairs in the setting (the family); *significant* in pairwise.csv uses it. With n < 5 per "
+             f"arm the power is low: the *power* column gives the smallest effect a t-test would detect 80% of "
+             f"the time.", ""]
     if not len(parts.pairwise):
         return "\n".join(lines + ["_No setting has two optimizers with completed runs._", ""])
     for setting, group in parts.pairwise.groupby("setting", sort=False):
@@ -198,16 +223,25 @@ def method_section(parts: ReportParts) -> str:
     return "\n".join([
         "## Definitions", "",
         "- **test acc @ best val**: test accuracy at the epoch with the highest validation accuracy "
-        "(summary.json `best`).",
+        "(summary.json `best`); under label noise on the protocol's validation labels (`noise.validation`, "
+        "noisy by default: what a practitioner has). This is the headline, and what H3 uses. "
+        "**test acc @ best clean val (oracle)**: at the epoch chosen on the true validation labels "
+        "(summary.json `best_clean_val`, noisy runs only): it stops just before memorisation, so it is optimistic.",
         "- **final test acc**: test accuracy after the last epoch. **best test acc (optimistic)**: the highest "
         "test accuracy over all epochs, i.e. selected on test.",
         f"- **epochs to val acc ≥ {100 * parts.target_acc:g}%**: first epoch whose validation accuracy reaches "
         "the target (`--target-acc`); runs that never reach it are counted as *not reached*, not averaged.",
         "- **mean ± sd**: sample standard deviation (ddof = 1). **95% CI**: mean ± t(0.975, n−1)·sd/√n.",
         "- **wall time**: whole run including evaluation; **throughput**: training images per second.",
+        "- **Tests**: exact permutation tests of the difference in means (sign flips of each seed's pair when "
+        "both arms ran the same seeds, else splits of the pooled runs; a fixed-seed Monte Carlo beyond "
+        "20,000 arrangements); runs that never reach a target are censored and tied worst on ranks. "
+        "*smallest p at this n* is the best p the test can give: 3 paired seeds cannot go below 0.25. "
+        "Pairwise tables' *significant* uses Holm-adjusted p within each setting.",
         "- **Verdicts**: supported when every required comparison goes in the stated direction with "
-        f"p < alpha (default {parts.alpha}); rejected when any is significant in the opposite direction; "
-        "inconclusive otherwise, including missing runs and fewer than 2 completed seeds. Rules and file "
+        f"Holm-adjusted p < alpha (default {parts.alpha}; the family is the hypothesis's required comparisons); "
+        "rejected when any is significant (Holm-adjusted) in the opposite direction; inconclusive otherwise, "
+        "including missing runs and fewer than `min_seeds` (default 3) completed seeds. Rules and file "
         "format: experiments/README.md, section Hypotheses.", ""])
 
 

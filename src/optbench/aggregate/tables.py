@@ -1,7 +1,9 @@
 """Result tables: one row per setting x optimizer arm, as numbers (CSV) and as text (Markdown, LaTeX).
 
 `results_table(runs, ...)` counts runs by status and summarises completed runs only: test accuracy
-at the best-validation epoch (mean, sd, 95 % CI), final test accuracy, best test accuracy over epochs
+at the best-validation epoch (mean, sd, 95 % CI; under label noise the validation labels are the
+protocol's, noisy by default: the headline), test accuracy at the best clean-validation epoch (the
+oracle, summary.json `best_clean_val`, present only under noise), final test accuracy, best test accuracy over epochs
 (optimistic: chosen by looking at the test set), final train loss, epochs to a target validation
 accuracy, wall time, throughput, and a rank within the setting with the p-value against the top arm.
 `display_table` turns that into the columns a paper shows (accuracies in %); `to_markdown` and
@@ -21,7 +23,7 @@ from optbench.durations import format_duration
 
 PRIMARY_METRIC = "test_acc_at_best_val"
 # Metrics summarised as mean, sd (and for the primary one a 95 % CI) over completed runs.
-SUMMARISED = ["test_acc_at_best_val", "final_test_acc", "best_test_acc", "final_train_loss", "epochs_to_target",
+SUMMARISED = ["test_acc_at_best_val", "test_acc_at_best_clean_val", "final_test_acc", "best_test_acc", "final_train_loss", "epochs_to_target",
               "wall_time_s", "train_images_per_s"]
 NOT_COMPLETED = [status for status in STATUSES if status != "completed"]
 
@@ -128,12 +130,17 @@ def not_completed_text(row) -> str:
 def display_table(table: pd.DataFrame, target_acc: float, pm: str = "±") -> pd.DataFrame:
     """The paper-facing columns of `results_table`, as text (accuracies in %)."""
     rows = []
+    # Under label noise: the oracle (epoch chosen on clean validation labels) beside the headline.
+    oracle = "test_acc_at_best_clean_val_mean" in table and bool(table["test_acc_at_best_clean_val_mean"].notna().any())
     for _, row in table.iterrows():
         rows.append({
             "optimizer": row["arm"],
             "seeds": f"{row['seeds']}/{row['runs']}",
             "test acc @ best val (%)": mean_sd(row["test_acc_at_best_val_mean"], row["test_acc_at_best_val_std"], pm=pm),
             "95% CI (%)": interval(row["test_acc_at_best_val_ci_low"], row["test_acc_at_best_val_ci_high"]),
+            **({"test acc @ best clean val (%, oracle)": mean_sd(row["test_acc_at_best_clean_val_mean"],
+                                                                 row["test_acc_at_best_clean_val_std"], pm=pm)}
+               if oracle else {}),
             "final test acc (%)": mean_sd(row["final_test_acc_mean"], row["final_test_acc_std"], pm=pm),
             "best test acc (%, optimistic)": mean_sd(row["best_test_acc_mean"], row["best_test_acc_std"], pm=pm),
             "final train loss": mean_sd(row["final_train_loss_mean"], row["final_train_loss_std"], 1.0, 3, pm=pm),
@@ -169,6 +176,7 @@ def pairwise_display(pairwise: pd.DataFrame) -> pd.DataFrame:
             "mean A (%)": percent(row["mean_a"]), "mean B (%)": percent(row["mean_b"]),
             "A − B (pp)": "n/a" if not np.isfinite(row["difference"]) else f"{100 * row['difference']:+.2f}",
             "test": row["test"], "p": p_text(row["p_value"]), "p (Holm)": p_text(row["p_holm"]),
+            "smallest p at this n": p_text(row["min_p"]),
             "Hedges' g": "n/a" if not np.isfinite(row["hedges_g"]) else f"{row['hedges_g']:.2f}",
             "power": power_text(row),
         })

@@ -1,0 +1,98 @@
+"""Robust aggregates and performance profiles against numbers worked out by hand on fixed data.
+
+The bootstrap intervals are checked by redoing the stratified resampling here with numpy (each
+setting's runs drawn with replacement, its count kept) and taking percentiles: the same
+distribution, so the intervals agree to within the Monte Carlo error of 2000 resamples.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from optbench.aggregate.robust import (costs, improvement_table, iqm, iqm_table, profile, profile_table,
+                                       stratified_interval, pooled_iqm, win_probability)
+
+
+def test_iqm_is_the_mean_of_the_middle_half():
+    assert iqm([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 100.0]) == pytest.approx((3 + 4 + 5 + 6) / 4)
+    assert iqm([0.90, 0.92, 0.97, 0.10]) == pytest.approx((0.90 + 0.92) / 2)   # the 0.10 outlier is cut
+
+
+def test_win_probability_counts_pairs_and_halves_ties():
+    # x = (1, 3, 5) vs y = (2, 3): pairs x > y: (3,2), (5,2), (5,3) = 3; ties: (3,3) = 1; of 6 pairs
+    assert win_probability([1.0, 3.0, 5.0], [2.0, 3.0]) == pytest.approx((3 + 0.5) / 6)
+    assert win_probability([1.0, 1.0], [1.0, 1.0]) == pytest.approx(0.5)
+
+
+def hand_bootstrap(strata, statistic, resamples=4000, seed=1):
+    rng = np.random.default_rng(seed)
+    draws = [statistic(*[rng.choice(stratum, size=len(stratum), replace=True) for stratum in strata])
+             for _ in range(resamples)]
+    return np.percentile(draws, [2.5, 97.5])
+
+
+def test_stratified_bootstrap_interval_of_the_iqm_matches_resampling_by_hand():
+    strata = [np.array([0.90, 0.91, 0.93, 0.95]), np.array([0.80, 0.84, 0.85, 0.86, 0.90])]
+    estimate, low, high = stratified_interval(strata, pooled_iqm)
+    assert estimate == pytest.approx(iqm(np.concatenate(strata)))
+    by_hand = hand_bootstrap(strata, lambda *parts: iqm(np.concatenate(parts)))
+    assert (low, high) == pytest.approx(tuple(by_hand), abs=0.006)
+    assert low <= estimate <= high
+
+
+def test_one_run_in_a_setting_gives_no_interval():
+    estimate, low, high = stratified_interval([np.array([0.9])], pooled_iqm)
+    assert estimate == 0.9 and math.isnan(low) and math.isnan(high)
+
+
+def runs_table(rows):
+    return pd.DataFrame(rows, columns=["setting", "arm", "acc"])
+
+
+def test_probability_of_improvement_per_setting_and_the_mean_across_settings():
+    rows = [("s1", "a", v) for v in (0.9, 0.8, 0.7)] + [("s1", "b", v) for v in (0.85, 0.75, 0.65)]
+    rows += [("s2", "a", v) for v in (0.5, 0.5)] + [("s2", "b", v) for v in (0.5, 0.6)]
+    table = improvement_table(runs_table(rows), "acc", ["s1", "s2"], ["a", "b"]).set_index("setting")
+    s1 = (3 + 2 + 1) / 9          # 0.9 beats all three b, 0.8 beats two, 0.7 beats one
+    s2 = (0.5 + 0.5 + 0 + 0) / 4  # ties with 0.5 count half, 0.6 wins
+    assert table.loc["s1", "p_a_beats_b"] == pytest.approx(s1)
+    assert table.loc["s2", "p_a_beats_b"] == pytest.approx(s2)
+    across = table.loc["all 2 settings"]
+    assert across["p_a_beats_b"] == pytest.approx((s1 + s2) / 2)
+    strata = [np.array([0.9, 0.8, 0.7]), np.array([0.85, 0.75, 0.65]), np.array([0.5, 0.5]), np.array([0.5, 0.6])]
+    by_hand = hand_bootstrap(strata, lambda xa, ya, xb, yb: (win_probability(xa, ya) + win_probability(xb, yb)) / 2)
+    assert (across["ci_low"], across["ci_high"]) == pytest.approx(tuple(by_hand), abs=0.03)
+
+
+def test_iqm_table_has_a_row_per_setting_and_one_across_settings():
+    rows = [("s1", "a", v) for v in (0.9, 0.8, 0.7, 0.6)] + [("s2", "a", v) for v in (0.5, 0.4)]
+    table = iqm_table(runs_table(rows), "acc", ["s1", "s2"], ["a"]).set_index("setting")
+    assert table.loc["s1", "iqm"] == pytest.approx(0.75)
+    assert table.loc["all 2 settings", "iqm"] == pytest.approx(iqm([0.9, 0.8, 0.7, 0.6, 0.5, 0.4]))
+    assert table.loc["all 2 settings", "runs"] == 6
+
+
+def test_performance_profile_counts_settings_within_tau_of_the_best():
+    # epochs to target: s1 a=10 b=20; s2 a=30 b=15; s3 a never, b=8
+    cost_table = pd.DataFrame({"a": [10.0, 30.0, math.inf], "b": [20.0, 15.0, 8.0]}, index=["s1", "s2", "s3"])
+    table = profile(cost_table, taus=(1.0, 2.0, 3.0))
+    assert list(table.loc["a"]) == pytest.approx([1 / 3, 2 / 3, 2 / 3])   # ratios 1, 2, inf
+    assert list(table.loc["b"]) == pytest.approx([2 / 3, 1.0, 1.0])       # ratios 2, 1, 1
+
+
+def test_costs_are_medians_over_seeds_with_never_reached_as_infinite():
+    runs = pd.DataFrame({"setting": ["s"] * 5, "arm": ["a", "a", "a", "b", "b"],
+                         "epochs_to_target": [4.0, math.nan, 6.0, math.nan, math.nan]})
+    table = costs(runs, "epochs_to_target", ["s"], ["a", "b"])
+    assert table.loc["s", "a"] == 6.0 and table.loc["s", "b"] == math.inf
+
+
+def test_profile_table_gives_epochs_and_seconds():
+    runs = pd.DataFrame({"setting": ["s1", "s1", "s2", "s2"], "arm": ["a", "b", "a", "b"],
+                         "epochs_to_target": [2.0, 4.0, 3.0, 3.0], "seconds_to_target": [40.0, 20.0, 30.0, 90.0]})
+    table = profile_table(runs, ["s1", "s2"], ["a", "b"]).set_index(["cost", "arm"])
+    assert table.loc[("epochs", "a"), "tau=1"] == 1.0 and table.loc[("epochs", "b"), "tau=1"] == 0.5
+    assert table.loc[("seconds", "a"), "tau=2"] == 1.0 and table.loc[("seconds", "b"), "tau=2"] == 0.5
+    assert table.loc[("seconds", "a"), "settings"] == 2
