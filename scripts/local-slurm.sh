@@ -144,15 +144,25 @@ up() {
     wait_idle
 }
 
+# Wait up to 10 s for process $1 to end (SIGTERM once more if needed), then SIGKILL it.
+stop_and_wait() {
+    local _
+    for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.2; done
+    kill -TERM "$1" 2>/dev/null || true
+    sleep 1
+    kill -KILL "$1" 2>/dev/null || true
+}
+
 down() {
-    local index name pid
+    local index name pid children child
     for ((index = ${#DAEMONS[@]} - 1; index >= 0; index--)); do
         name=${DAEMONS[index]}
         pid=$(our_pid "$name")
         [[ -z $pid ]] && { rm -f "$(pid_file "$name")"; continue; }
+        children=$(pgrep -P "$pid" || true)   # slurmctld's slurmscriptd, slurmd's slurmstepd
         kill -TERM "$pid"
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+        stop_and_wait "$pid"
+        for child in $children; do stop_and_wait "$child"; done
         rm -f "$(pid_file "$name")"
         say "stopped $name (pid $pid)"
     done
