@@ -1,13 +1,14 @@
 # Two commands on a fresh machine:
 #   make quick   set up .venv when missing, then a short training run (synthetic data, ~1 min on CPU)
 #   make test    set up .venv when missing, then the test suite
+#   make test-slurm  the SLURM tests on a one-node cluster started and stopped around them (root)
 # ARGS passes Hydra overrides through, e.g. make quick ARGS="dataset=cifar10 optimizer=lion".
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup quick test clean-venv
+.PHONY: setup quick test test-slurm clean-venv
 
 setup: $(STAMP)
 
@@ -25,6 +26,11 @@ quick: $(STAMP)
 # -n auto: one pytest worker per core (pytest-xdist); most tests wait on subprocesses or run 1 thread.
 test: $(STAMP)
 	$(PY) -m pytest -q -n auto $(ARGS)
+
+# Only the SLURM tests, on a one-node cluster started for them and stopped after, even when they fail (root).
+test-slurm: $(STAMP)
+	scripts/local-slurm.sh up && { SLURM_CONF=$${OPTBENCH_SLURM_DIR:-/tmp/optbench-slurm}/slurm.conf \
+	  $(PY) -m pytest -q -m slurm tests/test_slurm.py $(ARGS); status=$$?; scripts/local-slurm.sh down; exit $$status; }
 
 clean-venv:
 	rm -rf $(VENV)

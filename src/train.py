@@ -8,6 +8,7 @@ Every run lands in its deterministic directory under results/ (see conf/config.y
 `hydra.run.dir=DIR` puts it in DIR instead. Exit statuses: optbench/training/cli.py.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +31,11 @@ def main(cfg: DictConfig) -> None:
     hydra_config = HydraConfig.get()
     status = run_job(cfg, Path(hydra_config.runtime.output_dir), multirun=hydra_config.mode == RunMode.MULTIRUN,
                      files=hydra_files(cfg, hydra_config))
+    if status == EXIT_BAD_INPUT and os.environ.get("SUBMITIT_FOLDER"):
+        # In a submitit job (local or SLURM) exiting leaves no result file, so the sweep waits for the job
+        # for ever where sacct is off: the refusal is printed, the job ends normally, and the study runner
+        # names the run (optbench/studies/outcome.py).
+        return
     if status:
         sys.exit(status)
 

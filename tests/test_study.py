@@ -161,3 +161,25 @@ def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
 
 def test_gpu_for_job_outside_a_hydra_job_is_auto():
     assert gpu_for_job() == "auto"
+
+
+@pytest.mark.parametrize("launcher, status", [("local", 1), ("parallel", 2)])
+def test_a_run_failing_in_a_launcher_worker_is_named_and_the_study_exits_non_zero(tmp_path, capsys, launcher, status):
+    # bad data: the image folder's files cannot be decoded. A submitit job refuses the run and ends normally
+    # (the sweep exits 0), a joblib worker's exit 2 reaches the sweep; either way the runner reads
+    # summary.json and names the run.
+    images = tmp_path / "images"
+    for part in ("train", "test"):
+        for label in ("cat", "dog"):
+            (images / part / label).mkdir(parents=True)
+            for index in range(3):
+                (images / part / label / f"{index}.png").write_bytes(b"not an image")
+    study = write_study(tmp_path / "bad_data.yaml", synthetic_grid(optimizer=["sgd"], seed=[0], dataset=["imagefolder"]))
+    results = tmp_path / "results"
+    small = [override for override in SMALL if not override.startswith("dataset.")]
+    argv = [str(study), "--launcher", launcher, "--set", *small, f"dataset.root={images}", "dataset.val_size=2",
+            f"paths.results_dir={results}", f"paths.data_dir={tmp_path / 'data'}"]
+    assert study_cli.main(argv) == status
+    errors = capsys.readouterr().err
+    assert "run not finished:" in errors and "no summary.json" in errors and str(results) in errors
+    assert "1 of 1 runs did not finish" in errors

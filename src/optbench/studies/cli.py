@@ -10,7 +10,9 @@
 Every run of every sweep is composed and validated before anything starts, so a bad study or
 override is one line `error: ...` and exit status 2. Runs land in their deterministic directories
 (conf/config.yaml); a sweep whose runs are all finished is not started at all, and within a sweep
-train() skips finished runs and resumes unfinished ones. The exit status is the worst of the sweeps'.
+train() skips finished runs and resumes unfinished ones. After each sweep every run whose summary.json
+is not completed or diverged is named (studies/outcome.py); the exit status is the worst of the sweeps',
+and 1 when a run did not finish.
 """
 
 import argparse
@@ -25,9 +27,9 @@ from omegaconf import OmegaConf
 
 from optbench.choices import LAUNCHERS
 from optbench.durations import format_duration
-from optbench.errors import EXIT_BAD_INPUT, ConfigError
+from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
 from optbench.hydra_glue import compose_checked, register_resolvers
-from optbench.studies import estimate, tuning
+from optbench.studies import estimate, outcome, tuning
 from optbench.studies.plan import PlannedRun, Sweep, plan
 from optbench.studies.spec import EXPERIMENTS_DIR, REPO, Study, find_study, load_study, study_files
 
@@ -126,6 +128,8 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
 # ---------------------------------------------------------------- running
 
 def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> int:
+    """Run each sweep, then name every run of it that did not finish: a launcher that runs jobs elsewhere
+    (joblib, submitit, SLURM) exits 0 when one of its runs failed, so summary.json is what counts."""
     worst = 0
     for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
         if all(run.status == "done" for run in runs):
@@ -133,11 +137,27 @@ def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -
             continue
         command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
         print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
-        status = subprocess.call(command, cwd=os.getcwd())
+        status = subprocess.call(command, cwd=os.getcwd(), env=job_environment())
+        not_done = outcome.unfinished([run.run_dir for run in runs])
+        for run_dir, what in not_done:
+            print(f"sweep {number}: run not finished: {run_dir}: {what}", file=sys.stderr)
+        if not_done:
+            print(f"sweep {number}: {len(not_done)} of {len(runs)} runs did not finish", file=sys.stderr, flush=True)
+            status = max(status, EXIT_FAILED)
         if status == EXIT_BAD_INPUT:
             return status  # the same input would be refused by every later sweep too
         worst = max(worst, status)
     return worst
+
+
+def job_environment() -> dict[str, str]:
+    """This process's environment with this checkout's src/ first on PYTHONPATH: jobs that start a fresh
+    Python elsewhere (submitit's pickled callables on SLURM) then import the same optbench as the sweep."""
+    env = dict(os.environ)
+    source = str(REPO / "src")
+    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and path != source]
+    env["PYTHONPATH"] = os.pathsep.join([source, *paths])
+    return env
 
 
 # ---------------------------------------------------------------- selecting tuned values
