@@ -21,7 +21,7 @@ from optbench.aggregate.load import IDENTITY_SOURCES, is_clean
 CONFIG_PREFIX = "cfg."
 # Config keys that never change the numbers (or, for seed, are the replicate axis), exactly...
 EXCLUDED_KEYS = {"seed", "device", "noise.seed", "dataset.root", "train.eval_batch_size", "train.checkpoint_every",
-                 "train.tensorboard", "train.progress_bar", "train.rerun"}
+                 "train.tensorboard", "train.progress_bar", "train.rerun", "train.mirror_every_s"}
 # ...and by prefix.
 EXCLUDED_PREFIXES = ("paths.", "hydra.")
 SETTING_IDENTITY = ["dataset", "noise", "noise_rate"]
