@@ -26,8 +26,13 @@ def test_the_notebook_holds_no_training_logic():
     assert "optbench.training.run" not in source.replace("import optbench.training.run", "")  # only an install check imports it
 
 
-def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch):
-    results = tmp_path / "results"
+@pytest.mark.parametrize("with_mirror", [False, True], ids=["local", "mirrored"])
+def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch, with_mirror):
+    """With a mirror (Colab's layout: results on local disk, the mirror on Drive) the runs land in both, and
+    the aggregator reads the mirror."""
+    results, mirror = tmp_path / "results", tmp_path / "drive" / "results"
+    if with_mirror:
+        monkeypatch.setenv("NOTEBOOK_MIRROR_DIR", str(mirror))
     for name, value in {"NOTEBOOK_STUDY": "smoke", "NOTEBOOK_OPTIMIZERS": "sgd,lion", "NOTEBOOK_SEEDS": "0",
                         "NOTEBOOK_DATASETS": "synthetic", "NOTEBOOK_EPOCHS": "1",
                         "NOTEBOOK_EXTRA": "model.width=8 dataset.train_size=400 dataset.test_size=100 "
@@ -40,10 +45,11 @@ def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch):
     outputs = "".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
                       for output in cell.get("outputs", []))
     assert "Drive step skipped" in outputs
-    summaries = sorted(results.rglob("summary.json"))
-    summaries = [path for path in summaries if "aggregate" not in path.parts]
-    assert len(summaries) == 2 and all(json.loads(path.read_text())["status"] == "completed" for path in summaries)
-    aggregate = results / "aggregate"
+    for folder in (results, mirror) if with_mirror else (results,):
+        summaries = [path for path in sorted(folder.rglob("summary.json")) if "aggregate" not in path.parts]
+        assert len(summaries) == 2 and all(json.loads(path.read_text())["status"] == "completed" for path in summaries)
+    assert mirror.exists() == with_mirror
+    aggregate = (mirror if with_mirror else results) / "aggregate"
     assert (aggregate / "summary.csv").exists() and (aggregate / "tables" / "results.md").exists()
     assert list((aggregate / "figures").glob("*.png")) and (aggregate / "report.md").exists()
     displayed = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])

@@ -7,6 +7,7 @@ study's plan, run without loading torch. Whether a device is available and wheth
 are known only when a run starts (training/assemble.py); those errors say so in one line too.
 """
 
+import os
 import re
 
 from omegaconf import DictConfig, OmegaConf
@@ -40,11 +41,13 @@ def validate(cfg: DictConfig) -> None:
     _whole_number(cfg, "train.eval_batch_size", 1, "use an evaluation batch size of at least 1, e.g. 1024")
     _whole_number(cfg, "train.checkpoint_every", 0, "use 0 (only at the end) or a number of epochs")
     _whole_number(cfg, "model.width", 1, "64 is the standard ResNet-18; 8-16 for CPU tests")
+    _number(cfg, "train.mirror_every_s", 0.0, float("inf"), "seconds between checkpoint copies to the mirror, e.g. 600")
     _number(cfg, "train.divergence_factor", 1.0, float("inf"), "a factor > 1 over ln(classes), e.g. 10")
     _whole_number(cfg, "train.grad_accum", 1, "use 1 (no accumulation) or more micro-batches per step, e.g. 2")
     if cfg.batch_size % cfg.train.grad_accum:
         _fail("train.grad_accum", cfg.train.grad_accum, f"must divide batch_size={cfg.batch_size} into equal micro-batches")
     _validate_switches(cfg)
+    _validate_mirror(cfg)
     _validate_device(cfg)
     _validate_dataset(cfg)
     _validate_noise(cfg)
@@ -58,6 +61,14 @@ def _validate_switches(cfg: DictConfig) -> None:
             _fail(key, OmegaConf.select(cfg, key), "use true or false")
     if cfg.model.name not in choices.ARCHITECTURES:
         _fail("model.name", cfg.model.name, "choose " + ", ".join(choices.ARCHITECTURES))
+
+
+def _validate_mirror(cfg: DictConfig) -> None:
+    mirror = OmegaConf.select(cfg, "paths.mirror_dir")
+    if mirror is not None and (not isinstance(mirror, str) or not mirror.strip()):
+        _fail("paths.mirror_dir", mirror, "a folder on durable storage (Drive, a shared filesystem), or null for none")
+    if mirror and os.path.abspath(mirror) == os.path.abspath(str(cfg.paths.results_dir)):
+        _fail("paths.mirror_dir", mirror, "the mirror must be another folder than paths.results_dir")
 
 
 def _validate_device(cfg: DictConfig) -> None:

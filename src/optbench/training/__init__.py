@@ -8,6 +8,7 @@
     summary.py     the summary.json schema: the first summary, its update per epoch, divergence
     console.py     the lines a run prints (and TensorBoard scalars)
     checkpoint.py  what a checkpoint holds; saving, loading and restoring it exactly
+    mirror.py      a durable copy of the run directory (paths.mirror_dir): copy out while training, restore
     rng.py         every random generator a run touches: seed, capture, restore
     signals.py     graceful stops on SIGTERM, SIGINT and SIGUSR2
     provenance.py  library versions and the git state of the code

@@ -3,7 +3,8 @@
 `fit(run, run_dir, state)` trains the epochs left after `state` (a fresh LoopState, or one rebuilt from
 a checkpoint) and returns the final summary. Every exit path leaves summary.json saying how the run
 ended: completed, diverged (a result), interrupted (a stop signal; a checkpoint was written first, so
-the same command resumes it, mid-epoch included) or failed (the error recorded).
+the same command resumes it, mid-epoch included) or failed (the error recorded). A mirror, when given,
+copies the directory out after each epoch (training/mirror.py; train() copies the rest at the end).
 """
 
 import itertools
@@ -57,15 +58,21 @@ class LoopState:
         return cls(summary, list(saved["metrics"]), progress, partial_seconds)
 
 
-def fit(run, run_dir: RunDir, state: LoopState) -> dict:
+def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
+    """`run_mirror`: a training/mirror.py Mirror copying the run directory out, or None."""
     cfg, summary = run.cfg, state.summary
     summary.update(status=rundir.RUNNING, error=None)
+    if run_mirror:
+        run_mirror.attach(summary)
     run_dir.write_summary(summary)
     writer = console.tensorboard_writer(run_dir.path) if cfg.train.tensorboard else None
     try:
         with stop_requests() as stop:
             for epoch in range(len(state.records) + 1, cfg.epochs + 1):
-                if _run_epoch(run, run_dir, state, epoch, stop, writer):
+                diverged = _run_epoch(run, run_dir, state, epoch, stop, writer)
+                if run_mirror:
+                    run_mirror.after_epoch(epoch, summary)
+                if diverged:
                     break
             else:
                 summary["status"] = rundir.COMPLETED

@@ -10,6 +10,7 @@ with no byte of it changed. Then:
   half an epoch), so its numbers equal an uninterrupted run's bit for bit on the CPU;
 - a new one writes its record (and `hydra_files` into .hydra/) once the data and model are ready.
 Each epoch appends to metrics.jsonl and rewrites summary.json, so a crash leaves a readable record.
+With paths.mirror_dir, a local directory behind its mirror is first restored from it (training/mirror.py).
 """
 
 import datetime
@@ -24,7 +25,7 @@ from optbench.data.sources import data_fingerprint
 from optbench.device.policy import release_device_memory
 from optbench.errors import ConfigError
 from optbench.rundir import RunDir
-from optbench.training import checkpoint, console
+from optbench.training import checkpoint, console, mirror
 from optbench.training.assemble import Run, prepare
 from optbench.training.loop import LoopState, fit
 from optbench.training.summary import failed, initial_summary
@@ -62,6 +63,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
     validate(cfg)
     directory = RunDir(run_dir)
     resolved, wanted = run_identity(cfg)
+    run_mirror = _open_mirror(cfg, directory, wanted)
     record = None if cfg.train.rerun else check_identity(directory, wanted)
     if record is not None:
         previous = directory.read_summary()
@@ -76,11 +78,31 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
                 if record is None:
                     _start(directory, resolved, wanted, hydra_files)
                 state = (_resume_state(run, directory) if record is not None else None) or LoopState(_first_summary(run))
-                summary = fit(run, directory, state)
-                log.info(console.final_line(summary, directory.path))
-            return summary
+                return _fit_and_mirror(run, directory, state, run_mirror)
         finally:
             release_device_memory(run.device)
+
+
+def _open_mirror(cfg: DictConfig, directory: RunDir, wanted: dict) -> mirror.Mirror | None:
+    """The run's mirror (None without paths.mirror_dir), after restoring the local directory from it when
+    the mirror is ahead (a new VM, another node); a mirror holding another experiment is refused."""
+    run_mirror = mirror.from_config(cfg, directory)
+    if run_mirror is not None:
+        mirror.open_root(run_mirror)
+        if not cfg.train.rerun:
+            mirror.restore(run_mirror, wanted)
+    return run_mirror
+
+
+def _fit_and_mirror(run: Run, directory: RunDir, state: LoopState, run_mirror: mirror.Mirror | None) -> dict:
+    """fit(), then its last line in train.log; whatever the ending, the mirror gets everything last."""
+    try:
+        summary = fit(run, directory, state, run_mirror)
+        log.info(console.final_line(summary, directory.path))
+        return summary
+    finally:
+        if run_mirror is not None:
+            run_mirror.finish(state.summary)
 
 
 def _prepare(cfg: DictConfig, directory: RunDir, record: dict | None, resolved: dict, wanted: dict,
