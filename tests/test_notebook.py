@@ -2,7 +2,6 @@
 scale (nbclient), producing runs, tables and figures through the same commands as the CLI."""
 
 import json
-import os
 
 import nbformat
 import pytest

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
-from conftest import CONF_DIR, REPO, TINY, compose_config
+from conftest import CONF_DIR, TINY, compose_config
 from optbench.studies import cli as study_cli, tuning
 from optbench.studies.launchers import gpu_for_job
 from optbench.studies.spec import find_study, study_files

@@ -8,7 +8,6 @@
 - `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors.
 """
 
-import argparse
 import hashlib
 import itertools
 import re

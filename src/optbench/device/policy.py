@@ -1,7 +1,7 @@
 """The training device and the one frozen policy that decides everything device-dependent.
 
 - `resolve_device(requested)`: `auto` means CUDA, then Apple MPS, then CPU; `fastest` times a few
-  training steps on each available device (optbench.fastest). An explicitly requested device that
+  training steps on each available device (optbench.device.fastest). An explicitly requested device that
   is not available is a ConfigError, never a silent fallback: a study meant for a GPU must not
   quietly take a week on the CPU.
 - `decide_policy(facts, overrides)`: a pure function from what the device is (DeviceFacts) and the

@@ -118,7 +118,7 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
           + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
     for (requested, model, width, classes, batch), (device, rate) in sorted(rates.items()):
         print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
-              f"batch {batch} (5 timed steps on random data, optbench.fastest.images_per_second)")
+              f"batch {batch} (5 timed steps on random data, optbench.device.fastest.images_per_second)")
     print("  per epoch: training images / rate + (validation + test images) / (3 x rate); "
           "data loading and start-up not included")
     if unknown:

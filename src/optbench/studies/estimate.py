@@ -1,7 +1,7 @@
 """How long a study's remaining runs will take on this device, from a short measured run.
 
 For every distinct (device, model, width, classes, batch size) among the runs still to do, train a
-few steps on random data (`optbench.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take
+few steps on random data (`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take
 the images/s. One epoch then costs its training images / rate, plus its validation and test images
 / (3 x rate) (a forward pass is about a third of a training step), and a run costs its remaining
 epochs of that. The estimate ignores data loading and start-up, so it is a lower bound on a busy
