@@ -25,10 +25,9 @@ if "SLURM_CONF" not in os.environ and (SLURM_STATE / "slurm.conf").is_file():
     os.environ["SLURM_CONF"] = str(SLURM_STATE / "slurm.conf")
 
 CPU_JOB = ["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=1"]
-# Long enough to interrupt (a few seconds per epoch on 2 shared cores); one thread so the numbers of a job
-# and of the reference run in this process's child are the same bit for bit.
-# Long enough (about a minute of training even on a quiet machine) that the warning 30 s into an attempt
-# always lands mid-training, also when the suite's other tests leave the cores free.
+# Long enough (about a minute of training) that the warning 30 s into an attempt lands mid-training even
+# when the rest of the suite leaves the cores free; one thread so the numbers of a job and of the reference
+# run in this process's child are the same bit for bit.
 PREEMPT_RUN = [*[o for o in TINY if not o.startswith("epochs=")], "epochs=24", "dataset.train_size=1500",
                "optimizer=adam"]
 TIMING_KEYS = ("time_s", "per_s", "wall_time", "resumes")
