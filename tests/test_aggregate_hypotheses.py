@@ -209,12 +209,17 @@ def reaching(epoch_reached: int, epochs: int = 6, final_val: float = 0.9) -> lis
     return [record(epoch, final_val * min(1.0, epoch / epoch_reached), 0.85, 0.5) for epoch in range(1, epochs + 1)]
 
 
+def h1_verdict(folder, epochs_by_seed: list[tuple[int, int]]):
+    """H1's verdict on runs whose Lion and AdamW reach the target at the given epochs, seed by seed."""
+    for seed, (lion, adamw) in enumerate(epochs_by_seed):
+        write_run(folder, reaching(lion), optimizer="lion", seed=seed)
+        write_run(folder, reaching(adamw), optimizer="adamw", seed=seed)
+    return verdict(folder, "h1_convergence.yaml")
+
+
 def test_h1_lion_at_epoch_3_and_adamw_at_epoch_5_on_three_seeds_is_not_supported(tmp_path):
     """Issue 14's first reproduction: constant epochs made a paired t-test say t = inf, p = 0, supported."""
-    for seed in range(3):
-        write_run(tmp_path, reaching(3), optimizer="lion", seed=seed)
-        write_run(tmp_path, reaching(5), optimizer="adamw", seed=seed)
-    result = verdict(tmp_path, "h1_convergence.yaml")
+    result = h1_verdict(tmp_path, [(3, 5)] * 3)
     assert result.verdict == "inconclusive"
     numbers = result.checks[0].numbers
     assert numbers["target"] == pytest.approx(0.81)
@@ -224,20 +229,14 @@ def test_h1_lion_at_epoch_3_and_adamw_at_epoch_5_on_three_seeds_is_not_supported
 
 def test_h1_supported_with_six_seeds_each_faster(tmp_path):
     pairs = [(2, 4), (2, 5), (3, 5), (3, 4), (2, 6), (3, 6)]
-    for seed, (lion, adamw) in enumerate(pairs):
-        write_run(tmp_path, reaching(lion), optimizer="lion", seed=seed)
-        write_run(tmp_path, reaching(adamw), optimizer="adamw", seed=seed)
-    result = verdict(tmp_path, "h1_convergence.yaml")
+    result = h1_verdict(tmp_path, pairs)
     assert result.verdict == "supported"
     assert result.checks[0].numbers["p"] == pytest.approx(sign_flip_p(*zip(*pairs)), rel=1e-12) == 2 / 64
 
 
 def test_h1_when_no_lion_run_ever_reaches_the_target_it_is_not_rejected(tmp_path):
     """Issue 14's second reproduction: never-reached runs were given epochs_planned + 1 and a spurious p = 0."""
-    for seed in range(3):
-        write_run(tmp_path, reaching(0), optimizer="lion", seed=seed)
-        write_run(tmp_path, reaching(5), optimizer="adamw", seed=seed)
-    result = verdict(tmp_path, "h1_convergence.yaml")
+    result = h1_verdict(tmp_path, [(0, 5)] * 3)
     assert result.verdict == "inconclusive"
     assert result.checks[0].numbers["p"] == pytest.approx(0.25)
     everyone_never = tmp_path / "never"
@@ -248,10 +247,7 @@ def test_h1_when_no_lion_run_ever_reaches_the_target_it_is_not_rejected(tmp_path
 
 
 def test_h1_counts_a_run_that_never_reaches_the_target_as_censored(tmp_path):
-    for seed, (lion, adamw) in enumerate([(2, 4), (2, 5), (0, 5)]):
-        write_run(tmp_path, reaching(lion), optimizer="lion", seed=seed)
-        write_run(tmp_path, reaching(adamw), optimizer="adamw", seed=seed)
-    check = verdict(tmp_path, "h1_convergence.yaml").checks[0]
+    check = h1_verdict(tmp_path, [(2, 4), (2, 5), (0, 5)]).checks[0]
     assert check.numbers["censored_subject"] == 1
     assert math.isnan(check.numbers["mean_subject"])   # no made-up epoch for the censored run
     assert check.numbers["test"] == "paired sign-flip on ranks, exact"

@@ -72,9 +72,10 @@ def _image_folders(root: str | None) -> tuple[ImageFolder, ImageFolder]:
     return train_folder, test_folder
 
 
-def _imagefolder_fingerprint(root: str | None, image_size: int = 32) -> str:
-    """Every file's path below the root, class, size and modification time (moving the folder keeps it)."""
-    train_folder, test_folder = _image_folders(root)
+def _imagefolder_fingerprint(root: str | None, image_size: int = 32, folders=None) -> str:
+    """Every file's path below the root, class, size and modification time (moving the folder keeps it).
+    `folders`: the (train, test) ImageFolders when the caller has listed them already."""
+    train_folder, test_folder = folders or _image_folders(root)
     base = Path(root).expanduser()
     digest = hashlib.sha1(f"imagefolder|{image_size}".encode())
     for path, label in train_folder.samples + test_folder.samples:
@@ -85,7 +86,7 @@ def _imagefolder_fingerprint(root: str | None, image_size: int = 32) -> str:
 
 def _load_imagefolder(data_dir: Path, root: str | None = None, image_size: int = 32):
     train_folder, test_folder = _image_folders(root)
-    fingerprint = _imagefolder_fingerprint(root, image_size).split(":")[1]
+    fingerprint = _imagefolder_fingerprint(root, image_size, (train_folder, test_folder)).split(":")[1]
     cache_path = data_dir / "cache" / f"imagefolder-{fingerprint}.pt"
     if not cache_path.exists():
         payload = {"train": _decode_all(train_folder.samples, image_size),

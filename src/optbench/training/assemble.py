@@ -36,7 +36,7 @@ class Run:
     policy: DevicePolicy
     splits: DatasetSplits          # moved to the device
     noisy: NoisyLabels             # training labels, moved to the device
-    val_labels: torch.Tensor       # the validation labels model selection sees (noisy under the noisy protocol)
+    noisy_val_labels: torch.Tensor | None  # validation labels under the noisy protocol; None: the clean ones
     model: torch.nn.Module         # the module whose state is saved
     step_model: torch.nn.Module    # what trains and evaluates: `model`, or its torch.compile wrapper
     optimizer: torch.optim.Optimizer
@@ -64,7 +64,7 @@ def prepare(cfg: DictConfig, run_id: str = "") -> Run:
     splits = load_splits(data_dir=cfg.paths.data_dir, **OmegaConf.to_container(cfg.dataset, resolve=True))
     noisy = apply_label_noise(splits.train.labels, cfg.noise.name, cfg.noise.rate, splits.classes,
                               cfg.noise.seed, splits.name)
-    val_labels = validation_labels(cfg, splits)
+    noisy_val_labels = noisy_validation_labels(cfg, splits)
     seed_everything(cfg.seed)  # before building the model: its initial weights come from the seed
     model = build_model(cfg.model.name, splits.num_classes, cfg.model.width).to(device, memory_format=policy.memory_format)
     optimizer = build_optimizer(model, **OmegaConf.to_container(cfg.optimizer, resolve=True))
@@ -72,23 +72,24 @@ def prepare(cfg: DictConfig, run_id: str = "") -> Run:
     scheduler = build_scheduler(optimizer, steps_per_epoch, cfg.epochs, **OmegaConf.to_container(cfg.scheduler))
     step_model = torch.compile(model) if policy.compile else model
     splits_on_device, noisy_on_device = to_device(splits, device), to_device(noisy, device)
-    val_labels = splits_on_device.val.labels if val_labels is splits.val.labels else val_labels.to(device)
+    noisy_val_labels = None if noisy_val_labels is None else noisy_val_labels.to(device)
     mean, std = channel_tensor(splits.mean, device), channel_tensor(splits.std, device)
     if cfg.data.pipeline == "device":
         pipeline = DevicePipeline(splits_on_device.train.images, noisy_on_device.labels, cfg.batch_size, cfg.seed, mean, std)
     else:  # the classic DataLoader reads the CPU copy with the policy's workers and pinning
         pipeline = DataLoaderPipeline(splits.train.images, noisy.labels, cfg.batch_size, cfg.seed, splits.mean,
                                       splits.std, device, policy.num_workers, policy.pin_memory, policy.persistent_workers)
-    return Run(cfg, run_id, device, policy, splits_on_device, noisy_on_device, val_labels, model, step_model,
+    return Run(cfg, run_id, device, policy, splits_on_device, noisy_on_device, noisy_val_labels, model, step_model,
                optimizer, policy.grad_scaler_for_run(), scheduler, pipeline, mean, std)
 
 
-def validation_labels(cfg: DictConfig, splits: DatasetSplits) -> torch.Tensor:
+def noisy_validation_labels(cfg: DictConfig, splits: DatasetSplits) -> torch.Tensor | None:
     """Under label noise with noise.validation=noisy (default), the validation split's labels get the same
-    noise process as training, drawn independently: what a practitioner selects on. Otherwise the clean
-    labels themselves (the same tensor)."""
-    if cfg.noise.name == "none" or not cfg.noise.rate or cfg.noise.get("validation", "noisy") == "clean":
-        return splits.val.labels
+    noise process as training, drawn independently: what a practitioner selects on. None otherwise (the
+    clean labels are used)."""
+    if cfg.noise.name == "none" or not cfg.noise.rate or cfg.noise.get("validation", "noisy") == "clean" \
+            or not len(splits.val):
+        return None
     # Another dataset tag gives an independent draw from the same seed, kind, rate and mapping.
     return apply_label_noise(splits.val.labels, cfg.noise.name, cfg.noise.rate, splits.classes, cfg.noise.seed,
                              f"{splits.name}/validation").labels

@@ -22,24 +22,25 @@ def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float)
               "train/loss": trained["loss"], "train/acc": trained["acc"],
               "train/images": trained["images"], "train/time_s": train_seconds,
               "train/images_per_s": trained["images"] / train_seconds}
-    record.update(_split_metrics(run, "val", run.splits.val, run.val_labels))
-    record.update(_split_metrics(run, "test", run.splits.test, run.splits.test.labels))
+    record.update(_split_metrics(run, "val", run.splits.val, run.noisy_val_labels))
+    record.update(_split_metrics(run, "test", run.splits.test))
     if run.noisy.num_noisy:
         record.update(_noisy_fit_metrics(run))
     record["time_s"] = train_seconds + time.perf_counter() - evaluation_start
     return record, trained["first_nonfinite_batch"]
 
 
-def _split_metrics(run, split_name: str, image_set, labels) -> dict:
-    """`split/loss` and `split/acc` against `labels`; for a noisily labelled validation split also
-    `val/acc_clean` against the true labels."""
+def _split_metrics(run, split_name: str, image_set, noisy_labels=None) -> dict:
+    """`split/loss` and `split/acc` against the labels selection sees (`noisy_labels` when given, else the
+    split's own); with noisy labels also `split/acc_clean` against the true ones."""
     if not len(image_set):
         return {}
+    labels = image_set.labels if noisy_labels is None else noisy_labels
     batches = eval_batches(image_set.images, labels, run.cfg.train.eval_batch_size, run.mean, run.std)
     with evaluation_memory_guard(run):
         metrics, predicted = evaluate(run.step_model, batches, run.policy)
     record = {f"{split_name}/{name}": value for name, value in metrics.items()}
-    if labels is not image_set.labels:
+    if noisy_labels is not None:
         record[f"{split_name}/acc_clean"] = (predicted == image_set.labels).float().mean().item()
     return record
 

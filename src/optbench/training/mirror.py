@@ -11,9 +11,7 @@ check: when the local directory is missing or has fewer epochs than the mirror, 
 names the same identity, it copies the mirror back (a mirror holding another experiment is refused).
 """
 
-import contextlib
 import logging
-import os
 import shutil
 import threading
 import time
@@ -35,17 +33,9 @@ def mirror_path(mirror_dir: str | Path, run_path: Path, results_dir: str | Path)
 
 
 def copy_atomically(source: Path, target: Path) -> None:
-    """Copy `source` to a temporary sibling of `target`, fsync it, rename it over `target`."""
-    temporary = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    try:
-        with open(source, "rb") as reader, open(temporary, "wb") as writer:
-            shutil.copyfileobj(reader, writer, 1 << 20)
-            writer.flush()
-            os.fsync(writer.fileno())
-        os.replace(temporary, target)
-    finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+    """Copy `source` over `target` through rundir's atomic writer (temporary sibling, fsync, rename)."""
+    with open(source, "rb") as reader:
+        rundir.write_atomically(target, lambda writer: shutil.copyfileobj(reader, writer, 1 << 20))
 
 
 def copy_small_files(source: Path, target: Path) -> None:

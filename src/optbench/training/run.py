@@ -152,8 +152,8 @@ def _first_summary(run: Run) -> dict:
                "num_val": len(splits.val), "num_test": len(splits.test)}
     noise = {"kind": cfg.noise.name, "rate": cfg.noise.rate, "realised_rate": run.noisy.realised_rate,
              "num_noisy": run.noisy.num_noisy}
-    if run.val_labels is not splits.val.labels:
-        wrong = int((run.val_labels != splits.val.labels).sum())
+    if run.noisy_val_labels is not None:
+        wrong = int((run.noisy_val_labels != splits.val.labels).sum())
         noise["validation"] = {"labels": "noisy", "realised_rate": wrong / len(splits.val), "num_noisy": wrong}
     elif cfg.noise.name != "none":
         noise["validation"] = {"labels": "clean"}
