@@ -140,7 +140,13 @@ def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
         lr_factor = run.cfg.optimizer.lr / {"lion": 1e-4, "sgd": 0.1}[run.cfg.optimizer.name]
         good = (round(lr_factor, 3), run.cfg.optimizer.weight_decay) in ((10.0, 0.1), (0.1, 0.005))
         write_summary(run.run_dir, "completed", val_acc=0.8 + 0.01 * run.cfg.seed if good else 0.3)
-    write_summary(runs[0].run_dir, "running", val_acc=0.99)  # unfinished: never selected
+    first = runs[0].run_dir / "summary.json"
+    finished = first.read_text()
+    write_summary(runs[0].run_dir, "running", val_acc=0.99)  # unfinished: no winner until every run is done
+    assert study_cli.main(["--select-tuned", str(study), *argv]) == 2
+    assert "1 tuning run(s) not finished" in capsys.readouterr().err
+    assert not (conf / "optimizer" / "tuned").exists()
+    first.write_text(finished)
     assert study_cli.main(["--select-tuned", str(study), *argv]) == 0
     text = (conf / "optimizer" / "tuned" / "lion.yaml").read_text()
     assert "val_acc_best (validation, never test): 0.8050, mean of 2 seed(s)" in text

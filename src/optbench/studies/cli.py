@@ -6,6 +6,7 @@
     python src/study.py H1 --set epochs=1 dataset=synthetic model.width=8   # extra Hydra overrides (smoke tests)
     python src/study.py tune_lr_wd && python src/study.py --select-tuned tune_lr_wd
     python src/study.py full --tuned                 # the tuned lr / weight decay of conf/optimizer/tuned/
+    python src/study.py cpu_demo                     # `tuned_by: tune_cpu_demo`: tune, select, then the study
 
 Every run of every sweep is composed and validated before anything starts, so a bad study or
 override is one line `error: ...` and exit status 2. Runs land in their deterministic directories
@@ -17,6 +18,7 @@ and 1 when a run did not finish.
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from collections import Counter
@@ -70,16 +72,55 @@ def main(argv: list[str]) -> int:
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
         study = find_study(args.study, args.experiments)
-        runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, args.tuned)
+        if study.tuned_by:
+            return run_tuned_by(study, args)
+        return run_study(study, args, args.tuned)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
+    """Plan, print, and (unless --dry-run) launch; a quasi-random tuning study is planned again after its
+    trials ran, because its top-k reruns are known only then."""
+    runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
     print_plan(study, runs_by_sweep)
     if args.dry_run:
         if not args.no_estimate:
             print_estimate(runs_by_sweep, args.launcher)
         return 0
-    return launch(runs_by_sweep, args.launcher)
+    status = launch(runs_by_sweep, args.launcher)
+    if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
+        runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
+        print(f"study {study.id}: the trials have run; the top-k reruns are planned now")
+        print_plan(study, runs_by_sweep)
+        status = max(status, launch(runs_by_sweep, args.launcher))
+    return status
+
+
+def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
+    """A main study with `tuned_by:`: run its tuning study, select the winners, then run it with them."""
+    tuning_study = find_study(study.tuned_by, args.experiments)
+    if not tuning_study.tune:
+        raise ConfigError(f"{study.source}: tuned_by: {study.tuned_by} is not a tuning study (it has no `tune:` block)")
+    if args.tuned:
+        raise ConfigError(f"study {study.id} takes its tuned values from {tuning_study.id} (tuned_by): drop --tuned")
+    print(f"study {study.id} is tuned by {tuning_study.id}: tuning first")
+    status = run_study(tuning_study, args, False)
+    output = tuning_study.tune.output
+    if args.dry_run:
+        ready = all((args.conf_dir / "optimizer" / output / f"{name}.yaml").is_file() for name in study.grid["optimizer"])
+        if not ready:
+            print(f"study {study.id}: planned once `python src/study.py --select-tuned {tuning_study.id}` has written "
+                  f"conf/optimizer/{output}/")
+            return 0
+        print(f"study {study.id}, with the tuned values now in conf/optimizer/{output}/ (tuning may still change them)")
+        return run_study(study, args, output)
+    if status:
+        print(f"study {study.id}: not started, its tuning study {tuning_study.id} did not finish", file=sys.stderr)
+        return status
+    select_tuned(tuning_study, args.conf_dir, args.set)
+    return run_study(study, args, output)
 
 
 def list_studies(experiments_dir: Path) -> int:
@@ -98,10 +139,31 @@ def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]
     print(f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts['done']} done, "
           f"{counts['unfinished']} unfinished, {counts['new']} new")
     for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
-        print(f"sweep {number} ({sweep.label}): python src/train.py -m {' '.join(sweep.command_overrides())}")
+        if sweep.pending:
+            print(f"sweep {number} ({sweep.label}): {sweep.pending}")
+            continue
+        print(f"sweep {number} ({sweep.label}): python src/train.py -m "
+              f"{' '.join(shlex.quote(override) for override in sweep.command_overrides())}")
+        for trial in sweep.trials:
+            print(f"  trial {trial.index}: {' '.join(trial.overrides())}")
         for run in runs:
             detail = f" ({run.detail})" if run.detail else ""
             print(f"  {run.status:<10} {run.run_dir}{detail}")
+    if study.tune:
+        print_budget(study, runs_by_sweep)
+
+
+def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
+    """Runs and epochs per optimizer, the reruns still to be chosen included: the budget is the same for all."""
+    runs_per_optimizer: Counter = Counter()
+    epochs = 0
+    for sweep, runs in runs_by_sweep:
+        name = sweep.values["optimizer"][0] if len(sweep.values["optimizer"]) == 1 else "all"
+        runs_per_optimizer[name] += len(runs) or study.tune.top_k * len(sweep.runs_without_trials())
+        epochs = max([epochs, *(int(run.cfg.epochs) for run in runs)])
+    print(f"tuning budget ({study.tune.method}), per optimizer: "
+          + ", ".join(f"{name} {count} runs x {epochs} epochs" for name, count in runs_per_optimizer.items())
+          + f"; {sum(runs_per_optimizer.values())} runs, {sum(runs_per_optimizer.values()) * epochs} epochs in all")
 
 
 def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
@@ -132,6 +194,9 @@ def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -
     (joblib, submitit, SLURM) exits 0 when one of its runs failed, so summary.json is what counts."""
     worst = 0
     for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
+        if sweep.pending:
+            print(f"sweep {number}: waits: {sweep.pending}")
+            continue
         if all(run.status == "done" for run in runs):
             print(f"sweep {number}: all {len(runs)} runs finished, skipped")
             continue
@@ -165,21 +230,20 @@ def job_environment() -> dict[str, str]:
 def select_tuned(study: Study, conf_dir: Path, extra: list[str]) -> int:
     if not study.tune:
         raise ConfigError(f"study {study.id} is not a tuning study (it has no `tune:` block)")
-    select_on = study.tune.get("select_on", "val_acc_best")
-    if select_on not in tuning.SELECTION_METRICS:
-        raise ConfigError(f"tune.select_on={select_on}: choose {', '.join(tuning.SELECTION_METRICS)}")
     runs_by_sweep = plan(study, conf_dir, extra, "basic", tuned=False)
-    runs = [(OmegaConf.to_container(run.cfg.optimizer, resolve=True), run.run_dir)
-            for _, sweep_runs in runs_by_sweep for run in sweep_runs]
-    cells, unfinished = tuning.collect_cells(runs, select_on)
-    best = tuning.best_cells(cells)
+    if any(sweep.pending for sweep, _ in runs_by_sweep):
+        raise ConfigError(f"study {study.id}: the top-k reruns have not run yet: run `python src/study.py {study.id}` first")
+    runs = [run for _, sweep_runs in runs_by_sweep for run in sweep_runs]
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         defaults = {name: OmegaConf.to_container(compose_checked([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
-                    for name in best}
-    for path in tuning.write_tuned_configs(best, defaults, study, conf_dir, select_on, unfinished):
-        cell = best[path.stem]
-        print(f"{path}: lr {cell.lr:g}, weight_decay {cell.weight_decay}, {select_on} {cell.mean:.4f} "
-              f"({len(cell.scores)} seed(s))")
-    if unfinished:
-        print(f"note: {unfinished} tuning run(s) unfinished or missing, not considered")
+                    for name in dict.fromkeys(str(run.cfg.optimizer.name) for run in runs)}
+    selections = tuning.select(runs, study, defaults)
+    for path in tuning.write_tuned_configs(selections, defaults, study, conf_dir):
+        best = selections[path.stem].winner
+        values = ", ".join(f"{key.removeprefix('optimizer.')} {value:g}" for key, value in best.values.items())
+        print(f"{path}: {values}; {study.tune.select_on} {best.mean:.4f} (mean of {len(best.scores)} seed(s))")
+    print(f"tuning record: {tuning.write_record(selections, study, Path(runs[0].cfg.paths.results_dir))}")
+    for selection in selections.values():
+        for warning in selection.edges:
+            print(f"warning: {selection.optimizer}: {warning}")
     return 0

@@ -3,9 +3,11 @@
 `plan_sweeps(study, ...)` turns one study into one or more `Sweep`s, each a plain
 `python src/train.py -m ...` override list: clean and noisy settings are separate sweeps because
 config validation refuses `noise=none` with `noise.rate>0`, and per-optimizer values (a tuning grid
-around each default, or tuned values) need one sweep per optimizer. `plan(study, conf_dir, ...)` then
-composes every single run as its Hydra job will, validates it, and reads its directory's summary.json:
-new, done (completed or diverged) or unfinished.
+around each default, or tuned values) need one sweep per optimizer. A quasi-random tuning study's
+sweep runs a list of trials (hydra/sweeper=optbench_trials, src/hydra_plugins/) on the grid's seeds;
+once an optimizer's trials have all finished, its top-k trials get a second sweep on the confirm seeds.
+`plan(study, conf_dir, ...)` then composes every single run as its Hydra job will, validates it, and
+reads its directory's summary.json: new, done (completed or diverged) or unfinished.
 """
 
 from dataclasses import dataclass, field
@@ -18,9 +20,10 @@ from optbench.config import validate
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.hydra_glue import combinations, compose_checked, format_value, parse_overrides
 from optbench.rundir import FINAL_STATUSES, RunDir
-from optbench.studies import tuning
+from optbench.studies import search_space, tuning
 from optbench.studies.launchers import GPU_PER_JOB_DEVICE, launcher_overrides
-from optbench.studies.spec import Study
+from optbench.studies.search_space import Trial
+from optbench.studies.spec import EXPERIMENTS_DIR, Study
 
 
 @dataclass
@@ -30,14 +33,30 @@ class Sweep:
     values: dict[str, list[str]]
     label: str = ""                       # what distinguishes it from the study's other sweeps
     hydra_overrides: list[str] = field(default_factory=list)   # hydra.* / hydra/...: not part of any run
+    trials: list[Trial] = field(default_factory=list)   # quasi-random tuning: each trial runs with every combination
+    pending: str = ""       # a sweep that cannot be planned yet (top-k reruns before the trials finish): why
 
     def command_overrides(self) -> list[str]:
-        """The multirun's command line: `key=v1,v2` for swept keys."""
-        return [f"{key}={','.join(values)}" for key, values in self.values.items()] + self.hydra_overrides
+        """The multirun's command line: `key=v1,v2` for swept keys, and the trials for the trials sweeper."""
+        line = [f"{key}={','.join(values)}" for key, values in self.values.items()]
+        if self.trials:
+            listed = ",".join(f'"{" ".join(trial.overrides())}"' for trial in self.trials)
+            line += ["hydra/sweeper=optbench_trials", f"hydra.sweeper.trials=[{listed}]"]
+        return line + self.hydra_overrides
 
     def runs(self) -> list[list[str]]:
-        """Every single run of the sweep, as the override list Hydra hands that job."""
+        """Every single run of the sweep, as the override list Hydra hands that job (the trials sweeper's order)."""
+        if self.pending:
+            return []
+        if not self.trials:
+            return combinations(self.values)
+        return [combination + trial.overrides() for combination in combinations(self.values) for trial in self.trials]
+
+    def runs_without_trials(self) -> list[list[str]]:
         return combinations(self.values)
+
+    def trial_of(self, job: int) -> Trial | None:
+        return self.trials[job % len(self.trials)] if self.trials else None
 
 
 @dataclass
@@ -48,6 +67,7 @@ class PlannedRun:
     status: str             # new | done | unfinished
     detail: str = ""        # summary.json's status and epochs, when there is one
     epochs_done: int = 0
+    trial: Trial | None = None   # the quasi-random tuning trial it runs
 
 
 def _as_list(value) -> list:
@@ -88,9 +108,12 @@ def merge(*layers: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 def plan_sweeps(study: Study, default_epochs: int, extra_overrides: list[str] = (),
-                per_optimizer: "callable | None" = None) -> list[Sweep]:
+                per_optimizer: "callable | None" = None, trials_for: "callable | None" = None) -> list[Sweep]:
     """The study's multiruns. `per_optimizer(name)` -> {key: values} gives one sweep per optimizer with
-    those values added (a tuning grid, or tuned values); None runs all optimizers in one sweep."""
+    those values added (a tuning grid, or tuned values); None runs all optimizers in one sweep.
+    `trials_for(name)` -> the optimizer's quasi-random trials, for a tuning study."""
+    if trials_for is not None:
+        per_optimizer = per_optimizer or (lambda name: {})
     study_values, study_hydra = parse_overrides(list(study.overrides))
     extra_values, extra_hydra = parse_overrides(list(extra_overrides))
     base = base_values(study.grid, default_epochs)
@@ -104,28 +127,72 @@ def plan_sweeps(study: Study, default_epochs: int, extra_overrides: list[str] = 
         for optimizer in base["optimizer"]:
             own = per_optimizer(optimizer)
             values = merge(base, {"optimizer": [optimizer]}, noise, own, study_values, extra_values)
-            sweeps.append(Sweep(values, f"{optimizer} {noise_label}", study_hydra + extra_hydra))
+            trials = trials_for(optimizer) if trials_for else []
+            searched_and_set = sorted(set(values) & {key for trial in trials for key in trial.values})
+            if searched_and_set:
+                raise ConfigError(f"study {study.id}: {searched_and_set[0]} is searched by the tuning study and "
+                                  "also set by an override: drop the override")
+            label = f"{optimizer} {noise_label}" + (f", {len(trials)} trials" if trials else "")
+            sweeps.append(Sweep(values, label, study_hydra + extra_hydra, trials))
     return sweeps
 
 
-def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str, tuned: bool) -> list[tuple[Sweep, list[PlannedRun]]]:
+def confirm_sweep(trial_sweep: Sweep, runs: list[PlannedRun], study: Study) -> Sweep:
+    """The top-k trials of one trial sweep again on the confirm seeds; pending while a trial is unfinished."""
+    tune = study.tune
+    values = merge(trial_sweep.values, {"seed": [format_value(seed) for seed in tune.confirm_seeds]})
+    label = trial_sweep.label.replace(f", {len(trial_sweep.trials)} trials", f", top {tune.top_k} trials")
+    best = tuning.top_trials(runs, tune.select_on, tune.top_k)
+    if best is None:
+        return Sweep(values, label, list(trial_sweep.hydra_overrides), pending=(
+            f"top {tune.top_k} of {len(trial_sweep.trials)} trials on seeds {list(tune.confirm_seeds)}: "
+            "chosen once every trial has finished"))
+    return Sweep(values, label, list(trial_sweep.hydra_overrides), best)
+
+
+def quasirandom_trials(study: Study, conf_dir: Path) -> "callable":
+    ranges_by_optimizer = search_space.load_space(study.tune.space_path(EXPERIMENTS_DIR))
+
+    def trials_for(optimizer: str) -> list[Trial]:
+        if optimizer not in ranges_by_optimizer:
+            raise ConfigError(f"search space {study.tune.space} has no ranges for {optimizer}: add them, "
+                              "so every optimizer is searched")
+        return search_space.trials(ranges_by_optimizer[optimizer], study.tune.trials, study.tune.sampler,
+                                   study.tune.sampler_seed)
+    return trials_for
+
+
+def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str,
+         tuned: "bool | str") -> list[tuple[Sweep, list[PlannedRun]]]:
+    """`tuned`: True reads conf/optimizer/tuned/<name>.yaml, a string reads conf/optimizer/<tuned>/<name>.yaml."""
     if tuned and study.tune:
         raise ConfigError(f"study {study.id} is a tuning study: --tuned applies to the main studies")
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         default_epochs = compose_checked([], conf_dir).epochs
-        per_optimizer = None
-        if study.tune:
+        per_optimizer, trials_for = None, None
+        if study.tune and study.tune.method == "quasirandom":
+            trials_for = quasirandom_trials(study, conf_dir)
+        elif study.tune:
             per_optimizer = lambda name: tuning.grid_values(compose_checked([f"optimizer={name}"], conf_dir).optimizer, study.tune)
         elif tuned:
-            per_optimizer = lambda name: tuning.tuned_values(conf_dir, name)
-        sweeps = plan_sweeps(study, default_epochs, extra, per_optimizer)
-        planned = []
-        for sweep in sweeps:
-            if launcher == "parallel" and "device" not in sweep.values:
-                sweep.values["device"] = [GPU_PER_JOB_DEVICE]
-            sweep.hydra_overrides = launcher_overrides(launcher) + sweep.hydra_overrides
-            planned.append((sweep, [_plan_run(overrides, conf_dir) for overrides in sweep.runs()]))
+            per_optimizer = lambda name: tuning.tuned_values(conf_dir, name, tuned if isinstance(tuned, str) else "tuned")
+        sweeps = plan_sweeps(study, default_epochs, extra, per_optimizer, trials_for)
+        planned = [(sweep, _plan_sweep(sweep, conf_dir, launcher)) for sweep in sweeps]
+        if trials_for is not None:
+            planned += [(sweep, _plan_sweep(sweep, conf_dir, launcher))
+                        for sweep in (confirm_sweep(trial_sweep, runs, study) for trial_sweep, runs in list(planned))]
     return planned
+
+
+def _plan_sweep(sweep: Sweep, conf_dir: Path, launcher: str) -> list[PlannedRun]:
+    if launcher == "parallel" and "device" not in sweep.values:
+        sweep.values["device"] = [GPU_PER_JOB_DEVICE]
+    if not any(override.startswith("hydra/launcher=") for override in sweep.hydra_overrides):
+        sweep.hydra_overrides = launcher_overrides(launcher) + sweep.hydra_overrides
+    runs = [_plan_run(overrides, conf_dir) for overrides in sweep.runs()]
+    for job, run in enumerate(runs):
+        run.trial = sweep.trial_of(job)
+    return runs
 
 
 def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:

@@ -3,7 +3,10 @@
 A study lives in `experiments/studies/<name>.yaml`, or as the `study:` block of a hypothesis file in
 `experiments/hypotheses/` (then its id, title and statement are the hypothesis's). Its `grid` names
 optimizers, seeds, datasets, noise settings and epochs; `overrides` adds Hydra overrides; `tune`
-(tuning studies) adds a per-optimizer log grid of learning rate and weight decay. A key the format does
+(tuning studies) says how to search: `method: grid` (a log grid of factors around each optimizer's
+default lr and weight decay) or `method: quasirandom` (trials drawn from a search space file under
+experiments/search_spaces/, the top-k rerun on more seeds); `tuned_by` (main studies) names the
+tuning study whose winners it runs with. A key the format does
 not know is refused, so a typo cannot be silently ignored. `find_study(name)` and `load_study(path)`
 return a frozen `Study`; plan.py expands it into runs. Hypothesis files are parsed here too, once, by
 `load_hypotheses(folder)` / `parse_hypothesis(path)` into frozen `Hypothesis` and `HypothesisTest`
@@ -21,7 +24,7 @@ from optbench.errors import ConfigError
 REPO = Path(__file__).resolve().parents[3]
 EXPERIMENTS_DIR = REPO / "experiments"
 GRID_KEYS = ("optimizer", "seed", "dataset", "noise", "epochs")  # every study grid names these
-STUDY_KEYS = ("id", "title", "statement", "grid", "overrides", "tune")   # a study file's keys
+STUDY_KEYS = ("id", "title", "statement", "grid", "overrides", "tune", "tuned_by")   # a study file's keys
 HYPOTHESIS_KEYS = ("id", "title", "statement", "test", "study")           # a hypothesis file's keys
 
 # ---- hypothesis tests: the schema is experiments/README.md, section Hypotheses
@@ -68,8 +71,75 @@ class Study:
     source: Path                  # the YAML file it was read from
     grid: dict
     overrides: tuple[str, ...] = ()   # extra Hydra overrides for every run (e.g. dataset.train_subset=10000)
-    tune: dict | None = None          # tuning studies: lr_factors, weight_decay_factors, select_on
+    tune: "Tuning | None" = None      # tuning studies: how the search runs and selects
     test: HypothesisTest | None = None   # a hypothesis's test, when the study is a hypothesis's
+    tuned_by: str = ""                # main studies: the tuning study run first, whose winners these runs use
+
+
+# ---------------------------------------------------------------- the `tune:` block
+
+TUNE_METHODS = ("grid", "quasirandom")
+SELECTION_METRICS = ("val_acc_best", "final_val_acc")   # validation, never test
+TUNE_KEYS = {"grid": ("method", "lr_factors", "weight_decay_factors", "select_on", "output"),
+             "quasirandom": ("method", "space", "sampler", "sampler_seed", "trials", "top_k", "confirm_seeds",
+                             "select_on", "output")}
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """A tuning study's `tune:` block with its defaults applied (experiments/README.md, Fair tuning)."""
+    method: str = "grid"
+    select_on: str = "val_acc_best"
+    output: str = "tuned"                       # conf/optimizer/<output>/<name>.yaml
+    lr_factors: tuple[float, ...] = (1,)        # grid: x the default lr
+    weight_decay_factors: tuple[float, ...] = (1,)
+    space: str = ""                             # quasirandom: experiments/search_spaces/<space>.yaml (or a path)
+    sampler: str = "sobol"                      # sobol | halton (scipy.stats.qmc, scrambled)
+    sampler_seed: int = 0
+    trials: int = 0                             # per optimizer, on each of the grid's seeds
+    top_k: int = 0                              # the best trials rerun on confirm_seeds
+    confirm_seeds: tuple[int, ...] = ()
+
+    def space_path(self, experiments_dir: Path) -> Path:
+        path = Path(self.space)
+        return path if path.suffix in (".yaml", ".yml") else experiments_dir / "search_spaces" / f"{self.space}.yaml"
+
+
+def parse_tuning(path: Path, block) -> Tuning:
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(f"{path}: tune.{problem} (experiments/README.md, section Fair tuning)")
+
+    if not isinstance(block, dict):
+        raise bad("is a mapping: method, select_on, ...")
+    method = block.get("method", "grid")
+    if method not in TUNE_METHODS:
+        raise bad(f"method must be {' or '.join(TUNE_METHODS)}, not {method}")
+    unknown = sorted(set(block) - set(TUNE_KEYS[method]))
+    if unknown:
+        raise bad(f"{unknown[0]} is not a {method} setting: use {', '.join(TUNE_KEYS[method])}")
+    tuning = Tuning(**{key: tuple(value) if isinstance(value, list) else value for key, value in block.items()})
+    if tuning.select_on not in SELECTION_METRICS:
+        raise bad(f"select_on must be one of {', '.join(SELECTION_METRICS)}")
+    if not str(tuning.output).startswith("tuned") or ".." in str(tuning.output):
+        raise bad("output must be a folder under conf/optimizer/ starting with tuned (tuned, tuned/cpu_demo)")
+    if method == "quasirandom":
+        _check_quasirandom(tuning, bad)
+    return tuning
+
+
+def _check_quasirandom(tuning: Tuning, bad) -> None:
+    if not tuning.space:
+        raise bad("space must name a search space (experiments/search_spaces/<name>.yaml)")
+    if tuning.sampler not in ("sobol", "halton"):
+        raise bad("sampler must be sobol or halton")
+    for key in ("trials", "top_k", "sampler_seed"):
+        value = getattr(tuning, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "sampler_seed" else 1):
+            raise bad(f"{key} must be a whole number" + (" >= 0" if key == "sampler_seed" else " >= 1"))
+    if tuning.top_k > tuning.trials:
+        raise bad(f"top_k={tuning.top_k} exceeds trials={tuning.trials}")
+    if not all(isinstance(seed, int) and not isinstance(seed, bool) for seed in tuning.confirm_seeds):
+        raise bad("confirm_seeds must be a list of whole numbers (seeds not in the grid)")
 
 
 # ---------------------------------------------------------------- finding and reading studies
@@ -138,9 +208,19 @@ def _build_study(path: Path, fields: dict) -> Study:
     if unknown:
         raise ConfigError(f"{path}: unknown grid key {unknown[0]}: use {', '.join(GRID_KEYS)}; "
                           "other settings go in `overrides`")
+    tune = parse_tuning(path, fields["tune"]) if fields.get("tune") is not None else None
+    if tune and tune.method == "quasirandom" and set(tune.confirm_seeds) & {int(seed) for seed in _seeds(grid)}:
+        raise ConfigError(f"{path}: tune.confirm_seeds repeat a grid seed: confirm on new seeds")
+    if tune and fields.get("tuned_by"):
+        raise ConfigError(f"{path}: a tuning study cannot be tuned_by another")
     return Study(id=str(fields["id"]), title=str(fields.get("title") or fields["id"]),
                  statement=" ".join(str(fields["statement"]).split()), source=path, grid=grid,
-                 overrides=tuple(fields.get("overrides") or ()), tune=fields.get("tune"), test=fields.get("test"))
+                 overrides=tuple(fields.get("overrides") or ()), tune=tune, test=fields.get("test"),
+                 tuned_by=str(fields.get("tuned_by") or ""))
+
+
+def _seeds(grid: dict) -> list:
+    return list(grid["seed"]) if isinstance(grid["seed"], (list, tuple)) else [grid["seed"]]
 
 
 # ---------------------------------------------------------------- hypotheses

@@ -1,72 +1,64 @@
-"""Fair learning-rate / weight-decay tuning: the per-optimizer log grid, selection on validation, tuned configs.
+"""Fair tuning: score the trials, pick the winners on validation, write the tuned configs and the record.
 
-Every optimizer gets the same treatment: its default `optimizer.lr` and `optimizer.weight_decay`
-(conf/optimizer/<name>.yaml) times the study's `tune.lr_factors` and `tune.weight_decay_factors`
-(a log grid), the same short budget and seeds. A default weight decay of 0 (Adam: coupled L2 is off
-on purpose) stays 0: scaling 0 gives nothing to search. For Muon, `lr` and `weight_decay` are its
-Muon group's; its built-in AdamW groups (`adamw_lr`, `adamw_wd`) keep their defaults.
+Two methods, chosen by a tuning study's `tune.method` (studies/spec.py parses the block):
+- `grid` (the first protocol, kept): every optimizer's default `optimizer.lr` and
+  `optimizer.weight_decay` (conf/optimizer/<name>.yaml) times `lr_factors` x `weight_decay_factors`;
+  a default weight decay of 0 stays 0. The winner is the grid point with the best mean score over seeds.
+- `quasirandom` (AlgoPerf's external tuning): `trials` points per optimizer from a search space file
+  (studies/search_space.py) on the grid's seeds; the `top_k` trials by that score are rerun on
+  `confirm_seeds`; the winner is the top-k trial with the best mean over all its seeds, so one seed's
+  luck cannot pick it. Ties go to the earlier trial (deterministic).
+Scores are validation accuracy (`select_on`), never test; a diverged run scores 0 and loses fairly.
 
-`select_tuned(...)` reads summary.json of every completed tuning run, averages the selection metric
-over seeds per (optimizer, lr, weight decay) cell, picks the best cell per optimizer (validation
-accuracy, never test) and writes `conf/optimizer/tuned/<name>.yaml`: a full optimizer config with the
-winning values and a header naming the study, the grid, the winning accuracy and the date. Main
-studies use it with `python src/study.py STUDY --tuned` (or `optimizer=tuned/<name>` by hand).
+`select(...)` returns per optimizer the winner and the trials behind it; `write_tuned_configs` writes
+`conf/optimizer/<output>/<name>.yaml` (the default config with the winning values and a provenance
+header: study, space, trials, seeds, scores, date), and `write_record` writes
+`<results_dir>/tuning-<study id>.json`, which the aggregator reads for the tuning table, the figure
+and the edge warning (its format is aggregate/tuning.py's docstring). Main studies use the winners with
+`--tuned` or `tuned_by:` (`tuned_values` spells out every tuned key so the runs get their own directory).
 """
 
 import datetime
+import json
+import os
+import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.hydra_glue import format_value
-from optbench.rundir import FINAL_STATUSES, RunDir
-from optbench.studies.spec import Study
+from optbench.rundir import FINAL_STATUSES, RunDir, strict_json, write_bytes_atomically
+from optbench.studies import search_space
+from optbench.studies.spec import EXPERIMENTS_DIR, Study, Tuning
 
-TUNED_GROUP = "tuned"    # conf/optimizer/tuned/<name>.yaml
+RECORD_FORMAT = 1
 SELECTION_METRICS = {    # tune.select_on -> where it lives in summary.json
     "val_acc_best": ("best", "val/acc"),    # best validation accuracy over the epochs (default)
     "final_val_acc": ("final", "val/acc"),  # validation accuracy after the last epoch
 }
+SEARCHED = ("lr", "weight_decay")   # what the grid method scales
 
 
-def grid_values(defaults: DictConfig, tune: dict) -> dict[str, list[str]]:
+def grid_values(defaults: DictConfig, tune: Tuning) -> dict[str, list[str]]:
     """`optimizer.lr` and `optimizer.weight_decay` values for one optimizer: its default times each factor."""
     values = {}
-    for key, factors_key in (("lr", "lr_factors"), ("weight_decay", "weight_decay_factors")):
+    for key, factors in (("lr", tune.lr_factors), ("weight_decay", tune.weight_decay_factors)):
         default = OmegaConf.select(defaults, key)
-        factors = tune.get(factors_key) or [1]
         if default is None or float(default) == 0.0:
             continue  # nothing to scale (Adam's weight decay is 0 on purpose)
-        scaled = [format_value(float(default) * float(factor)) for factor in factors]
+        scaled = [format_value(float(default) * float(factor)) for factor in factors or [1]]
         values[f"optimizer.{key}"] = list(dict.fromkeys(scaled))  # unique, in grid order
     return values
 
 
-@dataclass(frozen=True)
-class Cell:
-    """The runs of one optimizer at one (lr, weight decay) point of the grid."""
-
-    optimizer: str
-    lr: float
-    weight_decay: float | None
-    scores: tuple[float, ...]   # the selection metric of each finished seed
-
-    @property
-    def mean(self) -> float:
-        return sum(self.scores) / len(self.scores)
-
-
 def read_score(run_dir: Path, select_on: str) -> float | None:
-    """The selection metric of a finished run (0 for a diverged one, which loses fairly); None while it is
-    unfinished, missing or unreadable."""
-    try:
-        summary = RunDir(run_dir).read_summary()
-    except DamagedRunFile:
-        return None
-    if summary is None or summary.get("status") not in FINAL_STATUSES:
+    """The selection metric of a finished run (0 for a diverged one); None while it is unfinished, missing
+    or unreadable."""
+    summary = _finished_summary(run_dir)
+    if summary is None:
         return None
     section, key = SELECTION_METRICS[select_on]
     record = summary.get(section) or {}
@@ -75,77 +67,243 @@ def read_score(run_dir: Path, select_on: str) -> float | None:
     return float(record[key])
 
 
-def collect_cells(runs: list[tuple[dict, Path]], select_on: str) -> tuple[list[Cell], int]:
-    """`runs`: (composed optimizer node as a dict, run dir). Cells of the finished runs, and how many are unfinished."""
-    scores: dict[tuple, list[float]] = defaultdict(list)
-    unfinished = 0
-    for optimizer, run_dir in runs:
-        score = read_score(run_dir, select_on)
+def _finished_summary(run_dir: Path) -> dict | None:
+    try:
+        summary = RunDir(run_dir).read_summary()
+    except DamagedRunFile:
+        return None
+    return summary if summary is not None and summary.get("status") in FINAL_STATUSES else None
+
+
+# ---------------------------------------------------------------- what was tried, and what won
+
+@dataclass
+class Point:
+    """One point of the search (a grid cell or a quasi-random trial) and its runs on every seed."""
+    values: dict[str, float]          # override key -> value: {"optimizer.lr": 0.001, ...}
+    index: int                        # trial number, or the cell's place in the grid
+    runs: list = field(default_factory=list)         # PlannedRun of this point, every seed
+    first_scores: list[float] = field(default_factory=list)   # on the grid's seeds (ranks the trials)
+    confirm_scores: list[float] = field(default_factory=list)  # on the confirm seeds (top-k only)
+    top_k: bool = False
+
+    @property
+    def scores(self) -> list[float]:
+        return self.first_scores + self.confirm_scores
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.scores)
+
+
+@dataclass
+class Selection:
+    """One optimizer's tuning: every point, the winner, and the warnings about its search space."""
+    optimizer: str
+    points: list[Point]
+    winner: Point
+    edges: list[str]
+    space: dict                       # key -> {low, high, scale} or {values, scale: grid}
+
+
+def point_values(run, keys) -> dict[str, float]:
+    return {f"optimizer.{key}": float(run.cfg.optimizer[key]) for key in keys
+            if OmegaConf.select(run.cfg.optimizer, key) is not None}
+
+
+def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
+    """Runs -> points per optimizer; raises when a run is unfinished (a winner needs every score)."""
+    unfinished = [run for run in runs if read_score(run.run_dir, study.tune.select_on) is None]
+    if unfinished:
+        raise ConfigError(f"study {study.id}: {len(unfinished)} tuning run(s) not finished ({unfinished[0].run_dir}): "
+                          f"run `python src/study.py {study.id}` until every run is done, then select")
+    confirm_seeds = set(study.tune.confirm_seeds)
+    points: dict[tuple, Point] = {}
+    for run in runs:
+        index = run.trial.index if run.trial is not None else None
+        values = point_values(run, _keys(run))
+        key = (run.cfg.optimizer.name, index if index is not None else tuple(sorted(values.items())))
+        point = points.setdefault(key, Point(values, index if index is not None else len(points)))
+        point.runs.append(run)
+        score = read_score(run.run_dir, study.tune.select_on)
+        (point.confirm_scores if run.cfg.seed in confirm_seeds else point.first_scores).append(score)
+    by_optimizer = defaultdict(list)
+    for (optimizer, _), point in points.items():
+        point.top_k = bool(point.confirm_scores)
+        by_optimizer[optimizer].append(point)
+    return by_optimizer
+
+
+def _keys(run) -> list[str]:
+    return [key.removeprefix("optimizer.") for key in run.trial.values] if run.trial is not None else list(SEARCHED)
+
+
+def top_trials(runs: list, select_on: str, k: int) -> list[search_space.Trial] | None:
+    """The k trials with the best mean score on their seeds; None while any of them is unfinished."""
+    scores: dict[int, list[float]] = defaultdict(list)
+    trials = {}
+    for run in runs:
+        score = read_score(run.run_dir, select_on)
         if score is None:
-            unfinished += 1
-            continue
-        scores[(optimizer["name"], float(optimizer["lr"]), optimizer.get("weight_decay"))].append(score)
-    cells = [Cell(name, lr, weight_decay, tuple(values)) for (name, lr, weight_decay), values in scores.items()]
-    return cells, unfinished
+            return None
+        scores[run.trial.index].append(score)
+        trials[run.trial.index] = run.trial
+    ranked = sorted(scores, key=lambda index: (-statistics.fmean(scores[index]), index))
+    return [trials[index] for index in ranked[:k]]
 
 
-def best_cells(cells: list[Cell]) -> dict[str, Cell]:
-    """The best cell per optimizer by mean score; ties go to the smaller learning rate (the safer step)."""
-    best: dict[str, Cell] = {}
-    for cell in sorted(cells, key=lambda cell: (cell.optimizer, cell.lr)):
-        if cell.optimizer not in best or cell.mean > best[cell.optimizer].mean:
-            best[cell.optimizer] = cell
-    return best
+def winner(points: list[Point]) -> Point:
+    """Quasi-random: the best mean over all seeds among the top-k; grid: the best mean point.
+    Ties go to the earlier trial, then (grid) the smaller learning rate: the safer step."""
+    candidates = [point for point in points if point.top_k] or points
+    return min(candidates, key=lambda point: (-point.mean, point.index, point.values.get("optimizer.lr", 0)))
 
 
-def tuned_config_text(default_node: dict, cell: Cell, study: Study, select_on: str, unfinished: int,
+def select(runs: list, study: Study, defaults: dict[str, dict]) -> dict[str, Selection]:
+    """`runs`: every PlannedRun of the tuning study; `defaults`: each optimizer's default config node."""
+    spaces = _spaces(study, defaults)
+    selections = {}
+    for optimizer, points in sorted(group_points(runs, study).items()):
+        best = winner(points)
+        ranges = spaces[optimizer]
+        edge_warnings = search_space.edges(ranges, best.values) if isinstance(ranges, tuple) else \
+            grid_edges(ranges, best.values)
+        space = {f"optimizer.{r.key}": r.as_dict() for r in ranges} if isinstance(ranges, tuple) else ranges
+        selections[optimizer] = Selection(optimizer, points, best, edge_warnings, space)
+    return selections
+
+
+def _spaces(study: Study, defaults: dict[str, dict]) -> dict:
+    if study.tune.method == "quasirandom":
+        return search_space.load_space(study.tune.space_path(EXPERIMENTS_DIR))
+    return {name: {key: {"values": [float(value) for value in values], "scale": "grid"}
+                   for key, values in grid_values(OmegaConf.create(node), study.tune).items()}
+            for name, node in defaults.items()}
+
+
+def grid_edges(space: dict, values: dict[str, float]) -> list[str]:
+    """A grid winner on the first or last value of a dimension that had more than one."""
+    warnings = []
+    for key, dimension in space.items():
+        grid = sorted(dimension["values"])
+        value = values.get(key)
+        if len(grid) > 1 and value is not None and value in (grid[0], grid[-1]):
+            side = "low" if value == grid[0] else "high"
+            warnings.append(f"{key} = {value:g} sits at the {side} edge of the grid {[f'{v:g}' for v in grid]}: "
+                            "widen the grid")
+    return warnings
+
+
+# ---------------------------------------------------------------- writing the outcome
+
+def tuned_config_text(default_node: dict, selection: Selection, study: Study,
                       today: datetime.date | None = None) -> str:
-    """The YAML of conf/optimizer/tuned/<name>.yaml: the default node with the winning lr and weight decay."""
+    """The YAML of conf/optimizer/<output>/<name>.yaml: the default node with the winning values."""
     node = dict(default_node)
-    node["lr"] = cell.lr
-    if cell.weight_decay is not None:
-        node["weight_decay"] = cell.weight_decay
-    tune = study.tune or {}
-    grid = study.grid
+    for key, value in selection.winner.values.items():
+        node[key.removeprefix("optimizer.")] = value
+    best = selection.winner
+    tune = study.tune
+    searched = (f"{tune.trials} {tune.sampler} trials (seed {tune.sampler_seed}) from search space {tune.space}, "
+                f"top {tune.top_k} rerun on seeds {list(tune.confirm_seeds)}") if tune.method == "quasirandom" else \
+        f"grid lr x {list(tune.lr_factors)}, weight_decay x {list(tune.weight_decay_factors)} around the defaults"
     header = [
-        f"# Tuned {cell.optimizer}: written by `python src/study.py --select-tuned {study.id}` on "
+        f"# Tuned {selection.optimizer}: written by `python src/study.py --select-tuned {study.id}` on "
         f"{(today or datetime.date.today()).isoformat()}.",
-        f"# Study {study.id} ({study.source.name}): lr x {tune.get('lr_factors')}, weight_decay x "
-        f"{tune.get('weight_decay_factors')} around conf/optimizer/{cell.optimizer}.yaml,",
-        f"# {grid.get('epochs')} epochs, seeds {grid.get('seed')}, dataset {grid.get('dataset')}, "
+        f"# Study {study.id} ({study.source.name}): {searched};",
+        f"# {study.grid.get('epochs')} epochs, seeds {study.grid.get('seed')}, dataset {study.grid.get('dataset')}, "
         f"overrides {list(study.overrides)}.",
-        f"# Selected on {select_on} (validation, never test): {cell.mean:.4f}, mean of {len(cell.scores)} seed(s)"
-        + (f"; {unfinished} tuning run(s) of the study were unfinished and not considered." if unfinished else "."),
-        f"# Use: python src/study.py STUDY --tuned  (or optimizer={TUNED_GROUP}/{cell.optimizer}; name stays "
-        f"'{cell.optimizer}' so the hypotheses' tests still find it).",
+        f"# Selected on {tune.select_on} (validation, never test): {best.mean:.4f}, mean of {len(best.scores)} "
+        f"seed(s) {[round(score, 4) for score in best.scores]}"
+        + (f"; trial {best.index}." if tune.method == "quasirandom" else "."),
+        *(f"# Warning: {warning}." for warning in selection.edges),
+        f"# Use: python src/study.py STUDY --tuned  (or optimizer={tune.output}/{selection.optimizer}; name stays "
+        f"'{selection.optimizer}' so the hypotheses' tests still find it).",
     ]
     return "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(node))
 
 
-def write_tuned_configs(best: dict[str, Cell], default_nodes: dict[str, dict], study: Study, conf_dir: Path,
-                        select_on: str, unfinished: int) -> list[Path]:
-    if not best:
-        raise ConfigError(f"study {study.id}: no finished tuning run to select from: run `python src/study.py "
-                          f"{study.id}` first")
-    folder = Path(conf_dir) / "optimizer" / TUNED_GROUP
+def write_tuned_configs(selections: dict[str, Selection], default_nodes: dict[str, dict], study: Study,
+                        conf_dir: Path) -> list[Path]:
+    """Write each tuned config; one whose content is unchanged but for the date is left as it is."""
+    folder = Path(conf_dir) / "optimizer" / study.tune.output
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, cell in sorted(best.items()):
+    for name, selection in sorted(selections.items()):
         path = folder / f"{name}.yaml"
-        path.write_text(tuned_config_text(default_nodes[name], cell, study, select_on, unfinished))
+        text = tuned_config_text(default_nodes[name], selection, study)
+        if not path.is_file() or _undated(path.read_text()) != _undated(text):
+            write_bytes_atomically(path, text.encode())
         written.append(path)
     return written
 
 
-def tuned_values(conf_dir: Path, optimizer: str) -> dict[str, list[str]]:
-    """The overrides `--tuned` adds for one optimizer: its tuned config, plus its lr and weight decay spelled
-    out so the run directory differs from the default-hyperparameter run's (and says what was used)."""
-    path = Path(conf_dir) / "optimizer" / TUNED_GROUP / f"{optimizer}.yaml"
+def _undated(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("# Tuned "))
+
+
+def record(selections: dict[str, Selection], study: Study, results_dir: Path) -> dict:
+    """The tuning record the aggregator reads (format: optbench/aggregate/tuning.py)."""
+    tune = study.tune
+    quasirandom = tune.method == "quasirandom"
+    return {
+        "format": RECORD_FORMAT, "study": study.id, "method": tune.method,
+        "sampler": tune.sampler if quasirandom else None, "sampler_seed": tune.sampler_seed if quasirandom else None,
+        "select_on": tune.select_on, "date": datetime.date.today().isoformat(),
+        "budget": {"trials": tune.trials if quasirandom else None, "epochs": study.grid.get("epochs"),
+                   "trial_seeds": study.grid.get("seed"), "confirm_seeds": list(tune.confirm_seeds),
+                   "top_k": tune.top_k if quasirandom else None},
+        "optimizers": {name: _optimizer_record(selection, results_dir, tune.select_on)
+                       for name, selection in selections.items()},
+    }
+
+
+def _optimizer_record(selection: Selection, results_dir: Path, select_on: str) -> dict:
+    runs = [_run_record(run, results_dir, select_on) for point in selection.points for run in point.runs]
+    best = selection.winner
+    return {
+        "space": selection.space,
+        "trials": [{"index": point.index, "values": point.values, "score": statistics.fmean(point.first_scores),
+                    "top_k": point.top_k, "runs": [_run_record(run, results_dir, select_on) for run in point.runs]}
+                   for point in selection.points],
+        "winner": {"index": best.index, "values": best.values, "mean": best.mean,
+                   "sd": statistics.stdev(best.scores) if len(best.scores) > 1 else None,
+                   "seeds": [int(run.cfg.seed) for run in best.runs], "scores": best.scores},
+        "edges": selection.edges,
+        "runs": len(runs), "epochs_trained": sum(run["epochs_done"] for run in runs),
+        "device_hours": sum(run["wall_time_s"] for run in runs) / 3600,
+        "devices": sorted({run["device"] for run in runs if run["device"]}),
+    }
+
+
+def _run_record(run, results_dir: Path, select_on: str) -> dict:
+    summary = _finished_summary(run.run_dir) or {}
+    device = summary.get("device")
+    return {"run_dir": os.path.relpath(run.run_dir, results_dir), "seed": int(run.cfg.seed),
+            "status": summary.get("status"), "score": read_score(run.run_dir, select_on),
+            "wall_time_s": float(summary.get("wall_time_s") or 0.0), "epochs_done": int(summary.get("epochs_done") or 0),
+            "device": device if isinstance(device, str) else None}
+
+
+def write_record(selections: dict[str, Selection], study: Study, results_dir: Path) -> Path:
+    path = Path(results_dir) / f"tuning-{study.id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(strict_json(record(selections, study, Path(results_dir))), indent=2)
+    write_bytes_atomically(path, payload.encode())
+    return path
+
+
+def tuned_values(conf_dir: Path, optimizer: str, output: str = "tuned") -> dict[str, list[str]]:
+    """The overrides `--tuned` adds for one optimizer: its tuned config, plus every value that differs from
+    the default spelled out, so the run directory differs from the default run's (and says what was used)."""
+    path = Path(conf_dir) / "optimizer" / output / f"{optimizer}.yaml"
     if not path.is_file():
-        raise ConfigError(f"no tuned config for {optimizer} ({path}): run `python src/study.py tune_lr_wd`, "
-                          "then `python src/study.py --select-tuned tune_lr_wd`")
-    node = OmegaConf.load(path)
-    values = {"optimizer": [f"{TUNED_GROUP}/{optimizer}"], "optimizer.lr": [format_value(float(node.lr))]}
-    if OmegaConf.select(node, "weight_decay") is not None:
-        values["optimizer.weight_decay"] = [format_value(float(node.weight_decay))]
+        raise ConfigError(f"no tuned config for {optimizer} ({path}): run the tuning study, then "
+                          "`python src/study.py --select-tuned <tuning study>`")
+    tuned = OmegaConf.to_container(OmegaConf.load(path))
+    default = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "optimizer" / f"{optimizer}.yaml"))
+    values = {"optimizer": [f"{output}/{optimizer}"], "optimizer.lr": [format_value(float(tuned["lr"]))]}
+    for key, value in tuned.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (key in SEARCHED or value != default.get(key)):
+            values[f"optimizer.{key}"] = [format_value(float(value))]
     return values
