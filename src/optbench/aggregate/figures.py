@@ -421,8 +421,8 @@ def tuning_search(study: TuningStudy, colours: dict):
     keys = list(dict.fromkeys(key for name in names for key in study.optimizers[name]["space"]))
     if not names:
         return None
-    figure, axes = plt.subplots(len(keys), len(names), squeeze=False, sharey=True, layout="constrained",
-                                figsize=(TUNING_PANEL_SIZE[0] * len(names) + 0.4, TUNING_PANEL_SIZE[1] * len(keys) + 1.2))
+    size = (TUNING_PANEL_SIZE[0] * len(names) + 0.4, TUNING_PANEL_SIZE[1] * len(keys) + 1.2)   # + labels, legend
+    figure, axes = plt.subplots(len(keys), len(names), squeeze=False, sharey=True, layout="constrained", figsize=size)
     select_on = study.record.get("select_on")
     label = SCORE_LABELS.get(select_on, f"{select_on} (%)")
     any_unfinished = False
@@ -445,29 +445,34 @@ def draw_search_panel(axis, entry: dict, key: str, colour) -> bool:
         axis.text(0.5, 0.5, "not searched", ha="center", va="center", transform=axis.transAxes, color="grey")
         axis.set_xticks([])
         return False
-    trials = [(number(trial["values"].get(key)), 100 * number(trial.get("score")), bool(trial.get("top_k")),
-               not trial_completed(trial)) for trial in entry["trials"]]
-    trials = [trial for trial in trials if math.isfinite(trial[0])]
-    scored = [trial for trial in trials if math.isfinite(trial[1])]
-    axis.scatter([x for x, _, _, unfinished in scored if not unfinished],
-                 [y for _, y, _, unfinished in scored if not unfinished], color=colour, s=16, alpha=0.75, zorder=3)
-    axis.scatter([x for x, _, _, unfinished in scored if unfinished], [y for _, y, _, unfinished in scored if unfinished],
-                 color=colour, marker="x", s=24, zorder=3)
-    unscored = [x for x, y, _, _ in trials if not math.isfinite(y)]
-    # No score to place it by: at the bottom of the panel, whatever the y range.
-    axis.scatter(unscored, [0.03] * len(unscored), transform=axis.get_xaxis_transform(), color=colour, marker="x",
-                 s=24, clip_on=False, zorder=3)
-    axis.scatter([x for x, y, top, _ in scored if top], [y for _, y, top, _ in scored if top], facecolor="none",
-                 edgecolor="black", s=70, linewidth=0.9, zorder=4)
+    trials = [trial for trial in entry["trials"] if math.isfinite(number(trial["values"].get(key)))]
+    points = {"completed": [], "not completed": [], "top_k": [], "unscored": []}
+    for trial in trials:
+        value, score = number(trial["values"][key]), 100 * number(trial.get("score"))
+        if not math.isfinite(score):
+            points["unscored"].append((value, 0.03))   # no score to place it by: at the bottom of the panel
+            continue
+        points["completed" if trial_completed(trial) else "not completed"].append((value, score))
+        if trial.get("top_k"):
+            points["top_k"].append((value, score))
+    axis.scatter(*xy(points["completed"]), color=colour, s=16, alpha=0.75, zorder=3)
+    axis.scatter(*xy(points["not completed"]), color=colour, marker="x", s=24, zorder=3)
+    axis.scatter(*xy(points["unscored"]), transform=axis.get_xaxis_transform(), color=colour, marker="x", s=24,
+                 clip_on=False, zorder=3)
+    axis.scatter(*xy(points["top_k"]), facecolor="none", edgecolor="black", s=70, linewidth=0.9, zorder=4)
     draw_winner(axis, entry.get("winner") or {}, key, colour)
     for end in search_ends(bounds):
         axis.axvline(end, **SEARCHED_RANGE)
-    values = [x for x, _, _, _ in trials] + search_ends(bounds)
+    values = [number(trial["values"][key]) for trial in trials] + search_ends(bounds)
     log_axis = bounds.get("scale") in ("log", "grid") and values and min(values) > 0
     if log_axis:
         axis.set_xscale("log")
     axis.set_xlabel(f"{key.removeprefix('optimizer.')}" + (" (log scale)" if log_axis else ""))
-    return any(unfinished for _, _, _, unfinished in trials)
+    return bool(points["not completed"] or points["unscored"])
+
+
+def xy(points: list[tuple[float, float]]) -> tuple[list, list]:
+    return [x for x, _ in points], [y for _, y in points]
 
 
 def trial_completed(trial: dict) -> bool:

@@ -242,8 +242,8 @@ def tuning_display(table: pd.DataFrame) -> pd.DataFrame:
     """The Markdown columns of `tuning_table`: scores in %, the edge marked."""
     shown = pd.DataFrame({
         "study": table["study"], "optimizer": table["optimizer"], "trials": table["trials"], "runs": table["runs"],
-        "epochs trained": table["epochs_trained"], "device-hours": table["device_hours"].map(lambda hours: f"{hours:.3g}"),
-        "devices": table["devices"],
+        "epochs trained": table["epochs_trained"],
+        "device-hours": table["device_hours"].map(lambda hours: f"{hours:.3g}"), "devices": table["devices"],
         "winner": [text.replace("optimizer.", "") or "none (no trial finished)" for text in table["winner"]],
         "validation score (%)": [score_text(mean, sd, n) for mean, sd, n in
                                  zip(table["winner_mean"], table["winner_sd"], table["winner_n"])],
