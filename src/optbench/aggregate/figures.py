@@ -8,6 +8,7 @@ kept across every figure so they read at a glance:
 - accuracies in %, epochs on x, units in every axis label, the legend outside the data area;
 - means use completed runs only; runs that did not complete are drawn apart (dotted, or counted in
   the panel) and are said to be excluded.
+`tuning_search` draws one tuning study's search (tuning.py's records), not runs.
 """
 
 import math
@@ -22,7 +23,9 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from optbench.aggregate.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank  # noqa: E402
+from optbench.aggregate.load import number  # noqa: E402
 from optbench.aggregate.stats import describe  # noqa: E402
+from optbench.aggregate.tuning import TuningStudy  # noqa: E402
 from optbench.durations import duration_unit  # noqa: E402
 
 TAB10 = plt.get_cmap("tab10").colors
@@ -37,13 +40,17 @@ plt.rcParams.update({"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9,
                      "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
 
 
+def optimizer_colours(names) -> dict:
+    """The five studied optimizers' fixed colours, then the next palette colours for any other, by name."""
+    extra = [name for name in sorted(set(names), key=optimizer_rank) if name not in FIXED_COLOURS]
+    return {**FIXED_COLOURS, **{name: EXTRA_COLOURS[i % len(EXTRA_COLOURS)] for i, name in enumerate(extra)}}
+
+
 class Style:
     """Colour per optimizer, line style and marker per variant of that optimizer; fixed for the whole report."""
 
     def __init__(self, runs: pd.DataFrame, arms: list[str]):
-        optimizers = sorted(set(runs["optimizer"].map(str)), key=optimizer_rank)
-        extra = [name for name in optimizers if name not in FIXED_COLOURS]
-        self.colours = {**FIXED_COLOURS, **{name: EXTRA_COLOURS[i % len(EXTRA_COLOURS)] for i, name in enumerate(extra)}}
+        self.colours = optimizer_colours(runs["optimizer"].map(str))
         arm_optimizer = dict(zip(runs["arm"], runs["optimizer"].map(str)))
         self.arm_optimizer = {arm: arm_optimizer[arm] for arm in arms}
         self.variant = {}
@@ -396,6 +403,112 @@ def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str
     handles = [Line2D([], [], label=arm, **{**style.line(arm), "marker": None}) for arm in arms]
     return finish(figure, "Performance profiles across settings\nhigher and further left is better; cost = median "
                           "over seeds, a run that never reaches the target costs infinity", handles)
+
+
+# ---- tuning: every trial of the search, per optimizer and hyperparameter ------------------------------
+
+TUNING_PANEL_SIZE = (2.6, 2.0)   # inches per (hyperparameter, optimizer) panel: small, many panels side by side
+SCORE_LABELS = {"val_acc_best": "best validation accuracy (%)", "final_val_acc": "final validation accuracy (%)"}
+SEARCHED_RANGE = {"color": "grey", "linestyle": "--", "linewidth": 0.8}
+
+
+def tuning_search(study: TuningStudy, colours: dict):
+    """One column per optimizer, one row per searched hyperparameter: each trial's validation score
+    against its value, top-k trials outlined, the winner a star at its mean over the confirm seeds (± sd).
+    Trials with a run that did not complete are an x (at the bottom when they have no score).
+    None when no optimizer searched anything."""
+    names = [name for name, entry in study.optimizers.items() if entry["trials"] and entry["space"]]
+    keys = list(dict.fromkeys(key for name in names for key in study.optimizers[name]["space"]))
+    if not names:
+        return None
+    size = (TUNING_PANEL_SIZE[0] * len(names) + 0.4, TUNING_PANEL_SIZE[1] * len(keys) + 1.2)   # + labels, legend
+    figure, axes = plt.subplots(len(keys), len(names), squeeze=False, sharey=True, layout="constrained", figsize=size)
+    select_on = study.record.get("select_on")
+    label = SCORE_LABELS.get(select_on, f"{select_on} (%)")
+    any_unfinished = False
+    for column, name in enumerate(names):
+        axes[0][column].set_title(name, color=colours.get(name, "black"))
+        for row, key in enumerate(keys):
+            any_unfinished |= draw_search_panel(axes[row][column], study.optimizers[name], key,
+                                                colours.get(name, "grey"))
+    figure.supylabel(label, fontsize=plt.rcParams["axes.labelsize"])   # one label: panels are short and share y
+    budget = study.record.get("budget") or {}
+    title = (f"Tuning search: {study.name}\n{study.record.get('method', '?')}, {budget.get('trials', '?')} trials x "
+             f"{budget.get('epochs', '?')} epochs per optimizer; selected on validation, never test")
+    return finish(figure, title, tuning_legend(budget, any_unfinished))
+
+
+def draw_search_panel(axis, entry: dict, key: str, colour) -> bool:
+    """One hyperparameter of one optimizer's search; True when a trial that did not complete was drawn."""
+    bounds = entry["space"].get(key)
+    if not isinstance(bounds, dict):
+        axis.text(0.5, 0.5, "not searched", ha="center", va="center", transform=axis.transAxes, color="grey")
+        axis.set_xticks([])
+        return False
+    trials = [trial for trial in entry["trials"] if math.isfinite(number(trial["values"].get(key)))]
+    points = {"completed": [], "not completed": [], "top_k": [], "unscored": []}
+    for trial in trials:
+        value, score = number(trial["values"][key]), 100 * number(trial.get("score"))
+        if not math.isfinite(score):
+            points["unscored"].append((value, 0.03))   # no score to place it by: at the bottom of the panel
+            continue
+        points["completed" if trial_completed(trial) else "not completed"].append((value, score))
+        if trial.get("top_k"):
+            points["top_k"].append((value, score))
+    axis.scatter(*xy(points["completed"]), color=colour, s=16, alpha=0.75, zorder=3)
+    axis.scatter(*xy(points["not completed"]), color=colour, marker="x", s=24, zorder=3)
+    axis.scatter(*xy(points["unscored"]), transform=axis.get_xaxis_transform(), color=colour, marker="x", s=24,
+                 clip_on=False, zorder=3)
+    axis.scatter(*xy(points["top_k"]), facecolor="none", edgecolor="black", s=70, linewidth=0.9, zorder=4)
+    draw_winner(axis, entry.get("winner") or {}, key, colour)
+    for end in search_ends(bounds):
+        axis.axvline(end, **SEARCHED_RANGE)
+    values = [number(trial["values"][key]) for trial in trials] + search_ends(bounds)
+    log_axis = bounds.get("scale") in ("log", "grid") and values and min(values) > 0
+    if log_axis:
+        axis.set_xscale("log")
+    axis.set_xlabel(f"{key.removeprefix('optimizer.')}" + (" (log scale)" if log_axis else ""))
+    return bool(points["not completed"] or points["unscored"])
+
+
+def xy(points: list[tuple[float, float]]) -> tuple[list, list]:
+    return [x for x, _ in points], [y for _, y in points]
+
+
+def trial_completed(trial: dict) -> bool:
+    runs = [run for run in trial["runs"] if isinstance(run, dict)]
+    return math.isfinite(number(trial.get("score"))) and all(run.get("status") == "completed" for run in runs)
+
+
+def draw_winner(axis, winner: dict, key: str, colour) -> None:
+    value, mean, sd = (number(item) for item in ((winner.get("values") or {}).get(key), winner.get("mean"),
+                                                   winner.get("sd")))
+    if math.isfinite(value) and math.isfinite(mean):
+        axis.errorbar([value], [100 * mean], yerr=[100 * sd] if math.isfinite(sd) else None, color=colour,
+                      marker="*", markersize=13, markeredgecolor="black", markeredgewidth=0.7, capsize=3, zorder=5)
+
+
+def search_ends(bounds: dict) -> list[float]:
+    """The searched range's two ends (a grid's smallest and largest values), where they are numbers."""
+    ends = [number(value) for value in bounds.get("values") or []] if bounds.get("scale") == "grid" else []
+    ends = [min(ends), max(ends)] if ends else [number(bounds.get("low")), number(bounds.get("high"))]
+    return [end for end in ends if math.isfinite(end)]
+
+
+def tuning_legend(budget: dict, any_unfinished: bool) -> list:
+    def seeds(key: str) -> str:
+        return ", ".join(str(seed) for seed in budget.get(key) or []) or "?"
+    handles = [Line2D([], [], color="grey", marker="o", linestyle="none", markersize=4,
+                      label=f"trial (score on seed {seeds('trial_seeds')})"),
+               Line2D([], [], color="black", marker="o", markerfacecolor="none", linestyle="none", markersize=8,
+                      label=f"top {budget.get('top_k', 'k')}: rerun on seeds {seeds('confirm_seeds')}"),
+               Line2D([], [], color="grey", marker="*", markeredgecolor="black", markersize=11, linestyle="-",
+                      label="winner: mean ± sd over its seeds"),
+               Line2D([], [], **SEARCHED_RANGE, label="searched range")]
+    if any_unfinished:
+        handles.append(Line2D([], [], color="grey", marker="x", linestyle="none",
+                              label="run diverged/failed (no score: at bottom)"))
+    return handles
 
 
 def close(figure) -> None:

@@ -7,7 +7,8 @@ written once when the run started; only a run without one (made by an older optb
 Hydra's .hydra/config.yaml, which may have been rewritten since, and says so. It never writes
 anything. Meaning comes from the files, never from the folder names. Damaged input (a torn last line
 of metrics.jsonl, an unreadable summary or record) becomes a note on that run and a warning, not an
-exception, so one bad run cannot hide the rest. Grouping (which config keys separate runs) is
+exception, so one bad run cannot hide the rest. Run directories a tuning study lists (`set_aside`,
+from tuning.py) are counted and not read. Grouping (which config keys separate runs) is
 `groups.py`'s job.
 """
 
@@ -44,6 +45,7 @@ class LoadedRuns:
     curves: pd.DataFrame                # one row per (run, epoch): run_id plus every metrics.jsonl key
     config_keys: list[str]              # flattened config columns present in `runs`
     warnings: list[str] = field(default_factory=list)
+    set_aside: list[str] = field(default_factory=list)   # run ids left out as tuning trials
 
 
 def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
@@ -61,10 +63,16 @@ def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
     return sorted(found)
 
 
-def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None) -> LoadedRuns:
-    rows, curve_frames, warnings = [], [], []
+def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None,
+              set_aside: frozenset[Path] = frozenset()) -> LoadedRuns:
+    """Every run below `results_dir` except those whose resolved path is in `set_aside` (tuning trials),
+    which are only counted."""
+    rows, curve_frames, warnings, set_aside_ids = [], [], [], []
     for run_dir in find_run_dirs(results_dir, skip):
         run_id = run_dir.relative_to(results_dir).as_posix() or "."
+        if set_aside and run_dir.resolve() in set_aside:
+            set_aside_ids.append(run_id)
+            continue
         row, curve, run_warnings = read_run(run_dir, run_id, target_acc)
         rows.append(row)
         curve_frames.append(curve)
@@ -75,7 +83,7 @@ def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None) ->
         runs[key] = pd.Series([row.get(key) for row in rows], index=runs.index, dtype=object)
     curves = pd.concat([frame for frame in curve_frames if len(frame)] or [pd.DataFrame({"run_id": [], "epoch": []})],
                        ignore_index=True)
-    return LoadedRuns(runs=runs, curves=curves, config_keys=config_keys, warnings=warnings)
+    return LoadedRuns(runs=runs, curves=curves, config_keys=config_keys, warnings=warnings, set_aside=set_aside_ids)
 
 
 def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.DataFrame, list[str]]:

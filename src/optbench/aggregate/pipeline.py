@@ -10,10 +10,12 @@ the figures, and write everything into `out_dir` (never into a run directory):
     tables/improvement.{csv,md}      probability of improvement P(A > B) of each pair, with its interval
     tables/profiles.{csv,md}         performance profiles: settings reached within tau x the best cost
     tables/runs_not_completed.{csv,md}
-    figures/*.png, figures/*.pdf
+    tables/tuning.{csv,md}           per tuning study x optimizer: trials, runs, epochs, device-hours, winner, edge
+    figures/*.png, figures/*.pdf     figures/tuning-<study>.* : every trial of a tuning study's search
     report.md                        the page that embeds them
-Bad input (no such folder, no runs in it, a malformed hypothesis file) raises ConfigError with one
-line naming the fix; the CLI turns it into exit status 2.
+Run directories listed in `tuning-*.json` files (tuning.py) are tuning trials: set aside before
+loading, reported only in the Tuning section. Bad input (no such folder, no runs in it, a malformed
+hypothesis file) raises ConfigError with one line naming the fix; the CLI turns it into exit status 2.
 """
 
 import datetime
@@ -31,10 +33,11 @@ from optbench.aggregate.hypotheses import Context, evaluate_all, hypothesis_file
 from optbench.aggregate.inputs import check_inputs
 from optbench.aggregate.load import load_runs
 from optbench.aggregate.output import OutputDir, slug
-from optbench.aggregate.report import ReportParts, render_report, verdict_rows
+from optbench.aggregate.report import ReportParts, TuningParts, render_report, verdict_rows
 from optbench.aggregate.stats import ALPHA, pairwise
 from optbench.aggregate.tables import (PRIMARY_METRIC, completed, display_table, pairwise_display, problem_display,
                                        problem_runs, results_table, to_latex, to_markdown)
+from optbench.aggregate.tuning import TuningRecords, read_tuning, tuning_display, tuning_table
 from optbench.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -65,17 +68,22 @@ class Analysis:
     settings: list[str]
     arms: list[str]
     warnings: list[str]
+    set_aside: list[str]        # run ids of tuning trials, not in `runs`
 
 
-def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None) -> Analysis:
-    loaded = load_runs(Path(results_dir), target_acc, skip=skip)
-    if not len(loaded.runs):
+def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None,
+            set_aside: frozenset[Path] = frozenset()) -> Analysis:
+    """Load and label the runs; `set_aside` (resolved run directories of tuning trials) are left out."""
+    loaded = load_runs(Path(results_dir), target_acc, skip=skip, set_aside=set_aside)
+    if not len(loaded.runs) and not loaded.set_aside:
         raise ConfigError(f"no run directories (folders holding summary.json or .hydra/config.yaml) under "
                           f"{results_dir}: give the folder runs were written to, e.g. results/")
+    if not len(loaded.runs):   # only tuning trials here: empty tables, and the report is their Tuning section
+        loaded.runs = pd.DataFrame(columns=RUN_COLUMNS)
     grouping = find_grouping(loaded.runs, loaded.config_keys)
     runs = label_runs(loaded.runs, grouping)
     return Analysis(runs=runs, curves=loaded.curves, grouping=grouping, settings=ordered_settings(runs, grouping),
-                    arms=ordered_arms(runs, grouping), warnings=list(loaded.warnings))
+                    arms=ordered_arms(runs, grouping), warnings=list(loaded.warnings), set_aside=loaded.set_aside)
 
 
 def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float = 0.9,
@@ -83,11 +91,13 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
               draw_figures: bool = True) -> Outcome:
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
     hypotheses, hypotheses_note = read_hypotheses(experiments_dir)
-    analysis = analyse(results_dir, target_acc, skip=out_dir)
+    tuning = read_tuning(results_dir, skip=out_dir)
+    analysis = analyse(results_dir, target_acc, skip=out_dir, set_aside=tuning.run_dirs)
     runs, settings, arms, warnings = analysis.runs, analysis.settings, analysis.arms, analysis.warnings
+    warnings.extend(tuning.warnings)
     tests = pairwise(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
     results = results_table(runs, analysis.grouping, settings, arms, tests)
-    verdicts = evaluate_all(hypotheses, Context(runs, analysis.curves, analysis.grouping.setting_keys))
+    verdicts, hypotheses_note = judge(hypotheses, hypotheses_note, analysis)
     out = OutputDir(out_dir)
     write_summary_csv(out, runs)
     table_files = write_tables(out, results, tests, runs, target_acc)
@@ -97,18 +107,27 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         out.write_text("tables/hypotheses.csv", pd.DataFrame(
             [row for verdict in verdicts for row in verdict_rows(verdict)]).to_csv(index=False))
         table_files.append("tables/hypotheses.csv")
-    drawn = write_figures(out, runs, analysis.curves, settings, arms, warnings) if draw_figures else []
+    drawn = write_figures(out, runs, analysis.curves, settings, arms, warnings) if draw_figures and len(runs) else []
+    tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
     parts = ReportParts(
         results_dir=str(results_dir), command=command or f"aggregate({results_dir})",
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         target_acc=target_acc, alpha=alpha, runs=runs, results=results, pairwise=tests, problems=problem_runs(runs),
         verdicts=verdicts, hypotheses_note=hypotheses_note, figures=drawn, table_files=table_files,
-        robust=robust_results,
+        robust=robust_results, tuning=tuning_parts,
         varying_keys=[short_key(key) for key in analysis.grouping.varying_config], warnings=warnings)
     report = out.write_text("report.md", render_report(parts))
     out.finish()
     return Outcome(report=report, runs=len(runs), written=list(out.written),
                    verdicts={verdict.hypothesis.id: verdict.verdict for verdict in verdicts}, warnings=warnings)
+
+
+def judge(hypotheses: list, hypotheses_note: str, analysis: Analysis) -> tuple[list, str]:
+    """The verdicts, and the note on where the hypotheses came from; none when every run is a tuning trial."""
+    if not len(analysis.runs):
+        return [], f"{hypotheses_note} Every run here is a tuning trial: no verdicts."
+    return evaluate_all(hypotheses, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)), \
+        hypotheses_note
 
 
 def read_hypotheses(experiments_dir: Path | None):
@@ -193,13 +212,18 @@ def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, sett
                 lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
                ("Performance profiles", "performance_profiles",
                 lambda: figure_makers.performance_profiles(completed(runs), settings, arms, style))]
-    slugs = unique_slugs(settings)
+    slugs = dict(zip(settings, unique_slugs(settings)))
     for setting in settings:
         planned.append((f"Learning curves: {setting}", f"learning_curves_{slugs[setting]}",
                         lambda setting=setting: figure_makers.learning_curves(runs, curves, setting, arms, style)))
     for setting in settings:
         planned.append((f"Memorization of noisy labels: {setting}", f"memorization_{slugs[setting]}",
                         lambda setting=setting: figure_makers.memorization_curves(runs, curves, setting, arms, style)))
+    return draw_planned(out, planned, warnings)
+
+
+def draw_planned(out: OutputDir, planned: list, warnings: list[str]) -> list[tuple[str, str]]:
+    """Draw and save each (caption, file stem, maker); returns (caption, png path) of those drawn."""
     drawn = []
     for caption, stem, make in planned:
         try:
@@ -216,12 +240,31 @@ def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, sett
     return drawn
 
 
-def unique_slugs(labels: list[str]) -> dict[str, str]:
-    slugs, used = {}, set()
+def write_tuning(out: OutputDir, tuning: TuningRecords, analysis: Analysis, draw_figures: bool) -> TuningParts | None:
+    """tables/tuning.{csv,md} and a search figure per tuning study; None when there is no tuning file."""
+    if not tuning.studies:
+        return None
+    table = tuning_table(tuning.studies)
+    out.write_text("tables/tuning.csv", table.to_csv(index=False))
+    out.write_text("tables/tuning.md", to_markdown(tuning_display(table)))
+    names = [*analysis.runs["optimizer"].map(str), *table["optimizer"]]
+    colours = figure_makers.optimizer_colours(names)   # the main figures' colours, for the same optimizers
+    stems = [f"tuning-{stem}" for stem in unique_slugs([study.name for study in tuning.studies], keep="_")]
+    planned = [(f"Tuning search: {study.name}", stem, lambda study=study: figure_makers.tuning_search(study, colours))
+               for study, stem in zip(tuning.studies, stems)]
+    drawn = {path for _, path in draw_planned(out, planned, analysis.warnings)} if draw_figures else set()
+    figures = {study.source: f"figures/{stem}.png" for study, stem in zip(tuning.studies, stems)
+               if f"figures/{stem}.png" in drawn}
+    return TuningParts(studies=tuning.studies, table=table, figures=figures, set_aside=analysis.set_aside)
+
+
+def unique_slugs(labels: list[str], keep: str = "") -> list[str]:
+    """A file-name slug per label (output.slug), in order; a repeated slug (or label) gets -2, -3, ..."""
+    slugs, used = [], set()
     for label in labels:
-        candidate, number = slug(label), 2
+        candidate, number = slug(label, keep), 2
         while candidate in used:
-            candidate, number = f"{slug(label)}-{number}", number + 1
+            candidate, number = f"{slug(label, keep)}-{number}", number + 1
         used.add(candidate)
-        slugs[label] = candidate
+        slugs.append(candidate)
     return slugs

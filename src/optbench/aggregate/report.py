@@ -3,7 +3,8 @@
 `render_report(parts)` returns Markdown: run counts by status and the rule that only completed runs
 enter means; each hypothesis with its verdict and the numbers behind every required comparison;
 the results table per setting; the figures (relative links to figures/*.png, PDFs beside them);
-the pairwise tests; every run that did not complete or needed a warning; and the definitions used.
+the pairwise tests; every run that did not complete or needed a warning; the tuning studies (protocol,
+cost, winners, edge warnings, search figure); and the definitions used.
 Also `verdict_rows` for the hypotheses CSV.
 """
 
@@ -16,8 +17,17 @@ import pandas as pd
 from optbench.aggregate.hypotheses import Check, Verdict
 from optbench.aggregate.tables import (NOT_COMPLETED, display_table, p_text, pairwise_display, problem_display,
                                        to_markdown)
+from optbench.aggregate.tuning import TuningStudy, protocol_sentence, tuning_display
 
 VERDICT_MARK = {"supported": "SUPPORTED", "rejected": "REJECTED", "inconclusive": "INCONCLUSIVE"}
+
+
+@dataclass
+class TuningParts:
+    studies: list[TuningStudy]          # tuning.read_tuning
+    table: pd.DataFrame                 # tuning.tuning_table
+    figures: dict[str, str]             # tuning file (study.source) -> png path relative to report.md
+    set_aside: list[str]                # run ids found here that the tuning files list: not in the main comparison
 
 
 @dataclass
@@ -38,12 +48,13 @@ class ReportParts:
     varying_keys: list[str]
     warnings: list[str] = field(default_factory=list)
     robust: dict[str, pd.DataFrame] = field(default_factory=dict)   # pipeline.robust_tables
+    tuning: TuningParts | None = None   # tuning studies found (tuning-*.json), or None
 
 
 def render_report(parts: ReportParts) -> str:
     sections = [header(parts), hypotheses_section(parts), results_section(parts), robust_section(parts),
-                figures_section(parts), pairwise_section(parts), problems_section(parts), method_section(parts),
-                warnings_section(parts)]
+                figures_section(parts), pairwise_section(parts), problems_section(parts), tuning_section(parts),
+                method_section(parts), warnings_section(parts)]
     return "\n".join(section for section in sections if section)
 
 
@@ -56,13 +67,21 @@ def header(parts: ReportParts) -> str:
     return "\n".join([
         f"# Results: `{parts.results_dir}`", "",
         f"Generated {parts.generated} by `{parts.command}`.", "",
-        f"**{len(parts.runs)} runs**: {count_text}.", "",
+        f"**{len(parts.runs)} runs**: {count_text or 'none outside the tuning studies'}.", "",
+        *set_aside_note(parts),
         "> Only **completed** runs enter means, intervals, tests, rankings and verdicts. Diverged runs are "
         "results (the optimizer failed at that setting): they are counted in the tables and drawn apart in the "
         "figures, but their accuracy never enters a mean. Failed, interrupted, running and unfinished runs are "
         "counted and listed under [Runs not completed](#runs-not-completed-or-with-warnings).", "",
         f"Runs are grouped by dataset, noise, noise rate and optimizer, plus every config field that differs "
         f"between runs (here: {varying}), so different settings are never averaged together.", ""])
+
+
+def set_aside_note(parts: ReportParts) -> list[str]:
+    if parts.tuning is None or not parts.tuning.set_aside:
+        return []
+    return [f"{len(parts.tuning.set_aside)} more run directories are tuning trials (listed in `tuning-*.json`): set "
+            f"aside, not counted above; see [Tuning](#tuning).", ""]
 
 
 # ---- hypotheses ---------------------------------------------------------------------------------------
@@ -217,6 +236,45 @@ def problems_section(parts: ReportParts) -> str:
               "problem, noted beside it.", "",
               to_markdown(problem_display(parts.problems))]
     return "\n".join(lines)
+
+
+def tuning_section(parts: ReportParts) -> str:
+    """How the hyperparameters were tuned, what it cost, and whether the search was wide enough."""
+    tuning = parts.tuning
+    if tuning is None or not tuning.studies:
+        return ""
+    listed = len(frozenset().union(*(study.run_dirs for study in tuning.studies)))
+    devices = ", ".join(sorted({device.strip() for text in tuning.table["devices"] for device in text.split(",")
+                                if device.strip()})) or "devices not recorded"
+    lines = ["## Tuning", "",
+             f"{len(tuning.set_aside)} run directories found here are tuning trials (the tuning files list {listed}): "
+             "they are set aside and enter no table, test, verdict or figure above, because their validation scores "
+             "chose the hyperparameters.", "",
+             f"**Total tuning cost: {tuning.table['device_hours'].sum():.3g} device-hours** over "
+             f"{int(tuning.table['runs'].sum())} runs ({devices}). Device-hours are the listed runs' wall times "
+             f"summed; scores are validation accuracy, in %, mean ± sd over the winner's seeds.", "",
+             "Files: [`tables/tuning.csv`](tables/tuning.csv), [`tables/tuning.md`](tables/tuning.md)", ""]
+    for study in tuning.studies:
+        lines += tuning_study_block(study, tuning)
+    return "\n".join(lines)
+
+
+def tuning_study_block(study: TuningStudy, tuning: TuningParts) -> list[str]:
+    rows = tuning.table[tuning.table["file"] == study.source]
+    date = f", {study.record['date']}" if study.record.get("date") else ""
+    lines = [f"### Tuning study {study.name}", "", f"From `{study.source}`{date}. {protocol_sentence(study)}", "",
+             to_markdown(tuning_display(rows).drop(columns="study")),
+             f"Device-hours for this study: {rows['device_hours'].sum():.3g}.", ""]
+    figure = tuning.figures.get(study.source)
+    if figure:
+        lines += [f"![Tuning search: {study.name}]({figure})", f"([PDF]({figure[:-4]}.pdf))", ""]
+    edges = [f"- {name}: {text}" for name, texts in study.edges.items() for text in texts]
+    if edges:
+        lines += ["**Winners at the edge of the search space** (a better value may lie beyond it: widen the range "
+                  "and tune again):", "", *edges, ""]
+    else:
+        lines += ["No winner sits at an edge of its search space.", ""]
+    return lines
 
 
 def method_section(parts: ReportParts) -> str:
