@@ -113,6 +113,8 @@ BAD_INPUTS = [
     (["device=tpu"], "choose auto, fastest, cpu, cuda, cuda:N or mps"),
     (["device_policy.amp=fp8"], "choose bf16, fp16, off"),
     (["device_policy.channels_last=maybe"], "use true, false, or null"),
+    (["device_policy.mode=fastest"], "device_policy.mode=fastest: choose rules"),
+    (["device_policy.keep_awake=sometimes"], "device_policy.keep_awake=sometimes: use true, false, or null"),
     (["device_policy.num_workers=-1"], "device_policy.num_workers=-1"),
     (["+device_policy.pinned=true"], "not a policy setting"),
     (["data.pipeline=fast"], "data.pipeline=device"),

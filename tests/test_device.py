@@ -1,5 +1,6 @@
-"""The device layer: device choice, every per-device policy rule (CUDA and MPS described, not needed),
-device=fastest and its cache, gradient accumulation, AMP on CPU, and out-of-memory reporting."""
+"""The device layer: device choice, every per-device policy rule (CUDA, MPS and both kinds of CPU described,
+not needed), device=fastest and its cache, device_policy.mode=measured, keeping a Mac awake, gradient
+accumulation, AMP on CPU, and out-of-memory reporting."""
 
 import json
 import os
@@ -12,8 +13,10 @@ from torch import nn
 
 from conftest import REPO
 
-from optbench.device import fastest
-from optbench.device.policy import (DeviceFacts, apply_policy, decide_policy, out_of_memory_as_error, resolve_device)
+from optbench.device import fastest, measured
+from optbench.device.awake import keep_awake_command, kept_awake
+from optbench.device.policy import (DeviceFacts, apply_policy, cpu_bf16_instructions, decide_policy, facts_of,
+                                    out_of_memory_as_error, resolve_device)
 from optbench.training.cli import run_job
 from optbench.training.steps import train_step
 from optbench.errors import ConfigError, OutOfMemory
@@ -23,8 +26,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 AMPERE = DeviceFacts("cuda:0", bf16_supported=True, cpu_count=16)
 TURING = DeviceFacts("cuda:0", bf16_supported=False, cpu_count=4)   # e.g. Colab's T4
-APPLE = DeviceFacts("mps", bf16_supported=True, cpu_count=10)
-LAPTOP_CPU = DeviceFacts("cpu", bf16_supported=True, cpu_count=2)
+APPLE = DeviceFacts("mps", bf16_supported=True, cpu_count=10, host_os="darwin")
+LAPTOP_CPU = DeviceFacts("cpu", bf16_supported=True, cpu_count=2)   # no native bf16 (e.g. AVX2 only)
+BF16_CPU = DeviceFacts("cpu", bf16_supported=True, cpu_count=2, cpu_bf16_instructions=("avx512_bf16",))  # Zen 4, Xeon
 
 
 def test_cuda_with_bf16_gets_bf16_channels_last_pinned_memory_and_workers():
@@ -55,12 +59,78 @@ def test_cpu_defaults_fp32_channels_last_and_half_the_cores_as_workers():
     assert policy.num_workers == 1
 
 
+def test_a_cpu_with_native_bf16_trains_in_bf16_and_names_what_it_found():
+    policy = decide_policy(BF16_CPU)
+    assert (policy.amp, policy.amp_dtype, policy.grad_scaler) == ("bf16", torch.bfloat16, False)
+    assert "avx512_bf16" in policy.reasons["amp"]
+    assert "without native bf16" in decide_policy(LAPTOP_CPU).reasons["amp"]
+    assert decide_policy(BF16_CPU, {"amp": "off"}).amp == "off"   # fp32 stays one override away
+
+
+@pytest.mark.parametrize("capabilities, expected", [
+    ({"architecture": "x86_64", "avx512_f": True, "avx512_bf16": True, "amx_bf16": False}, ("avx512_bf16",)),
+    ({"architecture": "x86_64", "avx512_bf16": True, "amx_bf16": True}, ("avx512_bf16", "amx_bf16")),
+    ({"architecture": "x86_64", "avx512_f": True, "avx2": True}, ()),   # Skylake: AVX-512 but bf16 emulated
+    ({"architecture": "arm64", "neon": True, "bf16": True, "sve_max_length": 0}, ("bf16",)),
+])
+def test_native_bf16_is_read_from_torchs_cpu_capabilities(monkeypatch, capabilities, expected):
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: capabilities)
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: True)
+    assert cpu_bf16_instructions() == expected
+    assert facts_of(torch.device("cpu")).cpu_native_bf16 == bool(expected)
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)   # no oneDNN: no fast bf16 convolutions
+    assert cpu_bf16_instructions() == ()
+
+
 def test_a_cpu_model_narrower_than_8_channels_stays_nchw_where_onednn_nhwc_crashes():
     policy = decide_policy(LAPTOP_CPU, model_width=4)
     assert policy.channels_last is False and "crashes" in policy.reasons["channels_last"]
     assert decide_policy(AMPERE, model_width=4).channels_last is True  # a CPU-only rule
     with pytest.raises(ConfigError, match="device_policy.channels_last=false"):
         decide_policy(LAPTOP_CPU, {"channels_last": True}, model_width=4)
+
+
+def test_a_mac_is_kept_awake_by_default_and_nothing_else_is():
+    assert decide_policy(APPLE).keep_awake is True and "caffeinate" in decide_policy(APPLE).reasons["keep_awake"]
+    assert decide_policy(DeviceFacts("cpu", True, 8, host_os="darwin")).keep_awake is True   # a Mac training on its CPU
+    assert decide_policy(APPLE, {"keep_awake": False}).keep_awake is False
+    assert decide_policy(AMPERE).keep_awake is False
+    asked = decide_policy(LAPTOP_CPU, {"keep_awake": True})
+    assert asked.keep_awake is False and "macOS only" in asked.reasons["keep_awake"]
+
+
+def test_caffeinate_is_held_on_macos_for_this_process_and_released_when_the_run_ends():
+    assert keep_awake_command(4321, "darwin") == ["caffeinate", "-i", "-w", "4321"]
+    assert keep_awake_command(4321, "linux") is None and keep_awake_command(4321, "win32") is None
+    started = []
+
+    class FakeCaffeinate:
+        def __init__(self, command, **streams):
+            started.append(command)
+            self.terminated = False
+
+        def terminate(self):
+            self.terminated = True
+
+        def wait(self, timeout):
+            return 0
+
+    with kept_awake(True, "darwin", start=FakeCaffeinate) as process:
+        assert started == [["caffeinate", "-i", "-w", str(os.getpid())]] and not process.terminated
+    assert process.terminated
+    for platform, enabled in (("linux", True), ("darwin", False)):
+        with kept_awake(enabled, platform, start=FakeCaffeinate) as nothing:
+            assert nothing is None
+    assert len(started) == 1   # nothing started on Linux, nor when turned off
+
+
+def test_a_missing_caffeinate_only_warns(caplog):
+    def not_found(command, **streams):
+        raise FileNotFoundError("caffeinate")
+
+    with kept_awake(True, "darwin", start=not_found) as process:
+        assert process is None
+    assert "may sleep" in caplog.text
 
 
 def test_mps_fp16_is_optional_and_brings_a_grad_scaler():
@@ -71,7 +141,7 @@ def test_mps_fp16_is_optional_and_brings_a_grad_scaler():
 
 def test_every_setting_can_be_overridden_and_none_means_the_default():
     overrides = {"pin_memory": False, "num_workers": 3, "persistent_workers": False, "amp": "off",
-                 "channels_last": False, "cudnn_benchmark": False, "tf32": False, "compile": True}
+                 "channels_last": False, "cudnn_benchmark": False, "tf32": False, "compile": True, "keep_awake": False}
     policy = decide_policy(AMPERE, overrides)
     assert {key: getattr(policy, key) for key in overrides} == overrides
     assert decide_policy(AMPERE, {key: None for key in overrides}) == decide_policy(AMPERE)
@@ -83,7 +153,7 @@ def test_zero_workers_are_never_persistent():
 
 def test_every_choice_has_a_reason_and_the_summary_form_is_plain_data():
     policy = decide_policy(AMPERE)
-    settings = set(policy.as_dict()) - {"device", "reasons"}
+    settings = set(policy.as_dict()) - {"device", "reasons", "mode", "measured"}
     assert set(policy.reasons) == settings
     assert json.loads(json.dumps(policy.as_dict()))["amp"] == "bf16"
     assert len(policy.log_lines()) == len(settings)
@@ -260,3 +330,108 @@ def test_device_fastest_runs_on_the_measured_winner(tiny_config, tmp_path, monke
     monkeypatch.setattr("optbench.training.assemble.fastest_device", lambda *shape: (torch.device("cpu"), {"cpu": 1.0}))
     summary = train(tiny_config("device=fastest"), tmp_path / "run")
     assert summary["device"] == "cpu" and summary["status"] == "completed"
+
+
+# --- device_policy.mode=measured ------------------------------------------------------------------
+
+@pytest.mark.parametrize("facts, width, expected", [
+    (AMPERE, 64, {"amp": ("bf16", "off"), "channels_last": (True, False), "compile": (False, True)}),
+    (TURING, 64, {"amp": ("fp16", "off"), "channels_last": (True, False), "compile": (False, True)}),
+    (APPLE, 64, {"amp": ("off", "fp16"), "channels_last": (False, True)}),
+    (BF16_CPU, 16, {"amp": ("bf16", "off"), "channels_last": (True, False)}),
+    (LAPTOP_CPU, 16, {"channels_last": (True, False)}),   # emulated bf16 is known to be slower
+    (LAPTOP_CPU, 4, {}),                                   # and narrow NHWC crashes oneDNN: nothing is uncertain
+])
+def test_measured_mode_times_only_what_is_uncertain_on_each_kind_of_device(facts, width, expected):
+    assert measured.uncertain_settings(facts, {}, width) == expected
+
+
+def test_measured_mode_never_times_what_the_user_set():
+    assert measured.uncertain_settings(AMPERE, {"amp": "off", "compile": None}, 64) == {
+        "channels_last": (True, False), "compile": (False, True)}
+
+
+def test_eager_candidates_are_every_combination_and_compile_comes_later():
+    candidates = measured.eager_candidates(measured.uncertain_settings(AMPERE, {}, 64))
+    assert len(candidates) == 4 and all(candidate["compile"] is False for candidate in candidates)
+    assert measured.label(candidates[0]) == "amp=bf16 channels_last=true compile=false"
+
+
+def test_compile_is_kept_only_when_its_compile_time_is_paid_back_within_the_run():
+    eager = {"images_per_s": 1000.0, "first_steps_s": 1.0}
+    compiled = {"images_per_s": 1250.0, "first_steps_s": 61.0}   # 60 s more; saves 0.2 ms per image
+    assert not measured.compile_pays_back(eager, compiled, run_images=200_000)   # saves 40 s
+    assert measured.compile_pays_back(eager, compiled, run_images=400_000)      # saves 80 s
+
+
+def fake_timing(monkeypatch, rates: dict[str, float], first_steps: dict[str, float] | None = None) -> list[str]:
+    """Replace the timing with a table keyed by 'amp channels_last compile'; returns what was timed."""
+    timed = []
+
+    def time_training(device, policy, *shape):
+        key = f"{policy.amp} {policy.channels_last} {policy.compile}"
+        timed.append(key)
+        return (first_steps or {}).get(key, 0.5), rates[key]
+
+    monkeypatch.setattr(fastest, "time_training", time_training)
+    monkeypatch.setattr(measured, "apply_policy", lambda policy: None)   # no CUDA flags to set here
+    return timed
+
+
+SHAPE = measured.ModelShape("resnet18", 16, 10, 128)
+
+
+def test_measured_mode_keeps_the_fastest_caches_it_and_lets_the_user_override(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
+    timed = fake_timing(monkeypatch, {"bf16 True False": 300.0, "bf16 False False": 250.0,
+                                      "off True False": 420.0, "off False False": 350.0})
+    policy = measured.measured_policy(torch.device("cpu"), BF16_CPU, {}, SHAPE, run_images=40_000)
+    assert (policy.mode, policy.amp, policy.channels_last, policy.compile) == ("measured", "off", True, False)
+    assert policy.reasons["amp"].startswith("measured: fastest of 4") and "minutes" in policy.reasons["compile"]
+    assert policy.measured_figures().startswith("amp=off channels_last=true 420 img/s, amp=off channels_last=false 350")
+    assert len(timed) == 4
+    again = measured.measured_policy(torch.device("cpu"), BF16_CPU, {}, SHAPE, run_images=40_000)
+    assert again == policy and len(timed) == 4   # the cache answered
+    assert "cached in" in again.reasons["amp"]
+    user = measured.measured_policy(torch.device("cpu"), BF16_CPU, {"amp": "bf16"}, SHAPE, run_images=40_000)
+    assert (user.amp, user.reasons["amp"]) == ("bf16", "set in config (device_policy)")
+    assert user.channels_last is True and len(timed) == 6   # another fixed setting, another cache entry
+    assert len(json.loads((tmp_path / measured.CACHE_FILE).read_text())) == 2
+
+
+def test_measured_compile_on_cuda_is_timed_on_the_eager_winner_and_kept_when_it_pays(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
+    rates = {"bf16 True False": 9000.0, "bf16 False False": 7000.0, "off True False": 5000.0,
+             "off False False": 4000.0, "bf16 True True": 12000.0}
+    timed = fake_timing(monkeypatch, rates, first_steps={"bf16 True True": 60.0})
+    long_run = measured.measured_policy(torch.device("cuda:0"), AMPERE, {}, SHAPE, run_images=200 * 45_000)
+    assert (long_run.amp, long_run.channels_last, long_run.compile) == ("bf16", True, True)
+    assert timed[-1] == "bf16 True True" and len(timed) == 5 and "compiling cost 60 s" in long_run.reasons["compile"]
+    short_run = measured.measured_policy(torch.device("cuda:0"), AMPERE, {}, SHAPE, run_images=2 * 10_000)
+    assert short_run.compile is False and len(timed) == 5
+
+
+def test_a_resumed_measured_run_keeps_the_figures_it_started_with(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
+    timed = fake_timing(monkeypatch, {})
+    earlier = {"amp=bf16 channels_last=true": {"images_per_s": 500.0, "first_steps_s": 1.0},
+               "amp=bf16 channels_last=false": {"images_per_s": 200.0, "first_steps_s": 1.0},
+               "amp=off channels_last=true": {"images_per_s": 400.0, "first_steps_s": 1.0},
+               "amp=off channels_last=false": {"images_per_s": 300.0, "first_steps_s": 1.0}}
+    policy = measured.measured_policy(torch.device("cpu"), BF16_CPU, {}, SHAPE, 40_000, earlier=earlier)
+    assert (policy.amp, policy.channels_last, timed) == ("bf16", True, [])
+    assert "when this run started" in policy.reasons["amp"] and not (tmp_path / measured.CACHE_FILE).exists()
+
+
+def test_a_measured_cpu_run_times_real_steps_and_says_so_everywhere(tiny_config, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    caplog.set_level("INFO")
+    summary = train(tiny_config("device_policy.mode=measured"), tmp_path / "run")
+    policy = summary["device_policy"]
+    assert summary["status"] == "completed" and policy["mode"] == "measured"
+    assert policy["measured"] and all(figures["images_per_s"] > 0 for figures in policy["measured"].values())
+    assert policy["reasons"]["channels_last"].startswith("measured: fastest of")
+    [line] = [record.getMessage() for record in caplog.records if record.getMessage().startswith("device cpu")]
+    assert "; measured: " in line and " img/s" in line
+    log = (tmp_path / "run" / "train.log").read_text()
+    assert "policy measured (img/s per candidate): " in log and "policy channels_last=" in log

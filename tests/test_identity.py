@@ -163,7 +163,7 @@ def test_every_run_ends_with_one_line_naming_its_directory_status_and_headline(t
     assert sum("device cpu" in line for line in first.stdout.splitlines()) == 1   # the policy is one line
     assert "reasons" not in first.stdout and "policy amp=" not in first.stdout
     log = next((tmp_path / "results").rglob(rundir.LOG_FILE)).read_text()
-    assert "policy amp=off:" in log   # the details stay in train.log
+    assert "policy amp=" in log and "policy keep_awake=" in log   # the details stay in train.log
     again = run_cli(args, tmp_path).stdout.strip().splitlines()[-1]
     assert again.split("] ", 1)[1].startswith("skipped, already completed: ") and "test acc 0." in again
 

@@ -18,6 +18,8 @@ DEVICE_PATTERN = r"auto|fastest|cpu|mps|cuda(:\d+)?"
 DEVICE_CHOICES = "auto, fastest, cpu, cuda, cuda:N or mps"
 AMP_CHOICES = ("bf16", "fp16", "off")
 POLICY_KEYS = ("pin_memory", "num_workers", "persistent_workers", "amp", "channels_last",
-               "cudnn_benchmark", "tf32", "compile")
-POLICY_SWITCHES = ("pin_memory", "persistent_workers", "channels_last", "cudnn_benchmark", "tf32", "compile")
+               "cudnn_benchmark", "tf32", "compile", "mode", "keep_awake")
+POLICY_SWITCHES = ("pin_memory", "persistent_workers", "channels_last", "cudnn_benchmark", "tf32", "compile",
+                   "keep_awake")
+POLICY_MODES = ("rules", "measured")   # device_policy.mode: the device's fixed defaults, or the uncertain ones timed
 LAUNCHERS = ("basic", "parallel", "local", "slurm")   # all but basic are conf/hydra/launcher/*.yaml

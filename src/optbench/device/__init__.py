@@ -2,4 +2,6 @@
 
     policy.py     resolve the device; DevicePolicy (AMP, memory format, workers, cuDNN, TF32, compile) with reasons
     fastest.py    time a few training steps per device (device=fastest), cached per machine and model shape
+    measured.py   device_policy.mode=measured: time the choices uncertain on the device (amp, channels_last, compile)
+    awake.py      keep a Mac awake while it trains (caffeinate -i -w <pid>)
 """

@@ -6,6 +6,7 @@ model (its width, class count and batch size, under that device's default policy
 on random data. The answer is cached per machine in `$OPTBENCH_CACHE_DIR` (default
 ~/.cache/optbench) under a key naming the host, torch version, devices and model shape; delete the
 file or pass `refresh=True` (`src/device_benchmark.py --refresh`) to measure again.
+`time_training` and the cache helpers also serve device_policy.mode=measured (device/measured.py).
 """
 
 import json
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from optbench.device.policy import decide_policy, facts_of, mps_available
+from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available
 from optbench.rundir import write_bytes_atomically
 from optbench.training.models import build_model
 from optbench.training.steps import train_step
@@ -28,8 +29,8 @@ WARMUP_STEPS = 2   # first steps pay for allocation and kernel selection; not ti
 TIMED_STEPS = 5    # enough to rank devices that differ by more than a few percent
 
 
-def cache_path() -> Path:
-    return Path(os.environ.get("OPTBENCH_CACHE_DIR", Path.home() / ".cache" / "optbench")) / CACHE_FILE
+def cache_path(name: str = CACHE_FILE) -> Path:
+    return Path(os.environ.get("OPTBENCH_CACHE_DIR", Path.home() / ".cache" / "optbench")) / name
 
 
 def available_devices() -> list[torch.device]:
@@ -44,19 +45,28 @@ def images_per_second(device: torch.device, model_name: str, width: int, num_cla
                       steps: int = TIMED_STEPS) -> float:
     """Training throughput of `steps` optimizer steps after a warm-up, under the device's default policy."""
     policy = decide_policy(facts_of(device), model_width=width)
+    return time_training(device, policy, model_name, width, num_classes, batch_size, steps)[1]
+
+
+def time_training(device: torch.device, policy: DevicePolicy, model_name: str, width: int, num_classes: int,
+                  batch_size: int, steps: int = TIMED_STEPS) -> tuple[float, float]:
+    """(seconds of the warm-up steps, images/s of `steps` steps after them) under `policy`, on random data.
+    The warm-up pays allocation, kernel selection and, with policy.compile, compiling."""
     generator = torch.Generator().manual_seed(0)
     images = torch.randn(batch_size, 3, 32, 32, generator=generator).to(device)
     labels = torch.randint(0, num_classes, (batch_size,), generator=generator).to(device)
     model = build_model(model_name, num_classes, width).to(device, memory_format=policy.memory_format)
+    step_model = torch.compile(model) if policy.compile else model
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     scaler = policy.grad_scaler_for_run()
+    started = time.perf_counter()
     for step in range(WARMUP_STEPS + steps):
         if step == WARMUP_STEPS:
             _synchronise(device)
-            started = time.perf_counter()
-        loss_sum, _ = train_step(model, images, labels, optimizer, policy, scaler)
+            warmup_seconds, started = time.perf_counter() - started, time.perf_counter()
+        loss_sum, _ = train_step(step_model, images, labels, optimizer, policy, scaler)
     loss_sum.item()  # waits for the device
-    return steps * batch_size / (time.perf_counter() - started)
+    return warmup_seconds, steps * batch_size / (time.perf_counter() - started)
 
 
 def _synchronise(device: torch.device) -> None:
@@ -78,14 +88,14 @@ def fastest_device(model_name: str, width: int, num_classes: int, batch_size: in
     if len(devices) == 1:
         return devices[0], {}
     key = cache_key(devices, model_name, width, num_classes, batch_size)
-    cache = _read_cache()
+    cache = read_cache()
     if key in cache and not refresh:
         measured = cache[key]
         log.info("device=fastest: cached measurement %s (in %s)", _format(measured), cache_path())
     else:
         measured = {str(device): images_per_second(device, model_name, width, num_classes, batch_size) for device in devices}
         cache[key] = measured
-        _write_cache(cache)
+        write_cache(cache)
         log.info("device=fastest: measured %s", _format(measured))
     return torch.device(max(measured, key=measured.get)), measured
 
@@ -94,15 +104,15 @@ def _format(measured: dict[str, float]) -> str:
     return ", ".join(f"{name} {speed:.0f} images/s" for name, speed in measured.items())
 
 
-def _read_cache() -> dict:
+def read_cache(name: str = CACHE_FILE) -> dict:
     try:
-        return json.loads(cache_path().read_text())
+        return json.loads(cache_path(name).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return {}  # a missing or damaged cache only costs a new measurement
 
 
-def _write_cache(cache: dict) -> None:
-    path = cache_path()
+def write_cache(cache: dict, name: str = CACHE_FILE) -> None:
+    path = cache_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = (json.dumps(cache, indent=2, sort_keys=True) + "\n").encode()
     write_bytes_atomically(path, payload)

@@ -7,6 +7,8 @@
 - `decide_policy(facts, overrides)`: a pure function from what the device is (DeviceFacts) and the
   user's `device_policy.*` overrides (None = the device's default) to a frozen DevicePolicy, with a
   reason for every choice. Pure so every rule is tested on a CPU by describing a CUDA or MPS device.
+- `cpu_bf16_instructions()` asks torch's cpuinfo which native bf16 instructions the processor has; the CPU
+  rules pick bf16 autocast only where there are some (emulated bf16 is slower than fp32).
 - `apply_policy(policy)` sets the process-wide backend flags (cudnn.benchmark, TF32) for a CUDA run;
   `release_device_memory(device)` empties the allocator cache between runs of one process.
 - `out_of_memory_as_error(...)` turns a CUDA/MPS out-of-memory into one line saying what to try.
@@ -15,6 +17,7 @@
 import contextlib
 import gc
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -66,9 +69,31 @@ class DeviceFacts:
     device: str          # e.g. "cuda:0", "mps", "cpu"
     bf16_supported: bool  # CUDA: compute capability >= 8.0 (Ampere); else what torch reports
     cpu_count: int
+    cpu_bf16_instructions: tuple[str, ...] = ()  # CPU device: native bf16 instructions found (cpu_bf16_instructions())
+    host_os: str = "linux"  # sys.platform of the machine: "darwin" is macOS, where caffeinate keeps it awake
+
+    @property
+    def cpu_native_bf16(self) -> bool:
+        return bool(self.cpu_bf16_instructions)
+
+
+# Instructions that compute bf16 dot products in hardware, as torch.cpu.get_capabilities() names them:
+# x86 AVX512-BF16 (Cooper Lake, Sapphire Rapids, AMD Zen 4) and AMX; ARM FEAT_BF16 and SVE's bf16.
+# Without one of them oneDNN emulates bf16 with conversions, which is slower than fp32.
+NATIVE_BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16")
+
+
+def cpu_bf16_instructions() -> tuple[str, ...]:
+    """The native bf16 instructions of this CPU that oneDNN (which runs CPU convolutions) can use; () when none."""
+    get_capabilities = getattr(torch.cpu, "get_capabilities", None)   # torch >= 2.8
+    if get_capabilities is None or not torch.backends.mkldnn.is_available():
+        return ()
+    capabilities = get_capabilities()
+    return tuple(name for name in NATIVE_BF16_INSTRUCTIONS if capabilities.get(name) is True)
 
 
 def facts_of(device: torch.device) -> DeviceFacts:
+    instructions = ()
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
         name = f"cuda:{index}"
@@ -76,7 +101,9 @@ def facts_of(device: torch.device) -> DeviceFacts:
         bf16 = torch.cuda.get_device_capability(index)[0] >= 8
     else:
         name, bf16 = device.type, True
-    return DeviceFacts(name, bf16, os.cpu_count() or 1)
+        if device.type == "cpu":
+            instructions = cpu_bf16_instructions()
+    return DeviceFacts(name, bf16, os.cpu_count() or 1, instructions, sys.platform)
 
 
 @dataclass(frozen=True)
@@ -91,8 +118,11 @@ class DevicePolicy:
     cudnn_benchmark: bool      # let cuDNN time its convolution algorithms once per shape
     tf32: bool                 # TensorFloat-32 for fp32 matmuls and convolutions on Ampere+
     compile: bool              # torch.compile the model
+    keep_awake: bool           # macOS: hold `caffeinate -i` while training (device/awake.py)
     mps_fallback: bool         # PYTORCH_ENABLE_MPS_FALLBACK=1 took effect
     reasons: dict = field(default_factory=dict, compare=False)  # setting -> why it has its value
+    mode: str = "rules"        # rules: the device's fixed defaults; measured: the uncertain ones timed (device/measured.py)
+    measured: dict = field(default_factory=dict, compare=False)  # candidate label -> its figures (mode measured)
 
     @property
     def device_type(self) -> str:
@@ -122,21 +152,29 @@ class DevicePolicy:
     def log_lines(self) -> list[str]:
         return [f"{name}={getattr(self, name)}: {reason}" for name, reason in self.reasons.items()]
 
+    def measured_figures(self) -> str:
+        """The candidates timed under device_policy.mode=measured, fastest first ('' when none were)."""
+        ranked = sorted(self.measured.items(), key=lambda item: -item[1]["images_per_s"])
+        return ", ".join(f"{label} {figures['images_per_s']:,.0f} img/s" for label, figures in ranked)
+
 
 # oneDNN's channels_last 1x1 stride-2 convolution backward corrupts memory (segfaults, double frees)
 # with fewer than 8 input channels on the CPU (torch 2.15); the ResNet's narrowest one has `width` inputs.
 CPU_CHANNELS_LAST_MIN_WIDTH = 8
 
 
-def decide_policy(facts: DeviceFacts, overrides: dict | None = None, model_width: int = 64) -> DevicePolicy:
-    """The device's defaults, then each non-None override from `device_policy.*` on top."""
+def decide_policy(facts: DeviceFacts, overrides: dict | None = None, model_width: int = 64,
+                  measured: dict | None = None) -> DevicePolicy:
+    """The device's defaults, then what a measurement chose (`measured`: setting -> (value, reason), from
+    device_policy.mode=measured), then each non-None override from `device_policy.*` on top."""
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
     kind = facts.device.split(":")[0]
-    chosen = _DEFAULTS[kind](facts)
+    chosen = {**_DEFAULTS[kind](facts), "keep_awake": _keep_awake_default(facts)}
     narrow_on_cpu = kind == "cpu" and model_width < CPU_CHANNELS_LAST_MIN_WIDTH
     if narrow_on_cpu:
         chosen["channels_last"] = (False, f"CPU with model.width < {CPU_CHANNELS_LAST_MIN_WIDTH}: oneDNN's NHWC "
                                           "1x1 stride-2 convolution crashes with so few channels")
+    chosen.update(measured or {})
     for key, value in overrides.items():
         chosen[key] = (value, "set in config (device_policy)")
     if narrow_on_cpu and chosen["channels_last"][0]:
@@ -144,14 +182,27 @@ def decide_policy(facts: DeviceFacts, overrides: dict | None = None, model_width
                           f"(< {CPU_CHANNELS_LAST_MIN_WIDTH}): use model.width>={CPU_CHANNELS_LAST_MIN_WIDTH} "
                           "or device_policy.channels_last=false")
     _check_amp(kind, facts, chosen["amp"][0])
+    _settle_dependent_choices(chosen, facts)
+    return DevicePolicy(device=facts.device, reasons={key: reason for key, (_, reason) in chosen.items()},
+                        **{key: value for key, (value, _) in chosen.items()})
+
+
+def _settle_dependent_choices(chosen: dict, facts: DeviceFacts) -> None:
+    """The settings that follow from others (or from the machine), whatever set those."""
     if chosen["num_workers"][0] == 0 and chosen["persistent_workers"][0]:
         chosen["persistent_workers"] = (False, "no workers to keep")
     amp = chosen["amp"][0]
     chosen["grad_scaler"] = (amp == "fp16", "fp16 needs loss scaling against gradient underflow" if amp == "fp16"
                              else "not needed: bf16 has fp32's exponent range" if amp == "bf16" else "fp32: not needed")
+    if chosen["keep_awake"][0] and facts.host_os != "darwin":
+        chosen["keep_awake"] = (False, f"asked for, but caffeinate is macOS only: nothing to hold on {facts.host_os}")
     chosen["mps_fallback"] = _mps_fallback()
-    return DevicePolicy(device=facts.device, reasons={key: reason for key, (_, reason) in chosen.items()},
-                        **{key: value for key, (value, _) in chosen.items()})
+
+
+def _keep_awake_default(facts: DeviceFacts) -> tuple[bool, str]:
+    if facts.host_os == "darwin":
+        return True, "macOS: caffeinate -i keeps the Mac from sleeping while it trains (device_policy.keep_awake=false to let it)"
+    return False, f"caffeinate is macOS only ({facts.host_os})"
 
 
 def _cuda_defaults(facts: DeviceFacts) -> dict:
@@ -188,12 +239,20 @@ def _cpu_defaults(facts: DeviceFacts) -> dict:
         "pin_memory": (False, "CPU: no host-to-device copy"),
         "num_workers": (workers, f"CPU: half of {facts.cpu_count} cores, the rest compute"),
         "persistent_workers": (True, "worker start-up is paid once per run, not per epoch"),
-        "amp": ("off", "CPU: fp32 (bf16 autocast is slower on most CPUs and changes the numbers)"),
+        "amp": _cpu_amp(facts),
         "channels_last": (True, "CPU: oneDNN convolutions run faster in NHWC"),
         "cudnn_benchmark": (False, "cuDNN is CUDA only"),
         "tf32": (False, "TF32 is CUDA only"),
         "compile": (False, "opt-in (device_policy.compile=true)"),
     }
+
+
+def _cpu_amp(facts: DeviceFacts) -> tuple[str, str]:
+    if facts.cpu_native_bf16:
+        return "bf16", (f"CPU with native bf16 ({', '.join(facts.cpu_bf16_instructions)}): bf16 autocast "
+                        "(changes the last digits; device_policy.amp=off for fp32)")
+    return "off", ("CPU without native bf16 (none of avx512_bf16, amx_bf16, ARM bf16 with oneDNN): fp32, "
+                   "emulated bf16 autocast is slower")
 
 
 _DEFAULTS = {"cuda": _cuda_defaults, "mps": _mps_defaults, "cpu": _cpu_defaults}

@@ -1,6 +1,8 @@
 """Assemble a run: everything it trains with, built from a composed config and already on its device.
 
-`prepare(cfg, run_id)` resolves the device and its policy, loads and splits the data, draws the label
+`prepare(cfg, run_id)` resolves the device, loads and splits the data, decides the device policy (by
+the device's rules, or under device_policy.mode=measured by timing the run's model shape, which needs the
+class count and the number of training images), draws the label
 noise (training labels, and validation labels under `noise.validation: noisy`), seeds the RNGs, builds
 model, optimizer, schedule and the batch pipeline, and returns a `Run`. It reads no run directory and
 writes nothing there: a ConfigError here (missing data, an image that cannot be decoded) leaves the
@@ -17,6 +19,7 @@ from optbench.data.noise import NoisyLabels, apply_label_noise
 from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, channel_tensor, num_train_batches
 from optbench.data.splits import DatasetSplits, load_splits
 from optbench.device.fastest import fastest_device
+from optbench.device.measured import ModelShape, measured_policy
 from optbench.device.policy import DevicePolicy, apply_policy, decide_policy, facts_of, resolve_device
 from optbench.training.console import log_policy
 from optbench.training.models import build_model
@@ -47,21 +50,37 @@ class Run:
     std: torch.Tensor
 
 
-def choose_device(cfg: DictConfig) -> tuple[torch.device, DevicePolicy]:
+def choose_device(cfg: DictConfig) -> torch.device:
     def measure_fastest() -> torch.device:
         # Timed at 10 classes: the head's size barely changes the speed, and the data is not loaded yet.
         return fastest_device(cfg.model.name, cfg.model.width, 10, cfg.batch_size)[0]
 
-    device = resolve_device(cfg.device, fastest=measure_fastest)
-    policy = decide_policy(facts_of(device), OmegaConf.to_container(cfg.device_policy), cfg.model.width)
+    return resolve_device(cfg.device, fastest=measure_fastest)
+
+
+def choose_policy(cfg: DictConfig, device: torch.device, splits: DatasetSplits,
+                  started_policy: dict | None = None) -> DevicePolicy:
+    """The device's policy by its rules, or with its uncertain settings timed (device_policy.mode=measured);
+    applied and logged. `started_policy`: the policy a resumed run recorded, whose measurements it keeps."""
+    overrides = OmegaConf.to_container(cfg.device_policy)
+    mode = overrides.pop("mode", None) or "rules"
+    facts = facts_of(device)
+    if mode == "measured":
+        shape = ModelShape(cfg.model.name, cfg.model.width, splits.num_classes, cfg.batch_size)
+        earlier = (started_policy or {}).get("measured") if (started_policy or {}).get("mode") == "measured" else None
+        policy = measured_policy(device, facts, overrides, shape, cfg.epochs * len(splits.train), earlier)
+    else:
+        policy = decide_policy(facts, overrides, cfg.model.width)
     apply_policy(policy)
     log_policy(device, cfg.device, policy)
-    return device, policy
+    return policy
 
 
-def prepare(cfg: DictConfig, run_id: str = "") -> Run:
-    device, policy = choose_device(cfg)
+def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = None) -> Run:
+    """`started_policy`: the device policy a resumed run recorded (its summary's), or None for a new run."""
+    device = choose_device(cfg)
     splits = load_splits(data_dir=cfg.paths.data_dir, **OmegaConf.to_container(cfg.dataset, resolve=True))
+    policy = choose_policy(cfg, device, splits, started_policy)  # before seeding: timing draws random weights
     noisy = apply_label_noise(splits.train.labels, cfg.noise.name, cfg.noise.rate, splits.classes,
                               cfg.noise.seed, splits.name)
     noisy_val_labels = noisy_validation_labels(cfg, splits)

@@ -39,15 +39,22 @@ def log_to_file(run_dir: Path):
 
 
 def log_policy(device, requested: str, policy) -> None:
-    """One line for the console: the device, AMP, memory format and compile."""
-    log.info("device %s (device=%s): amp %s, %s, compile %s; details in %s", device, requested, policy.amp,
-             "channels_last" if policy.channels_last else "NCHW", "on" if policy.compile else "off", LOG_FILE)
+    """One line for the console: the device, AMP, memory format, compile, how they were chosen, caffeinate."""
+    line = (f"device {device} (device={requested}): amp {policy.amp}, "
+            f"{'channels_last' if policy.channels_last else 'NCHW'}, compile {'on' if policy.compile else 'off'}")
+    if policy.mode == "measured":
+        line += f"; measured: {policy.measured_figures() or 'nothing uncertain to time'}"
+    if policy.keep_awake:
+        line += "; caffeinate -i held"
+    log.info("%s; details in %s", line, LOG_FILE)
 
 
 def log_policy_details(policy) -> None:
     """Every choice of the policy with its reason, for train.log only (called once the file is attached)."""
     for line in policy.log_lines():
         details.info("  policy %s", line)
+    if policy.mode == "measured":
+        details.info("  policy measured (img/s per candidate): %s", policy.measured_figures() or "nothing uncertain to time")
 
 
 def epoch_line(record: dict, epochs: int) -> str:

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from optbench import rundir
 from optbench.config import validate
 from optbench.data.sources import data_fingerprint
+from optbench.device.awake import kept_awake
 from optbench.device.policy import release_device_memory
 from optbench.errors import ConfigError
 from optbench.rundir import RunDir
@@ -78,7 +79,8 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
                 if record is None:
                     _start(directory, resolved, wanted, hydra_files)
                 state = (_resume_state(run, directory) if record is not None else None) or LoopState(_first_summary(run))
-                return _fit_and_mirror(run, directory, state, run_mirror)
+                with kept_awake(run.policy.keep_awake):   # macOS: caffeinate -i for as long as it trains
+                    return _fit_and_mirror(run, directory, state, run_mirror)
         finally:
             release_device_memory(run.device)
 
@@ -108,8 +110,9 @@ def _fit_and_mirror(run: Run, directory: RunDir, state: LoopState, run_mirror: m
 def _prepare(cfg: DictConfig, directory: RunDir, record: dict | None, resolved: dict, wanted: dict,
              hydra_files: dict[str, str] | None) -> Run:
     """prepare(); bad input (ConfigError) leaves the directory as it was, a crash is recorded as failed."""
+    started_policy = (directory.read_summary() or {}).get("device_policy") if record is not None else None
     try:
-        return prepare(cfg, rundir.run_id(wanted))
+        return prepare(cfg, rundir.run_id(wanted), started_policy)
     except ConfigError:
         raise
     except Exception as error:
