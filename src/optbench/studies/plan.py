@@ -75,13 +75,20 @@ def _as_list(value) -> list:
 
 
 def noise_settings(grid: dict) -> list[dict[str, list[str]]]:
-    """One entry per noise setting: `[{name: none}, {name: symmetric, rate: [0.2, 0.4]}]` (or `none`, or a name)."""
+    """One entry per noise setting: `[{name: none}, {name: symmetric, rate: [0.2, 0.4]}]` (or `none`, or a name).
+    An entry's `optimizer: [lion, adamw]` runs that setting for those of the grid's optimizers only."""
     settings = []
     for entry in _as_list(grid["noise"]):
         entry = {"name": entry} if isinstance(entry, str) else dict(entry)
         values = {"noise": [str(entry["name"])]}
         if "rate" in entry and entry["name"] != "none":
             values["noise.rate"] = [format_value(rate) for rate in _as_list(entry["rate"])]
+        if "optimizer" in entry:
+            chosen = [str(name) for name in _as_list(entry["optimizer"])]
+            outside = sorted(set(chosen) - {str(name) for name in _as_list(grid["optimizer"])})
+            if outside:
+                raise ConfigError(f"grid.noise entry {entry['name']}: optimizer {outside[0]} is not in the grid's optimizers")
+            values["optimizer"] = chosen
         settings.append(values)
     return settings
 
@@ -124,9 +131,9 @@ def plan_sweeps(study: Study, default_epochs: int, extra_overrides: list[str] = 
             values = merge(base, noise, study_values, extra_values)
             sweeps.append(Sweep(values, noise_label, study_hydra + extra_hydra))
             continue
-        for optimizer in base["optimizer"]:
+        for optimizer in noise.get("optimizer", base["optimizer"]):
             own = per_optimizer(optimizer)
-            values = merge(base, {"optimizer": [optimizer]}, noise, own, study_values, extra_values)
+            values = merge(base, noise, {"optimizer": [optimizer]}, own, study_values, extra_values)
             trials = trials_for(optimizer) if trials_for else []
             searched_and_set = sorted(set(values) & {key for trial in trials for key in trial.values})
             if searched_and_set:
