@@ -387,7 +387,7 @@ def test_measured_mode_keeps_the_fastest_caches_it_and_lets_the_user_override(mo
                                       "off True False": 420.0, "off False False": 350.0})
     policy = measured.measured_policy(torch.device("cpu"), BF16_CPU, {}, SHAPE, run_images=40_000)
     assert (policy.mode, policy.amp, policy.channels_last, policy.compile) == ("measured", "off", True, False)
-    assert policy.reasons["amp"].startswith("measured: fastest of 4") and "minutes" in policy.reasons["compile"]
+    assert policy.reasons["amp"].startswith("measured: fastest of 4") and "about a minute" in policy.reasons["compile"]
     assert policy.measured_figures().startswith("amp=off channels_last=true 420 img/s, amp=off channels_last=false 350")
     assert len(timed) == 4
     again = measured.measured_policy(torch.device("cpu"), BF16_CPU, {}, SHAPE, run_images=40_000)
@@ -435,3 +435,13 @@ def test_a_measured_cpu_run_times_real_steps_and_says_so_everywhere(tiny_config,
     assert "; measured: " in line and " img/s" in line
     log = (tmp_path / "run" / "train.log").read_text()
     assert "policy measured (img/s per candidate): " in log and "policy channels_last=" in log
+
+
+def test_the_policy_line_says_when_a_mac_is_kept_awake(caplog):
+    from optbench.training.console import log_policy
+
+    caplog.set_level("INFO")
+    log_policy("mps", "auto", decide_policy(APPLE))
+    log_policy("cpu", "cpu", decide_policy(LAPTOP_CPU))
+    mac, linux = [record.getMessage() for record in caplog.records]
+    assert "; caffeinate -i held" in mac and "caffeinate" not in linux
