@@ -445,3 +445,21 @@ def test_the_policy_line_says_when_a_mac_is_kept_awake(caplog):
     log_policy("cpu", "cpu", decide_policy(LAPTOP_CPU))
     mac, linux = [record.getMessage() for record in caplog.records]
     assert "; caffeinate -i held" in mac and "caffeinate" not in linux
+
+
+def test_a_resumed_measured_run_times_nothing_and_keeps_its_choices(tiny_config, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    first = train(tiny_config("device_policy.mode=measured"), tmp_path / "run")
+    summary_path = tmp_path / "run" / "summary.json"
+    summary_path.write_text(json.dumps({**first, "status": "interrupted"}))   # as if stopped before the end
+    (tmp_path / "cache" / measured.CACHE_FILE).unlink()                     # and the cache was lost
+
+    def no_timing(*args):
+        raise AssertionError("a resumed run must not time again")
+
+    monkeypatch.setattr(fastest, "time_training", no_timing)
+    resumed = train(tiny_config("device_policy.mode=measured"), tmp_path / "run")
+    kept = {key: first["device_policy"][key] for key in ("amp", "channels_last", "measured")}
+    assert resumed["status"] == "completed" and {key: resumed["device_policy"][key] for key in kept} == kept
+    log = (tmp_path / "run" / "train.log").read_text()   # the resumed session's policy lines
+    assert "policy channels_last=" in log and "(as measured when this run started)" in log
