@@ -4,8 +4,11 @@ Measures, side by side in one invocation on one machine, each part in its own su
 peak-memory figure is that part's alone), on the same N real CIFAR-10 training images:
 (a) training images/s of ResNet-18 (same width, batch size, device):
     harness     `optbench.training.run.train(cfg, run_dir)`, the config composed from conf/ exactly as a user
-                runs it; per-epoch `train/images_per_s` from metrics.jsonl (validation and test passes
-                run too, but are not in that figure);
+                runs it, under the device's default policy (on a CPU with native bf16: bf16 autocast);
+                per-epoch `train/images_per_s` from metrics.jsonl (validation and test passes run too,
+                but are not in that figure);
+    harness fp32  the same with device_policy.amp=off, so the policy's precision and the rest of the
+                harness (on-device pipeline, channels_last) show separately;
     plain       a loop written the way kuangliu/pytorch-cifar does it: ImageFolder + PIL transforms
                 (RandomCrop(32, 4), RandomHorizontalFlip, ToTensor, Normalize) + DataLoader(shuffle,
                 num_workers=2), NCHW fp32, SGD, `loss.item()` every step;
@@ -18,8 +21,10 @@ peak-memory figure is that part's alone), on the same N real CIFAR-10 training i
     of its DataLoader workers (what a worker adds, e.g. a copied dataset), and on CUDA
     torch.cuda.max_memory_allocated.
 The first epoch of every part is a warm-up and is not counted; figures are mean ± std over `--repeats`.
+Ratios printed: harness (default policy) / plain and harness fp32 / plain (goal at width 16: default >= 2.3x),
+harness overhead over a bare step, and the data pipelines against each other.
 
-Run (from the repository root; the real measurement, about 10 min on a quiet 2-core CPU):
+Run (from the repository root; the real measurement, about 12 min on a quiet 2-core CPU):
     .venv/bin/python benchmarks/throughput.py --images 5000 --repeats 3 --json benchmarks/results/cpu.json
 Smoke check (~2 min): --images 256 --repeats 1 --width 8. On a GPU: --device cuda --width 64 --images 20000.
 Benchmark harness options: --harness-override device_policy.amp=bf16 (repeatable; any Hydra override).
@@ -42,7 +47,8 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)  # as kuangliu/pytorch-cifar
 PARTS = {  # name: (section, label)
-    "harness": ("a", "harness: optbench.training.run.train(cfg)"),
+    "harness": ("a", "harness: train(cfg), default policy"),
+    "harness_fp32": ("a", "harness: train(cfg), device_policy.amp=off"),
     "plain": ("a", "plain PyTorch loop (kuangliu style)"),
     "bare": ("a", "bare train step (fixed batch)"),
     "device_pipeline": ("b", "DevicePipeline"),
@@ -89,7 +95,8 @@ def harness_overrides(args) -> list[str]:
             *args.harness_override]
 
 
-def run_harness(args) -> dict:
+def run_harness(args, extra_overrides: tuple[str, ...] = ()) -> dict:
+    """The harness's training images/s; `extra_overrides` come last, so they win over --harness-override."""
     from hydra import compose, initialize_config_dir
 
     from optbench.hydra_glue import register_resolvers
@@ -98,12 +105,13 @@ def run_harness(args) -> dict:
     register_resolvers()
     with tempfile.TemporaryDirectory() as results:
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=[*harness_overrides(args), f"paths.results_dir={results}"])
+            overrides = [*harness_overrides(args), *extra_overrides, f"paths.results_dir={results}"]
+            cfg = compose(config_name="config", overrides=overrides)
         summary = train(cfg, Path(results) / "run")
         epochs = [json.loads(line) for line in (Path(results) / "run" / "metrics.jsonl").read_text().splitlines()]
     return {"rates": [epoch["train/images_per_s"] for epoch in epochs[1:]], "status": summary["status"],
             "device_policy": summary.get("device_policy"), "summary_train_images_per_s": summary["train_images_per_s"],
-            "overrides": harness_overrides(args)}
+            "overrides": [*harness_overrides(args), *extra_overrides]}
 
 
 def imagefolder_loader(args, num_workers: int):
@@ -242,7 +250,8 @@ def time_epochs(epoch_batches, device: torch.device, args) -> list[float]:
 
 # --- one part per subprocess ------------------------------------------------------------------------
 
-RUNNERS = {"harness": run_harness, "plain": run_plain, "bare": run_bare, "device_pipeline": run_device_pipeline,
+RUNNERS = {"harness": run_harness, "harness_fp32": lambda args: run_harness(args, ("device_policy.amp=off",)),
+           "plain": run_plain, "bare": run_bare, "device_pipeline": run_device_pipeline,
            "dataloader_pipeline_0": lambda args: run_dataloader_pipeline(args, 0),
            "dataloader_pipeline_2": lambda args: run_dataloader_pipeline(args, 2),
            "imagefolder_loader": run_imagefolder_loader}
@@ -363,7 +372,11 @@ def ratios(parts: dict) -> dict:
     rate = {name: mean_std(part["rates"])[0] for name, part in parts.items()}
     found = {}
     if {"harness", "plain"} <= rate.keys():
-        found["training: harness / plain loop (target >= 1.4)"] = rate["harness"] / rate["plain"]
+        amp = (parts["harness"].get("device_policy") or {}).get("amp", "?")
+        found[f"training: harness, default policy (amp {amp}) / plain loop (goal >= 2.3 at width 16)"] = (
+            rate["harness"] / rate["plain"])
+    if {"harness_fp32", "plain"} <= rate.keys():
+        found["training: harness at fp32 (device_policy.amp=off) / plain loop"] = rate["harness_fp32"] / rate["plain"]
     if {"harness", "bare"} <= rate.keys():
         found["harness overhead: bare / harness - 1 (target <= 0.05)"] = rate["bare"] / rate["harness"] - 1
     for other in ("imagefolder_loader", "dataloader_pipeline_2", "dataloader_pipeline_0"):
@@ -373,17 +386,24 @@ def ratios(parts: dict) -> dict:
     return found
 
 
+def part_label(name: str, part: dict) -> str:
+    """The part's label; the harness's default policy names its precision (it differs between CPUs)."""
+    if name == "harness" and part.get("device_policy"):
+        return f"{PARTS[name][1]} (amp {part['device_policy']['amp']})"
+    return PARTS[name][1]
+
+
 def print_table(parts: dict, found: dict, args) -> None:
     threads = args.threads or torch.get_num_threads()
     print(f"\n{args.device}, ResNet-18 width {args.width}, batch {args.batch_size}, {args.images or 'all'} images, "
           f"{args.repeats} timed epoch(s) after 1 warm-up; {os.cpu_count()} CPU core(s), {threads} torch thread(s); "
           f"torch {torch.__version__}")
-    header = f"{'':3}{'part':40}{'images/s':>18}{'peak RSS MB':>13}{'workers USS MB':>16}{'CUDA MB':>9}"
+    header = f"{'':3}{'part':48}{'images/s':>18}{'peak RSS MB':>13}{'workers USS MB':>16}{'CUDA MB':>9}"
     print(header + "\n" + "-" * len(header))
     for name, part in parts.items():
         mean, std = mean_std(part["rates"])
         workers, cuda = part.get("workers_peak_uss_mb"), part.get("cuda_max_allocated_mb")
-        print(f"({PARTS[name][0]}){PARTS[name][1]:40}{f'{mean:,.0f} ± {std:,.0f}':>18}{part['peak_rss_mb']:>13,.0f}"
+        print(f"({PARTS[name][0]}){part_label(name, part):48}{f'{mean:,.0f} ± {std:,.0f}':>18}{part['peak_rss_mb']:>13,.0f}"
               f"{'-' if workers is None else f'{workers:,.0f}':>16}{'-' if cuda is None else f'{cuda:,.0f}':>9}")
     for label, value in found.items():
         print(f"{label}: {value:+.1%}" if "overhead" in label else f"{label}: {value:.2f}x")

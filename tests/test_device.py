@@ -387,7 +387,7 @@ def test_measured_mode_keeps_the_fastest_caches_it_and_lets_the_user_override(mo
                                       "off True False": 420.0, "off False False": 350.0})
     policy = measured.measured_policy(torch.device("cpu"), BF16_CPU, {}, SHAPE, run_images=40_000)
     assert (policy.mode, policy.amp, policy.channels_last, policy.compile) == ("measured", "off", True, False)
-    assert policy.reasons["amp"].startswith("measured: fastest of 4") and "minutes" in policy.reasons["compile"]
+    assert policy.reasons["amp"].startswith("measured: fastest of 4") and "about a minute" in policy.reasons["compile"]
     assert policy.measured_figures().startswith("amp=off channels_last=true 420 img/s, amp=off channels_last=false 350")
     assert len(timed) == 4
     again = measured.measured_policy(torch.device("cpu"), BF16_CPU, {}, SHAPE, run_images=40_000)
@@ -435,3 +435,31 @@ def test_a_measured_cpu_run_times_real_steps_and_says_so_everywhere(tiny_config,
     assert "; measured: " in line and " img/s" in line
     log = (tmp_path / "run" / "train.log").read_text()
     assert "policy measured (img/s per candidate): " in log and "policy channels_last=" in log
+
+
+def test_the_policy_line_says_when_a_mac_is_kept_awake(caplog):
+    from optbench.training.console import log_policy
+
+    caplog.set_level("INFO")
+    log_policy("mps", "auto", decide_policy(APPLE))
+    log_policy("cpu", "cpu", decide_policy(LAPTOP_CPU))
+    mac, linux = [record.getMessage() for record in caplog.records]
+    assert "; caffeinate -i held" in mac and "caffeinate" not in linux
+
+
+def test_a_resumed_measured_run_times_nothing_and_keeps_its_choices(tiny_config, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    first = train(tiny_config("device_policy.mode=measured"), tmp_path / "run")
+    summary_path = tmp_path / "run" / "summary.json"
+    summary_path.write_text(json.dumps({**first, "status": "interrupted"}))   # as if stopped before the end
+    (tmp_path / "cache" / measured.CACHE_FILE).unlink()                     # and the cache was lost
+
+    def no_timing(*args):
+        raise AssertionError("a resumed run must not time again")
+
+    monkeypatch.setattr(fastest, "time_training", no_timing)
+    resumed = train(tiny_config("device_policy.mode=measured"), tmp_path / "run")
+    kept = {key: first["device_policy"][key] for key in ("amp", "channels_last", "measured")}
+    assert resumed["status"] == "completed" and {key: resumed["device_policy"][key] for key in kept} == kept
+    log = (tmp_path / "run" / "train.log").read_text()   # the resumed session's policy lines
+    assert "policy channels_last=" in log and "(as measured when this run started)" in log

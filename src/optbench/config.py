@@ -81,13 +81,13 @@ def _validate_device(cfg: DictConfig) -> None:
         _fail(f"device_policy.{unknown[0]}", policy[unknown[0]], "not a policy setting: choose " + ", ".join(choices.POLICY_KEYS))
     if policy.amp is not None and policy.amp not in choices.AMP_CHOICES:
         _fail("device_policy.amp", policy.amp, "choose bf16, fp16, off, or null for the device's default")
-    if policy.mode is not None and policy.mode not in choices.POLICY_MODES:
+    if policy.get("mode") is not None and policy.mode not in choices.POLICY_MODES:
         _fail("device_policy.mode", policy.mode, "choose rules (the device's fixed defaults, as null), or measured "
                                                  "(time the uncertain choices on this machine)")
     if policy.num_workers is not None:
         _whole_number(cfg, "device_policy.num_workers", 0, "use 0 (load in the training process) or more workers")
     for key in choices.POLICY_SWITCHES:
-        if policy[key] not in (None, True, False):
+        if policy.get(key) not in (None, True, False):
             _fail(f"device_policy.{key}", policy[key], "use true, false, or null for the device's default")
     if cfg.data.pipeline not in choices.PIPELINES:
         _fail("data.pipeline", cfg.data.pipeline, "choose data.pipeline=device (fast, default) or dataloader (classic)")

@@ -29,8 +29,9 @@ CACHE_FILE = "measured-policy.json"
 SPEED_SETTINGS = ("amp", "channels_last", "compile", "cudnn_benchmark", "tf32")
 # Why compile is not timed where it is not (its reason in the policy under mode=measured).
 COMPILE_NOT_TIMED = {
-    "cpu": "not timed on the CPU: compiling ResNet-18 there takes minutes (Inductor builds C++ kernels), which a "
-           "run of a few epochs does not earn back (benchmarks/compile_cpu.py measures it); device_policy.compile=true to try",
+    "cpu": "not timed on the CPU: compiling ResNet-18 there takes about a minute per process (Inductor builds C++ "
+           "kernels), more than timing every other candidate, and a run of a few epochs rarely earns it back "
+           "(benchmarks/compile_cpu.py measures the payback); device_policy.compile=true to try",
     "mps": "not timed on MPS: torch.compile's MPS backend is experimental; device_policy.compile=true to try",
 }
 
