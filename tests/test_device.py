@@ -28,7 +28,8 @@ AMPERE = DeviceFacts("cuda:0", bf16_supported=True, cpu_count=16)
 TURING = DeviceFacts("cuda:0", bf16_supported=False, cpu_count=4)   # e.g. Colab's T4
 APPLE = DeviceFacts("mps", bf16_supported=True, cpu_count=10, host_os="darwin")
 LAPTOP_CPU = DeviceFacts("cpu", bf16_supported=True, cpu_count=2)   # no native bf16 (e.g. AVX2 only)
-BF16_CPU = DeviceFacts("cpu", bf16_supported=True, cpu_count=2, cpu_bf16_instructions=("avx512_bf16",))  # Zen 4, Xeon
+BF16_CPU = DeviceFacts("cpu", bf16_supported=True, cpu_count=2, cpu_bf16_instructions=("avx512_bf16", "amx_bf16"))  # Sapphire Rapids
+AVX512_BF16_CPU = DeviceFacts("cpu", bf16_supported=True, cpu_count=2, cpu_bf16_instructions=("avx512_bf16",))  # Cooper Lake, Zen 4
 
 
 def test_cuda_with_bf16_gets_bf16_channels_last_pinned_memory_and_workers():
@@ -62,8 +63,10 @@ def test_cpu_defaults_fp32_channels_last_and_half_the_cores_as_workers():
 def test_a_cpu_with_native_bf16_trains_in_bf16_and_names_what_it_found():
     policy = decide_policy(BF16_CPU)
     assert (policy.amp, policy.amp_dtype, policy.grad_scaler) == ("bf16", torch.bfloat16, False)
-    assert "avx512_bf16" in policy.reasons["amp"]
+    assert "amx_bf16" in policy.reasons["amp"]
     assert "without native bf16" in decide_policy(LAPTOP_CPU).reasons["amp"]
+    slower = decide_policy(AVX512_BF16_CPU)   # measured slower in bf16 without AMX: fp32, and says so
+    assert slower.amp == "off" and "no AMX" in slower.reasons["amp"] and "mode=measured" in slower.reasons["amp"]
     assert decide_policy(BF16_CPU, {"amp": "off"}).amp == "off"   # fp32 stays one override away
 
 

@@ -247,10 +247,21 @@ def _cpu_defaults(facts: DeviceFacts) -> dict:
     }
 
 
+# AVX512-BF16 alone only speeds up the dot products; autocast's casts and the fp32 BatchNorm around them
+# cost more at CIFAR widths: on this project's Xeon (avx512_bf16, no AMX, oneDNN brg_conv avx512_core_bf16)
+# ResNet-18 width 16 trains at 633 img/s in bf16 against 811 in fp32, width 64 at 52 against 68
+# (README, Measured). AMX tiles and ARM's bf16 matrix instructions are where bf16 pays.
+BF16_PAYS_WITH = ("amx_bf16", "bf16", "sve_bf16")
+
+
 def _cpu_amp(facts: DeviceFacts) -> tuple[str, str]:
-    if facts.cpu_native_bf16:
-        return "bf16", (f"CPU with native bf16 ({', '.join(facts.cpu_bf16_instructions)}): bf16 autocast "
+    paying = [name for name in facts.cpu_bf16_instructions if name in BF16_PAYS_WITH]
+    if paying:
+        return "bf16", (f"CPU with native bf16 matrix instructions ({', '.join(paying)}): bf16 autocast "
                         "(changes the last digits; device_policy.amp=off for fp32)")
+    if facts.cpu_native_bf16:
+        return "off", (f"CPU with {', '.join(facts.cpu_bf16_instructions)} but no AMX: fp32, bf16 autocast measured "
+                       "slower on such a CPU (README, Measured); device_policy.mode=measured times both here")
     return "off", ("CPU without native bf16 (none of avx512_bf16, amx_bf16, ARM bf16 with oneDNN): fp32, "
                    "emulated bf16 autocast is slower")
 
