@@ -145,7 +145,7 @@ def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
     write_summary(runs[0].run_dir, "running", val_acc=0.99)  # unfinished: no winner until every run is done
     assert study_cli.main(["--select-tuned", str(study), *argv]) == 2
     assert "1 tuning run(s) not finished" in capsys.readouterr().err
-    assert not (conf / "optimizer" / "tuned").exists()
+    assert not (conf / "optimizer" / "tuned" / "lion.yaml").exists()
     first.write_text(finished)
     assert study_cli.main(["--select-tuned", str(study), *argv]) == 0
     text = (conf / "optimizer" / "tuned" / "lion.yaml").read_text()
