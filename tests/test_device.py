@@ -65,6 +65,8 @@ def test_a_cpu_with_native_bf16_trains_in_bf16_and_names_what_it_found():
     assert (policy.amp, policy.amp_dtype, policy.grad_scaler) == ("bf16", torch.bfloat16, False)
     assert "amx_bf16" in policy.reasons["amp"]
     assert "without native bf16" in decide_policy(LAPTOP_CPU).reasons["amp"]
+    assert decide_policy(LAPTOP_CPU, model_width=64).compile and not decide_policy(LAPTOP_CPU, model_width=32).compile
+    assert "paid back" in decide_policy(LAPTOP_CPU, model_width=64).reasons["compile"]
     slower = decide_policy(AVX512_BF16_CPU)   # measured slower in bf16 without AMX: fp32, and says so
     assert slower.amp == "off" and "no AMX" in slower.reasons["amp"] and "mode=measured" in slower.reasons["amp"]
     assert decide_policy(BF16_CPU, {"amp": "off"}).amp == "off"   # fp32 stays one override away

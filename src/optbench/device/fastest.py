@@ -9,6 +9,7 @@ file or pass `refresh=True` (`src/device_benchmark.py --refresh`) to measure aga
 `time_training` and the cache helpers also serve device_policy.mode=measured (device/measured.py).
 """
 
+import dataclasses
 import json
 import logging
 import os
@@ -43,8 +44,9 @@ def available_devices() -> list[torch.device]:
 
 def images_per_second(device: torch.device, model_name: str, width: int, num_classes: int, batch_size: int,
                       steps: int = TIMED_STEPS) -> float:
-    """Training throughput of `steps` optimizer steps after a warm-up, under the device's default policy."""
-    policy = decide_policy(facts_of(device), model_width=width)
+    """Training throughput of `steps` optimizer steps after a warm-up, under the device's default policy,
+    eager: compiling (the CPU policy's default from width 64) would cost half a minute per shape here."""
+    policy = dataclasses.replace(decide_policy(facts_of(device), model_width=width), compile=False)
     return time_training(device, policy, model_name, width, num_classes, batch_size, steps)[1]
 
 
