@@ -11,7 +11,6 @@ import yaml
 from scipy.stats import qmc
 
 from conftest import CONF_DIR, TINY
-from optbench.errors import ConfigError
 from optbench.studies import cli as study_cli, search_space
 from optbench.studies.spec import find_study, load_study
 
