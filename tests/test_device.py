@@ -468,3 +468,13 @@ def test_a_resumed_measured_run_times_nothing_and_keeps_its_choices(tiny_config,
     assert resumed["status"] == "completed" and {key: resumed["device_policy"][key] for key in kept} == kept
     log = (tmp_path / "run" / "train.log").read_text()   # the resumed session's policy lines
     assert "policy channels_last=" in log and "(as measured when this run started)" in log
+
+
+def test_a_resumed_run_keeps_the_precision_it_started_with():
+    from optbench.training.assemble import keep_started_precision
+    now = decide_policy(LAPTOP_CPU, model_width=16)   # the rules say fp32 here
+    kept = keep_started_precision(now, LAPTOP_CPU, {}, 16, {"device": "cpu", "amp": "bf16"})
+    assert (now.amp, kept.amp) == ("off", "bf16") and "kept from the run's start" in kept.reasons["amp"]
+    assert keep_started_precision(now, LAPTOP_CPU, {"amp": "off"}, 16, {"device": "cpu", "amp": "bf16"}).amp == "off"
+    assert keep_started_precision(now, LAPTOP_CPU, {}, 16, {"device": "cuda:0", "amp": "bf16"}).amp == "off"
+    assert keep_started_precision(now, LAPTOP_CPU, {}, 16, None) is now

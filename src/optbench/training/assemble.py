@@ -70,10 +70,25 @@ def choose_policy(cfg: DictConfig, device: torch.device, splits: DatasetSplits,
         earlier = (started_policy or {}).get("measured") if (started_policy or {}).get("mode") == "measured" else None
         policy = measured_policy(device, facts, overrides, shape, cfg.epochs * len(splits.train), earlier)
     else:
-        policy = decide_policy(facts, overrides, cfg.model.width)
+        policy = keep_started_precision(decide_policy(facts, overrides, cfg.model.width), facts, overrides,
+                                        cfg.model.width, started_policy)
     apply_policy(policy)
     log_policy(device, cfg.device, policy)
     return policy
+
+
+def keep_started_precision(policy: DevicePolicy, facts, overrides: dict, width: int,
+                           started_policy: dict | None) -> DevicePolicy:
+    """A resumed run keeps the AMP it started with on the same kind of device, unless the user sets one:
+    a default that changed between releases (the CPU's bf16 rule) must not switch precision half-way."""
+    started_amp = (started_policy or {}).get("amp")
+    same_kind = str((started_policy or {}).get("device", "")).split(":")[0] == policy.device_type
+    if overrides.get("amp") is not None or not same_kind or started_amp in (None, policy.amp):
+        return policy
+    kept = decide_policy(facts, {**overrides, "amp": started_amp}, width)
+    kept.reasons["amp"] = (f"kept from the run's start (the rules now say {policy.amp}): a resumed run does not "
+                           "change precision half-way")
+    return kept
 
 
 def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = None) -> Run:
