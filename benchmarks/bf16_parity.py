@@ -28,16 +28,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from throughput import add_data_arguments   # the sibling script: python puts benchmarks/ on sys.path
+
 REPO = Path(__file__).resolve().parents[1]
 PRECISIONS = {"off": "fp32", "bf16": "bf16"}   # device_policy.amp value: what the tables call it
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data" / "cifar10-jpeg",
-                        help="ImageFolder with train/<class>/*.jpg and test/<class>/*.jpg")
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("OPTBENCH_DATA_DIR", REPO / "data")),
-                        help="the harness's paths.data_dir (holds the decoded-image cache)")
+    add_data_arguments(parser)
     parser.add_argument("--width", type=int, default=16, help="ResNet-18 base width (16: the README's CPU setting)")
     parser.add_argument("--images", type=int, default=10_000, help="dataset.train_subset: training images per epoch")
     parser.add_argument("--epochs", type=int, default=4, help="epochs per run")

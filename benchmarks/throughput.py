@@ -58,6 +58,14 @@ PARTS = {  # name: (section, label)
 }
 
 
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """--data-root and --data-dir: the real images and the harness's decoded cache (bf16_parity.py too)."""
+    parser.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data" / "cifar10-jpeg",
+                        help="ImageFolder with train/<class>/*.jpg and test/<class>/*.jpg")
+    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("OPTBENCH_DATA_DIR", REPO / "data")),
+                        help="the harness's paths.data_dir (holds the decoded-image cache)")
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
@@ -65,10 +73,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=128, help="images per step (128, as the SGD recipes)")
     parser.add_argument("--images", type=int, default=2048, help="training images per epoch (0 = the whole split)")
     parser.add_argument("--repeats", type=int, default=3, help="timed epochs per part, after one warm-up epoch")
-    parser.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data" / "cifar10-jpeg",
-                        help="ImageFolder with train/<class>/*.jpg and test/<class>/*.jpg")
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("OPTBENCH_DATA_DIR", REPO / "data")),
-                        help="the harness's paths.data_dir (holds the decoded-image cache)")
+    add_data_arguments(parser)
     parser.add_argument("--val-size", type=int, default=1000, help="harness dataset.val_size (validated every epoch)")
     parser.add_argument("--plain-workers", type=int, default=2, help="DataLoader workers of the plain loop (kuangliu: 2)")
     parser.add_argument("--min-seconds", type=float, default=1.0,

@@ -27,12 +27,12 @@ log = logging.getLogger(__name__)
 CACHE_FILE = "measured-policy.json"
 # The settings that change training speed; the ones the user fixed name the cache entry.
 SPEED_SETTINGS = ("amp", "channels_last", "compile", "cudnn_benchmark", "tf32")
-# Why compile is not timed where it is not (its reason in the policy under mode=measured).
+# Compile is timed only on CUDA. Elsewhere the rules decide it (the CPU compiles from width 64, where
+# benchmarks/compile_cpu.py measured it paying back) and the reason says why it was not timed.
 COMPILE_NOT_TIMED = {
-    "cpu": "not timed on the CPU: compiling ResNet-18 there takes about a minute per process (Inductor builds C++ "
-           "kernels), more than timing every other candidate, and a run of a few epochs rarely earns it back "
-           "(benchmarks/compile_cpu.py measures the payback); device_policy.compile=true to try",
-    "mps": "not timed on MPS: torch.compile's MPS backend is experimental; device_policy.compile=true to try",
+    "cpu": "not timed on the CPU: each compiled candidate costs ~30 s (Inductor builds C++ kernels), so timing "
+           "them would add about a minute to the run's start",
+    "mps": "not timed on MPS: torch.compile's MPS backend is experimental",
 }
 
 
@@ -99,7 +99,8 @@ def measured_policy(device: torch.device, facts: DeviceFacts, overrides: dict | 
     chosen = {key: (value, _reason(key, best, figures, candidates, run_images)) for key, value in best.items()}
     kind = facts.device.split(":")[0]
     if kind in COMPILE_NOT_TIMED and (overrides or {}).get("compile") is None:
-        chosen["compile"] = (False, COMPILE_NOT_TIMED[kind])
+        rules = decide_policy(facts, overrides, shape.width)
+        chosen["compile"] = (rules.compile, f"{COMPILE_NOT_TIMED[kind]}; the rule: {rules.reasons['compile']}")
     policy = decide_policy(facts, overrides, shape.width, measured=chosen)
     return replace(policy, mode="measured", measured={label(candidate): figures.of(candidate) for candidate in candidates})
 

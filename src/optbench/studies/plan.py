@@ -157,7 +157,7 @@ def confirm_sweep(trial_sweep: Sweep, runs: list[PlannedRun], study: Study) -> S
     return Sweep(values, label, list(trial_sweep.hydra_overrides), best)
 
 
-def quasirandom_trials(study: Study, conf_dir: Path) -> "callable":
+def quasirandom_trials(study: Study) -> "callable":
     ranges_by_optimizer = search_space.load_space(study.tune.space_path(EXPERIMENTS_DIR))
 
     def trials_for(optimizer: str) -> list[Trial]:
@@ -178,7 +178,7 @@ def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str,
         default_epochs = compose_checked([], conf_dir).epochs
         per_optimizer, trials_for = None, None
         if study.tune and study.tune.method == "quasirandom":
-            trials_for = quasirandom_trials(study, conf_dir)
+            trials_for = quasirandom_trials(study)
         elif study.tune:
             per_optimizer = lambda name: tuning.grid_values(compose_checked([f"optimizer={name}"], conf_dir).optimizer, study.tune)
         elif tuned:

@@ -79,7 +79,10 @@ class Study:
 # ---------------------------------------------------------------- the `tune:` block
 
 TUNE_METHODS = ("grid", "quasirandom")
-SELECTION_METRICS = ("val_acc_best", "final_val_acc")   # validation, never test
+SELECTION_METRICS = {    # tune.select_on -> where it lives in summary.json: validation, never test
+    "val_acc_best": ("best", "val/acc"),    # best validation accuracy over the epochs (default)
+    "final_val_acc": ("final", "val/acc"),  # validation accuracy after the last epoch
+}
 TUNE_KEYS = {"grid": ("method", "lr_factors", "weight_decay_factors", "select_on", "output"),
              "quasirandom": ("method", "space", "sampler", "sampler_seed", "trials", "top_k", "confirm_seeds",
                              "select_on", "output")}

@@ -32,13 +32,9 @@ from optbench.errors import ConfigError, DamagedRunFile
 from optbench.hydra_glue import format_value
 from optbench.rundir import FINAL_STATUSES, RunDir, strict_json, write_bytes_atomically
 from optbench.studies import search_space
-from optbench.studies.spec import EXPERIMENTS_DIR, Study, Tuning
+from optbench.studies.spec import EXPERIMENTS_DIR, SELECTION_METRICS, Study, Tuning
 
 RECORD_FORMAT = 1
-SELECTION_METRICS = {    # tune.select_on -> where it lives in summary.json
-    "val_acc_best": ("best", "val/acc"),    # best validation accuracy over the epochs (default)
-    "final_val_acc": ("final", "val/acc"),  # validation accuracy after the last epoch
-}
 SEARCHED = ("lr", "weight_decay")   # what the grid method scales
 
 
@@ -57,7 +53,10 @@ def grid_values(defaults: DictConfig, tune: Tuning) -> dict[str, list[str]]:
 def read_score(run_dir: Path, select_on: str) -> float | None:
     """The selection metric of a finished run (0 for a diverged one); None while it is unfinished, missing
     or unreadable."""
-    summary = _finished_summary(run_dir)
+    return score_of(_finished_summary(run_dir), select_on)
+
+
+def score_of(summary: dict | None, select_on: str) -> float | None:
     if summary is None:
         return None
     section, key = SELECTION_METRICS[select_on]
@@ -113,7 +112,8 @@ def point_values(run, keys) -> dict[str, float]:
 
 def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
     """Runs -> points per optimizer; raises when a run is unfinished (a winner needs every score)."""
-    unfinished = [run for run in runs if read_score(run.run_dir, study.tune.select_on) is None]
+    scores = {run.run_dir: read_score(run.run_dir, study.tune.select_on) for run in runs}
+    unfinished = [run for run in runs if scores[run.run_dir] is None]
     if unfinished:
         raise ConfigError(f"study {study.id}: {len(unfinished)} tuning run(s) not finished ({unfinished[0].run_dir}): "
                           f"run `python src/study.py {study.id}` until every run is done, then select")
@@ -125,8 +125,7 @@ def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
         key = (run.cfg.optimizer.name, index if index is not None else tuple(sorted(values.items())))
         point = points.setdefault(key, Point(values, index if index is not None else len(points)))
         point.runs.append(run)
-        score = read_score(run.run_dir, study.tune.select_on)
-        (point.confirm_scores if run.cfg.seed in confirm_seeds else point.first_scores).append(score)
+        (point.confirm_scores if run.cfg.seed in confirm_seeds else point.first_scores).append(scores[run.run_dir])
     by_optimizer = defaultdict(list)
     for (optimizer, _), point in points.items():
         point.top_k = bool(point.confirm_scores)
@@ -280,7 +279,7 @@ def _run_record(run, results_dir: Path, select_on: str) -> dict:
     summary = _finished_summary(run.run_dir) or {}
     device = summary.get("device")
     return {"run_dir": os.path.relpath(run.run_dir, results_dir), "seed": int(run.cfg.seed),
-            "status": summary.get("status"), "score": read_score(run.run_dir, select_on),
+            "status": summary.get("status"), "score": score_of(summary or None, select_on),
             "wall_time_s": float(summary.get("wall_time_s") or 0.0), "epochs_done": int(summary.get("epochs_done") or 0),
             "device": device if isinstance(device, str) else None}
 
