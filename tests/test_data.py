@@ -2,6 +2,7 @@
 
 import os
 import pickle
+import shutil
 from collections import Counter
 from pathlib import Path
 from urllib.error import URLError
@@ -177,6 +178,40 @@ def test_imagefolder_cache_is_invalidated_when_a_file_changes(tmp_path, image_ro
     splits = load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)
     assert torch.equal(splits.train.images[0], changed)
     assert len(list((data_dir / "cache").glob("imagefolder-*.pt"))) == 2
+
+
+def test_imagefolder_fingerprint_follows_the_bytes_not_the_mtimes(tmp_path, image_root):
+    """A copy with fresh mtimes (another disk, a re-staged shared folder) is the same data: runs made
+    on the original must be found again. A changed image is other data, even with its old mtime."""
+    from optbench.data.sources import data_fingerprint
+
+    root, _ = image_root
+    original = data_fingerprint("imagefolder", root=str(root), data_dir=tmp_path / "data")
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, copy_function=shutil.copy)  # shutil.copy does not keep mtimes
+    for path in copy.rglob("*.png"):
+        os.utime(path, ns=(10**18, 10**18))
+    assert data_fingerprint("imagefolder", root=str(copy), data_dir=tmp_path / "data") == original
+    assert data_fingerprint("imagefolder", root=str(copy)) == original  # computed afresh, no memo
+
+    path = copy / "train" / "apple" / "0.png"
+    kept = os.stat(path)
+    write_image(path, torch.full((3, 32, 32), 7, dtype=torch.uint8))
+    os.utime(path, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert data_fingerprint("imagefolder", root=str(copy)) != original
+
+
+def test_imagefolder_fingerprint_is_remembered_under_the_files_stats(tmp_path, image_root, monkeypatch):
+    from optbench.data.sources import data_fingerprint
+
+    root, _ = image_root
+    first = data_fingerprint("imagefolder", root=str(root), data_dir=tmp_path / "data")
+
+    def no_reading(self):
+        raise AssertionError("read the files again although none changed")
+
+    monkeypatch.setattr(Path, "read_bytes", no_reading)
+    assert data_fingerprint("imagefolder", root=str(root), data_dir=tmp_path / "data") == first
 
 
 def test_imagefolder_without_root_raises_config_error(tmp_path):

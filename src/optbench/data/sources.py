@@ -2,7 +2,7 @@
 
 - `cifar10`, `cifar100`: torchvision's dataset classes (download into `data_dir`, md5-checked);
 - `imagefolder`: `root/train/<class>/*` and `root/test/<class>/*`, decoded once and cached in
-  `data_dir/cache/` (keyed by the files' names, sizes and mtimes); a file that cannot be decoded is a
+  `data_dir/cache/` (keyed by the files' contents, classes and names); a file that cannot be decoded is a
   ConfigError naming it;
 - `synthetic`: class prototypes plus pixel noise, generated from a fixed seed; learnable, offline.
 `data_fingerprint(name, ...)` identifies the data a run sees without decoding it (the run identity).
@@ -72,21 +72,41 @@ def _image_folders(root: str | None) -> tuple[ImageFolder, ImageFolder]:
     return train_folder, test_folder
 
 
-def _imagefolder_fingerprint(root: str | None, image_size: int = 32, folders=None) -> str:
-    """Every file's path below the root, class, size and modification time (moving the folder keeps it).
-    `folders`: the (train, test) ImageFolders when the caller has listed them already."""
+def _imagefolder_fingerprint(root: str | None, image_size: int = 32, folders=None, data_dir=None) -> str:
+    """Every file's bytes, class and path below the root: a copy of the folder (another disk, new
+    mtimes) keeps it, a changed image does not. `folders`: the (train, test) ImageFolders when the
+    caller has listed them already. Hashing reads every file (CIFAR-10's 60,000 JPEGs: about 5 s from a
+    cold disk), so with a `data_dir` the result is remembered under the files' names, sizes and mtimes."""
     train_folder, test_folder = folders or _image_folders(root)
     base = Path(root).expanduser()
+    samples = [(Path(path), label) for path, label in train_folder.samples + test_folder.samples]
+    memo = None
+    if data_dir is not None:
+        memo = Path(data_dir) / "cache" / f"imagefolder-stat-{_stat_digest(samples, base, image_size)}.txt"
+        if memo.exists():
+            return memo.read_text().strip()
     digest = hashlib.sha1(f"imagefolder|{image_size}".encode())
-    for path, label in train_folder.samples + test_folder.samples:
+    for path, label in samples:
+        digest.update(f"{path.relative_to(base).as_posix()}|{label}|{hashlib.sha1(path.read_bytes()).hexdigest()}\n".encode())
+    fingerprint = f"imagefolder:{digest.hexdigest()[:16]}"
+    if memo is not None:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(memo, lambda handle: handle.write(fingerprint.encode()))
+    return fingerprint
+
+
+def _stat_digest(samples: list[tuple[Path, int]], base: Path, image_size: int) -> str:
+    """Names, classes, sizes and mtimes: cheap to read, changes whenever a file may have changed."""
+    digest = hashlib.sha1(f"imagefolder-stat|{image_size}".encode())
+    for path, label in samples:
         stat = os.stat(path)
-        digest.update(f"{Path(path).relative_to(base).as_posix()}|{label}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
-    return f"imagefolder:{digest.hexdigest()[:16]}"
+        digest.update(f"{path.relative_to(base).as_posix()}|{label}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def _load_imagefolder(data_dir: Path, root: str | None = None, image_size: int = 32):
     train_folder, test_folder = _image_folders(root)
-    fingerprint = _imagefolder_fingerprint(root, image_size, (train_folder, test_folder)).split(":")[1]
+    fingerprint = _imagefolder_fingerprint(root, image_size, (train_folder, test_folder), data_dir).split(":")[1]
     cache_path = data_dir / "cache" / f"imagefolder-{fingerprint}.pt"
     if not cache_path.exists():
         payload = {"train": _decode_all(train_folder.samples, image_size),
@@ -163,7 +183,8 @@ SOURCES = {
 def data_fingerprint(name: str, **source_options) -> str:
     """Identifies the images and labels a source gives, cheaply (no decoding): part of the run identity."""
     if name == "imagefolder":
-        return _imagefolder_fingerprint(source_options.get("root"), source_options.get("image_size", 32))
+        return _imagefolder_fingerprint(source_options.get("root"), source_options.get("image_size", 32),
+                                        data_dir=source_options.get("data_dir"))
     if name == "synthetic":
         keys = ("num_classes", "train_size", "test_size", "image_size", "generator_seed")
         return _synthetic_fingerprint(**{key: source_options[key] for key in keys if key in source_options})
