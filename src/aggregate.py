@@ -34,11 +34,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def shown(path: Path) -> Path:
+    """Relative to the working directory when below it: the report names files the same on every machine."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     experiments = args.experiments
     if experiments is None and DEFAULT_EXPERIMENTS.is_dir():
-        experiments = DEFAULT_EXPERIMENTS
+        experiments = shown(DEFAULT_EXPERIMENTS)
     try:
         check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)   # a typo fails before the slow imports
         from optbench.aggregate import aggregate  # pandas, scipy, matplotlib: a few seconds

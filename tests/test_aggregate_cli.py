@@ -77,6 +77,7 @@ def test_real_tiny_runs_end_to_end(real_results, tmp_path):
         assert png.with_suffix(".pdf").stat().st_size > 0
         assert f"](figures/{png.name})" in report                # every figure is embedded
     assert "## Hypotheses" in report and "H2" in report          # verdicts from experiments/hypotheses
+    assert "`experiments/hypotheses/h2_generalisation.yaml`" in report and str(REPO) not in report  # no machine's path
     assert "\\begin{tabular}" in (out / "tables" / "results.tex").read_text()
 
 
