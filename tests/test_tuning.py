@@ -120,6 +120,10 @@ def test_top_k_reruns_and_the_winner_by_mean_over_all_seeds(tmp_path, capsys):
     winner = trials[2].trial.values
     assert f"lr: {float(winner['optimizer.lr'])}" in tuned and "trial 2." in tuned
     assert "mean of 3 seed(s) [0.65, 0.68, 0.68]" in tuned and "4 sobol trials (seed 0)" in tuned
+    tuned_lines = tuned.splitlines()   # every value says where it comes from (conf/'s rule: no bare default)
+    assert f"lr: {float(winner['optimizer.lr'])}  # tuned by {study.id}" in tuned_lines
+    assert any(line.startswith("weight_decay: ") and line.endswith(f"# tuned by {study.id}") for line in tuned_lines)
+    assert "decay_norms_and_biases: false  # default, conf/optimizer/lion.yaml" in tuned_lines
     record = json.loads((tmp_path / "results" / "tuning-tq.json").read_text())["optimizers"]["lion"]
     assert record["winner"]["index"] == 2 and record["winner"]["seeds"] == [0, 1, 2]
     assert record["device_hours"] == pytest.approx((4 * 100 + 4 * 50) / 3600)

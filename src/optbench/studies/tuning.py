@@ -219,7 +219,22 @@ def tuned_config_text(default_node: dict, selection: Selection, study: Study,
         f"# Use: python src/study.py STUDY --tuned  (or optimizer={tune.output}/{selection.optimizer}; name stays "
         f"'{selection.optimizer}' so the hypotheses' tests still find it).",
     ]
-    return "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(node))
+    tuned_keys = {key.removeprefix("optimizer.") for key in selection.winner.values}
+    body = OmegaConf.to_yaml(OmegaConf.create(node))
+    return "\n".join(header) + "\n" + with_origins(body, tuned_keys, selection.optimizer, study.id)
+
+
+def with_origins(body: str, tuned_keys: set[str], optimizer: str, study_id: str) -> str:
+    """Each top-level value line of `body` with a comment saying where its value comes from, as every
+    default in conf/ carries one: the tuning study, or the optimizer's default file (which says why)."""
+    lines = []
+    for line in body.splitlines():
+        key, colon, value = line.partition(":")
+        if colon and value.strip() and not line.startswith((" ", "-")):
+            origin = f"tuned by {study_id}" if key in tuned_keys else f"default, conf/optimizer/{optimizer}.yaml"
+            line = f"{line}  # {origin}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 def write_tuned_configs(selections: dict[str, Selection], default_nodes: dict[str, dict], study: Study,
