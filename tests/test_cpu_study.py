@@ -1,0 +1,61 @@
+"""The published CPU study (docs/cpu-study): every number comes from the runs, none is typed by hand.
+
+- docs/cpu-study/runs holds the study's run records (scripts/publish_runs.py); aggregating them again
+  gives exactly the committed tables;
+- README's block is copied from those tables and the report by scripts/readme_study.py.
+"""
+
+import importlib.util
+
+import pytest
+
+from conftest import REPO
+
+spec = importlib.util.spec_from_file_location("readme_study", REPO / "scripts" / "readme_study.py")
+readme_study = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(readme_study)
+
+STUDY_DOCS = REPO / "docs" / "cpu-study"
+TARGET_ACC = 0.5   # README's aggregate line: --target-acc 0.5
+
+
+def test_committed_tables_are_what_the_committed_runs_give(tmp_path):
+    from optbench.aggregate import aggregate
+
+    outcome = aggregate(STUDY_DOCS / "runs", tmp_path, TARGET_ACC, REPO / "experiments", draw_figures=False)
+    assert outcome.runs == 21                          # the 5 x 3 clean runs and 2 x 3 noisy ones; trials set aside
+    committed = sorted(path.relative_to(STUDY_DOCS) for path in STUDY_DOCS.glob("tables/*.csv"))
+    assert committed == sorted(path.relative_to(tmp_path) for path in tmp_path.glob("tables/*.csv"))
+    for table in [*committed, "summary.csv"]:
+        assert (tmp_path / table).read_text() == (STUDY_DOCS / table).read_text(), table
+
+
+def test_readme_block_is_the_one_the_committed_docs_give():
+    assert readme_study.main(["--check"]) == 0
+
+
+def test_a_number_edited_by_hand_is_caught():
+    text = readme_study.README.read_text()
+    block = readme_study.study_block()
+    first_row = block.splitlines()[2]
+    edited = text.replace(first_row, first_row.replace("|", "| 1", 1), 1)
+    assert edited != text
+    assert readme_study.with_block(edited, block) == text
+
+
+def test_verdicts_are_the_reports_table(tmp_path):
+    report = tmp_path / "report.md"
+    report.write_text("# Results\n\n## Hypotheses\n\nfrom files.\n\n| hypothesis | verdict |\n|---|---|\n"
+                      "| H1 | **INCONCLUSIVE** |\n\n### H1\n\n| other | table |\n")
+    assert readme_study.verdicts_markdown(report) == "| hypothesis | verdict |\n|---|---|\n| H1 | **INCONCLUSIVE** |\n"
+
+
+def test_only_the_text_between_the_markers_is_replaced():
+    text = f"before\n{readme_study.BEGIN}\nold table\n{readme_study.END}\nafter\n"
+    assert readme_study.with_block(text, "new table") == \
+        f"before\n{readme_study.BEGIN}\nnew table\n{readme_study.END}\nafter\n"
+
+
+def test_missing_markers_are_an_error_naming_them():
+    with pytest.raises(ValueError, match="markers"):
+        readme_study.with_block("no markers here\n", "table")
