@@ -13,8 +13,6 @@ the destination are replaced by the source's; nothing else there is removed.
 
 import argparse
 import collections
-import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -22,37 +20,34 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from optbench import rundir  # noqa: E402
-
-RUN_FILES = (rundir.RECORD_FILE, rundir.SUMMARY_FILE, rundir.METRICS_FILE, rundir.LOG_FILE)
-TUNING_RECORDS = "tuning-*.json"
-
-
-def run_dirs(source: Path, skip: Path) -> list[Path]:
-    """Every folder below `source` holding a summary.json, outside `skip` (the destination)."""
-    return sorted(path.parent for path in source.rglob(rundir.SUMMARY_FILE)
-                  if skip not in path.resolve().parents)
+from optbench.aggregate.load import find_run_dirs  # noqa: E402
+from optbench.aggregate.tuning import find_tuning_files  # noqa: E402
+from optbench.errors import DamagedRunFile  # noqa: E402
+from optbench.training.mirror import copy_atomically, copy_small_files  # noqa: E402  the mirror's copy: same files
 
 
-def copy_file(source_file: Path, target_file: Path) -> None:
-    target_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(source_file, "rb") as reader:
-        rundir.write_atomically(target_file, lambda writer: shutil.copyfileobj(reader, writer))
+def status_of(run_dir: Path) -> str:
+    try:
+        summary = rundir.RunDir(run_dir).read_summary()
+    except DamagedRunFile:
+        return "unreadable"
+    return summary.get("status", "unknown") if summary else "no summary"
 
 
 def publish(source: Path, destination: Path) -> collections.Counter:
     """Copy the run records and tuning records of `source` into `destination`; returns runs by status."""
     statuses = collections.Counter()
-    skip = destination.resolve()
-    for run_dir in run_dirs(source, skip):
-        relative = run_dir.relative_to(source)
-        files = [run_dir / name for name in RUN_FILES if (run_dir / name).is_file()]
-        files += sorted((run_dir / rundir.HYDRA_DIR).glob("*.yaml"))
-        for file in files:
-            copy_file(file, destination / relative / file.relative_to(run_dir))
-        statuses[json.loads((run_dir / rundir.SUMMARY_FILE).read_text()).get("status", "unreadable")] += 1
-    for record in source.rglob(TUNING_RECORDS):
-        if skip not in record.resolve().parents:
-            copy_file(record, destination / record.relative_to(source))
+    for run_dir in find_run_dirs(source, skip=destination):
+        target = destination / run_dir.relative_to(source)
+        target.mkdir(parents=True, exist_ok=True)
+        copy_small_files(run_dir, target)          # record, metrics, log, .hydra/
+        if (run_dir / rundir.SUMMARY_FILE).is_file():
+            copy_atomically(run_dir / rundir.SUMMARY_FILE, target / rundir.SUMMARY_FILE)
+        statuses[status_of(run_dir)] += 1
+    for record in find_tuning_files(source, skip=destination):
+        target = destination / record.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        copy_atomically(record, target)
     return statuses
 
 
@@ -67,8 +62,8 @@ def main(argv: list[str]) -> int:
         return 2
     statuses = publish(args.source, args.destination)
     if not statuses:
-        print(f"error: no run directories (folders holding {rundir.SUMMARY_FILE}) under {args.source}: "
-              f"give the study's results folder", file=sys.stderr)
+        print(f"error: no run directories (folders holding {rundir.RECORD_FILE} or {rundir.SUMMARY_FILE}) under "
+              f"{args.source}: give the study's results folder", file=sys.stderr)
         return 2
     counts = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
     print(f"{sum(statuses.values())} runs ({counts}) -> {args.destination}")
