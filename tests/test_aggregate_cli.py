@@ -96,7 +96,7 @@ def test_messy_study_report_shows_every_status_and_keeps_user_files(tmp_path):
     assert outcome.report == out / "report.md"
     assert "1 diverged" in report and "1 interrupted" in report and "1 failed" in report
     assert "RuntimeError: boom" in report
-    assert "never enters a mean" in report
+    assert "Only **completed** runs enter means" in report
     assert (out / "my_notes.txt").read_text() == "keep me"
     assert outcome.runs == 2 * 5 * 2 + 3      # the output folder inside results/ is not scanned as runs
 

@@ -81,10 +81,13 @@ def test_only_completed_runs_enter_the_means_and_the_others_are_counted(messy_st
     assert sgd["final_train_loss_mean"] == pytest.approx(0.25)
 
 
-def test_ranking_and_p_against_the_best(messy_study):
+def test_ranking_counts_diverged_and_failed_runs_at_their_recorded_score(messy_study):
+    """sgd's three completed runs average 93 % against adam's 90.7 %, but its diverged run recorded 66 % at
+    its best epoch and its failed run 33 %: a result each, so sgd ranks second."""
     _, table = results_for(messy_study)
-    assert (table.loc["sgd", "rank"], table.loc["adam", "rank"]) == (1, 2)
-    assert math.isnan(table.loc["sgd", "p_vs_best"]) and 0 < table.loc["adam", "p_vs_best"] < 1
+    assert table.loc["sgd", "score_mean"] == pytest.approx((0.90 + 0.92 + 0.97 + 0.66 + 0.33) / 5)
+    assert (table.loc["adam", "rank"], table.loc["sgd", "rank"]) == (1, 2)
+    assert math.isnan(table.loc["adam", "p_vs_best"]) and 0 < table.loc["sgd", "p_vs_best"] <= 1
 
 
 def test_problem_runs_are_listed_with_their_error(messy_study):

@@ -121,15 +121,23 @@ def mean_band(curves: pd.DataFrame, column: str) -> pd.DataFrame:
     return values.groupby("epoch")[column].agg(["mean", "std", "count"]).reset_index()
 
 
-def draw_mean_band(axis, curves: pd.DataFrame, column: str, arm: str, style: Style, scale: float = 1.0) -> bool:
+def clipped_error(means, halves, high: float = 100.0) -> np.ndarray:
+    """Asymmetric error bars for means +- halves, clipped to an accuracy's range [0, high] (a t interval of
+    three accuracies can reach below 0 %)."""
+    means, halves = np.asarray(means, dtype=float), np.nan_to_num(np.asarray(halves, dtype=float))
+    return np.array([means - np.clip(means - halves, 0, high), np.clip(means + halves, 0, high) - means])
+
+
+def draw_mean_band(axis, curves: pd.DataFrame, column: str, arm: str, style: Style, scale: float = 1.0,
+                   bounds: tuple[float, float] = (-np.inf, np.inf)) -> bool:
     band = mean_band(curves, column)
     if not len(band):
         return False
     line = style.line(arm)
     axis.plot(band["epoch"], scale * band["mean"], color=line["color"], linestyle=line["linestyle"], linewidth=1.8)
     spread = band["std"].fillna(0)
-    axis.fill_between(band["epoch"], scale * (band["mean"] - spread), scale * (band["mean"] + spread),
-                      color=line["color"], alpha=0.18, linewidth=0)
+    axis.fill_between(band["epoch"], np.clip(scale * (band["mean"] - spread), *bounds),
+                      np.clip(scale * (band["mean"] + spread), *bounds), color=line["color"], alpha=0.18, linewidth=0)
     return True
 
 
@@ -169,7 +177,7 @@ def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms
     for arm in present:
         done, unfinished, n_done = split_curves(runs, curves, setting, arm)
         for axis, (column, _, scale, _) in zip(axes, panels):
-            draw_mean_band(axis, done, column, arm, style, scale)
+            draw_mean_band(axis, done, column, arm, style, scale, (0.0, 100.0) if scale == 100.0 else (0.0, np.inf))
             any_unfinished |= draw_unfinished(axis, unfinished, column, arm, style, scale)
         handles.append(Line2D([], [], color=style.colour(arm), linestyle=style.line(arm)["linestyle"], linewidth=2,
                               label=f"{arm} (n={n_done})"))
@@ -201,7 +209,7 @@ def memorization_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, 
     handles = []
     for arm in [arm for arm in arms if arm in set(in_setting["arm"])]:
         done, _, n_done = split_curves(runs, curves, setting, arm)
-        drawn = [draw_mean_band(axis, done, column, arm, style, 100.0) for axis, (column, _) in
+        drawn = [draw_mean_band(axis, done, column, arm, style, 100.0, (0.0, 100.0)) for axis, (column, _) in
                  zip(axes, MEMORIZATION_PANELS)]
         if any(drawn):
             handles.append(Line2D([], [], color=style.colour(arm), linestyle=style.line(arm)["linestyle"],
@@ -254,7 +262,8 @@ def draw_seed_dots(axis, position: int, group: pd.DataFrame, metric: str, arm: s
     summary = describe(values)
     if summary.n:
         half = summary.half_width if np.isfinite(summary.half_width) else 0
-        axis.errorbar(position + 0.25, summary.mean, yerr=half, color="black", marker="_", markersize=12,
+        axis.errorbar(position + 0.25, summary.mean, yerr=clipped_error([summary.mean], [half]), color="black",
+                      marker="_", markersize=12,
                       capsize=3, linewidth=1.2, zorder=4)
 
 
@@ -298,7 +307,8 @@ def accuracy_vs_noise(runs: pd.DataFrame, arms: list[str], style: Style, metric:
                 rates = [100 * rate + shift for rate, _ in points]
                 means = [100 * summary.mean for _, summary in points]
                 halves = [100 * np.nan_to_num(summary.half_width) for _, summary in points]
-                axis.errorbar(rates, means, yerr=halves, color=style.colour(arm), marker=style.line(arm)["marker"],
+                axis.errorbar(rates, means, yerr=clipped_error(means, halves), color=style.colour(arm),
+                              marker=style.line(arm)["marker"],
                               linestyle=LINE_STYLES[kind_index % len(LINE_STYLES)], capsize=3, linewidth=1.6,
                               markersize=5)
             if arm not in used_arms:
@@ -335,7 +345,8 @@ def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric
             points = sorted((float(lr), describe(group[metric])) for lr, group in cells.groupby(LR_KEY))
             colour = style.colours[str(optimizer)]
             axis.errorbar([lr for lr, _ in points], [100 * s.mean for _, s in points],
-                          yerr=[100 * np.nan_to_num(s.half_width) for _, s in points], color=colour, marker="o",
+                          yerr=clipped_error([100 * s.mean for _, s in points], [100 * s.half_width for _, s in points]),
+                          color=colour, marker="o",
                           capsize=3, linewidth=1.6, markersize=5)
             if optimizer not in used:
                 used.append(optimizer)
@@ -384,7 +395,7 @@ def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str
     tau x the best arm's cost. None when fewer than two arms share a setting."""
     from optbench.aggregate.robust import costs, profile
 
-    tables = {cost: costs(runs, column, settings, arms).dropna()
+    tables = {cost: costs(runs, column, settings, arms).dropna(how="all")
               for cost, column in (("epochs", "epochs_to_target"), ("wall-clock seconds", "seconds_to_target"))}
     if len(arms) < 2 or not any(len(table) for table in tables.values()):
         return None
@@ -398,11 +409,11 @@ def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str
             axis.step(taus, curves.loc[arm].to_numpy(), where="post", label=arm, **{**style.line(arm), "marker": None})
         axis.set_ylim(-0.03, 1.03)
         axis.set_xlabel(f"tau (cost within tau x the best arm's, {cost})")
-        axis.set_ylabel(f"fraction of {len(table)} settings")
+        axis.set_ylabel("fraction of the settings each ran")
         axis.set_title(f"{cost} to the target")
     handles = [Line2D([], [], label=arm, **{**style.line(arm), "marker": None}) for arm in arms]
     return finish(figure, "Performance profiles across settings\nhigher and further left is better; cost = median "
-                          "over seeds, a run that never reaches the target costs infinity", handles)
+                          "over seeds, a run that never reaches the target, diverges or fails costs infinity", handles)
 
 
 # ---- tuning: every trial of the search, per optimizer and hyperparameter ------------------------------

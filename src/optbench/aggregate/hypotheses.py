@@ -11,13 +11,16 @@ objects with their defaults applied; this module only evaluates them. Three kind
 Each test runs once per setting (dataset and any other varying setting) that holds runs of the subject
 and of a compared optimizer; each setting x compared optimizer (x rate) is one required comparison.
 
-Verdict rule (tests: stats.compare, exact permutation tests): supported when every required
-comparison goes in the stated direction and is significant at alpha after Holm's adjustment over the
-hypothesis's required comparisons; rejected when any is significant (Holm-adjusted) in the opposite
-direction; inconclusive otherwise: a comparison not significant, missing runs (named), or fewer than
-`min_seeds` completed seeds. Only completed runs count. When an optimizer has several arms in a
-setting (an LR sweep) the arm with the best mean validation accuracy is used: selection on
-validation, never on test.
+Verdict rule (tests: stats.compare; paired t on per-seed differences, the exact test beside it):
+supported when every required comparison goes in the stated direction with p < alpha, each on its own
+(the intersection-union test, Berger 1982); rejected when any is significant in the opposite direction
+after Holm's adjustment over the required comparisons; inconclusive otherwise: a comparison not
+significant or tied, missing runs (named), no spread to test (named), or fewer than `min_seeds`
+completed seeds in an arm of a setting in the family. The family is every setting matching `where:` in
+which any optimizer the test names has runs (of any status), so a missing arm is named, never dropped.
+Only completed runs enter the tests. When an optimizer has several arms in a setting (an LR sweep) the
+arm with the best mean validation accuracy is used (selection on validation, never on test) and the
+comparison is marked post-selection, since the same seeds chose it.
 """
 
 import math
@@ -44,18 +47,14 @@ class Check:
     setting: str
     comparison: str                 # "sgd vs adam", "lion vs adamw at symmetric 20%"
     expected: str                   # "sgd higher", "lion fewer epochs", "lion smaller drop"
-    outcome: str                    # as stated / opposite (+ significant or not), missing, not testable
+    outcome: str                    # as stated / opposite (+ significant or not), tied, missing, not testable
     numbers: dict = field(default_factory=dict)
     detail: str = ""
     better: str = "higher"          # the stated direction of `difference` (subject - other)
 
     @property
-    def significant_as_stated(self) -> bool:
-        return self.outcome == f"{AS_STATED}, significant"
-
-    @property
-    def significant_opposite(self) -> bool:
-        return self.outcome == f"{OPPOSITE}, significant"
+    def testable(self) -> bool:
+        return self.outcome not in ("missing", "not testable")
 
 
 @dataclass
@@ -64,6 +63,7 @@ class Verdict:
     verdict: str
     reason: str
     checks: list[Check]
+    exact_verdict: str = ""         # the same rule on the exact tests' p values (no normality assumed)
 
 
 # ---- evaluation --------------------------------------------------------------------------------------
@@ -110,46 +110,59 @@ def same_value(value, wanted) -> bool:
     return str(value) == str(wanted)
 
 
-def hold_family_error(checks: list[Check], alpha: float) -> None:
-    """Re-classify every tested check on its Holm-adjusted p: the family is the hypothesis's required
-    comparisons, so "supported" and "rejected" each err at most alpha across all of them."""
-    tested = [check for check in checks if check.outcome.startswith((AS_STATED, OPPOSITE))]
-    for check, adjusted in zip(tested, holm([check.numbers["p"] for check in tested])):
-        check.numbers["p_holm"] = float(adjusted)
-        check.outcome = classify(check.numbers["difference"], adjusted, check.better, alpha)
-
-
 def decide(hypothesis: Hypothesis, checks: list[Check], test: HypothesisTest) -> Verdict:
-    alpha = test.alpha
-    hold_family_error(checks, alpha)
+    """Supported: every required comparison significant in the stated direction, each at alpha on its own
+    p (the intersection-union test, Berger 1982: the hypothesis is the intersection of its comparisons, so
+    no adjustment is needed and the error stays at alpha). Rejected: any comparison significant in the
+    opposite direction after Holm over the family. Inconclusive otherwise, naming what is missing. The
+    same rule on the exact tests' p values is kept beside it as a check that assumes no normality."""
     if not checks:
         names = ", ".join([test.subject, *test.versus])
         return Verdict(hypothesis, INCONCLUSIVE, f"missing runs: no setting has runs of {names} to compare", checks)
-    opposite = [check for check in checks if check.significant_opposite]
+    verdict, reason = rule(checks, test.alpha, "p")
+    exact_verdict, _ = rule(checks, test.alpha, "exact_p")
+    return Verdict(hypothesis, verdict, reason, checks, exact_verdict=exact_verdict)
+
+
+def rule(checks: list[Check], alpha: float, p_key: str) -> tuple[str, str]:
+    """(verdict, reason) from each check's `p_key` p value; the checks' outcomes are set from the primary p."""
+    primary = p_key == "p"
+    p_values = [check.numbers.get(p_key, math.nan) if check.testable else math.nan for check in checks]
+    adjusted = holm(p_values)
+    outcomes = [classify(check.numbers.get("difference", math.nan), p, check.better, alpha) if check.testable
+                else check.outcome for check, p in zip(checks, p_values)]
+    opposite = [check for check, outcome, p_holm in zip(checks, outcomes, adjusted)
+                if outcome.startswith(OPPOSITE) and p_holm < alpha]
+    if primary:
+        for check, outcome, p_holm in zip(checks, outcomes, adjusted):
+            check.outcome = outcome
+            if check.testable:
+                check.numbers["p_holm"] = float(p_holm)
     if opposite:
-        return Verdict(hypothesis, REJECTED, f"{len(opposite)} of {len(checks)} required comparisons are significant "
-                                             f"(Holm-adjusted p < {alpha}) in the opposite direction", checks)
-    if all(check.significant_as_stated for check in checks):
-        return Verdict(hypothesis, SUPPORTED, f"all {len(checks)} required comparisons go in the stated direction "
-                                              f"with Holm-adjusted p < {alpha}", checks)
-    return Verdict(hypothesis, INCONCLUSIVE, inconclusive_reason(checks, alpha), checks)
+        return REJECTED, (f"{len(opposite)} of {len(checks)} required comparisons are significant in the opposite "
+                          f"direction (Holm-adjusted p < {alpha})")
+    if all(outcome == f"{AS_STATED}, significant" for outcome in outcomes):
+        return SUPPORTED, (f"all {len(checks)} required comparisons go in the stated direction, each with p < {alpha} "
+                           f"(intersection-union test)")
+    return INCONCLUSIVE, inconclusive_reason(checks, outcomes, alpha)
 
 
-def inconclusive_reason(checks: list[Check], alpha: float) -> str:
+def inconclusive_reason(checks: list[Check], outcomes: list[str], alpha: float) -> str:
     counts = {}
-    for check in checks:
-        counts[check.outcome] = counts.get(check.outcome, 0) + 1
+    for outcome in outcomes:
+        counts[outcome] = counts.get(outcome, 0) + 1
     parts = [f"{count} of {len(checks)} {outcome}" for outcome, count in counts.items()]
     missing = [f"{check.detail} ({check.setting})" for check in checks if check.outcome in ("missing", "not testable")]
-    reason = (f"not every required comparison is significant at alpha = {alpha} (Holm-adjusted): "
-              + "; ".join(parts))
-    return reason + (". Missing or too few: " + "; ".join(missing) if missing else "")
+    reason = f"not every required comparison is significant in the stated direction at alpha = {alpha}: " + "; ".join(parts)
+    return reason + (". Missing or not testable: " + "; ".join(missing) if missing else "")
 
 
 def classify(difference: float, p_value: float, better: str, alpha: float) -> str:
     if not np.isfinite(p_value) or not np.isfinite(difference):
         return "not testable"
-    direction = AS_STATED if (difference > 0) == (better == "higher") and difference != 0 else OPPOSITE
+    if difference == 0:
+        return "tied"
+    direction = AS_STATED if (difference > 0) == (better == "higher") else OPPOSITE
     return f"{direction}, {'significant' if p_value < alpha else 'not significant'}"
 
 
@@ -175,7 +188,9 @@ def select_arm(runs: pd.DataFrame, optimizer: str) -> Arm:
         return Arm(optimizer, None, done, problem=f"{optimizer}: no completed run ({statuses})")
     ranked = done.groupby("arm")["val_acc_best"].mean().sort_values(ascending=False)
     chosen = str(ranked.index[0]) if ranked.notna().any() else str(done["arm"].iloc[0])
-    note = f"{chosen} chosen among {len(ranked)} {optimizer} arms by mean validation accuracy" if len(ranked) > 1 else ""
+    # Chosen and then tested on the same seeds: the test is post-selection (optimistic for the chosen arm).
+    note = (f"post-selection: {chosen} chosen among {len(ranked)} {optimizer} arms by mean validation accuracy on "
+            f"these same seeds" if len(ranked) > 1 else "")
     chosen_runs = done[done["arm"] == chosen]
     not_completed = len(mine[mine["arm"] == chosen]) - len(chosen_runs)
     if not_completed:
@@ -192,8 +207,9 @@ def settings_of(runs: pd.DataFrame) -> list[str]:
 
 
 def has_optimizers(runs: pd.DataFrame, subject: str, others: list[str]) -> bool:
-    present = set(runs["optimizer"].astype(str))
-    return subject in present and bool(present & set(others))
+    """A setting belongs to the hypothesis's family when any required optimizer ran in it (any status):
+    the others are then missing there, and named, never silently dropped."""
+    return bool(set(runs["optimizer"].astype(str)) & {subject, *others})
 
 
 def too_few(arms: list[Arm], min_seeds: int) -> str:
@@ -211,7 +227,7 @@ def metric_comparison_checks(test: HypothesisTest, runs: pd.DataFrame, context: 
 
 def arm_pairs(test: HypothesisTest, runs: pd.DataFrame):
     """(setting, subject's arm, other optimizer's name, its arm) for each required comparison, in every
-    setting (dataset x noise) that has runs of the optimizers the test names."""
+    setting (dataset x noise) that has runs of any optimizer the test names."""
     for setting in settings_of(runs):
         here = runs[runs["setting"] == setting]
         if not has_optimizers(here, test.subject, list(test.versus)):
@@ -229,19 +245,28 @@ def comparison_check(setting: str, mine: Arm, other: Arm, metric: str, better: s
         return Check(setting, name, expected, "missing", detail="; ".join(missing))
     result = compare(values_by_seed(mine, metric), values_by_seed(other, metric), alpha)
     numbers = {**comparison_numbers(result), **(numbers_extra or {})}
-    notes = "; ".join(filter(None, [mine.note, other.note, result.note]))
-    small = too_few([mine, other], min_seeds)
-    if small:
-        return Check(setting, name, expected, "not testable", numbers, detail=small)
-    return Check(setting, name, expected, classify(result.difference, result.p_value, better, alpha), numbers, notes,
-                 better)
+    return tested_check(Check(setting, name, expected, "", numbers, better=better), result, [mine, other], min_seeds,
+                        alpha)
+
+
+def tested_check(check: Check, result, arms: list[Arm], min_seeds: int, alpha: float) -> Check:
+    """Outcome from the primary test; too few completed seeds in any arm, or no spread, is "not testable"."""
+    small = too_few(arms, min_seeds)
+    notes = [arm.note for arm in arms] + [result.note]
+    check.detail = "; ".join(filter(None, [small, *notes]))
+    check.numbers["post_selection"] = any(arm.note.startswith("post-selection") for arm in arms)
+    check.outcome = ("not testable" if small else
+                     classify(result.difference, result.p_value, check.better, alpha))
+    return check
 
 
 def comparison_numbers(result) -> dict:
-    return {"n_subject": result.n_a, "n_other": result.n_b, "mean_subject": result.mean_a, "mean_other": result.mean_b,
-            "difference": result.difference, "test": result.test, "p": result.p_value, "min_p": result.min_p,
-            "effect_size": result.hedges_g, "low_power": result.low_power,
-            "min_detectable_d": result.min_detectable_d}
+    return {"n_subject": result.n_a, "n_other": result.n_b, "n_pairs": result.n_pairs, "mean_subject": result.mean_a,
+            "mean_other": result.mean_b, "difference": result.difference, "ci_low": result.ci_low,
+            "ci_high": result.ci_high, "test": result.test, "p": result.p_value, "exact_test": result.exact_test,
+            "exact_p": result.exact_p, "exact_min_p": result.exact_min_p, "effect_size": result.effect_size,
+            "effect_kind": result.effect_kind, "power": result.power, "min_detectable_d": result.min_detectable_d,
+            "min_detectable_difference": result.min_detectable_difference, "low_power": result.low_power}
 
 
 def epochs_to_reference_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
@@ -316,13 +341,12 @@ def drop_check(base: str, noise_text: str, clean: pd.DataFrame, noisy: pd.DataFr
                for (_, state), arm in cells.items() if arm.label is None]
     if missing:
         return Check(base, name, expected, "missing", detail="; ".join(missing))
-    small = too_few(list(cells.values()), min_seeds)
     values = {key: values_by_seed(arm, metric) for key, arm in cells.items()}
-    result = drop_test(values, alpha)
+    drop_subject, drop_other, result = drop_test(values, alpha)
     numbers = {**{f"mean_{who}_{state}": float(series.mean()) for (who, state), series in values.items()},
-               **{f"n_{who}_{state}": len(series) for (who, state), series in values.items()}, **result}
-    notes = "; ".join(filter(None, [arm.note for arm in cells.values()]))
-    if small:
-        return Check(base, name, expected, "not testable", numbers, detail=small)
-    return Check(base, name, expected, classify(result["difference"], result["p"], "lower", alpha), numbers, notes,
-                 "lower")
+               **{f"n_{who}_{state}": len(series) for (who, state), series in values.items()},
+               **comparison_numbers(result), "drop_subject": drop_subject, "drop_other": drop_other}
+    if result.test not in ("none", "Welch-Satterthwaite contrast"):
+        numbers["test"] = f"{result.test} on per-seed drops"
+    return tested_check(Check(base, name, expected, "", numbers, better="lower"), result, list(cells.values()),
+                        min_seeds, alpha)

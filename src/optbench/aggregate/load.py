@@ -227,6 +227,7 @@ def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> d
         "train_images_per_s": number(summary.get("train_images_per_s")),
         "realised_noise_rate": number(noise.get("realised_rate")),
         "num_parameters": model.get("num_parameters"),
+        "num_classes": number((summary.get("dataset") or {}).get("num_classes")),   # chance = 1 / num_classes
         "device": summary.get("device"),
         "git_commit": (summary.get("git") or {}).get("commit"),
         "error": summary.get("error") or diverged_text(summary.get("diverged_at")),

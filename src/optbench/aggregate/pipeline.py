@@ -46,7 +46,7 @@ PRIMARY_LABEL = "test accuracy at best validation (%)"
 RUN_COLUMNS = ["run_id", "status", "setting", "arm", "dataset", "noise", "noise_rate", "optimizer", "seed",
                "epochs_done", "epochs_planned", "best_epoch", "val_acc_best", "test_acc_at_best_val", "test_acc_at_best_clean_val", "final_val_acc",
                "final_test_acc", "best_test_acc", "final_train_loss", "final_train_acc", "epochs_to_target", "seconds_to_target",
-               "wall_time_s", "train_time_s", "train_images_per_s", "realised_noise_rate", "num_parameters", "device",
+               "wall_time_s", "train_time_s", "train_images_per_s", "realised_noise_rate", "num_parameters", "num_classes", "device",
                "git_commit", "error", "notes"]
 
 
@@ -101,7 +101,7 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     out = OutputDir(out_dir)
     write_summary_csv(out, runs)
     table_files = write_tables(out, results, tests, runs, target_acc)
-    robust_results = robust_tables(completed(runs), settings, arms)
+    robust_results = robust_tables(runs, settings, arms)
     table_files += write_robust_tables(out, robust_results)
     if verdicts:
         out.write_text("tables/hypotheses.csv", pd.DataFrame(
@@ -149,11 +149,12 @@ def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
     out.write_text("summary.csv", runs[columns].to_csv(index=False))
 
 
-def robust_tables(completed_runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
-    """IQM, probability of improvement and performance profiles (optbench.aggregate.robust)."""
-    return {"robust": robust.iqm_table(completed_runs, PRIMARY_METRIC, settings, arms),
-            "improvement": robust.improvement_table(completed_runs, PRIMARY_METRIC, settings, arms),
-            "profiles": robust.profile_table(completed_runs, settings, arms)}
+def robust_tables(runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
+    """IQM, probability of improvement and performance profiles (optbench.aggregate.robust), with diverged
+    and failed runs counted as results."""
+    return {"robust": robust.iqm_table(runs, PRIMARY_METRIC, settings, arms),
+            "improvement": robust.improvement_table(runs, PRIMARY_METRIC, settings, arms),
+            "profiles": robust.profile_table(runs, settings, arms)}
 
 
 def write_robust_tables(out: OutputDir, tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -211,7 +212,7 @@ def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, sett
                ("Accuracy vs wall time", "accuracy_vs_wall_time",
                 lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
                ("Performance profiles", "performance_profiles",
-                lambda: figure_makers.performance_profiles(completed(runs), settings, arms, style))]
+                lambda: figure_makers.performance_profiles(runs, settings, arms, style))]
     slugs = dict(zip(settings, unique_slugs(settings)))
     for setting in settings:
         planned.append((f"Learning curves: {setting}", f"learning_curves_{slugs[setting]}",

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from optbench.aggregate.hypotheses import Check, Verdict
-from optbench.aggregate.tables import (NOT_COMPLETED, display_table, p_text, pairwise_display, problem_display,
-                                       to_markdown)
+from optbench.aggregate.tables import (NOT_COMPLETED, difference_interval, display_table, exact_text, p_text,
+                                       pairwise_display, power_text, problem_display, to_markdown)
 from optbench.aggregate.tuning import TuningStudy, protocol_sentence, tuning_display
 
 VERDICT_MARK = {"supported": "SUPPORTED", "rejected": "REJECTED", "inconclusive": "INCONCLUSIVE"}
@@ -69,10 +69,12 @@ def header(parts: ReportParts) -> str:
         f"Generated {parts.generated} by `{parts.command}`.", "",
         f"**{len(parts.runs)} runs**: {count_text or 'none outside the tuning studies'}.", "",
         *set_aside_note(parts),
-        "> Only **completed** runs enter means, intervals, tests, rankings and verdicts. Diverged runs are "
-        "results (the optimizer failed at that setting): they are counted in the tables and drawn apart in the "
-        "figures, but their accuracy never enters a mean. Failed, interrupted, running and unfinished runs are "
-        "counted and listed under [Runs not completed](#runs-not-completed-or-with-warnings).", "",
+        "> Only **completed** runs enter means, intervals and tests. Diverged and failed runs are results (the "
+        "optimizer failed at that setting): they are counted in the tables, drawn apart in the figures, rank "
+        "and enter the robust aggregates at their recorded score (or chance), cost infinity in the performance "
+        "profiles, and a required arm left with fewer than `min_seeds` completed runs makes a verdict "
+        "inconclusive. Interrupted, running and unfinished runs are counted and listed under "
+        "[Runs not completed](#runs-not-completed-or-with-warnings).", "",
         f"Runs are grouped by dataset, noise, noise rate and optimizer, plus every config field that differs "
         f"between runs (here: {varying}), so different settings are never averaged together.", ""])
 
@@ -104,9 +106,27 @@ def verdict_block(verdict: Verdict, alpha: float) -> list[str]:
              f"> {hypothesis.statement}", "", f"*Defined in* `{hypothesis.source}`. {verdict.reason}.", ""]
     if verdict.checks:
         lines.append(to_markdown(pd.DataFrame(verdict_rows(verdict))))
-    if any(check.numbers.get("low_power") for check in verdict.checks):
-        lines += ["Low power: with fewer than 5 seeds per arm only large effects reach significance; an "
-                  "inconclusive verdict here says the data cannot decide, not that the optimizers are equal.", ""]
+    lines += verdict_notes(verdict)
+    return lines
+
+
+def verdict_notes(verdict: Verdict) -> list[str]:
+    """The exact tests' verdict where it differs, post-selection, and how to read an inconclusive verdict."""
+    lines = []
+    if verdict.exact_verdict and verdict.exact_verdict != verdict.verdict:
+        floors = sorted({check.numbers.get("exact_min_p") for check in verdict.checks
+                         if np.isfinite(check.numbers.get("exact_min_p", math.nan))})
+        floor = f" (their smallest possible p here: {', '.join(p_text(p) for p in floors)})" if floors else ""
+        lines += [f"The exact sign-flip/permutation tests alone, which assume no normality, give "
+                  f"**{VERDICT_MARK[verdict.exact_verdict]}**{floor}.", ""]
+    if any(check.numbers.get("post_selection") for check in verdict.checks):
+        lines += ["Post-selection: an optimizer's configuration was chosen among several by validation accuracy on "
+                  "the same seeds it is tested on, which favours it; confirm on new seeds.", ""]
+    if verdict.verdict == "inconclusive":
+        lines += ["Inconclusive says these runs cannot decide, not that the optimizers are equal. Look at each "
+                  "comparison's interval and *detects*: an interval that straddles 0 but is narrow rules out large "
+                  "differences; a *detects* value larger than the differences you care about says more seeds are "
+                  "needed.", ""]
     return lines
 
 
@@ -129,10 +149,10 @@ def difference_text(value: float, metric: str) -> str:
 def verdict_rows(verdict: Verdict) -> list[dict]:
     test = verdict.hypothesis.test
     kind, metric = test.kind, test.metric
-    return [check_row(verdict.hypothesis.id, check, kind, metric) for check in verdict.checks]
+    return [check_row(verdict.hypothesis.id, check, kind, metric, test.alpha) for check in verdict.checks]
 
 
-def check_row(hypothesis_id: str, check: Check, kind: str, metric: str) -> dict:
+def check_row(hypothesis_id: str, check: Check, kind: str, metric: str, alpha: float) -> dict:
     numbers = check.numbers
     if check.outcome == "missing":
         subject = other = "—"
@@ -147,15 +167,28 @@ def check_row(hypothesis_id: str, check: Check, kind: str, metric: str) -> dict:
     notes = check.detail
     if kind == "epochs_to_fraction_of_reference" and "target" in numbers:
         notes = "; ".join(filter(None, [f"target val acc {100 * numbers['target']:.2f}%", notes]))
+    scale, unit = (100.0, "pp") if is_accuracy(metric) else (1.0, metric)
     return {"hypothesis": hypothesis_id, "setting": check.setting, "comparison": check.comparison,
             "expected": check.expected, "subject": subject, "other": other,
-            "difference": difference_text(numbers.get("difference", math.nan), metric),
+            f"difference ({unit}) [{100 * (1 - alpha):g}% CI]": difference_interval(
+                numbers.get("difference", math.nan), numbers.get("ci_low", math.nan),
+                numbers.get("ci_high", math.nan), scale),
             "test": numbers.get("test", "—"), "p": p_text(numbers.get("p", math.nan)),
             "p (Holm)": p_text(numbers.get("p_holm", math.nan)),
-            "smallest p at this n": p_text(numbers.get("min_p", math.nan)),
+            "exact p (smallest possible)": exact_text(numbers.get("exact_p", math.nan),
+                                                      numbers.get("exact_min_p", math.nan)),
             "effect size": "n/a" if not np.isfinite(numbers.get("effect_size", math.nan))
-            else f"{numbers['effect_size']:.2f}",
+            else f"{numbers.get('effect_kind', 'd')} = {numbers['effect_size']:.2f}",
+            "power": power_text(power_row(numbers), scale, unit) if "p" in numbers else "—",
             "outcome": check.outcome, "notes": notes or ""}
+
+
+def power_row(numbers: dict) -> dict:
+    """A check's numbers in the shape tables.power_text reads (a pairwise row's field names)."""
+    return {"p_value": numbers.get("p", math.nan), "power": numbers.get("power", math.nan),
+            "min_detectable_difference": numbers.get("min_detectable_difference", math.nan),
+            "min_detectable_d": numbers.get("min_detectable_d", math.nan),
+            "effect_kind": numbers.get("effect_kind", "d"), "note": ""}
 
 
 def drop_text(numbers: dict, who: str, metric: str) -> str:
@@ -173,8 +206,10 @@ def results_section(parts: ReportParts) -> str:
              "Test accuracy at the epoch with the best validation accuracy is the headline number (model selection "
              "on validation, reported on test); mean ± sd over completed seeds, with the 95% confidence interval "
              "of the mean. *Best test acc* takes the best epoch by looking at the test set: optimistic, shown for "
-             "comparison with papers that report it. *seeds* = completed runs / all runs. *p vs best*: exact "
-             "permutation test against the top-ranked optimizer; a rank whose p is large is a tie.", "",
+             "comparison with papers that report it. *seeds* = completed runs / all runs. *rank* counts diverged "
+             "and failed runs at their recorded score (or chance). *p vs best (Holm)*: the pairwise test against "
+             "the top-ranked optimizer, Holm-adjusted over every pair of the setting since the top is chosen "
+             "after looking; a rank whose p is large is a tie.", "",
              "Files: " + ", ".join(f"[`{path}`]({path})" for path in parts.table_files), ""]
     if not len(parts.results):
         return "\n".join(lines + ["_No runs._", ""])
@@ -191,13 +226,18 @@ def robust_section(parts: ReportParts) -> str:
     across = improvement[improvement["setting"].str.startswith("all ")] if len(improvement) else improvement
     lines = ["## Robust aggregates and performance profiles", "",
              "Interquartile mean (IQM) of test accuracy at best validation with 95% stratified bootstrap intervals "
-             "(runs resampled within each setting): [`tables/robust.md`](tables/robust.md). Probability of "
-             "improvement P(A > B), the chance a run of A beats a run of B (ties half), averaged over settings, "
-             "with its bootstrap interval; per setting in [`tables/improvement.md`](tables/improvement.md).", "",
+             "(runs resampled within each setting): [`tables/robust.md`](tables/robust.md); across settings each "
+             "run's accuracy is first normalised per setting, (accuracy - chance) / (best arm's mean - chance), so "
+             "every setting weighs alike. Probability of improvement P(A > B), the chance a run of A beats a run of "
+             "B (ties half), averaged over settings, with its bootstrap interval; per setting in "
+             "[`tables/improvement.md`](tables/improvement.md). Diverged and failed runs count here at their "
+             "recorded score, or chance when they recorded none. *under_covering*: fewer than 5 runs per setting, "
+             "where a 95% percentile interval covers only about 80%.", "",
              to_markdown(across.round(3)) if len(across) else "_Fewer than two settings: per setting only._", "",
-             "Performance profiles: the fraction of settings in which an optimizer reaches the validation "
-             "target within tau times the best optimizer's cost (median over seeds; never reached costs "
-             "infinity), in epochs and in wall-clock seconds.", "", to_markdown(profiles.round(3)), ""]
+             "Performance profiles: the fraction of the settings an optimizer ran in where it reaches the "
+             "validation target within tau times the best optimizer's cost (median over seeds; a run that never "
+             "reaches it, diverges or fails costs infinity), in epochs and in wall-clock seconds.", "",
+             to_markdown(profiles.round(3)), ""]
     return "\n".join(lines)
 
 
@@ -212,15 +252,12 @@ def figures_section(parts: ReportParts) -> str:
 
 def pairwise_section(parts: ReportParts) -> str:
     lines = ["## Pairwise tests", "",
-             f"Test accuracy at best validation, every pair of optimizers within a setting. Exact permutation "
-             f"tests of the difference in means: sign flips of each seed's pair when both arms hold the same "
-             f"seeds (a seed fixes initialisation, data order and noise draw for every optimizer), splits of the "
-             f"pooled runs otherwise; two-sided, alpha = {parts.alpha}. *smallest p at this n* is the best p the "
-             f"test can give (3 paired seeds: 0.25), so a comparison that cannot reach alpha is visible. Hedges' "
-             f"g is the standardised difference (pooled sd, small-sample corrected). p (Holm) corrects for the "
-             f"number of pairs in the setting (the family); *significant* in pairwise.csv uses it. With n < 5 per "
-             f"arm the power is low: the *power* column gives the smallest effect a t-test would detect 80% of "
-             f"the time.", ""]
+             f"Test accuracy at best validation, every pair of optimizers within a setting, two-sided at alpha = "
+             f"{parts.alpha}. {TEST_RULE} p (Holm) corrects for the number of pairs in the setting (the family); "
+             f"*significant* in pairwise.csv uses it. *effect*: d_z (paired) is the mean difference over the sd of "
+             f"the per-seed differences; g (unpaired) is Hedges' g. *power*: the test's chance of p < alpha "
+             f"against the observed effect at the observed spread, and the smallest difference it detects 80% of "
+             f"the time at this n.", ""]
     if not len(parts.pairwise):
         return "\n".join(lines + ["_No setting has two optimizers with completed runs._", ""])
     for setting, group in parts.pairwise.groupby("setting", sort=False):
@@ -291,16 +328,23 @@ def method_section(parts: ReportParts) -> str:
         "the target (`--target-acc`); runs that never reach it are counted as *not reached*, not averaged.",
         "- **mean ± sd**: sample standard deviation (ddof = 1). **95% CI**: mean ± t(0.975, n−1)·sd/√n.",
         "- **wall time**: whole run including evaluation; **throughput**: training images per second.",
-        "- **Tests**: exact permutation tests of the difference in means (sign flips of each seed's pair when "
-        "both arms ran the same seeds, else splits of the pooled runs; a fixed-seed Monte Carlo beyond "
-        "20,000 arrangements); runs that never reach a target are censored and tied worst on ranks. "
-        "*smallest p at this n* is the best p the test can give: 3 paired seeds cannot go below 0.25. "
-        "Pairwise tables' *significant* uses Holm-adjusted p within each setting.",
-        "- **Verdicts**: supported when every required comparison goes in the stated direction with "
-        f"Holm-adjusted p < alpha (default {parts.alpha}; the family is the hypothesis's required comparisons); "
-        "rejected when any is significant (Holm-adjusted) in the opposite direction; inconclusive otherwise, "
-        "including missing runs and fewer than `min_seeds` (default 3) completed seeds. Rules and file "
-        "format: experiments/README.md, section Hypotheses.", ""])
+        f"- **Tests**: {TEST_RULE} Pairwise tables' *significant* uses Holm-adjusted p within each setting.",
+        f"- **Verdicts**: {VERDICT_RULE} Rules and file format: experiments/README.md, section Hypotheses.", ""])
+
+
+TEST_RULE = ("Seeds that both arms ran are paired (a seed fixes initialisation, data order and noise draw for every "
+             "optimizer): the primary test is the paired t-test on the per-seed differences, which assumes they "
+             "are roughly normal; arms whose seeds do not pair get Welch's t-test. An arm whose runs (or per-seed "
+             "differences) are all equal has no spread and is *not testable*, never p = 0. Beside it, the exact "
+             "sign-flip (or permutation) test assumes nothing but cannot go below its smallest possible p "
+             "(3 paired seeds: 0.25). Runs that never reach a target are censored and compared by the exact test "
+             "on ranks, tied worst. Intervals are t intervals of the difference.")
+VERDICT_RULE = ("**supported** when every required comparison goes in the stated direction with p < alpha, each on "
+                "its own (intersection-union test, Berger 1982); **rejected** when any is significant in the "
+                "opposite direction after Holm over the required comparisons; **inconclusive** otherwise, "
+                "including missing runs, no spread, ties, and fewer than `min_seeds` (default 3) completed seeds in "
+                "a required arm of any setting of the family (every setting matching `where:` in which an "
+                "optimizer the hypothesis names has runs). The exact tests' verdict is given where it differs.")
 
 
 def warnings_section(parts: ReportParts) -> str:

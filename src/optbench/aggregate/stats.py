@@ -1,24 +1,30 @@
-"""Statistics over seeds: means with t-based 95 % intervals, and exact tests between optimizers.
+"""Statistics over seeds: means with t intervals, and tests between optimizers chosen for the n at hand.
 
 - `describe(values)`: n, mean, sample std (ddof=1), 95 % CI mean +- t(0.975, n-1) * sd / sqrt(n).
-- `compare(a, b)`: two arms given as values indexed by seed, tested with an exact permutation test of
-  the difference in means (scipy.stats.permutation_test). When both arms hold exactly the same seeds
-  the test flips the sign of each seed's difference: a seed fixes initialisation, batch order and the
-  noise draw for every optimizer, so pairing removes that shared variation. Otherwise it splits the
-  pooled runs. Every arrangement is enumerated up to EXACT_LIMIT, so zero variance or constant
-  differences give the true p (3 paired seeds: 0.25 at best), never t = inf, p = 0; the smallest p
-  the n allows is reported beside it. Runs censored at their budget (+inf: a target never reached)
-  are compared on pooled ranks, tied worst. Effect size: Cohen's d with the pooled sd, and Hedges' g.
-  With fewer than 5 seeds per arm the result is flagged as low power, with the smallest effect an
-  unpaired t-test would detect 80 % of the time: at n = 3 vs 3 that is d of about 3.
+- `compare(a, b)`: two arms given as values indexed by seed. When the arms share at least two seeds the
+  primary test is the **paired t-test on per-seed differences** (a seed fixes initialisation, batch order
+  and noise draw for every optimizer, so pairing removes that shared variation); its assumption is that
+  seed-to-seed differences are roughly normal. Seeds that do not pair get **Welch's t-test**. Beside it
+  stands the **exact** sign-flip (paired) or permutation (unpaired) test as a sensitivity check that
+  assumes nothing; it cannot go below 2 / 2^n (3 paired seeds: 0.25), so at small n it says little.
+  Both are two-sided. A t-test needs spread: when the per-seed differences (paired) or an arm's runs
+  (Welch) are equal up to floating-point noise (SPREAD_RTOL of the values' scale), the comparison is
+  "not testable" and says why, never p = 0 with an effect size of 1e14. Runs censored at their budget
+  (+inf: a target never reached) have no value to average: they are compared on pooled ranks, tied
+  worst, by the exact test alone.
+  Beside every p: the difference with its t interval, the effect size (paired: d_z = mean difference /
+  sd of the differences; unpaired: Hedges' g), the power of the test used against the observed effect
+  at the observed spread (0 when its smallest p exceeds alpha), and the smallest effect it detects 80 %
+  of the time at this n (in sd units and in the metric's units).
 - `contrast(cells)`: a difference of differences (the H3 noise drop) when seeds do not pair:
   estimate sum(w_i * mean_i), SE^2 = sum(w_i^2 * s_i^2 / n_i), Welch-Satterthwaite degrees of freedom.
 - `drop_test(values)`: the H3 noise drop of two optimizers compared: per-seed drops through `compare`
-  when seeds pair, else the `contrast` of the four cells.
-- `holm(p_values)`: Holm's step-down adjustment for a family of pairwise tests.
+  when each optimizer's clean and noisy runs share seeds, else the `contrast` of the four cells.
+- `holm(p_values)`: Holm's step-down adjustment for a family of tests.
 """
 
 import functools
+import itertools
 import math
 from dataclasses import asdict, dataclass
 
@@ -28,8 +34,14 @@ from scipy import optimize, stats
 
 ALPHA = 0.05
 LOW_POWER_N = 5      # below this many seeds per arm, only very large effects are detectable
-EXACT_LIMIT = 20_000   # permutation tests enumerate every arrangement up to this many (2^14 sign flips, 8 vs 8 splits)
+EXACT_LIMIT = 20_000   # exact tests enumerate every arrangement up to this many (2^14 sign flips, 8 vs 8 splits)
 TARGET_POWER = 0.8   # the usual power for "detectable"
+# Spread below this fraction of the values' scale is floating-point noise, not variation: np.std of three
+# equal accuracies is ~1e-16, which a t-test would divide by.
+SPREAD_RTOL = 1e-9
+# Arrangements whose statistics differ by less than this fraction of the data's scale are ties: a mean
+# recomputed in another order differs in its last bits (scipy's tolerance, ~1e-14, is too tight for that).
+TIE_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -61,23 +73,43 @@ def describe(values, confidence: float = 0.95) -> Description:
     mean = float(array.mean())
     if n == 1:
         return Description(1, mean, math.nan, math.nan)
-    std = float(array.std(ddof=1))
+    std = float(array.std(ddof=1)) if not no_spread(array, scale_of(array)) else 0.0
     return Description(n, mean, std, float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * std / math.sqrt(n))
+
+
+def scale_of(*arrays) -> float:
+    """The magnitude of the data, against which spread and ties are judged."""
+    finite_values = [np.abs(array[np.isfinite(array)]) for array in map(np.asarray, arrays)]
+    return max([float(values.max()) for values in finite_values if len(values)] or [0.0])
+
+
+def no_spread(values, scale: float) -> bool:
+    """True when the values are all equal up to floating-point noise relative to `scale`."""
+    values = np.asarray(values, dtype=float)
+    return len(values) > 0 and float(np.ptp(values)) <= SPREAD_RTOL * max(scale, np.finfo(float).tiny)
 
 
 @dataclass(frozen=True)
 class Comparison:
-    test: str                # "paired sign-flip, exact", "permutation, exact", "..., Monte Carlo", or "none"
+    test: str                # the primary test: "paired t", "Welch t", "exact ... on ranks", or "none"
     n_a: int
     n_b: int
+    n_pairs: int             # seeds in both arms (0: the arms do not pair)
     mean_a: float            # NaN when some run of the arm is censored (never reached its target)
     mean_b: float
-    difference: float        # mean_a - mean_b; with censored runs, the difference of mean ranks
-    p_value: float           # two-sided, from the permutation distribution
-    min_p: float             # the smallest two-sided p this test can give at these n (no ties)
-    cohens_d: float          # (mean_a - mean_b) / pooled sd
-    hedges_g: float          # d * (1 - 3 / (4 (n_a + n_b) - 9))
-    min_detectable_d: float  # smallest |d| an unpaired t-test finds with 80 % power at alpha
+    difference: float        # mean_a - mean_b (paired: mean of per-seed differences); with censoring, of mean ranks
+    ci_low: float            # t interval of the difference at 1 - alpha (NaN on ranks or when not testable)
+    ci_high: float
+    p_value: float           # two-sided p of the primary test; NaN when not testable
+    exact_test: str          # the assumption-free check beside it
+    exact_p: float
+    exact_min_p: float       # the smallest two-sided p the exact test can give at these n
+    effect_size: float       # paired: d_z; unpaired: Hedges' g
+    effect_kind: str         # "d_z" or "g"
+    spread: float            # the sd the effect size is in units of (sd of differences, or pooled sd)
+    power: float             # of the primary test against the observed effect at the observed spread
+    min_detectable_d: float  # smallest |effect| (in `spread` units) the primary test finds with 80 % power
+    min_detectable_difference: float   # the same in the metric's units, at the observed spread
     low_power: bool
     censored_a: int = 0
     censored_b: int = 0
@@ -85,42 +117,6 @@ class Comparison:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
-    n_a, n_b = len(a), len(b)
-    return math.sqrt(((n_a - 1) * a.var(ddof=1) + (n_b - 1) * b.var(ddof=1)) / (n_a + n_b - 2))
-
-
-def effect_sizes(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        return math.nan, math.nan   # censored runs have no value to standardise
-    spread = pooled_sd(a, b)
-    if spread == 0:
-        return math.nan, math.nan
-    d = (a.mean() - b.mean()) / spread
-    return float(d), float(d * (1 - 3 / (4 * (len(a) + len(b)) - 9)))
-
-
-@functools.lru_cache(maxsize=256)   # a pure function of the n's, called for every comparison
-def min_detectable_d(n_a: int, n_b: int, alpha: float = ALPHA, power: float = TARGET_POWER) -> float:
-    """Smallest Cohen's d a two-sided unpaired t-test detects with `power`, from the noncentral t."""
-    if n_a < 2 or n_b < 2:
-        return math.nan
-    df = n_a + n_b - 2
-    critical = stats.t.ppf(1 - alpha / 2, df)
-    scale = math.sqrt(n_a * n_b / (n_a + n_b))
-
-    def power_minus_target(d: float) -> float:
-        shift = d * scale
-        return stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift) - power
-
-    upper = 1.0
-    while power_minus_target(upper) < 0:   # bracket the root; the noncentral t is unstable far out
-        upper *= 2
-        if upper > 64:
-            return math.nan
-    return float(optimize.brentq(power_minus_target, 1e-6, upper))
 
 
 def by_seed(values: pd.Series, censored: bool = False) -> pd.Series:
@@ -132,9 +128,18 @@ def by_seed(values: pd.Series, censored: bool = False) -> pd.Series:
     return values[keep]
 
 
-def seeds_pair(a: pd.Series, b: pd.Series) -> bool:
-    return a.index.is_unique and b.index.is_unique and set(a.index) == set(b.index)
+def shared_seeds(a: pd.Series, b: pd.Series) -> list:
+    """Seeds both arms ran once each (the pairs); none when a seed repeats within an arm."""
+    if not (a.index.is_unique and b.index.is_unique):
+        return []
+    return sorted(set(a.index) & set(b.index))
 
+
+def seeds_pair(a: pd.Series, b: pd.Series) -> bool:
+    return len(shared_seeds(a, b)) >= 2
+
+
+# ---- exact tests --------------------------------------------------------------------------------------
 
 def arrangements(n_a: int, n_b: int, paired: bool) -> int:
     """How many relabellings the permutation distribution has: 2^n sign flips, or C(n_a + n_b, n_a) splits."""
@@ -142,7 +147,7 @@ def arrangements(n_a: int, n_b: int, paired: bool) -> int:
 
 
 def min_attainable_p(n_a: int, n_b: int, paired: bool) -> float:
-    """The smallest two-sided p of the permutation test (no ties): the two extreme arrangements, or the
+    """The smallest two-sided p of the exact test (no ties): the two extreme arrangements, or the
     Monte Carlo floor 2 / (resamples + 1) when the distribution is sampled."""
     if n_a < 2 or n_b < 2:
         return math.nan
@@ -150,18 +155,42 @@ def min_attainable_p(n_a: int, n_b: int, paired: bool) -> float:
     return min(1.0, 2 / count if count <= EXACT_LIMIT else 2 / (EXACT_LIMIT + 1))
 
 
-def mean_difference(x, y, axis=-1):
-    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+def two_sided(null: np.ndarray, observed: float, tolerance: float, sampled: bool) -> float:
+    """2 x the smaller tail (each tail counting the observed arrangement), at most 1; statistics within
+    `tolerance` of the observed one are ties. A sampled distribution adds the observed arrangement itself."""
+    greater = np.count_nonzero(null >= observed - tolerance)
+    less = np.count_nonzero(null <= observed + tolerance)
+    extra = 1 if sampled else 0
+    return float(min(1.0, 2 * (min(greater, less) + extra) / (len(null) + extra)))
 
 
-def permutation_p(a: np.ndarray, b: np.ndarray, paired: bool) -> float:
-    """Two-sided p of the difference in means under relabelling (scipy.stats.permutation_test):
-    sign flips of each seed's pair when paired ('samples'), else splits of the pooled runs ('independent').
-    Exact when the arrangements number at most EXACT_LIMIT, otherwise a fixed-seed Monte Carlo."""
-    result = stats.permutation_test((a, b), mean_difference, vectorized=True, n_resamples=EXACT_LIMIT,
-                                    permutation_type="samples" if paired else "independent",
-                                    alternative="two-sided", rng=np.random.default_rng(0))
-    return float(result.pvalue)
+def sign_flip_p(differences: np.ndarray) -> float:
+    """Exact two-sided p of the paired sign-flip test: every arrangement's statistic is the sum of the same
+    per-seed differences with signs flipped, so the observed arrangement is one of them to the last bit."""
+    differences = np.asarray(differences, dtype=float)
+    n = len(differences)
+    sampled = 2 ** n > EXACT_LIMIT
+    if sampled:
+        signs = np.random.default_rng(0).choice([-1.0, 1.0], size=(EXACT_LIMIT, n))
+    else:
+        signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
+    tolerance = TIE_RTOL * float(np.abs(differences).sum())
+    return two_sided(signs @ differences, float(differences.sum()), tolerance, sampled)
+
+
+def permutation_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Exact two-sided p of the two-sample permutation test. Statistic: the sum of the first group, which
+    orders arrangements exactly as the difference in means does (the pooled total is fixed)."""
+    pooled = np.concatenate([a, b]).astype(float)
+    n_a, n = len(a), len(a) + len(b)
+    sampled = math.comb(n, n_a) > EXACT_LIMIT
+    if sampled:
+        rng = np.random.default_rng(0)
+        chosen = np.argsort(rng.random((EXACT_LIMIT, n)), axis=1)[:, :n_a]
+    else:
+        chosen = np.array(list(itertools.combinations(range(n), n_a)))
+    tolerance = TIE_RTOL * float(np.abs(pooled).sum())
+    return two_sided(pooled[chosen].sum(axis=1), float(pooled[:n_a].sum()), tolerance, sampled)
 
 
 def ranks_when_censored(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -170,45 +199,144 @@ def ranks_when_censored(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.nd
     return ranks[:len(a)], ranks[len(a):]
 
 
-def compare(a: pd.Series, b: pd.Series, alpha: float = ALPHA, paired: bool | None = None) -> Comparison:
-    """Test arm a against arm b with an exact permutation test. `a`, `b`: values indexed by seed, +inf for a
-    run censored at its budget (compared on ranks then). paired=None pairs when the seeds match."""
-    a, b = by_seed(a, censored=True), by_seed(b, censored=True)
-    n_a, n_b = len(a), len(b)
-    paired = (seeds_pair(a, b) if paired is None else paired) and n_a >= 2
-    seeds = sorted(a.index) if paired else None
-    a_values = a[seeds].to_numpy() if paired else a.to_numpy()
-    b_values = b[seeds].to_numpy() if paired else b.to_numpy()
-    censored_a, censored_b = int(np.isinf(a_values).sum()), int(np.isinf(b_values).sum())
-    mean_a = float(a_values.mean()) if n_a and not censored_a else math.nan
-    mean_b = float(b_values.mean()) if n_b and not censored_b else math.nan
-    base = dict(n_a=n_a, n_b=n_b, mean_a=mean_a, mean_b=mean_b, min_p=min_attainable_p(n_a, n_b, paired),
-                min_detectable_d=min_detectable_d(n_a, n_b, alpha), low_power=min(n_a, n_b) < LOW_POWER_N,
-                censored_a=censored_a, censored_b=censored_b)
+# ---- power of the t-tests -----------------------------------------------------------------------------
+
+def t_power(effect: float, df: float, root_n: float, alpha: float = ALPHA) -> float:
+    """Power of a two-sided t-test with `df` degrees of freedom against a standardised effect whose
+    noncentrality is effect * root_n (paired: sqrt(n); two samples: sqrt(n_a n_b / (n_a + n_b)))."""
+    if not (np.isfinite(effect) and np.isfinite(df) and df > 0):
+        return math.nan
+    critical = stats.t.ppf(1 - alpha / 2, df)
+    shift = abs(effect) * root_n
+    # scipy's noncentral t gives NaN for a far tail (large shift): that tail is then 0
+    upper, lower = (np.nan_to_num(tail, nan=0.0) for tail in (stats.nct.sf(critical, df, shift),
+                                                               stats.nct.cdf(-critical, df, shift)))
+    return float(upper + lower)
+
+
+@functools.lru_cache(maxsize=512)   # a pure function of the design, called for every comparison
+def detectable_effect(df: float, root_n: float, alpha: float = ALPHA, power: float = TARGET_POWER) -> float:
+    """Smallest standardised effect the t-test finds with `power` (NaN when none up to 64 sd)."""
+    if not (np.isfinite(df) and df > 0):
+        return math.nan
+    upper = 1.0
+    while t_power(upper, df, root_n, alpha) < power:   # bracket the root; the noncentral t is unstable far out
+        upper *= 2
+        if upper > 64:
+            return math.nan
+    return float(optimize.brentq(lambda d: t_power(d, df, root_n, alpha) - power, 1e-6, upper))
+
+
+def min_detectable_d(n_a: int, n_b: int | None = None, alpha: float = ALPHA, power: float = TARGET_POWER) -> float:
+    """Paired (n_b None): d_z detectable at n pairs; unpaired: Cohen's d at n_a vs n_b (pooled df)."""
+    if n_b is None:
+        return detectable_effect(n_a - 1, math.sqrt(n_a), alpha, power) if n_a >= 2 else math.nan
     if n_a < 2 or n_b < 2:
-        return Comparison(test="none", difference=mean_a - mean_b, p_value=math.nan, cohens_d=math.nan,
-                          hedges_g=math.nan, note=f"n too small (n = {n_a} vs {n_b}; a test needs 2 per arm)", **base)
-    tested_a, tested_b = (ranks_when_censored(a_values, b_values) if censored_a or censored_b
-                          else (a_values, b_values))
-    d, g = effect_sizes(a_values, b_values)
-    return Comparison(test=test_name(n_a, n_b, paired, censored_a + censored_b),
-                      difference=float(mean_difference(tested_a, tested_b)),
-                      p_value=permutation_p(tested_a, tested_b, paired), cohens_d=d, hedges_g=g,
-                      note=censored_note(censored_a, censored_b), **base)
+        return math.nan
+    return detectable_effect(n_a + n_b - 2, math.sqrt(n_a * n_b / (n_a + n_b)), alpha, power)
 
 
-def test_name(n_a: int, n_b: int, paired: bool, censored: int) -> str:
-    kind = "paired sign-flip" if paired else "permutation"
-    exactness = "exact" if arrangements(n_a, n_b, paired) <= EXACT_LIMIT else f"Monte Carlo {EXACT_LIMIT}"
-    return f"{kind}{' on ranks' if censored else ''}, {exactness}"
+# ---- comparing two arms -------------------------------------------------------------------------------
+
+def compare(a: pd.Series, b: pd.Series, alpha: float = ALPHA, paired: bool | None = None) -> Comparison:
+    """Test arm a against arm b. `a`, `b`: values indexed by seed, +inf for a run censored at its budget.
+    paired=None pairs on the seeds both arms ran when there are at least two of them."""
+    a, b = by_seed(a, censored=True), by_seed(b, censored=True)
+    pairs = shared_seeds(a, b)
+    paired = len(pairs) >= 2 if paired is None else paired and len(pairs) >= 2
+    if paired:
+        x, y = a[pairs].to_numpy(), b[pairs].to_numpy()
+    else:
+        x, y = a.to_numpy(), b.to_numpy()
+    base = dict(n_a=len(a), n_b=len(b), n_pairs=len(pairs) if paired else 0,
+                mean_a=float(x.mean()) if len(x) and np.isfinite(x).all() else math.nan,
+                mean_b=float(y.mean()) if len(y) and np.isfinite(y).all() else math.nan,
+                censored_a=int(np.isinf(x).sum()), censored_b=int(np.isinf(y).sum()),
+                low_power=min(len(x), len(y)) < LOW_POWER_N)
+    if len(x) < 2 or len(y) < 2:
+        return untested(base, f"n too small (n = {len(x)} vs {len(y)}; a test needs 2 per arm)", paired)
+    if base["censored_a"] or base["censored_b"]:
+        return on_ranks(x, y, paired, alpha, base)
+    return paired_t(x, y, alpha, base) if paired else welch_t(x, y, alpha, base)
 
 
-def censored_note(censored_a: int, censored_b: int) -> str:
-    if not censored_a + censored_b:
-        return ""
-    return (f"{censored_a} + {censored_b} runs never reached the target: censored, tied worst on ranks; "
-            f"difference is of mean ranks")
+def untested(base: dict, note: str, paired: bool, difference: float = math.nan, exact: tuple = ("none", math.nan, math.nan),
+             **numbers) -> Comparison:
+    fields = dict(test="none", difference=difference, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
+                  exact_test=exact[0], exact_p=exact[1], exact_min_p=exact[2], effect_size=math.nan,
+                  effect_kind="d_z" if paired else "g", spread=math.nan, power=math.nan, min_detectable_d=math.nan,
+                  min_detectable_difference=math.nan, note=note)
+    fields.update(numbers)
+    return Comparison(**fields, **base)
 
+
+def exact_check(x: np.ndarray, y: np.ndarray, paired: bool) -> tuple[str, float, float]:
+    """(name, p, smallest p) of the exact test beside the primary one."""
+    n_x, n_y = len(x), len(y)
+    sampled = arrangements(n_x, n_y, paired) > EXACT_LIMIT
+    kind = "sign-flip" if paired else "permutation"
+    name = f"{kind}, {'Monte Carlo ' + format(EXACT_LIMIT, ',') if sampled else 'exact'}"
+    p = sign_flip_p(x - y) if paired else permutation_p(x, y)
+    return name, p, min_attainable_p(n_x, n_y, paired)
+
+
+def paired_t(x: np.ndarray, y: np.ndarray, alpha: float, base: dict) -> Comparison:
+    differences = x - y
+    n = len(differences)
+    exact = exact_check(x, y, True)
+    difference = float(differences.mean())
+    if no_spread(differences, scale_of(x, y)):
+        return untested(base, f"not testable: the {n} per-seed differences are all equal ({difference:+.4g}), "
+                              f"so there is no spread to test against", True, difference, exact)
+    result = stats.ttest_1samp(differences, 0.0)
+    interval = result.confidence_interval(1 - alpha)
+    spread = float(differences.std(ddof=1))
+    effect = difference / spread
+    detectable = min_detectable_d(n, None, alpha)
+    return Comparison(test="paired t", difference=difference, ci_low=float(interval.low), ci_high=float(interval.high),
+                      p_value=float(result.pvalue), exact_test=exact[0], exact_p=exact[1], exact_min_p=exact[2],
+                      effect_size=effect, effect_kind="d_z", spread=spread,
+                      power=t_power(effect, n - 1, math.sqrt(n), alpha), min_detectable_d=detectable,
+                      min_detectable_difference=detectable * spread, **base)
+
+
+def welch_t(x: np.ndarray, y: np.ndarray, alpha: float, base: dict) -> Comparison:
+    exact = exact_check(x, y, False)
+    difference = float(x.mean() - y.mean())
+    scale = scale_of(x, y)
+    flat = [name for name, values in (("A", x), ("B", y)) if no_spread(values, scale)]
+    if flat:
+        return untested(base, f"not testable: every run of {' and '.join(flat)} scored the same, and the seeds do "
+                              f"not pair, so there is no spread to test against", False, difference, exact)
+    result = stats.ttest_ind(x, y, equal_var=False)
+    interval = result.confidence_interval(1 - alpha)
+    n_x, n_y = len(x), len(y)
+    spread = math.sqrt(((n_x - 1) * x.var(ddof=1) + (n_y - 1) * y.var(ddof=1)) / (n_x + n_y - 2))
+    d = difference / spread
+    root_n = math.sqrt(n_x * n_y / (n_x + n_y))
+    detectable = detectable_effect(float(result.df), root_n, alpha)
+    return Comparison(test="Welch t", difference=difference, ci_low=float(interval.low), ci_high=float(interval.high),
+                      p_value=float(result.pvalue), exact_test=exact[0], exact_p=exact[1], exact_min_p=exact[2],
+                      effect_size=d * (1 - 3 / (4 * (n_x + n_y) - 9)), effect_kind="g", spread=spread,
+                      power=t_power(d, float(result.df), root_n, alpha), min_detectable_d=detectable,
+                      min_detectable_difference=detectable * spread, **base)
+
+
+def on_ranks(x: np.ndarray, y: np.ndarray, paired: bool, alpha: float, base: dict) -> Comparison:
+    """Censored runs: the exact test on pooled mid-ranks is the only test; its power is 0 when its
+    smallest p exceeds alpha and unknown otherwise."""
+    rank_x, rank_y = ranks_when_censored(x, y)
+    name, p, min_p = exact_check(rank_x, rank_y, paired)
+    note = (f"{base['censored_a']} + {base['censored_b']} runs never reached the target: censored, tied worst on "
+            f"ranks; difference is of mean ranks")
+    return Comparison(test=f"{name.replace(',', ' on ranks,')}", difference=float(rank_x.mean() - rank_y.mean()),
+                      ci_low=math.nan, ci_high=math.nan, p_value=p, exact_test=f"{name} on ranks", exact_p=p,
+                      exact_min_p=min_p, effect_size=math.nan, effect_kind="d_z" if paired else "g", spread=math.nan,
+                      power=0.0 if min_p > alpha else math.nan, min_detectable_d=math.nan,
+                      min_detectable_difference=math.nan, note=note, **base)
+
+
+# ---- the H3 noise drop --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Contrast:
@@ -231,6 +359,56 @@ def contrast(cells: list[tuple[float, Description]]) -> Contrast:
     statistic = estimate / math.sqrt(variance)
     return Contrast(estimate, math.sqrt(variance), df, statistic, float(2 * stats.t.sf(abs(statistic), df)))
 
+
+def drop_test(values: dict, alpha: float = ALPHA) -> tuple[float, float, Comparison]:
+    """(subject's drop, other's drop, the test of subject drop - other drop).
+
+    When each optimizer's clean and noisy runs share seeds, per-seed drops (clean - noisy of the same seed)
+    are formed and compared with `compare` (paired t on drop differences when both optimizers ran the same
+    seeds). Otherwise the four cells are independent and the contrast (clean_s - noisy_s) - (clean_o -
+    noisy_o) gets a Welch-Satterthwaite t-test, only when no cell is constant.
+    """
+    clean_s, noisy_s = values[("subject", "clean")], values[("subject", "noisy")]
+    clean_o, noisy_o = values[("other", "clean")], values[("other", "noisy")]
+    drop_subject, drop_other = clean_s.mean() - noisy_s.mean(), clean_o.mean() - noisy_o.mean()
+    if seeds_pair(clean_s, noisy_s) and seeds_pair(clean_o, noisy_o):
+        per_seed_s = (clean_s - noisy_s).dropna()
+        per_seed_o = (clean_o - noisy_o).dropna()
+        result = compare(per_seed_s, per_seed_o, alpha)
+        return drop_subject, drop_other, result
+    return drop_subject, drop_other, contrast_comparison([clean_s, noisy_s, clean_o, noisy_o], alpha)
+
+
+def contrast_comparison(series: list[pd.Series], alpha: float) -> Comparison:
+    """The four independent cells' contrast as a Comparison (Welch-Satterthwaite t, no exact test)."""
+    arrays = [finite(values) for values in series]
+    cells = [(weight, describe(values)) for weight, values in zip((1.0, -1.0, -1.0, 1.0), arrays)]
+    sizes = [len(values) for values in arrays]
+    base = dict(n_a=min(sizes[:2]), n_b=min(sizes[2:]), n_pairs=0, mean_a=math.nan, mean_b=math.nan,
+                low_power=min(sizes) < LOW_POWER_N)
+    estimate = sum(weight * cell.mean for weight, cell in cells)
+    if min(sizes) < 2:
+        return untested(base, f"n too small (cells of {sizes} runs; a test needs 2 per cell)", False, estimate)
+    scale = scale_of(*arrays)
+    names = ["subject clean", "subject noisy", "other clean", "other noisy"]
+    flat = [name for name, values in zip(names, arrays) if no_spread(values, scale)]
+    if flat:
+        return untested(base, f"not testable: every run of {', '.join(flat)} scored the same, and the seeds do not "
+                              f"pair, so there is no spread to test against", False, estimate)
+    tested = contrast(cells)
+    half = stats.t.ppf(1 - alpha / 2, tested.df) * tested.standard_error
+    spread = math.sqrt(np.mean([cell.std ** 2 for _, cell in cells]))
+    root_n = spread / tested.standard_error      # the noncentrality of a 1-sd contrast
+    detectable = detectable_effect(tested.df, root_n, alpha)
+    return Comparison(test="Welch-Satterthwaite contrast", difference=estimate, ci_low=estimate - half,
+                      ci_high=estimate + half, p_value=tested.p_value, exact_test="none", exact_p=math.nan,
+                      exact_min_p=math.nan, effect_size=estimate / spread, effect_kind="d (rms sd of the cells)",
+                      spread=spread, power=t_power(estimate / spread, tested.df, root_n, alpha),
+                      min_detectable_d=detectable, min_detectable_difference=detectable * spread,
+                      note="the four cells' seeds do not pair", **base)
+
+
+# ---- families -----------------------------------------------------------------------------------------
 
 def holm(p_values) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count as a test)."""
@@ -263,33 +441,3 @@ def pairwise(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[st
             row["significant"] = bool(row["p_holm"] < alpha)   # the family: every pair in this setting
         rows.extend(family)
     return pd.DataFrame(rows)
-
-
-def drop_test(values: dict, alpha: float) -> dict:
-    """Subject drop minus other drop, and its test.
-
-    When each optimizer's clean and noisy runs share their seeds, per-seed drops are formed
-    (clean - noisy for the same seed) and the two sets of drops are compared with stats.compare's exact
-    permutation test (sign flips when both optimizers ran the same seeds).
-    Otherwise the four cells are independent and the contrast (clean_s - noisy_s) - (clean_o - noisy_o)
-    is tested with a Welch-Satterthwaite t-test.
-    """
-    clean_s, noisy_s = values[("subject", "clean")], values[("subject", "noisy")]
-    clean_o, noisy_o = values[("other", "clean")], values[("other", "noisy")]
-    drop_subject, drop_other = clean_s.mean() - noisy_s.mean(), clean_o.mean() - noisy_o.mean()
-    if seeds_pair(clean_s, noisy_s) and seeds_pair(clean_o, noisy_o) and min(len(clean_s), len(clean_o)) >= 2:
-        per_seed_s = clean_s - noisy_s[clean_s.index]
-        per_seed_o = clean_o - noisy_o[clean_o.index]
-        result = compare(per_seed_s, per_seed_o, alpha)
-        return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": result.difference,
-                "test": f"{result.test} on per-seed drops", "p": result.p_value, "min_p": result.min_p,
-                "effect_size": result.hedges_g, "low_power": result.low_power,
-                "min_detectable_d": result.min_detectable_d}
-    cells = [(1.0, describe(clean_s)), (-1.0, describe(noisy_s)), (-1.0, describe(clean_o)), (1.0, describe(noisy_o))]
-    tested = contrast(cells)
-    spread = math.sqrt(np.mean([cell.std ** 2 for _, cell in cells])) if all(cell.n > 1 for _, cell in cells) else math.nan
-    return {"drop_subject": drop_subject, "drop_other": drop_other, "difference": tested.estimate,
-            "test": "Welch-Satterthwaite contrast", "p": tested.p_value, "min_p": math.nan,
-            # standardised by the root-mean-square sd of the four cells (a Cohen's d for a contrast)
-            "effect_size": tested.estimate / spread if spread and spread > 0 else math.nan,
-            "low_power": min(cell.n for _, cell in cells) < 5, "min_detectable_d": math.nan}

@@ -5,7 +5,9 @@ at the best-validation epoch (mean, sd, 95 % CI; under label noise the validatio
 protocol's, noisy by default: the headline), test accuracy at the best clean-validation epoch (the
 oracle, summary.json `best_clean_val`, present only under noise), final test accuracy, best test accuracy over epochs
 (optimistic: chosen by looking at the test set), final train loss, epochs to a target validation
-accuracy, wall time, throughput, and a rank within the setting with the p-value against the top arm.
+accuracy, wall time, throughput, and a rank within the setting with the Holm-adjusted p-value against
+the top arm. The rank counts diverged and failed runs at their recorded score (or chance): an optimizer
+that diverged on two of three seeds does not rank by its one survivor.
 `display_table` turns that into the columns a paper shows (accuracies in %); `to_markdown` and
 `to_latex` render it. Diverged, failed, interrupted, running and unfinished runs are counted in their
 own columns and never enter a mean.
@@ -18,6 +20,7 @@ import pandas as pd
 
 from optbench.aggregate.groups import Grouping, short_key
 from optbench.aggregate.load import STATUSES, UNREADABLE
+from optbench.aggregate.robust import scored_runs
 from optbench.aggregate.stats import describe
 from optbench.durations import format_duration
 
@@ -48,7 +51,7 @@ def results_table(runs: pd.DataFrame, grouping: Grouping, settings: list[str], a
             if len(group):
                 rows.append(summarise_group(group, grouping))
     table = pd.DataFrame(rows)
-    return add_ranking(table, pairwise)
+    return add_ranking(table, runs, pairwise)
 
 
 def summarise_group(group: pd.DataFrame, grouping: Grouping) -> dict:
@@ -66,13 +69,18 @@ def summarise_group(group: pd.DataFrame, grouping: Grouping) -> dict:
     return row
 
 
-def add_ranking(table: pd.DataFrame, pairwise: pd.DataFrame) -> pd.DataFrame:
-    """Rank arms within each setting by mean test accuracy at best validation (1 = best), and give
-    each arm's p-value against the top arm: a rank is only meaningful when that p is small."""
+def add_ranking(table: pd.DataFrame, runs: pd.DataFrame, pairwise: pd.DataFrame) -> pd.DataFrame:
+    """Rank arms within each setting by mean test accuracy at best validation with diverged and failed runs
+    scored (1 = best), and give each arm's p-value against the top arm, Holm-adjusted over every pair of
+    the setting (the top arm is chosen after looking, so the raw p would overstate): a rank is only
+    meaningful when that p is small."""
     if not len(table):
         return table
     table = table.copy()
-    mean = f"{PRIMARY_METRIC}_mean"
+    scored = scored_runs(runs, PRIMARY_METRIC)
+    score = scored.groupby(["setting", "arm"])[PRIMARY_METRIC].mean()
+    table["score_mean"] = [score.get((setting, arm), math.nan) for setting, arm in zip(table["setting"], table["arm"])]
+    mean = "score_mean"
     table["rank"] = table.groupby("setting")[mean].rank(ascending=False, method="min")
     table["p_vs_best"] = math.nan
     for setting, group in table.groupby("setting", sort=False):
@@ -91,7 +99,7 @@ def pair_p_value(pairwise: pd.DataFrame, setting: str, arm_a: str, arm_b: str) -
     match = pairwise[(pairwise["setting"] == setting) & (pairwise["metric"] == PRIMARY_METRIC)
                      & (((pairwise["arm_a"] == arm_a) & (pairwise["arm_b"] == arm_b))
                         | ((pairwise["arm_a"] == arm_b) & (pairwise["arm_b"] == arm_a)))]
-    return float(match["p_value"].iloc[0]) if len(match) else math.nan
+    return float(match["p_holm"].iloc[0]) if len(match) else math.nan
 
 
 # ---- text rendering -------------------------------------------------------------------------------
@@ -108,9 +116,11 @@ def mean_sd(mean: float, sd: float, scale: float = 100.0, digits: int = 2, pm: s
     return f"{text} {pm} {scale * sd:.{digits}f}" if np.isfinite(sd) else f"{text} (n=1)"
 
 
-def interval(low: float, high: float, scale: float = 100.0, digits: int = 2) -> str:
+def interval(low: float, high: float, scale: float = 100.0, digits: int = 2, bounds=(0.0, 1.0)) -> str:
+    """'[90.12, 93.40]'; clipped to `bounds` (an accuracy's t interval can reach below 0 % at small n)."""
     if not (np.isfinite(low) and np.isfinite(high)):
         return "n/a"
+    low, high = np.clip([low, high], *bounds)
     return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
 
@@ -150,7 +160,7 @@ def display_table(table: pd.DataFrame, target_acc: float, pm: str = "±") -> pd.
             else f"{row['train_images_per_s_mean']:,.0f}",
             "not completed": not_completed_text(row),
             "rank": "n/a" if not np.isfinite(row["rank"]) else f"{int(row['rank'])}",
-            "p vs best": "—" if row["rank"] == 1 else p_text(row["p_vs_best"]),
+            "p vs best (Holm)": "—" if row["rank"] == 1 else p_text(row["p_vs_best"]),
         })
     return pd.DataFrame(rows)
 
@@ -172,26 +182,55 @@ def pairwise_display(pairwise: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, row in pairwise.iterrows():
         rows.append({
-            "A": row["arm_a"], "B": row["arm_b"], "n (A, B)": f"{row['n_a']}, {row['n_b']}",
+            "A": row["arm_a"], "B": row["arm_b"], "n (A, B)": n_text(row),
             "mean A (%)": percent(row["mean_a"]), "mean B (%)": percent(row["mean_b"]),
-            "A − B (pp)": "n/a" if not np.isfinite(row["difference"]) else f"{100 * row['difference']:+.2f}",
+            "A − B (pp) [95% CI]": difference_interval(row["difference"], row["ci_low"], row["ci_high"]),
             "test": row["test"], "p": p_text(row["p_value"]), "p (Holm)": p_text(row["p_holm"]),
-            "smallest p at this n": p_text(row["min_p"]),
-            "Hedges' g": "n/a" if not np.isfinite(row["hedges_g"]) else f"{row['hedges_g']:.2f}",
+            "exact p (smallest possible)": exact_text(row["exact_p"], row["exact_min_p"]),
+            "effect": effect_text(row["effect_size"], row["effect_kind"]),
             "power": power_text(row),
         })
     return pd.DataFrame(rows)
 
 
-def power_text(row) -> str:
-    notes = []
-    if row["low_power"] and np.isfinite(row["min_detectable_d"]):
-        notes.append(f"low (n<5): detects |d| ≥ {row['min_detectable_d']:.1f} at 80%")
-    elif row["low_power"]:
-        notes.append("low (n<5)")
+def n_text(row) -> str:
+    return f"{row['n_a']}, {row['n_b']}" + (f" ({row['n_pairs']} paired)" if row.get("n_pairs") else "")
+
+
+def difference_interval(difference: float, low: float, high: float, scale: float = 100.0) -> str:
+    """'+1.20 [-0.40, +2.80]' in points; a difference of exactly 0 is 'tied'."""
+    if not np.isfinite(difference):
+        return "n/a"
+    if difference == 0:
+        return "0.00 (tied)"
+    text = f"{scale * difference:+.2f}"
+    return text + (f" [{scale * low:+.2f}, {scale * high:+.2f}]" if np.isfinite(low) and np.isfinite(high) else "")
+
+
+def exact_text(p: float, smallest: float) -> str:
+    return "n/a" if not np.isfinite(p) else f"{p_text(p)} ({p_text(smallest)})"
+
+
+def effect_text(size: float, kind: str) -> str:
+    return "n/a" if not np.isfinite(size) else f"{kind} = {size:.2f}"
+
+
+def power_text(row, scale: float = 100.0, unit: str = "pp") -> str:
+    """The primary test's power against the observed effect, and the smallest effect it detects 80 % of the
+    time at this n and spread; or why there is no test."""
+    if not np.isfinite(row["p_value"]):
+        return row.get("note") or "no test"
+    parts = []
+    if np.isfinite(row["power"]):
+        parts.append(f"{100 * row['power']:.0f}% at the observed effect")
+    if np.isfinite(row["min_detectable_difference"]):
+        parts.append(f"detects ≥ {scale * row['min_detectable_difference']:.2f} {unit} "
+                     f"({row['effect_kind']} ≥ {row['min_detectable_d']:.1f}) at 80%")
+    elif row["power"] == 0:
+        parts.append("the test cannot reach alpha at this n")
     if row.get("note"):
-        notes.append(row["note"])
-    return "; ".join(notes) or "ok"
+        parts.append(row["note"])
+    return "; ".join(parts)
 
 
 def problem_runs(runs: pd.DataFrame) -> pd.DataFrame:
