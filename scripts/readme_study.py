@@ -27,7 +27,7 @@ VERDICTS_HEADING = "## Hypotheses"
 BEGIN = "<!-- cpu-study table: written by `python scripts/readme_study.py` from docs/cpu-study; do not edit -->"
 END = "<!-- end of cpu-study table -->"
 COLUMNS = ["setting", "optimizer", "seeds", "test acc @ best val (%)", "95% CI (%)", "final train loss",
-           "not completed", "rank", "p vs best"]
+           "not completed", "rank", "p vs best (Holm)"]
 
 
 def table_markdown(results_csv: Path = RESULTS_CSV) -> str:

@@ -126,7 +126,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["empty", "target", "experiments", "bad_hypothesis", "out_is_a_run", "out_in_a_run",
-                                  "results_is_a_run"])
+                                  "results_is_a_run", "study"])
 def test_bad_input_cases_name_the_fix(tmp_path, capsys, case):
     results = tmp_path / "results"
     results.mkdir()
@@ -137,7 +137,8 @@ def test_bad_input_cases_name_the_fix(tmp_path, capsys, case):
             "bad_hypothesis": [results, "--experiments", tmp_path / "experiments"],
             "out_is_a_run": [results, "--out", results / "cifar10" / "none-0.0" / "sgd" / "seed0"],
             "out_in_a_run": [results, "--out", results / "cifar10" / "none-0.0" / "sgd" / "seed0" / "aggregate"],
-            "results_is_a_run": [results / "cifar10" / "none-0.0" / "sgd" / "seed0"]}[case]
+            "results_is_a_run": [results / "cifar10" / "none-0.0" / "sgd" / "seed0"],
+            "study": [results, "--study", "nosuch"]}[case]
     if case == "bad_hypothesis":
         (tmp_path / "experiments" / "hypotheses").mkdir(parents=True)
         (tmp_path / "experiments" / "hypotheses" / "h.yaml").write_text("id: H1\nstatement: s\n")
@@ -147,6 +148,7 @@ def test_bad_input_cases_name_the_fix(tmp_path, capsys, case):
     assert error.startswith("error: ") and error.count("\n") == 1
     expected = {"empty": "no run directories", "target": "fraction", "experiments": "does not exist",
                 "bad_hypothesis": "missing 'test'", "out_is_a_run": "is a run directory",
-                "out_in_a_run": "inside one", "results_is_a_run": "give the folder above it"}[case]
+                "out_in_a_run": "inside one", "results_is_a_run": "give the folder above it",
+                "study": "unknown study 'nosuch': choose"}[case]
     assert expected in error
     assert snapshot(results) == before and not (results / "aggregate").exists()

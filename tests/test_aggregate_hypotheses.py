@@ -330,3 +330,23 @@ def test_a_difference_of_exactly_zero_is_tied_not_opposite():
 
     assert classify(0.0, 1.0, "higher", 0.05) == "tied"
     assert classify(-0.001, 0.5, "higher", 0.05) == "opposite, not significant"
+
+
+def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path):
+    """The family is the plan: H3's study plans CIFAR-10 and CIFAR-100; runs of CIFAR-10 alone are not the
+    whole answer, and the verdict names the absent dataset instead of leaving it out."""
+    from optbench.studies.spec import find_study, planned_settings
+
+    noise_study(tmp_path)
+    analysis = analyse(tmp_path)
+    hypothesis = parse_hypothesis(HYPOTHESES / "h3_noise_robustness.yaml")
+    planned = planned_settings(find_study("H3", REPO / "experiments"))
+    assert {(setting.dataset, setting.rate) for setting in planned} == {
+        (dataset, rate) for dataset in ("cifar10", "cifar100") for rate in (0.0, 0.2, 0.4)}
+    result = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys,
+                                          planned=planned))
+    missing = [check for check in result.checks if check.outcome == "missing"]
+    assert [check.setting for check in missing] == ["cifar100"] and result.verdict == "inconclusive"
+    assert "no runs of adamw, lion in this planned setting (cifar100)" in result.reason
+    without_plan = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
+    assert all(check.setting != "cifar100" for check in without_plan.checks)

@@ -230,3 +230,27 @@ def test_pairwise_significance_uses_the_holm_adjusted_p():
     assert table["p_holm"].to_numpy() == pytest.approx(holm(raw))
     assert table.loc[("a", "b"), "significant"]
     assert not table.loc[("b", "c"), "significant"]
+
+
+def test_experiments_readme_table_is_what_the_script_prints(capsys):
+    """experiments/README.md, "What n can show", comes from scripts/what_n_can_show.py, not typed by hand."""
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("what_n_can_show", REPO / "scripts" / "what_n_can_show.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main() == 0
+    printed = capsys.readouterr().out
+    assert "| 3 | 0.25 (never < 0.05) | 3.26 | 0.12 | 0.29 | 0.71 |" in printed   # the issue's simulated .12/.28/.70
+    assert printed in (REPO / "experiments" / "README.md").read_text()
+
+
+def test_accuracy_intervals_are_clipped_and_a_zero_difference_is_tied():
+    from optbench.aggregate.tables import difference_interval, interval
+
+    assert interval(-0.1704, 0.5471) == "[0.00, 54.71]"   # a t interval of three accuracies can reach below 0 %
+    assert interval(0.95, 1.02) == "[95.00, 100.00]"
+    assert difference_interval(0.0, -0.01, 0.01) == "0.00 (tied)"
+    assert difference_interval(0.012, -0.004, 0.028) == "+1.20 [-0.40, +2.80]"

@@ -70,10 +70,13 @@ class Verdict:
 
 @dataclass
 class Context:
-    """What every test needs: all runs (labelled), their curves, and the setting keys."""
+    """What every test needs: all runs (labelled), their curves, the setting keys, and per optimizer the
+    seeds a tuning study in the folder chose its hyperparameters on (tuning.seeds_tuned_on)."""
     runs: pd.DataFrame
     curves: pd.DataFrame
     setting_keys: list[str]
+    tuned_on: dict = field(default_factory=dict)
+    planned: list = field(default_factory=list)   # spec.PlannedSetting of the study that made the runs, if named
 
 
 def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict]:
@@ -83,10 +86,46 @@ def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict
 def evaluate(hypothesis: Hypothesis, context: Context) -> Verdict:
     test = hypothesis.test
     runs = apply_where(context.runs, test.where)
+    runs = runs.assign(tuned_seed=[int(seed) in context.tuned_on.get(str(optimizer), ()) if pd.notna(seed) else False
+                                   for seed, optimizer in zip(runs["seed"], runs["optimizer"])])
     evaluators = {"metric_comparison": metric_comparison_checks,
                   "epochs_to_fraction_of_reference": epochs_to_reference_checks, "noise_drop": noise_drop_checks}
-    checks = evaluators[test.kind](test, runs, context)
+    checks = evaluators[test.kind](test, runs, context) + planned_but_absent(test, runs, context.planned)
     return decide(hypothesis, checks, test)
+
+
+IDENTITY_WHERE = ("dataset", "noise", "noise_rate")   # the `where:` keys a planned setting can be checked on
+
+
+def planned_but_absent(test: HypothesisTest, runs: pd.DataFrame, planned: list) -> list[Check]:
+    """A "missing" check for every setting the study planned (matching `where:`, with an optimizer the test
+    names) of which the folder holds no run of those optimizers: the family is the plan, not the folder."""
+    names = {test.subject, *test.versus}
+    checks = []
+    for setting in planned:
+        values = {"dataset": setting.dataset, "noise": setting.noise, "noise_rate": setting.rate}
+        wanted = all(any(same_value(values[key], choice) for choice in (choices if isinstance(choices, list)
+                                                                         else [choices]))
+                     for key, choices in test.where.items() if key in IDENTITY_WHERE)
+        if test.kind == "noise_drop":   # its settings are datasets; the rates are the test's own
+            values.update(noise="", noise_rate=math.nan)
+        if not wanted or not names & set(setting.optimizers) or has_runs(runs, values, names):
+            continue
+        label = setting.dataset if test.kind == "noise_drop" else f"{setting.dataset}, {noise_label(setting.noise, setting.rate)}"
+        if any(check.setting == label for check in checks):
+            continue
+        checks.append(Check(label, f"{test.subject} vs {', '.join(test.versus)}", "planned by the study", "missing",
+                            detail=f"no runs of {', '.join(sorted(names & set(setting.optimizers)))} in this planned "
+                                   f"setting"))
+    return checks
+
+
+def has_runs(runs: pd.DataFrame, values: dict, names: set) -> bool:
+    here = runs[(runs["dataset"].astype(str) == values["dataset"]) & runs["optimizer"].astype(str).isin(names)]
+    if values["noise"]:
+        here = here[(here["noise"].astype(str) == values["noise"])
+                    & here["noise_rate"].map(lambda rate: same_value(rate, values["noise_rate"]))]
+    return bool(len(here))
 
 
 def apply_where(runs: pd.DataFrame, where: dict) -> pd.DataFrame:
@@ -192,6 +231,10 @@ def select_arm(runs: pd.DataFrame, optimizer: str) -> Arm:
     note = (f"post-selection: {chosen} chosen among {len(ranked)} {optimizer} arms by mean validation accuracy on "
             f"these same seeds" if len(ranked) > 1 else "")
     chosen_runs = done[done["arm"] == chosen]
+    reused = sorted(int(seed) for seed in chosen_runs.loc[chosen_runs.get("tuned_seed", False) == True, "seed"])  # noqa: E712
+    if reused:
+        note = "; ".join(filter(None, [note, f"post-selection: seeds {', '.join(map(str, reused))} also tuned "
+                                             f"{optimizer}'s hyperparameters"]))
     not_completed = len(mine[mine["arm"] == chosen]) - len(chosen_runs)
     if not_completed:
         note = "; ".join(filter(None, [note, f"{not_completed} {chosen} run(s) not completed, left out"]))
@@ -252,8 +295,8 @@ def comparison_check(setting: str, mine: Arm, other: Arm, metric: str, better: s
 def tested_check(check: Check, result, arms: list[Arm], min_seeds: int, alpha: float) -> Check:
     """Outcome from the primary test; too few completed seeds in any arm, or no spread, is "not testable"."""
     small = too_few(arms, min_seeds)
-    notes = [arm.note for arm in arms] + [result.note]
-    check.detail = "; ".join(filter(None, [small, *notes]))
+    notes = [part for arm in arms for part in arm.note.split("; ")] + [result.note]
+    check.detail = "; ".join(filter(None, dict.fromkeys([small, *notes])))   # each note once
     check.numbers["post_selection"] = any(arm.note.startswith("post-selection") for arm in arms)
     check.outcome = ("not testable" if small else
                      classify(result.difference, result.p_value, check.better, alpha))

@@ -88,7 +88,9 @@ def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None
 
 def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float = 0.9,
               experiments_dir: Path | None = None, alpha: float = ALPHA, command: str = "",
-              draw_figures: bool = True) -> Outcome:
+              draw_figures: bool = True, planned: list | None = None) -> Outcome:
+    """`planned`: the settings of the study that made the runs (spec.planned_settings), when known: a
+    verdict's family is then the plan, and a planned setting with no runs is named as missing."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
     hypotheses, hypotheses_note = read_hypotheses(experiments_dir)
     tuning = read_tuning(results_dir, skip=out_dir)
@@ -97,7 +99,7 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     warnings.extend(tuning.warnings)
     tests = pairwise(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
     results = results_table(runs, analysis.grouping, settings, arms, tests)
-    verdicts, hypotheses_note = judge(hypotheses, hypotheses_note, analysis)
+    verdicts, hypotheses_note = judge(hypotheses, hypotheses_note, analysis, tuning.seeds_tuned_on(), planned or [])
     out = OutputDir(out_dir)
     write_summary_csv(out, runs)
     table_files = write_tables(out, results, tests, runs, target_acc)
@@ -122,12 +124,14 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
                    verdicts={verdict.hypothesis.id: verdict.verdict for verdict in verdicts}, warnings=warnings)
 
 
-def judge(hypotheses: list, hypotheses_note: str, analysis: Analysis) -> tuple[list, str]:
-    """The verdicts, and the note on where the hypotheses came from; none when every run is a tuning trial."""
+def judge(hypotheses: list, hypotheses_note: str, analysis: Analysis, tuned_on: dict[str, set[int]],
+          planned: list) -> tuple[list, str]:
+    """The verdicts, and the note on where the hypotheses came from; none when every run is a tuning trial.
+    `tuned_on`: per optimizer, the seeds its tuning ran (comparisons on them are marked post-selection)."""
     if not len(analysis.runs):
         return [], f"{hypotheses_note} Every run here is a tuning trial: no verdicts."
-    return evaluate_all(hypotheses, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)), \
-        hypotheses_note
+    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuned_on, planned)
+    return evaluate_all(hypotheses, context), hypotheses_note
 
 
 def read_hypotheses(experiments_dir: Path | None):

@@ -120,8 +120,9 @@ def verdict_notes(verdict: Verdict) -> list[str]:
         lines += [f"The exact sign-flip/permutation tests alone, which assume no normality, give "
                   f"**{VERDICT_MARK[verdict.exact_verdict]}**{floor}.", ""]
     if any(check.numbers.get("post_selection") for check in verdict.checks):
-        lines += ["Post-selection: an optimizer's configuration was chosen among several by validation accuracy on "
-                  "the same seeds it is tested on, which favours it; confirm on new seeds.", ""]
+        lines += ["Post-selection: some configurations were chosen by validation accuracy on seeds they are tested "
+                  "on here (among several arms in the folder, or by a tuning study whose record is in it), which "
+                  "favours them; confirm on seeds the selection did not see.", ""]
     if verdict.verdict == "inconclusive":
         lines += ["Inconclusive says these runs cannot decide, not that the optimizers are equal. Look at each "
                   "comparison's interval and *detects*: an interval that straddles 0 but is narrow rules out large "

@@ -82,6 +82,15 @@ class TuningRecords:
     def run_dirs(self) -> frozenset[Path]:
         return frozenset().union(*(study.run_dirs for study in self.studies))
 
+    def seeds_tuned_on(self) -> dict[str, set[int]]:
+        """Per optimizer, every seed a tuning trial ran: main runs on those seeds are tested post-selection."""
+        seeds: dict[str, set[int]] = {}
+        for study in self.studies:
+            for name, entry in study.optimizers.items():
+                seeds.setdefault(name, set()).update(int(run["seed"]) for trial in entry["trials"]
+                                                     for run in trial["runs"] if run.get("seed") is not None)
+        return seeds
+
 
 def find_tuning_files(results_dir: Path, skip: Path | None = None) -> list[Path]:
     """Every tuning-*.json below `results_dir`, sorted; files inside `skip` (the aggregator's output) are not."""

@@ -33,7 +33,8 @@ from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
 from optbench.hydra_glue import compose_checked, register_resolvers
 from optbench.studies import estimate, outcome, tuning
 from optbench.studies.plan import PlannedRun, Sweep, plan
-from optbench.studies.spec import EXPERIMENTS_DIR, REPO, Study, find_study, load_study, study_files
+from optbench.studies.spec import (EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning,
+                                   study_files)
 
 CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
@@ -106,6 +107,10 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     if args.tuned:
         raise ConfigError(f"study {study.id} takes its tuned values from {tuning_study.id} (tuned_by): drop --tuned")
     print(f"study {study.id} is tuned by {tuning_study.id}: tuning first")
+    shared = seeds_shared_with_tuning(study, tuning_study)
+    if shared:
+        print(f"warning: seeds {', '.join(map(str, shared))} of {study.id} also tuned {tuning_study.id}: its tests "
+              f"will be post-selection; give the main study seeds the tuning does not use", file=sys.stderr)
     status = run_study(tuning_study, args, False)
     output = tuning_study.tune.output
     if args.dry_run:

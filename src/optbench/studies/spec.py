@@ -222,6 +222,39 @@ def _build_study(path: Path, fields: dict) -> Study:
                  tuned_by=str(fields.get("tuned_by") or ""))
 
 
+@dataclass(frozen=True)
+class PlannedSetting:
+    """One dataset x noise setting a study plans, and the optimizers it runs there."""
+    dataset: str
+    noise: str            # "none", "symmetric", ...
+    rate: float           # 0.0 for clean labels
+    optimizers: tuple[str, ...]
+
+
+def planned_settings(study: Study) -> list[PlannedSetting]:
+    """The study's grid as settings (what a verdict's family is when the folder holds this study's runs)."""
+    optimizers = tuple(str(name) for name in _as_list(study.grid["optimizer"]))
+    settings = []
+    for entry in _as_list(study.grid["noise"]):
+        entry = {"name": entry} if isinstance(entry, str) else entry
+        rates = [0.0] if entry["name"] == "none" else [float(rate) for rate in _as_list(entry.get("rate", 0.0))]
+        chosen = tuple(str(name) for name in _as_list(entry.get("optimizer", optimizers)))
+        settings += [PlannedSetting(str(dataset), str(entry["name"]), rate, chosen)
+                     for dataset in _as_list(study.grid["dataset"]) for rate in rates]
+    return settings
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def seeds_shared_with_tuning(study: Study, tuning_study: Study) -> list[int]:
+    """The main study's seeds that its tuning study also ran: hyperparameters chosen on a seed and then
+    tested on it make the comparison post-selection (optimistic for the tuned optimizers)."""
+    tuned_on = {int(seed) for seed in _seeds(tuning_study.grid)} | set(tuning_study.tune.confirm_seeds)
+    return sorted(tuned_on & {int(seed) for seed in _seeds(study.grid)})
+
+
 def _seeds(grid: dict) -> list:
     return list(grid["seed"]) if isinstance(grid["seed"], (list, tuple)) else [grid["seed"]]
 
