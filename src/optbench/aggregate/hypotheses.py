@@ -308,7 +308,7 @@ def comparison_numbers(result) -> dict:
             "mean_other": result.mean_b, "difference": result.difference, "ci_low": result.ci_low,
             "ci_high": result.ci_high, "test": result.test, "p": result.p_value, "exact_test": result.exact_test,
             "exact_p": result.exact_p, "exact_min_p": result.exact_min_p, "effect_size": result.effect_size,
-            "effect_kind": result.effect_kind, "power": result.power, "min_detectable_d": result.min_detectable_d,
+            "effect_kind": result.effect_kind, "spread": result.spread, "power": result.power, "min_detectable_d": result.min_detectable_d,
             "min_detectable_difference": result.min_detectable_difference, "low_power": result.low_power}
 
 

@@ -7,6 +7,7 @@
     python src/study.py tune_lr_wd && python src/study.py --select-tuned tune_lr_wd
     python src/study.py full --tuned                 # the tuned lr / weight decay of conf/optimizer/tuned/
     python src/study.py cpu_demo                     # `tuned_by: tune_cpu_demo`: tune, select, then the study
+    python src/study.py H2 --plan-seeds --pilot results/   # seeds each hypothesis needs, from pilot runs
 
 Every run of every sweep is composed and validated before anything starts, so a bad study or
 override is one line `error: ...` and exit status 2. Runs land in their deterministic directories
@@ -56,6 +57,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--select-tuned", metavar="STUDY", help="pick the best lr / weight decay of a tuning study")
     parser.add_argument("--no-estimate", action="store_true", help="--dry-run without the measured time estimate")
     parser.add_argument("--list", action="store_true", help="list the studies")
+    parser.add_argument("--plan-seeds", action="store_true",
+                        help="from the runs in --pilot, the seeds each hypothesis needs (studies/pilot.py); runs nothing")
+    parser.add_argument("--pilot", type=Path, metavar="DIR", help="results folder of the pilot runs (--plan-seeds)")
+    parser.add_argument("--delta", type=float, metavar="EFFECT",
+                        help="effect to detect, in points for accuracies (--plan-seeds; default: the pilot's)")
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
     args = parser.parse_args(argv)
@@ -73,6 +79,12 @@ def main(argv: list[str]) -> int:
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
         study = find_study(args.study, args.experiments)
+        if args.plan_seeds:
+            if args.pilot is None:
+                raise ConfigError("--plan-seeds needs --pilot DIR, the results folder of the pilot runs")
+            from optbench.studies.pilot import plan_seeds_command   # pandas and scipy: only when asked
+
+            return plan_seeds_command(study, args.pilot, args.experiments, args.delta)
         if study.tuned_by:
             return run_tuned_by(study, args)
         return run_study(study, args, args.tuned)

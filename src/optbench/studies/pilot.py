@@ -1,0 +1,65 @@
+"""`python src/study.py H2 --plan-seeds --pilot results/`: how many seeds a study's hypotheses need.
+
+The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator does
+(optbench.aggregate); optbench.aggregate.seeds turns each required comparison's spread into the seeds it
+needs, checks the hypothesis-level figure by simulation and prices the extra runs. A hypothesis study
+(H1, H2, H3) plans its own hypothesis; any other study plans every hypothesis in experiments/hypotheses/.
+"""
+
+from pathlib import Path
+
+from optbench.aggregate.hypotheses import Context, apply_where, evaluate
+from optbench.aggregate.pipeline import analyse
+from optbench.aggregate.seeds import SeedPlan, plan_seeds, plan_table
+from optbench.aggregate.tables import to_markdown
+from optbench.aggregate.tuning import read_tuning
+from optbench.errors import ConfigError
+from optbench.studies.spec import Hypothesis, Study, load_hypotheses
+
+
+def hypotheses_of(study: Study, experiments_dir: Path) -> list[Hypothesis]:
+    if study.test is not None:
+        return [Hypothesis(study.id, study.title, study.statement, study.test, str(study.source))]
+    return load_hypotheses(experiments_dir)
+
+
+def units(test) -> tuple[float, str]:
+    """(scale, unit) of a hypothesis's comparisons: points for accuracies, epochs for the epochs-to-target kind."""
+    if test.kind == "epochs_to_fraction_of_reference":
+        return 1.0, "epochs"
+    return (100.0, "pp") if "acc" in test.metric else (1.0, test.metric)
+
+
+def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: float | None) -> list[SeedPlan]:
+    """`delta`: the effect to detect in points (accuracies) or the metric's own units; None: the observed one."""
+    if not Path(pilot).is_dir():
+        raise ConfigError(f"--pilot {pilot} is not a folder: give the results folder of the pilot runs")
+    tuning = read_tuning(Path(pilot))
+    analysis = analyse(Path(pilot), set_aside=tuning.run_dirs)
+    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on())
+    plans = []
+    for hypothesis in hypotheses_of(study, experiments_dir):
+        test = hypothesis.test
+        verdict = evaluate(hypothesis, context)
+        runs = apply_where(analysis.runs, test.where)
+        runs = runs[runs["optimizer"].astype(str).isin([test.subject, *test.versus])]
+        in_units = None if delta is None else delta / units(test)[0]
+        plans.append(plan_seeds(verdict, runs, in_units))
+    return plans
+
+
+def print_plans(plans: list[SeedPlan], tests: dict) -> None:
+    for plan in plans:
+        scale, unit = units(tests[plan.hypothesis])
+        print(f"## {plan.hypothesis}: seeds needed (paired t, alpha {plan.alpha}, 80 % power, sd at its 80 % "
+              f"upper bound)")
+        print(to_markdown(plan_table(plan, scale, unit)) if plan.comparisons else "_(nothing to plan from)_\n")
+        print(plan.advice())
+        print()
+
+
+def plan_seeds_command(study: Study, pilot: Path, experiments_dir: Path, delta: float | None) -> int:
+    plans = plans_from_pilot(study, pilot, experiments_dir, delta)
+    tests = {hypothesis.id: hypothesis.test for hypothesis in hypotheses_of(study, experiments_dir)}
+    print_plans(plans, tests)
+    return 0

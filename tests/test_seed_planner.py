@@ -1,0 +1,95 @@
+"""The seed planner (optbench.aggregate.seeds, `study.py --plan-seeds`): seed counts against the issue's
+simulated table, the sd's upper bound by hand, a plan from pilot runs with known numbers, and the CLI."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from fixtures.aggregate.fake_runs import ramp_records, write_run
+from optbench.aggregate.seeds import exact_floor, sd_upper_bound, seeds_for_power
+
+SQRT2 = math.sqrt(2)
+
+
+def test_one_comparison_needs_65_18_7_4_seeds_for_d_half_1_2_4():
+    """Paired t, 80 % power, alpha 0.05, d in seed-sd of one arm (d_z = d / sqrt 2): the issue's simulation."""
+    assert [seeds_for_power(d / SQRT2, 0.05, 0.8) for d in (0.5, 1, 2, 4)] == [65, 18, 7, 4]
+
+
+def test_h2s_eight_comparisons_need_10_and_5_seeds_for_d_2_and_4():
+    """Each of 8 comparisons at power 0.8^(1/8) so that all 8 together reach 0.8 (intersection-union)."""
+    assert [seeds_for_power(d / SQRT2, 0.05, 0.8 ** (1 / 8)) for d in (2, 4)] == [10, 5]
+    assert seeds_for_power(0.0, 0.05, 0.8) is None and seeds_for_power(0.01, 0.05, 0.8) is None   # > 200
+
+
+def test_the_exact_tests_floor_is_6_8_9_seeds_for_1_4_8_comparisons():
+    assert [exact_floor(0.05, m) for m in (1, 4, 8)] == [6, 8, 9]
+
+
+def test_the_sd_upper_bound_is_the_chi_square_one():
+    """80 % one-sided bound from 3 values (2 df): chi2.ppf(0.2, 2) = -2 ln 0.8 in closed form."""
+    assert sd_upper_bound(1.0, 3) == pytest.approx(math.sqrt(2 / (-2 * math.log(0.8))), rel=1e-9)
+
+
+def pilot(root, gap: float = 0.01):
+    """sgd ahead of adam by `gap` on average, per-seed differences gap + (-0.002, 0, +0.002); 100 s per run."""
+    for seed, wobble in enumerate((-0.002, 0.0, 0.002)):
+        write_run(root, ramp_records(0.90 + gap + wobble), optimizer="sgd", seed=seed, wall_time_s=100.0)
+        write_run(root, ramp_records(0.90), optimizer="adam", seed=seed, wall_time_s=100.0)
+
+
+def write_hypothesis(experiments, versus="adam"):
+    folder = experiments / "hypotheses"
+    folder.mkdir(parents=True)
+    (folder / "hx.yaml").write_text(f"id: HX\nstatement: sgd beats {versus}\ntest: {{kind: metric_comparison, "
+                                    f"subject: sgd, versus: [{versus}]}}\n")
+
+
+def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
+    from optbench.studies.pilot import plans_from_pilot
+    from optbench.studies.spec import find_study
+
+    pilot(tmp_path / "pilot")
+    write_hypothesis(tmp_path / "experiments")
+    (plan,) = plans_from_pilot(find_study("full"), tmp_path / "pilot", tmp_path / "experiments", None)
+    (row,) = plan.comparisons
+    assert row.n_pilot == 3 and row.difference == pytest.approx(0.01)
+    assert row.spread == pytest.approx(0.002) and row.spread_upper == pytest.approx(sd_upper_bound(0.002, 3))
+    assert row.seeds_alone == seeds_for_power(0.01 / row.spread_upper, 0.05, 0.8)
+    assert plan.seeds_needed == row.seeds_in_hypothesis == row.seeds_alone   # one comparison
+    assert plan.simulated_power >= 0.75          # the simulation agrees with the noncentral t (4,000 draws)
+    assert plan.hours_per_seed == pytest.approx(200 / 3600)   # one run of sgd and one of adam per seed
+    assert f"run {plan.seeds_needed} seeds" in plan.advice() and "device-hours" in plan.advice()
+
+
+def test_a_pilot_pointing_against_the_claim_says_so(tmp_path):
+    from optbench.studies.pilot import plans_from_pilot
+    from optbench.studies.spec import find_study
+
+    pilot(tmp_path / "pilot", gap=-0.01)
+    write_hypothesis(tmp_path / "experiments")
+    (plan,) = plans_from_pilot(find_study("full"), tmp_path / "pilot", tmp_path / "experiments", None)
+    assert plan.comparisons[0].against_claim and "points against it" in plan.advice()
+    (planned,) = plans_from_pilot(find_study("full"), tmp_path / "pilot", tmp_path / "experiments", 1.0)
+    assert not planned.comparisons[0].against_claim and planned.comparisons[0].effect == pytest.approx(0.01)
+
+
+def study_cli(*args, cwd=REPO):
+    return subprocess.run([sys.executable, str(REPO / "src" / "study.py"), *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_plan_seeds_from_the_command_line(tmp_path):
+    pilot(tmp_path / "pilot")
+    write_hypothesis(tmp_path / "experiments")
+    study = REPO / "experiments" / "studies" / "full.yaml"   # a study that is not a hypothesis: plans every one
+    done = study_cli(study, "--plan-seeds", "--pilot", tmp_path / "pilot", "--experiments", tmp_path / "experiments")
+    assert done.returncode == 0, done.stderr
+    assert "## HX: seeds needed" in done.stdout and "| sgd vs adam |" in done.stdout.replace("  ", " ")
+    assert "HX: run " in done.stdout
+    refused = study_cli("full", "--plan-seeds")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: ") and "--pilot" in refused.stderr
+    assert refused.stderr.count("\n") == 1
