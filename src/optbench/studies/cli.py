@@ -8,6 +8,7 @@
     python src/study.py full --tuned                 # the tuned lr / weight decay of conf/optimizer/tuned/
     python src/study.py cpu_demo                     # `tuned_by: tune_cpu_demo`: tune, select, then the study
     python src/study.py H2 --plan-seeds --pilot results/   # seeds each hypothesis needs, from pilot runs
+    python src/study.py H2 --until-decided --max-seeds 16   # add seeds at looks 3, 6, 10, 16 until decided
 
 Every run of every sweep is composed and validated before anything starts, so a bad study or
 override is one line `error: ...` and exit status 2. Runs land in their deterministic directories
@@ -62,6 +63,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--pilot", type=Path, metavar="DIR", help="results folder of the pilot runs (--plan-seeds)")
     parser.add_argument("--delta", type=float, metavar="EFFECT",
                         help="effect to detect, in points for accuracies (--plan-seeds; default: the pilot's)")
+    parser.add_argument("--until-decided", action="store_true",
+                        help="add seeds at pre-set looks until the hypotheses are decided (studies/sequential.py)")
+    parser.add_argument("--max-seeds", type=int, default=16, metavar="N", help="the last look (--until-decided)")
+    parser.add_argument("--hypotheses", nargs="+", metavar="ID",
+                        help="the hypotheses --until-decided decides (default: the study's, or all)")
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
     args = parser.parse_args(argv)
@@ -87,7 +93,7 @@ def main(argv: list[str]) -> int:
             return plan_seeds_command(study, args.pilot, args.experiments, args.delta)
         if study.tuned_by:
             return run_tuned_by(study, args)
-        return run_study(study, args, args.tuned)
+        return run_main(study, args, args.tuned)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -132,12 +138,25 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
                   f"conf/optimizer/{output}/")
             return 0
         print(f"study {study.id}, with the tuned values now in conf/optimizer/{output}/ (tuning may still change them)")
-        return run_study(study, args, output)
+        return run_main(study, args, output)
     if status:
         print(f"study {study.id}: not started, its tuning study {tuning_study.id} did not finish", file=sys.stderr)
         return status
     select_tuned(tuning_study, args.conf_dir, args.set)
-    return run_study(study, args, output)
+    return run_main(study, args, output)
+
+
+def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
+    """The study once, or, with --until-decided, look by look until its hypotheses are decided."""
+    if not args.until_decided:
+        return run_study(study, args, tuned)
+    if args.max_seeds < 2:
+        raise ConfigError(f"--max-seeds {args.max_seeds}: give at least 2 (a test needs two seeds per arm)")
+    from optbench.studies.sequential import run_until_decided   # pandas and scipy: only when asked
+
+    planned = plan(study, args.conf_dir, args.set, args.launcher, tuned)
+    results_dir = Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
+    return run_until_decided(study, args, tuned, run_study, results_dir)
 
 
 def list_studies(experiments_dir: Path) -> int:

@@ -1,0 +1,125 @@
+"""Group-sequential decisions: add seeds at pre-set looks until a hypothesis is decided, keeping its error at alpha.
+
+Design (fixed before the first look, kept in the study's decision record): looks at n_1 < ... < n_K seeds
+(default 3, 6, 10, 16) and two-sided boundaries c_1 > ... > c_K on the z scale from the Lan-DeMets
+O'Brien-Fleming-type alpha-spending function alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)), t = n_k / n_K
+(Lan & DeMets 1983, Biometrika 70:659). Each boundary is solved exactly on the joint normal of the look
+statistics (corr(Z_i, Z_j) = sqrt(t_i / t_j)) with scipy.stats.multivariate_normal, so the chance of ever
+crossing under the null is alpha: early looks need overwhelming evidence (c_1 = 4.53 at 3 of 16 seeds), the
+last one about the fixed design's 1.96 (2.01).
+
+At each look every required comparison's paired t-test (stats.compare) becomes z = Phi^-1(1 - p/2), signed
++ in the hypothesis's stated direction. Then, per hypothesis:
+- **supported** (stop for efficacy): every comparison has z >= c_k (intersection-union: each at alpha);
+- **rejected**: some comparison has z <= -c'_k, the boundaries of alpha / m (Bonferroni over its m
+  comparisons, as conservative as Holm's first step);
+- **futility**: the conditional power under the current trend (Lan & Wittes 1988, B-value: B = z sqrt(t),
+  drift B / t) that every comparison ends above c_K is below 10 %: more seeds would very likely not decide;
+- **undecided** at the last look (inconclusive), else **continue**.
+A decision once taken is final: the record keeps it, and later looks never re-decide it on more data.
+"""
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+DEFAULT_LOOKS = (3, 6, 10, 16)
+FUTILITY_POWER = 0.10
+CONTINUE, SUPPORTED, REJECTED, FUTILITY, UNDECIDED = "continue", "supported", "rejected", "futility", "undecided"
+STOPPED = (SUPPORTED, REJECTED, FUTILITY, UNDECIDED)
+
+
+def looks_for(first: int, max_seeds: int, planned=DEFAULT_LOOKS) -> tuple[int, ...]:
+    """The study's own seeds first, then the default looks above it, ending at max_seeds."""
+    return tuple(dict.fromkeys([first, *(n for n in planned if first < n < max_seeds), max(first, max_seeds)]))
+
+
+def spent(fraction: float, alpha: float) -> float:
+    """O'Brien-Fleming-type alpha spent by information fraction t (two-sided)."""
+    return float(2 - 2 * stats.norm.cdf(stats.norm.ppf(1 - alpha / 2) / math.sqrt(fraction)))
+
+
+def inside(bounds: list[float], fractions: list[float]) -> float:
+    """P(|Z_i| < c_i for every look i) for the joint normal of the look statistics."""
+    if len(bounds) == 1:
+        return float(2 * stats.norm.cdf(bounds[0]) - 1)
+    corr = np.sqrt(np.minimum.outer(fractions, fractions) / np.maximum.outer(fractions, fractions))
+    upper = np.asarray(bounds, dtype=float)
+    return float(stats.multivariate_normal(mean=np.zeros(len(bounds)), cov=corr, allow_singular=True,
+                                           maxpts=200_000, abseps=1e-7, releps=1e-7).cdf(upper, lower_limit=-upper))
+
+
+@functools.lru_cache(maxsize=64)   # a few seconds each; a design is asked for at every look and simulation
+def boundaries(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
+    """Two-sided z boundaries c_1..c_K: crossing first at look k has null probability alpha(t_k) - alpha(t_{k-1})."""
+    fractions = [n / looks[-1] for n in looks]
+    bounds: list[float] = []
+    stay = 1.0   # P(no crossing so far)
+    for k, fraction in enumerate(fractions):
+        target = stay - (spent(fraction, alpha) - (spent(fractions[k - 1], alpha) if k else 0.0))
+        bound = optimize.brentq(lambda c: inside([*bounds, c], fractions[:k + 1]) - target, 0.1, 12.0, xtol=1e-6)
+        bounds.append(float(bound))
+        stay = target
+    return tuple(bounds)
+
+
+@dataclass(frozen=True)
+class Design:
+    looks: tuple[int, ...]
+    alpha: float
+    comparisons: int                 # m: the hypothesis's required comparisons
+
+    @property
+    def efficacy(self) -> tuple[float, ...]:
+        return boundaries(self.looks, self.alpha)
+
+    @property
+    def rejection(self) -> tuple[float, ...]:
+        return boundaries(self.looks, self.alpha / max(1, self.comparisons))
+
+
+def signed_z(p_value: float, difference: float, better: str) -> float:
+    """The two-sided p of a comparison as a z score, + in the stated direction; NaN when untested."""
+    if not (np.isfinite(p_value) and np.isfinite(difference)):
+        return math.nan
+    z = float(stats.norm.isf(max(p_value, 1e-300) / 2))
+    return z if (difference > 0) == (better == "higher") and difference != 0 else -z
+
+
+def conditional_power(z: float, fraction: float, final_bound: float) -> float:
+    """P(Z at the last look >= its bound | Z now = z), the drift estimated from the data so far."""
+    if fraction >= 1:
+        return float(z >= final_bound)
+    b_value = z * math.sqrt(fraction)
+    drift = b_value / fraction
+    return float(stats.norm.sf((final_bound - b_value - drift * (1 - fraction)) / math.sqrt(1 - fraction)))
+
+
+@dataclass(frozen=True)
+class Decision:
+    decision: str                     # continue, supported, rejected, futility, undecided
+    reason: str
+    conditional_power: float          # of "supported" under the current trend (NaN at the last look)
+
+
+def decide(z_values: list[float], look: int, design: Design) -> Decision:
+    """The decision at look index `look` (0-based) from the required comparisons' signed z scores."""
+    efficacy, rejection = design.efficacy, design.rejection
+    last = look == len(design.looks) - 1
+    fraction = design.looks[look] / design.looks[-1]
+    if any(z <= -rejection[look] for z in z_values if np.isfinite(z)):
+        return Decision(REJECTED, f"a comparison crossed the rejection boundary z <= -{rejection[look]:.2f}", math.nan)
+    untested = sum(not np.isfinite(z) for z in z_values)
+    if z_values and not untested and all(z >= efficacy[look] for z in z_values):
+        return Decision(SUPPORTED, f"every comparison crossed z >= {efficacy[look]:.2f}", math.nan)
+    if last:
+        return Decision(UNDECIDED, f"not decided at the last look ({design.looks[look]} seeds): inconclusive", math.nan)
+    if untested or not z_values:
+        return Decision(CONTINUE, f"{untested} comparison(s) not testable yet", math.nan)
+    power = float(np.prod([conditional_power(z, fraction, efficacy[-1]) for z in z_values]))
+    if power < FUTILITY_POWER:
+        return Decision(FUTILITY, f"conditional power {100 * power:.1f} % < {100 * FUTILITY_POWER:.0f} %", power)
+    return Decision(CONTINUE, f"conditional power {100 * power:.0f} %", power)

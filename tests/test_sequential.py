@@ -1,0 +1,133 @@
+"""The group-sequential rule (optbench.aggregate.sequential), simulated: under the null "supported" and
+"rejected" each stay at or below alpha over all looks; under a real effect it stops earlier on average than
+the fixed design's maximum seeds. Each simulated study is per-seed differences of m comparisons, tested at
+each look by the paired t-test the aggregator uses, its p turned into a signed z as the study does."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from optbench.aggregate.sequential import (FUTILITY, REJECTED, SUPPORTED, UNDECIDED, Design, boundaries, decide,
+                                           looks_for, signed_z, spent)
+
+ALPHA = 0.05
+LOOKS = (3, 6, 10, 16)
+
+
+def paired_t_p(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, two-sided p) of the paired t-test along the last axis."""
+    n = differences.shape[-1]
+    mean = differences.mean(axis=-1)
+    t = mean / (differences.std(axis=-1, ddof=1) / math.sqrt(n))
+    return mean, 2 * stats.t.sf(np.abs(t), n - 1)
+
+
+def simulate(effect: float, comparisons: int, studies: int, seed: int) -> tuple[dict, float]:
+    """(share of each final decision, mean seeds spent) over simulated studies."""
+    design = Design(LOOKS, ALPHA, comparisons)
+    rng = np.random.default_rng(seed)
+    differences = rng.normal(effect, 1.0, size=(studies, comparisons, LOOKS[-1]))
+    outcomes, seeds = [], []
+    for study in differences:
+        for look, n in enumerate(LOOKS):
+            mean, p = paired_t_p(study[:, :n])
+            decision = decide([signed_z(pi, mi, "higher") for pi, mi in zip(p, mean)], look, design)
+            if decision.decision != "continue":
+                break
+        outcomes.append(decision.decision)
+        seeds.append(n)
+    return {name: outcomes.count(name) / studies for name in (SUPPORTED, REJECTED, FUTILITY, UNDECIDED)}, \
+        float(np.mean(seeds))
+
+
+def test_boundaries_spend_alpha_the_obrien_fleming_way():
+    bounds = boundaries(LOOKS, ALPHA)
+    assert bounds[0] == pytest.approx(stats.norm.ppf(1 - ALPHA / 2) / math.sqrt(3 / 16), rel=1e-3)   # first look: exact
+    assert list(bounds) == sorted(bounds, reverse=True) and 1.96 < bounds[-1] < 2.1
+    assert boundaries((16,), ALPHA)[0] == pytest.approx(1.959964, abs=1e-5)   # one look: the fixed design
+    assert spent(1.0, ALPHA) == pytest.approx(ALPHA)
+    assert looks_for(3, 16) == (3, 6, 10, 16) and looks_for(3, 10) == (3, 6, 10)
+
+
+@pytest.mark.parametrize("comparisons", [1, 4])
+def test_under_the_null_supported_and_rejected_each_stay_at_or_below_alpha(comparisons):
+    shares, _ = simulate(0.0, comparisons, 1500, seed=comparisons)
+    assert shares[SUPPORTED] <= ALPHA and shares[REJECTED] <= ALPHA, shares
+
+
+def test_under_a_real_effect_it_stops_earlier_than_the_fixed_design_and_decides_it():
+    """d_z = 1: the fixed design runs 16 seeds (power ~0.97); the sequential rule stops earlier on average."""
+    shares, mean_seeds = simulate(1.0, 1, 800, seed=5)
+    assert mean_seeds < LOOKS[-1]
+    assert shares[SUPPORTED] > 0.8 and shares[REJECTED] == 0.0, shares
+
+
+def test_a_hopeless_comparison_stops_for_futility():
+    design = Design(LOOKS, ALPHA, 1)
+    assert decide([-0.5], 1, design).decision == FUTILITY
+    assert decide([1.5], 1, design).decision == "continue"
+    assert decide([math.nan], 1, design).decision == "continue"        # not testable yet: keep going
+    assert decide([1.0], 3, design).decision == UNDECIDED               # the last look decides or gives up
+
+
+# ---- the decision record and the study loop -------------------------------------------------------------------
+
+def test_a_decision_once_taken_is_kept_at_later_looks(tmp_path):
+    from optbench import decisions
+
+    record = decisions.new_record("s", (3, 6), ALPHA, "rule", {})
+    record = decisions.add_look(record, 0, 3, {"H1": {"decision": "futility", "reason": "r", "seeds": 3},
+                                               "H2": {"decision": "continue", "reason": "r", "seeds": 3}})
+    record = decisions.add_look(record, 1, 6, {"H1": {"decision": "supported", "reason": "more data", "seeds": 6},
+                                               "H2": {"decision": "supported", "reason": "r", "seeds": 6}})
+    assert record["decisions"][1]["hypotheses"]["H1"]["decision"] == "futility"
+    assert decisions.stopped(record) == {"H1": {"decision": "futility", "reason": "r", "seeds": 3},
+                                         "H2": {"decision": "supported", "reason": "r", "seeds": 6}}
+    path = decisions.record_path(tmp_path, "s")
+    decisions.write(path, record)
+    assert decisions.read(path) == record and not list(tmp_path.glob(".*tmp"))
+    path.write_text("{torn")
+    with pytest.raises(Exception, match="not a readable decision record"):
+        decisions.read(path)
+
+
+STUDY = """id: seqtiny
+title: tiny
+statement: sgd and adam on synthetic data, until decided
+grid: {optimizer: [sgd, adam], seed: [0, 1, 2], dataset: [synthetic], noise: [{name: none}], epochs: 1}
+overrides: [dataset.train_size=200, dataset.val_size=100, dataset.test_size=100, model.width=8, batch_size=50,
+            device=cpu, train.progress_bar=false]
+"""
+HYPOTHESIS = "id: HS\nstatement: sgd beats adam\ntest: {kind: metric_comparison, subject: sgd, versus: [adam]}\n"
+
+
+@pytest.mark.slow
+def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retraining(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    (tmp_path / "experiments" / "studies").mkdir(parents=True)
+    (tmp_path / "experiments" / "hypotheses").mkdir()
+    (tmp_path / "experiments" / "studies" / "seqtiny.yaml").write_text(STUDY)
+    (tmp_path / "experiments" / "hypotheses" / "hs.yaml").write_text(HYPOTHESIS)
+    results = tmp_path / "results"
+    command = [sys.executable, str(REPO / "src" / "study.py"), "seqtiny", "--until-decided", "--max-seeds", "4",
+               "--experiments", str(tmp_path / "experiments"), "--set", f"paths.results_dir={results}"]
+    first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    record = json.loads((results / "sequential-seqtiny.json").read_text())
+    assert record["looks"] == [3, 4] and record["hypotheses"]["HS"]["comparisons"] == 1
+    final = record["decisions"][-1]["hypotheses"]["HS"]
+    assert final["decision"] in ("supported", "rejected", "futility", "undecided")   # the last look always decides
+    spent = final["seeds"]
+    seeds = sorted(int(path.name.removeprefix("seed")) for path in results.rglob("seed*") if path.is_dir())
+    assert seeds == sorted([*range(spent)] * 2)       # new seeds are ordinary runs; none beyond the stop
+    assert f"HS: {final['decision']}" in first.stdout and f"seeds spent: {spent}" in first.stdout
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and json.loads((results / "sequential-seqtiny.json").read_text()) == record
+    assert "sweep" not in again.stdout   # nothing planned or trained again
