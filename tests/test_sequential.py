@@ -46,6 +46,7 @@ def test_boundaries_spend_alpha_the_obrien_fleming_way():
     bounds = boundaries(LOOKS, ALPHA)
     assert bounds[0] == pytest.approx(stats.norm.ppf(1 - ALPHA / 2) / math.sqrt(3 / 16), rel=1e-3)   # first look: exact
     assert list(bounds) == sorted(bounds, reverse=True) and 1.96 < bounds[-1] < 2.1
+    assert bounds == pytest.approx((4.53, 3.20, 2.49, 2.01), abs=0.005)   # as experiments/README.md gives them
     assert boundaries((16,), ALPHA)[0] == pytest.approx(1.959964, abs=1e-5)   # one look: the fixed design
     assert spent(1.0, ALPHA) == pytest.approx(ALPHA)
     assert looks_for(3, 16) == (3, 6, 10, 16) and looks_for(3, 10) == (3, 6, 10)
