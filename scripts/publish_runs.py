@@ -3,7 +3,8 @@
     python scripts/publish_runs.py results/cpu-demo docs/cpu-study/runs
 
 A published study keeps, beside its report, every run's record.json, summary.json, metrics.jsonl,
-train.log and .hydra/, and the tuning records (tuning-*.json), in the same layout: about 15 KB a run
+train.log and .hydra/, the tuning records (tuning-*.json) and the decision records of studies run until
+decided (sequential-*.json), in the same layout: about 15 KB a run
 instead of megabytes of checkpoints. Anyone can then recompute every table and verdict from them
 (`python src/aggregate.py docs/cpu-study/runs --out DIR`; the tests do), and a study interrupted
 between machines can be put back under results/ and resumed (its finished runs are skipped).
@@ -19,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench import rundir  # noqa: E402
+from optbench import decisions, rundir  # noqa: E402
 from optbench.aggregate.load import find_run_dirs  # noqa: E402
 from optbench.aggregate.tuning import find_tuning_files  # noqa: E402
 from optbench.errors import DamagedRunFile  # noqa: E402
@@ -44,7 +45,7 @@ def publish(source: Path, destination: Path) -> collections.Counter:
         if (run_dir / rundir.SUMMARY_FILE).is_file():
             copy_atomically(run_dir / rundir.SUMMARY_FILE, target / rundir.SUMMARY_FILE)
         statuses[status_of(run_dir)] += 1
-    for record in find_tuning_files(source, skip=destination):
+    for record in [*find_tuning_files(source, skip=destination), *decisions.find_records(source, skip=destination)]:
         target = destination / record.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         copy_atomically(record, target)

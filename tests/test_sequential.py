@@ -132,3 +132,13 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
     again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and json.loads((results / "sequential-seqtiny.json").read_text()) == record
     assert "sweep" not in again.stdout   # nothing planned or trained again
+    aggregated = subprocess.run([sys.executable, str(REPO / "src" / "aggregate.py"), str(results), "--out",
+                                 str(tmp_path / "out"), "--experiments", str(tmp_path / "experiments"), "--no-figures"],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert aggregated.returncode == 0, aggregated.stderr
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Sequential decisions" in report and f"| {final['decision']}" in report
+    published = subprocess.run([sys.executable, str(REPO / "scripts" / "publish_runs.py"), str(results),
+                                str(tmp_path / "published")], capture_output=True, text=True, timeout=300)
+    assert published.returncode == 0, published.stderr
+    assert json.loads((tmp_path / "published" / "sequential-seqtiny.json").read_text()) == record

@@ -27,6 +27,13 @@ def record_path(results_dir: Path, study_id: str) -> Path:
     return Path(results_dir) / f"{PREFIX}{study_id}.json"
 
 
+def find_records(results_dir: Path, skip: Path | None = None) -> list[Path]:
+    """Every decision record below `results_dir`, sorted; those inside `skip` (an output folder) are not."""
+    skip = Path(skip).resolve() if skip else None
+    return sorted(path for path in Path(results_dir).rglob(f"{PREFIX}*.json")
+                  if skip is None or skip not in path.resolve().parents)
+
+
 def new_record(study_id: str, looks: tuple[int, ...], alpha: float, rule: str, hypotheses: dict) -> dict:
     return {"format": FORMAT, "study": study_id, "alpha": alpha, "looks": list(looks), "rule": rule,
             "hypotheses": hypotheses, "decisions": []}

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from optbench import decisions
 from optbench.aggregate import figures as figure_makers
 from optbench.aggregate import robust
 from optbench.aggregate.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
@@ -111,12 +112,13 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         table_files.append("tables/hypotheses.csv")
     drawn = write_figures(out, runs, analysis.curves, settings, arms, warnings) if draw_figures and len(runs) else []
     tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
+    sequential = read_decision_records(results_dir, out_dir, warnings)
     parts = ReportParts(
         results_dir=str(results_dir), command=command or f"aggregate({results_dir})",
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         target_acc=target_acc, alpha=alpha, runs=runs, results=results, pairwise=tests, problems=problem_runs(runs),
         verdicts=verdicts, hypotheses_note=hypotheses_note, figures=drawn, table_files=table_files,
-        robust=robust_results, tuning=tuning_parts,
+        robust=robust_results, tuning=tuning_parts, sequential=sequential,
         varying_keys=[short_key(key) for key in analysis.grouping.varying_config], warnings=warnings)
     report = out.write_text("report.md", render_report(parts))
     out.finish()
@@ -132,6 +134,17 @@ def judge(hypotheses: list, hypotheses_note: str, analysis: Analysis, tuned_on: 
         return [], f"{hypotheses_note} Every run here is a tuning trial: no verdicts."
     context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuned_on, planned)
     return evaluate_all(hypotheses, context), hypotheses_note
+
+
+def read_decision_records(results_dir: Path, out_dir: Path, warnings: list[str]) -> list[dict]:
+    """The decision records of studies run until decided (optbench.decisions); a damaged one is a warning."""
+    records = []
+    for path in decisions.find_records(results_dir, skip=out_dir):
+        try:
+            records.append(decisions.read(path))
+        except ConfigError as error:
+            warnings.append(str(error))
+    return records
 
 
 def read_hypotheses(experiments_dir: Path | None):

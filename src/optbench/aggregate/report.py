@@ -50,10 +50,11 @@ class ReportParts:
     warnings: list[str] = field(default_factory=list)
     robust: dict[str, pd.DataFrame] = field(default_factory=dict)   # pipeline.robust_tables
     tuning: TuningParts | None = None   # tuning studies found (tuning-*.json), or None
+    sequential: list[dict] = field(default_factory=list)   # decision records (optbench.decisions) found
 
 
 def render_report(parts: ReportParts) -> str:
-    sections = [header(parts), hypotheses_section(parts), results_section(parts), robust_section(parts),
+    sections = [header(parts), hypotheses_section(parts), sequential_section(parts), results_section(parts), robust_section(parts),
                 figures_section(parts), pairwise_section(parts), problems_section(parts), tuning_section(parts),
                 method_section(parts), warnings_section(parts)]
     return "\n".join(section for section in sections if section)
@@ -216,6 +217,21 @@ def drop_text(numbers: dict, who: str, metric: str) -> str:
     return (f"drop {difference_text(numbers[f'drop_{who}'], metric).lstrip('+')} "
             f"(clean {value_text(numbers[f'mean_{who}_clean'], metric)}, noisy {value_text(numbers[f'mean_{who}_noisy'], metric)}; "
             f"n={numbers[f'n_{who}_clean']}/{numbers[f'n_{who}_noisy']})")
+
+
+def sequential_section(parts: ReportParts) -> str:
+    """Each look of a study run until decided (`study.py --until-decided`): seeds, and each decision."""
+    if not parts.sequential:
+        return ""
+    lines = ["## Sequential decisions", ""]
+    for record in parts.sequential:
+        lines += [f"Study `{record['study']}`, looks at {', '.join(map(str, record['looks']))} seeds: {record['rule']}.", ""]
+        rows = [{"look": entry["look"] + 1, "seeds": entry["seeds"], "hypothesis": name,
+                 "decision": decision["decision"], "why": decision["reason"],
+                 "seeds spent": decision.get("seeds", entry["seeds"])}
+                for entry in record["decisions"] for name, decision in entry["hypotheses"].items()]
+        lines += [to_markdown(pd.DataFrame(rows)) if rows else "_No look taken yet._", ""]
+    return "\n".join(lines)
 
 
 # ---- tables, figures, pairwise tests, problem runs ----------------------------------------------------
