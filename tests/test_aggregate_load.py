@@ -88,6 +88,10 @@ def test_ranking_counts_diverged_and_failed_runs_at_their_recorded_score(messy_s
     assert table.loc["sgd", "score_mean"] == pytest.approx((0.90 + 0.92 + 0.97 + 0.66 + 0.33) / 5)
     assert (table.loc["adam", "rank"], table.loc["sgd", "rank"]) == (1, 2)
     assert math.isnan(table.loc["adam", "p_vs_best"]) and 0 < table.loc["sgd", "p_vs_best"] <= 1
+    analysis = analyse(messy_study)   # p vs best is the Holm-adjusted p of the pair: the best was chosen after looking
+    tests = pairwise(analysis.runs[analysis.runs["status"] == "completed"], "test_acc_at_best_val", analysis.settings,
+                     analysis.arms)
+    assert table.loc["sgd", "p_vs_best"] == tests["p_holm"].iloc[0]
 
 
 def test_problem_runs_are_listed_with_their_error(messy_study):
