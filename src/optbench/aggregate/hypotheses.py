@@ -8,8 +8,8 @@ objects with their defaults applied; this module only evaluates them. Three kind
   final validation accuracy in fewer epochs than the reference (a run that never reaches it is
   censored: tied worst in a rank-based permutation test, never given a made-up epoch);
 - `noise_drop`: the subject loses less of its metric than `versus` from clean data to each noise rate.
-Each test runs once per setting (dataset and any other varying setting) that holds runs of the subject
-and of a compared optimizer; each setting x compared optimizer (x rate) is one required comparison.
+Each test runs once per setting (dataset and any other varying setting) that holds runs of any optimizer
+it names; each setting x compared optimizer (x rate) is one required comparison.
 
 Verdict rule (tests: stats.compare; paired t on per-seed differences, the exact test beside it):
 supported when every required comparison goes in the stated direction with p < alpha, each on its own
@@ -231,7 +231,8 @@ def select_arm(runs: pd.DataFrame, optimizer: str) -> Arm:
     note = (f"post-selection: {chosen} chosen among {len(ranked)} {optimizer} arms by mean validation accuracy on "
             f"these same seeds" if len(ranked) > 1 else "")
     chosen_runs = done[done["arm"] == chosen]
-    reused = sorted(int(seed) for seed in chosen_runs.loc[chosen_runs.get("tuned_seed", False) == True, "seed"])  # noqa: E712
+    reused = sorted(int(seed) for seed in chosen_runs.loc[chosen_runs["tuned_seed"], "seed"]) \
+        if "tuned_seed" in chosen_runs else []   # evaluate() marks the seeds a tuning study in the folder ran
     if reused:
         note = "; ".join(filter(None, [note, f"post-selection: seeds {', '.join(map(str, reused))} also tuned "
                                              f"{optimizer}'s hyperparameters"]))
