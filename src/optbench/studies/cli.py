@@ -89,12 +89,12 @@ def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> in
         if not args.no_estimate:
             print_estimate(runs_by_sweep, args.launcher)
         return 0
-    status = launch(runs_by_sweep, args.launcher)
+    status = launch(runs_by_sweep, args.launcher, study.id)
     if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
         runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
         print(f"study {study.id}: the trials have run; the top-k reruns are planned now")
         print_plan(study, runs_by_sweep)
-        status = max(status, launch(runs_by_sweep, args.launcher))
+        status = max(status, launch(runs_by_sweep, args.launcher, study.id))
     return status
 
 
@@ -189,7 +189,7 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
 
 # ---------------------------------------------------------------- running
 
-def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> int:
+def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str, study_id: str = "") -> int:
     """Run each sweep, then name every run of it that did not finish: a launcher that runs jobs elsewhere
     (joblib, submitit, SLURM) exits 0 when one of its runs failed, so summary.json is what counts."""
     worst = 0
@@ -202,7 +202,7 @@ def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -
             continue
         command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
         print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
-        status = subprocess.call(command, cwd=os.getcwd(), env=job_environment())
+        status = subprocess.call(command, cwd=os.getcwd(), env=job_environment(study_id))
         not_done = outcome.unfinished([run.run_dir for run in runs])
         for run_dir, what in not_done:
             print(f"sweep {number}: run not finished: {run_dir}: {what}", file=sys.stderr)
@@ -215,10 +215,13 @@ def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -
     return worst
 
 
-def job_environment() -> dict[str, str]:
+def job_environment(study_id: str = "") -> dict[str, str]:
     """This process's environment with this checkout's src/ first on PYTHONPATH: jobs that start a fresh
-    Python elsewhere (submitit's pickled callables on SLURM) then import the same optbench as the sweep."""
+    Python elsewhere (submitit's pickled callables on SLURM) then import the same optbench as the sweep.
+    OPTBENCH_STUDY names the study for the runs' experiment trackers (conf/config.yaml `study`)."""
     env = dict(os.environ)
+    if study_id:
+        env["OPTBENCH_STUDY"] = study_id
     source = str(REPO / "src")
     paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and path != source]
     env["PYTHONPATH"] = os.pathsep.join([source, *paths])
