@@ -24,11 +24,12 @@ def loaded_modules(code: str) -> set[str]:
 @pytest.mark.parametrize("code", [
     "from optbench.studies.cli import main\nmain(['--list'])",
     "from optbench.studies.cli import main\nmain(['full', '--dry-run', '--no-estimate'])",
+    "from optbench.studies.cli import main\nmain(['full', '--status'])",
     "from pathlib import Path\nfrom optbench.hydra_glue import register_resolvers\nregister_resolvers()\n"
     "from optbench.training.cli import preflight\n"
     "assert preflight(['-m', 'optimizer=sgd,adam,adamw,lion,muon', 'seed=0,1,2', 'dataset=cifar10,cifar100'], "
     "Path('../conf')) == 30",
-], ids=["study --list", "study full --dry-run --no-estimate", "preflight of a 30-run sweep"])
+], ids=["study --list", "study full --dry-run --no-estimate", "study full --status", "preflight of a 30-run sweep"])
 def test_planning_and_checking_import_no_torch(code):
     assert not {name for name in loaded_modules(code) if name == "torch" or name.startswith("torch.")}
 

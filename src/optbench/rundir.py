@@ -248,6 +248,22 @@ class RunDir:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def is_being_trained(run_path: Path) -> bool:
+    """True while a process holds the run's lock (RunDir.lock). A read-only probe: nothing is created or
+    written; the shared lock it takes for a moment only succeeds when no trainer holds the exclusive one."""
+    try:
+        handle = open(Path(run_path) / LOCK_FILE, "rb")
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 def remove_empty_dirs(folder: Path, stop: Path) -> None:
     """Remove `folder` and its parents while they are empty, up to (not including) `stop`; never a non-empty one."""
     folder, stop = Path(folder).resolve(), Path(stop).resolve()

@@ -2,6 +2,7 @@
 
     python src/study.py full                         # every run of the study; finished runs are skipped
     python src/study.py H3 --dry-run                 # each run: overrides, directory, done/unfinished/new; time estimate
+    python src/study.py H3 --status                  # a table of the runs as they stand, progress, time left
     python src/study.py full --launcher parallel     # joblib, local processes (slurm, local: submitit)
     python src/study.py H1 --set epochs=1 dataset=synthetic model.width=8   # extra Hydra overrides (smoke tests)
     python src/study.py tune_lr_wd && python src/study.py --select-tuned tune_lr_wd
@@ -32,6 +33,7 @@ from optbench.durations import format_duration
 from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
 from optbench.hydra_glue import compose_checked, register_resolvers
 from optbench.studies import estimate, outcome, tuning
+from optbench.studies import status as live_status
 from optbench.studies.plan import PlannedRun, Sweep, plan
 from optbench.studies.spec import EXPERIMENTS_DIR, REPO, Study, find_study, load_study, study_files
 
@@ -48,6 +50,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = _OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("study", nargs="?", help="study id or file stem (see experiments/README.md), or a .yaml path")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and estimate the time; run nothing")
+    parser.add_argument("--status", action="store_true", help="one table of the runs as they stand, progress and "
+                                                              "time left (studies/status.py); run nothing")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="basic", help="conf/hydra/launcher/ (basic: serial)")
     parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="extra Hydra overrides for every run (hydra.* ones reach the launcher)")
@@ -72,6 +76,8 @@ def main(argv: list[str]) -> int:
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
         study = find_study(args.study, args.experiments)
+        if args.status:
+            return live_status.show(study, args)
         if study.tuned_by:
             return run_tuned_by(study, args)
         return run_study(study, args, args.tuned)
