@@ -72,13 +72,13 @@ def report(a, b, path: Path) -> None:
     labels = {"A": run_label("A", a, numbers), "B": run_label("B", b, numbers)}
     print(f"A: {a.path}\nB: {b.path}")
     if numbers:
-        print(tabulate(numbers, headers=["config (keys that differ)", "A", "B"], tablefmt="simple"))
+        print(tabulate(numbers, headers=["config (keys that differ)", "A", "B"], tablefmt="simple", disable_numparse=True))
     else:
         print("config: the same in every setting that can change the numbers")
     if numbers_free:
         print("also differ, without changing the numbers: " + ", ".join(numbers_free))
     print()
-    print(tabulate(headline_rows(a, b), headers=["", "A", "B"], tablefmt="simple"))
+    print(tabulate(headline_rows(a, b), headers=["", "A", "B"], tablefmt="simple", disable_numparse=True))
     figure = curves_figure(a, b, labels)
     rundir.write_atomically(path, lambda handle: figure.savefig(handle, format=path.suffix.lower()[1:], dpi=150))
     print(f"\nfigure: {path}")

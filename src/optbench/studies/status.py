@@ -113,7 +113,8 @@ def status_lines(study_id: str, runs_by_sweep: list[tuple[Sweep, list[PlannedRun
     rows = [[state.state, state.epoch_column(), "-" if state.best_val_acc is None else f"{state.best_val_acc:.4f}",
              shown_path(state.run.run_dir, root) + (f"  ({state.detail})" if state.detail else "")] for state in states]
     lines = [f"run directories under {root}/"] if root else []
-    lines.append(tabulate(rows, headers=["state", "epochs", "best val acc", "run directory"], tablefmt="simple"))
+    lines.append(tabulate(rows, headers=["state", "epochs", "best val acc", "run directory"], tablefmt="simple",
+                          disable_numparse=True))
     lines += [f"waits: {sweep.label}: {sweep.pending}" for sweep, _ in runs_by_sweep if sweep.pending]
     lines.append(progress_line(states))
     lines.append(remaining_line(study_id, states))
