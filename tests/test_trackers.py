@@ -86,11 +86,15 @@ def wandb_records(path):
             yield record
 
 
-def test_wandb_offline_run_folder_holds_every_epoch(tmp_path):
+def test_wandb_offline_run_folders_hold_every_epoch_under_one_run_id_across_a_resume(tmp_path, monkeypatch):
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 10)   # stopped after epoch 1's checkpoint
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, "logger=wandb"), tmp_path / "run")
     summary = train(config(tmp_path, "logger=wandb"), tmp_path / "run")
-    run_files = list((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
-    assert len(run_files) == 1
-    records = list(wandb_records(run_files[0]))
+    run_files = sorted((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(run_files) == 2   # one offline folder per session (wandb sync joins them by run id)
+    records = [record for path in run_files for record in wandb_records(path)]
     run_ids = {record.run.run_id for record in records if record.HasField("run")}
     assert len(run_ids) == 1 and run_ids.pop().startswith(summary["run_id"])
     history = [{item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
