@@ -35,7 +35,8 @@ def read_compared(path: Path, which: str) -> ComparedRun:
     """One run directory; a ConfigError (one line naming the fix) when it is not one or cannot be read."""
     path = Path(path)
     if not path.is_dir():
-        raise ConfigError(f"{which} {path}: no such directory: give a run directory, e.g. results/cifar10/none-0.0/sgd/seed0")
+        problem = "not a directory" if path.exists() else "no such directory"
+        raise ConfigError(f"{which} {path}: {problem}: give a run directory, e.g. results/cifar10/none-0.0/sgd/seed0")
     directory = rundir.RunDir(path)
     try:
         record, summary = directory.read_record(), directory.read_summary()
