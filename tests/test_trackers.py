@@ -151,3 +151,15 @@ def test_a_bad_logger_choice_is_one_line(tmp_path, override, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         check_groups([override], CONF_DIR)
         validate(config(tmp_path, "logger=wandb", override))
+
+
+def test_a_tracker_added_when_a_run_resumes_gets_its_earlier_epochs(tmp_path, monkeypatch):
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 10)   # epoch 1 trained without a tracker
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path), tmp_path / "run")
+    train(config(tmp_path, "logger=[mlflow,csv]"), tmp_path / "run")   # resumed with trackers: not another experiment
+    client, runs = mlflow_runs(tmp_path / "results")
+    assert [metric.step for metric in client.get_metric_history(runs[0].info.run_id, "val/acc")] == [1, 2]
+    with open(tmp_path / "run" / "csv" / "metrics.csv") as handle:
+        assert [row["epoch"] for row in csv.DictReader(handle)] == ["1", "2"]
