@@ -73,11 +73,11 @@ def main(argv: list[str]) -> int:
         args = parse_args(argv)
         if args.list:
             return list_studies(args.experiments)
+        if args.status and args.study:
+            return live_status.show(find_study(args.study, args.experiments), args)
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
         study = find_study(args.study, args.experiments)
-        if args.status:
-            return live_status.show(study, args)
         if study.tuned_by:
             return run_tuned_by(study, args)
         return run_study(study, args, args.tuned)
