@@ -39,7 +39,9 @@ def test_every_config_option_composes_and_validates(group, option):
     cfg = compose_config([f"{group}={option}", *extra])
     validate(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
-    if group != "experiment":
+    if group == "logger":   # keyed by tracker name, so several compose at once (logger=[mlflow,csv])
+        assert set(resolved["logger"]) == {option} - {"none"}
+    elif group != "experiment":
         assert resolved[group]["name"] == option
 
 

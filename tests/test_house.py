@@ -24,11 +24,12 @@ def loaded_modules(code: str) -> set[str]:
 @pytest.mark.parametrize("code", [
     "from optbench.studies.cli import main\nmain(['--list'])",
     "from optbench.studies.cli import main\nmain(['full', '--dry-run', '--no-estimate'])",
+    "from optbench.studies.cli import main\nmain(['full', '--status'])",
     "from pathlib import Path\nfrom optbench.hydra_glue import register_resolvers\nregister_resolvers()\n"
     "from optbench.training.cli import preflight\n"
     "assert preflight(['-m', 'optimizer=sgd,adam,adamw,lion,muon', 'seed=0,1,2', 'dataset=cifar10,cifar100'], "
     "Path('../conf')) == 30",
-], ids=["study --list", "study full --dry-run --no-estimate", "preflight of a 30-run sweep"])
+], ids=["study --list", "study full --dry-run --no-estimate", "study full --status", "preflight of a 30-run sweep"])
 def test_planning_and_checking_import_no_torch(code):
     assert not {name for name in loaded_modules(code) if name == "torch" or name.startswith("torch.")}
 
@@ -44,7 +45,8 @@ def test_the_directory_name_leaves_out_exactly_the_numbers_free_settings():
     hydra_node = yaml.safe_load((CONF_DIR / "config.yaml").read_text())["hydra"]
     excluded = set(hydra_node["job"]["config"]["override_dirname"]["exclude_keys"])
     assert all(rundir.is_numbers_free(key) for key in excluded - NAMING_KEYS)
-    present = numbers_free_keys_in() | numbers_free_keys_in("dataset=imagefolder", "dataset.root=x")
+    present = (numbers_free_keys_in() | numbers_free_keys_in("dataset=imagefolder", "dataset.root=x")
+               | numbers_free_keys_in("logger=[tensorboard,mlflow,wandb,csv]"))
     assert present <= excluded, present - excluded
     # and nothing that changes the numbers is left out of the name
     assert not {key for key in excluded - NAMING_KEYS if not rundir.is_numbers_free(key)}
@@ -74,6 +76,8 @@ def test_the_registries_cover_the_names_config_accepts():
     for group, names in (("dataset", choices.DATASETS), ("noise", choices.NOISE_KINDS),
                          ("scheduler", choices.SCHEDULES), ("model", choices.ARCHITECTURES)):
         assert {path.stem for path in (CONF_DIR / group).glob("*.yaml")} == set(names), group
+    assert {path.stem for path in (CONF_DIR / "logger").glob("*.yaml")} == {*choices.LOGGERS, "none"}
+    assert set(choices.LOGGER_PACKAGES) == set(choices.LOGGERS)
     launchers = {path.stem for path in (CONF_DIR / "hydra" / "launcher").glob("*.yaml")}
     assert launchers == set(choices.LAUNCHERS) - {"basic"}
 

@@ -85,9 +85,12 @@ def interrupt_after(monkeypatch, steps: int):
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("reference") / "run"
-    with pytest.MonkeyPatch.context():
-        torch.set_num_threads(1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # as the tests that compare with it (one_thread); restored, or later tests run on 1 thread
+    try:
         summary = train(config(run_dir.parent, "optimizer=lion"), run_dir)
+    finally:
+        torch.set_num_threads(threads)
     return summary, read_metrics(run_dir)
 
 

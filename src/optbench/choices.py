@@ -22,4 +22,7 @@ POLICY_KEYS = ("pin_memory", "num_workers", "persistent_workers", "amp", "channe
 POLICY_SWITCHES = ("pin_memory", "persistent_workers", "channels_last", "cudnn_benchmark", "tf32", "compile",
                    "keep_awake")
 POLICY_MODES = ("rules", "measured")   # device_policy.mode: the device's fixed defaults, or the uncertain ones timed
+LOGGERS = ("tensorboard", "mlflow", "wandb", "csv")   # conf/logger/ (and none); several at once: logger=[mlflow,csv]
+LOGGER_PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb", "csv": None}
+WANDB_MODES = ("offline", "online", "disabled")
 LAUNCHERS = ("basic", "parallel", "local", "slurm")   # all but basic are conf/hydra/launcher/*.yaml

@@ -7,6 +7,7 @@ study's plan, run without loading torch. Whether a device is available and wheth
 are known only when a run starts (training/assemble.py); those errors say so in one line too.
 """
 
+import importlib.util
 import os
 import re
 
@@ -47,6 +48,7 @@ def validate(cfg: DictConfig) -> None:
     if cfg.batch_size % cfg.train.grad_accum:
         _fail("train.grad_accum", cfg.train.grad_accum, f"must divide batch_size={cfg.batch_size} into equal micro-batches")
     _validate_switches(cfg)
+    _validate_loggers(cfg)
     _validate_mirror(cfg)
     _validate_device(cfg)
     _validate_dataset(cfg)
@@ -61,6 +63,20 @@ def _validate_switches(cfg: DictConfig) -> None:
             _fail(key, OmegaConf.select(cfg, key), "use true or false")
     if cfg.model.name not in choices.ARCHITECTURES:
         _fail("model.name", cfg.model.name, "choose " + ", ".join(choices.ARCHITECTURES))
+
+
+def _validate_loggers(cfg: DictConfig) -> None:
+    """Known trackers whose package is installed (found without importing it: mlflow takes a second)."""
+    chosen = OmegaConf.select(cfg, "logger") or {}
+    for name in chosen:
+        if name not in choices.LOGGERS:
+            _fail("logger", name, "choose logger=" + ", ".join(choices.LOGGERS) + " or none; several: logger=[mlflow,csv]")
+        package = choices.LOGGER_PACKAGES[name]
+        if package and importlib.util.find_spec(package) is None:
+            _fail("logger", name, f"the {package} package is not installed: pip install -e . (pyproject.toml lists it)")
+    mode = OmegaConf.select(cfg, "logger.wandb.mode")
+    if "wandb" in chosen and mode not in choices.WANDB_MODES:
+        _fail("logger.wandb.mode", mode, "choose offline (nothing leaves the machine), online or disabled")
 
 
 def _validate_mirror(cfg: DictConfig) -> None:

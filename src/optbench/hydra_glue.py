@@ -140,10 +140,13 @@ def check_groups(overrides: list[str], conf_dir: Path) -> None:
     for override in overrides:
         key, _, value = override.lstrip("+~").partition("=")
         group_dir = Path(conf_dir) / key
-        if group_dir.is_dir() and value not in ("null", "") and not (group_dir / f"{value}.yaml").exists():
+        chosen = value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else [value]  # logger=[a,b]
+        unknown = [name.strip() for name in chosen if name.strip() not in ("null", "")
+                   and not (group_dir / f"{name.strip()}.yaml").exists()]
+        if group_dir.is_dir() and unknown:
             options = sorted(path.relative_to(group_dir).with_suffix("").as_posix()
                              for path in group_dir.rglob("*.yaml"))
-            raise ConfigError(f"unknown {key} '{value}': choose {key}=" + ", ".join(options))
+            raise ConfigError(f"unknown {key} '{unknown[0]}': choose {key}=" + ", ".join(options))
 
 
 def hydra_error_line(error: Exception) -> str:

@@ -42,7 +42,7 @@ RUNNING, COMPLETED, DIVERGED, FAILED, INTERRUPTED = "running", "completed", "div
 STATUSES = (COMPLETED, DIVERGED, FAILED, INTERRUPTED, RUNNING)
 FINAL_STATUSES = (COMPLETED, DIVERGED)   # results: the same command skips them
 
-# Settings that do not change a run's numbers: where files go, logging, checkpoint cadence, the device
+# Settings that do not change a run's numbers: where files go, logging and trackers, checkpoint cadence, the device
 # choice and its data-loading knobs (the device policy that does change numbers is recorded in summary.json),
 # and dataset.root, which the data fingerprint covers. The directory name (conf/config.yaml exclude_keys),
 # the resume check and the aggregator's grouping all use this list; tests/test_house.py ties them together.
@@ -50,6 +50,7 @@ NUMBERS_FREE_KEYS = (
     "paths", "device", "device_policy.num_workers", "device_policy.pin_memory", "device_policy.persistent_workers",
     "device_policy.keep_awake", "dataset.root", "dataset.download", "train.rerun", "train.progress_bar", "train.tensorboard",
     "train.checkpoint_every", "train.divergence_factor", "train.eval_batch_size", "train.mirror_every_s",
+    "logger", "study",   # experiment trackers (conf/logger/) and the study tag they carry
 )
 RECORD_FORMAT = 1
 
@@ -245,6 +246,22 @@ class RunDir:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def is_being_trained(run_path: Path) -> bool:
+    """True while a process holds the run's lock (RunDir.lock). A read-only probe: nothing is created or
+    written; the shared lock it takes for a moment only succeeds when no trainer holds the exclusive one."""
+    try:
+        handle = open(Path(run_path) / LOCK_FILE, "rb")
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
 
 
 def remove_empty_dirs(folder: Path, stop: Path) -> None:

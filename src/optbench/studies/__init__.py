@@ -6,4 +6,6 @@
     tuning.py     the per-optimizer tuning grid, selection on validation, conf/optimizer/tuned/
     launchers.py  which Hydra launcher runs the jobs; one GPU per parallel job
     estimate.py   how long the remaining runs take, from a short measured run
+    status.py     `--status`: each run's state read from its directory, the study's progress and time left
+    outcome.py    after a sweep: which of its runs did not finish
 """

@@ -2,6 +2,7 @@
 
     python src/study.py full                         # every run of the study; finished runs are skipped
     python src/study.py H3 --dry-run                 # each run: overrides, directory, done/unfinished/new; time estimate
+    python src/study.py H3 --status                  # a table of the runs as they stand, progress, time left
     python src/study.py full --launcher parallel     # joblib, local processes (slurm, local: submitit)
     python src/study.py H1 --set epochs=1 dataset=synthetic model.width=8   # extra Hydra overrides (smoke tests)
     python src/study.py tune_lr_wd && python src/study.py --select-tuned tune_lr_wd
@@ -34,6 +35,7 @@ from optbench.durations import format_duration
 from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
 from optbench.hydra_glue import compose_checked, register_resolvers
 from optbench.studies import estimate, outcome, tuning
+from optbench.studies import status as live_status
 from optbench.studies.plan import PlannedRun, Sweep, plan
 from optbench.studies.spec import (EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning,
                                    study_files)
@@ -51,6 +53,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = _OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("study", nargs="?", help="study id or file stem (see experiments/README.md), or a .yaml path")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and estimate the time; run nothing")
+    parser.add_argument("--status", action="store_true", help="one table of the runs as they stand, progress and "
+                                                              "time left (studies/status.py); run nothing")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="basic", help="conf/hydra/launcher/ (basic: serial)")
     parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="extra Hydra overrides for every run (hydra.* ones reach the launcher)")
@@ -82,6 +86,8 @@ def main(argv: list[str]) -> int:
         args = parse_args(argv)
         if args.list:
             return list_studies(args.experiments)
+        if args.status and args.study:
+            return live_status.show(find_study(args.study, args.experiments), args)
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
         study = find_study(args.study, args.experiments)
@@ -108,12 +114,12 @@ def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> in
         if not args.no_estimate:
             print_estimate(runs_by_sweep, args.launcher)
         return 0
-    status = launch(runs_by_sweep, args.launcher)
+    status = launch(runs_by_sweep, args.launcher, study.id)
     if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
         runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
         print(f"study {study.id}: the trials have run; the top-k reruns are planned now")
         print_plan(study, runs_by_sweep)
-        status = max(status, launch(runs_by_sweep, args.launcher))
+        status = max(status, launch(runs_by_sweep, args.launcher, study.id))
     return status
 
 
@@ -225,7 +231,7 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
 
 # ---------------------------------------------------------------- running
 
-def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> int:
+def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str, study_id: str = "") -> int:
     """Run each sweep, then name every run of it that did not finish: a launcher that runs jobs elsewhere
     (joblib, submitit, SLURM) exits 0 when one of its runs failed, so summary.json is what counts."""
     worst = 0
@@ -238,7 +244,7 @@ def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -
             continue
         command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
         print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
-        status = subprocess.call(command, cwd=os.getcwd(), env=job_environment())
+        status = subprocess.call(command, cwd=os.getcwd(), env=job_environment(study_id))
         not_done = outcome.unfinished([run.run_dir for run in runs])
         for run_dir, what in not_done:
             print(f"sweep {number}: run not finished: {run_dir}: {what}", file=sys.stderr)
@@ -251,10 +257,13 @@ def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -
     return worst
 
 
-def job_environment() -> dict[str, str]:
+def job_environment(study_id: str = "") -> dict[str, str]:
     """This process's environment with this checkout's src/ first on PYTHONPATH: jobs that start a fresh
-    Python elsewhere (submitit's pickled callables on SLURM) then import the same optbench as the sweep."""
+    Python elsewhere (submitit's pickled callables on SLURM) then import the same optbench as the sweep.
+    OPTBENCH_STUDY names the study for the runs' experiment trackers (conf/config.yaml `study`)."""
     env = dict(os.environ)
+    if study_id:
+        env["OPTBENCH_STUDY"] = study_id
     source = str(REPO / "src")
     paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and path != source]
     env["PYTHONPATH"] = os.pathsep.join([source, *paths])

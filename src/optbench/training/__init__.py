@@ -6,7 +6,8 @@
     evaluate.py    an epoch's metric record: validation, test and how the noisy labels are fit
     steps.py       one optimizer step, one training pass, one evaluation pass (no files, no config)
     summary.py     the summary.json schema: the first summary, its update per epoch, divergence
-    console.py     the lines a run prints (and TensorBoard scalars)
+    console.py     the lines a run prints, and train.log
+    trackers.py    experiment trackers (conf/logger/): TensorBoard, MLflow, W&B, CSV; each fails alone
     checkpoint.py  what a checkpoint holds; saving, loading and restoring it exactly
     mirror.py      a durable copy of the run directory (paths.mirror_dir): copy out while training, restore
     rng.py         every random generator a run touches: seed, capture, restore

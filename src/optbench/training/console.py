@@ -3,7 +3,7 @@
 The console gets short lines; train.log (in the run directory, appended by every session that trains
 the run) gets those and the details: the device policy's choices with their reasons, one per line.
 `log_to_file(run_dir)` attaches train.log only while a run actually trains, so a skipped or refused
-command leaves the directory byte for byte as it was. TensorBoard scalars are written on request.
+command leaves the directory byte for byte as it was. Experiment trackers (TensorBoard, MLflow...): trackers.py.
 """
 
 import contextlib
@@ -71,18 +71,8 @@ def epoch_line(record: dict, epochs: int) -> str:
     return " | ".join(parts)
 
 
-def log_epoch(record: dict, epochs: int, writer) -> None:
+def log_epoch(record: dict, epochs: int) -> None:
     log.info(epoch_line(record, epochs))
-    if writer:
-        for key, value in record.items():
-            if key != "epoch":
-                writer.add_scalar(key, value, record["epoch"])
-
-
-def tensorboard_writer(run_dir: Path):
-    from torch.utils.tensorboard import SummaryWriter  # imported only when asked: tensorboard is slow to import
-
-    return SummaryWriter(str(Path(run_dir) / "tensorboard"))
 
 
 def final_line(summary: dict, run_dir: Path, skipped: bool = False) -> str:

@@ -5,6 +5,7 @@ a checkpoint) and returns the final summary. Every exit path leaves summary.json
 ended: completed, diverged (a result), interrupted (a stop signal; a checkpoint was written first, so
 the same command resumes it, mid-epoch included) or failed (the error recorded). A mirror, when given,
 copies the directory out after each epoch (training/mirror.py; train() copies the rest at the end).
+The experiment trackers of conf/logger/ (training/trackers.py) get each epoch and the ending; they never fail a run.
 """
 
 import itertools
@@ -19,6 +20,7 @@ from optbench.device.policy import out_of_memory_as_error
 from optbench.errors import RunInterrupted
 from optbench.rundir import RunDir
 from optbench.training import checkpoint, console
+from optbench.training.trackers import open_trackers
 from optbench.training.evaluate import epoch_record
 from optbench.training.signals import stop_requests
 from optbench.training.steps import EpochProgress, train_epoch
@@ -65,11 +67,11 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
     if run_mirror:
         run_mirror.attach(summary)
     run_dir.write_summary(summary)
-    writer = console.tensorboard_writer(run_dir.path) if cfg.train.tensorboard else None
+    trackers = open_trackers(cfg, run_dir, run.run_id, state.records)   # conf/logger/: each fails alone
     try:
         with stop_requests() as stop:
             for epoch in range(len(state.records) + 1, cfg.epochs + 1):
-                diverged = _run_epoch(run, run_dir, state, epoch, stop, writer)
+                diverged = _run_epoch(run, run_dir, state, epoch, stop, trackers)
                 if run_mirror:
                     run_mirror.after_epoch(epoch, summary)
                 if diverged:
@@ -85,12 +87,11 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
     finally:
         summary["wall_time_s"] = state.clock.total()
         run_dir.write_summary(summary)
-        if writer:
-            writer.close()
+        trackers.finish(summary["status"])
     return summary
 
 
-def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, writer) -> bool:
+def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, trackers) -> bool:
     """One epoch; True when the run diverged. A stop signal raises RunInterrupted after a checkpoint."""
     cfg, summary = run.cfg, state.summary
     progress, seconds = _train_part(run, epoch, state.progress, stop)
@@ -102,7 +103,8 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, writer)
     state.progress, state.partial_seconds = None, 0.0
     state.records.append(record)
     run_dir.append_metrics(record)
-    console.log_epoch(record, cfg.epochs, writer)
+    console.log_epoch(record, cfg.epochs)
+    trackers.log_epoch(record)
     update_summary(summary, record, state.clock.total())
     diverged_at = divergence(record, first_nonfinite_batch, cfg.train.divergence_factor, run.splits.num_classes)
     if diverged_at:

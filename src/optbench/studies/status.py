@@ -1,0 +1,180 @@
+"""`python src/study.py NAME --status`: where a study stands, read from its run directories. No torch.
+
+One table, one row per planned run: its state (new; running, with the epoch in progress of the planned
+ones; completed; diverged; failed; interrupted, which the same study command resumes; other experiment,
+when the directory's record.json holds a run with another identity; unreadable), its best validation
+accuracy so far and its directory; then the study's progress (runs and epochs) and the time left. The
+time left is the epochs still to train at the rate this study's runs have trained so far (their own
+wall time, so data loading and evaluation are in it), serially: a parallel launcher divides it. Each
+directory is read through optbench.rundir only (record, summary, lock), so watching a study changes no byte.
+"""
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+from tabulate import tabulate
+
+from optbench import rundir
+from optbench.durations import format_duration
+from optbench.errors import DamagedRunFile
+from optbench.studies import estimate
+from optbench.studies.plan import PlannedRun, Sweep, plan
+from optbench.studies.spec import Study, find_study
+
+NEW, OTHER, UNREADABLE = "new", "other experiment", "unreadable"
+TO_TRAIN = (NEW, rundir.RUNNING, rundir.INTERRUPTED, rundir.FAILED)   # what the study command will still train
+
+
+@dataclass
+class RunState:
+    run: PlannedRun
+    state: str
+    epochs_done: int = 0
+    best_val_acc: float | None = None
+    wall_time_s: float = 0.0
+    detail: str = ""
+
+    @property
+    def epochs_planned(self) -> int:
+        return int(self.run.cfg.epochs)
+
+    def epoch_column(self) -> str:
+        if self.state == rundir.RUNNING:
+            return f"epoch {min(self.epochs_done + 1, self.epochs_planned)} of {self.epochs_planned}"
+        return f"{self.epochs_done}/{self.epochs_planned}"
+
+
+def run_state(run: PlannedRun) -> RunState:
+    """The state of one planned run, from its record.json, summary.json and lock."""
+    directory = rundir.RunDir(run.run_dir)
+    try:
+        record, summary = directory.read_record(), directory.read_summary()
+    except DamagedRunFile as error:
+        return RunState(run, UNREADABLE, detail=str(error))
+    if record is not None:
+        wanted = rundir.identity(OmegaConf.to_container(run.cfg, resolve=True), "")["config"]
+        differences = rundir.identity_differences({"config": record.get("identity", {}).get("config", {})},
+                                                  {"config": wanted})
+        if differences:
+            return RunState(run, OTHER, detail="; ".join(differences[:2]))
+    if summary is None:
+        return RunState(run, rundir.RUNNING if rundir.is_being_trained(run.run_dir) else NEW)
+    state = str(summary.get("status"))
+    detail = str(summary.get("error") or "")
+    if state == rundir.RUNNING and not rundir.is_being_trained(run.run_dir):
+        state, detail = rundir.INTERRUPTED, "its process is gone: the study command resumes it"
+    best = summary.get("best") or {}
+    return RunState(run, state, int(summary.get("epochs_done") or 0), best.get("val/acc"),
+                    float(summary.get("wall_time_s") or 0.0), detail)
+
+
+def epoch_work(run: PlannedRun) -> float | None:
+    """Images one epoch of the run processes, evaluation weighted as a forward pass; None when unknown."""
+    load = estimate.workload(run.cfg, 0)
+    return None if load is None else load.train_images + load.eval_images * estimate.FORWARD_SHARE
+
+
+def measured_rates(states: list[RunState]) -> dict:
+    """shape -> images/s the study's runs have trained at (wall time), and None -> over all shapes."""
+    work, seconds = Counter(), Counter()
+    for state in states:
+        per_epoch = epoch_work(state.run)
+        if per_epoch is None or state.epochs_done == 0 or state.wall_time_s <= 0:
+            continue
+        for shape in (estimate.workload(state.run.cfg, 0).shape, None):
+            work[shape] += per_epoch * state.epochs_done
+            seconds[shape] += state.wall_time_s
+    return {shape: work[shape] / seconds[shape] for shape in work}
+
+
+def remaining(states: list[RunState]) -> tuple[float | None, int, int]:
+    """(seconds left, or None before any epoch was trained; epochs left; runs of unknown size left out)."""
+    rates = measured_rates(states)
+    seconds, epochs_left, unknown = 0.0, 0, 0
+    for state in states:
+        if state.state not in TO_TRAIN:
+            continue
+        load = estimate.workload(state.run.cfg, state.epochs_done)
+        if load is None:
+            unknown += 1
+            continue
+        epochs_left += load.epochs_left
+        rate = rates.get(load.shape, rates.get(None))
+        seconds = None if rate is None or seconds is None else seconds + estimate.seconds_left(load, rate)
+    return seconds, epochs_left, unknown
+
+
+def status_lines(study_id: str, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> list[str]:
+    states = [run_state(run) for _, runs in runs_by_sweep for run in runs]
+    roots = {Path(state.run.cfg.paths.results_dir) for state in states}
+    root = roots.pop() if len(roots) == 1 else None   # directories are shown below it, to keep the table narrow
+    rows = [[state.state, state.epoch_column(), "-" if state.best_val_acc is None else f"{state.best_val_acc:.4f}",
+             shown_path(state.run.run_dir, root) + (f"  ({state.detail})" if state.detail else "")] for state in states]
+    lines = [f"run directories under {root}/"] if root else []
+    lines.append(tabulate(rows, headers=["state", "epochs", "best val acc", "run directory"], tablefmt="simple",
+                          disable_numparse=True))
+    lines += [f"waits: {sweep.label}: {sweep.pending}" for sweep, _ in runs_by_sweep if sweep.pending]
+    lines.append(progress_line(states))
+    lines.append(remaining_line(study_id, states))
+    return lines
+
+
+def shown_path(run_dir: Path, root: Path | None) -> str:
+    try:
+        return str(Path(run_dir).relative_to(root)) if root else str(run_dir)
+    except ValueError:
+        return str(run_dir)
+
+
+def progress_line(states: list[RunState]) -> str:
+    counts = Counter(state.state for state in states)
+    finished = counts[rundir.COMPLETED] + counts[rundir.DIVERGED]
+    epochs_planned = sum(state.epochs_planned for state in states)
+    # a diverged run is finished: its remaining epochs will never be trained
+    epochs_done = sum(state.epochs_planned if state.state == rundir.DIVERGED else min(state.epochs_done, state.epochs_planned)
+                      for state in states if state.state != OTHER)
+    others = ", ".join(f"{counts[name]} {name}" for name in (rundir.RUNNING, rundir.INTERRUPTED, rundir.FAILED, OTHER,
+                                                             UNREADABLE, NEW) if counts[name])
+    share = f" ({100 * epochs_done / epochs_planned:.0f}%)" if epochs_planned else ""
+    return (f"progress: {finished} of {len(states)} runs finished ({counts[rundir.COMPLETED]} completed, "
+            f"{counts[rundir.DIVERGED]} diverged)" + (f"; {others}" if others else "")
+            + f"; {epochs_done} of {epochs_planned} epochs{share}")
+
+
+def remaining_line(study_id: str, states: list[RunState]) -> str:
+    seconds, epochs_left, unknown = remaining(states)
+    skipped = f"; {unknown} run(s) on a dataset of unknown size not included" if unknown else ""
+    if epochs_left == 0:
+        return "remaining: nothing to train" + skipped
+    if seconds is None:
+        return (f"remaining: {epochs_left} epochs; the time is known once a run has trained an epoch "
+                f"(python src/study.py {study_id} --dry-run measures an estimate){skipped}")
+    trained = sum(state.epochs_done for state in states if state.wall_time_s > 0)
+    return (f"remaining: about {format_duration(seconds)} for {epochs_left} epochs, one run after another, at the "
+            f"rate of the {trained} epochs this study has trained (divide by a parallel launcher's jobs){skipped}")
+
+
+def print_status(study_id: str, statement: str, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> int:
+    print(f"study {study_id}: {statement}")
+    print("\n".join(status_lines(study_id, runs_by_sweep)))
+    return 0
+
+
+def show(study: Study, args) -> int:
+    """--status of a study planned as `python src/study.py` would (args: its --set, --launcher, --tuned, folders).
+    A study tuned by another (tuned_by) shows its tuning study first, and itself once the tuned values exist."""
+    tuned = args.tuned
+    if study.tuned_by:
+        tuning_study = find_study(study.tuned_by, args.experiments)
+        print_status(tuning_study.id, tuning_study.statement,
+                     plan(tuning_study, args.conf_dir, args.set, args.launcher, False))
+        output = tuning_study.tune.output if tuning_study.tune else "tuned"
+        if not all((Path(args.conf_dir) / "optimizer" / output / f"{name}.yaml").is_file()
+                   for name in study.grid["optimizer"]):
+            print(f"study {study.id}: planned once `python src/study.py --select-tuned {tuning_study.id}` has "
+                  f"written conf/optimizer/{output}/")
+            return 0
+        tuned = output
+    return print_status(study.id, study.statement, plan(study, args.conf_dir, args.set, args.launcher, tuned))

@@ -1,0 +1,264 @@
+"""Experiment trackers (conf/logger/): TensorBoard, MLflow, Weights & Biases and a CSV table, several at once.
+
+`open_trackers(cfg, run_dir, run_id, earlier_records)` starts every tracker the config chooses and
+returns a `Trackers` that the epoch loop hands each epoch's metric record to, and tells how the run
+ended. Each tracker gets the resolved config (record.json's) as parameters and the run id, study and
+setting as tags. A tracker run is keyed by the run id and the record's start time: a resumed run
+continues its tracker run (MLflow: found by its tags; W&B: the same run id), while a fresh start
+(train.rerun=true, a new record) gets a new one. A tracker that fails (server gone, disk full, package
+missing) is logged once and switched off: the run itself never fails for it, and its directory keeps
+every number. Trackers are numbers-free: `logger` is in rundir.NUMBERS_FREE_KEYS.
+"""
+
+import csv
+import io
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from optbench import rundir
+from optbench.rundir import RunDir
+
+log = logging.getLogger(__name__)
+# Tracker status of a finished run: MLflow's run statuses; diverged is a result, so it finished.
+MLFLOW_STATUS = {rundir.COMPLETED: "FINISHED", rundir.DIVERGED: "FINISHED", rundir.FAILED: "FAILED",
+                 rundir.INTERRUPTED: "KILLED", rundir.RUNNING: "KILLED"}
+
+
+def chosen_loggers(cfg) -> dict:
+    """logger name -> its settings; train.tensorboard=true (the older switch) adds TensorBoard."""
+    chosen = {name: dict(settings or {}) for name, settings in (cfg.get("logger") or {}).items()}
+    if cfg.train.get("tensorboard") and "tensorboard" not in chosen:
+        chosen["tensorboard"] = {"dir": "tensorboard"}
+    return chosen
+
+
+class TrackerRun:
+    """What every tracker says about one run: its key, name, parameters and tags."""
+
+    def __init__(self, cfg, run_dir: RunDir, run_id: str):
+        record = run_dir.read_record() or {}
+        created = str(record.get("created", ""))
+        self.run_id = run_id
+        # the tracker run's key: the run id and when its record was written (a fresh start gets a new one)
+        self.key = f"{run_id}-{''.join(char for char in created if char.isdigit())[:14]}"
+        self.params = {key: value if isinstance(value, str) else json.dumps(value)
+                       for key, value in rundir.flatten(record.get("config", {})).items()}
+        self.setting = setting_name(cfg, run_dir.path)
+        self.name = f"{self.setting}/seed{cfg.seed}"
+        self.tags = {"optbench.run_id": run_id, "optbench.attempt": created, "optbench.setting": self.setting,
+                     "optbench.study": str(cfg.get("study") or ""), "optbench.run_dir": str(run_dir.path)}
+
+
+def setting_name(cfg, run_path: Path) -> str:
+    """The run directory below the results folder without its seed level (what all seeds of a setting share);
+    for a directory elsewhere, dataset/noise-rate/optimizer."""
+    try:
+        return str(Path(run_path).resolve().relative_to(Path(cfg.paths.results_dir).resolve()).parent)
+    except ValueError:
+        return f"{cfg.dataset.name}/{cfg.noise.name}-{cfg.noise.rate}/{cfg.optimizer.name}"
+
+
+def numeric_metrics(record: dict) -> dict[str, float]:
+    """The record's numbers, epoch left out (it is the step); None (a non-finite value read back) skipped."""
+    return {key: float(value) for key, value in record.items()
+            if key != "epoch" and isinstance(value, (int, float)) and not isinstance(value, bool)}
+
+
+# ---------------------------------------------------------------- the trackers
+
+class TensorBoardTracker:
+    name = "tensorboard"
+
+    def __init__(self, settings: dict, run: TrackerRun, run_path: Path, earlier: list[dict]):
+        from torch.utils.tensorboard import SummaryWriter  # imported only when asked: tensorboard is slow to import
+
+        folder = Path(run_path) / settings.get("dir", "tensorboard")
+        self.fresh = not any(folder.glob("events.out.tfevents.*"))
+        # purge_step drops events an earlier session wrote after the checkpoint it resumes from
+        self.writer = SummaryWriter(str(folder), purge_step=None if self.fresh else len(earlier) + 1)
+
+    def log_epoch(self, record: dict) -> None:
+        for key, value in numeric_metrics(record).items():
+            self.writer.add_scalar(key, value, record["epoch"])
+        self.writer.flush()
+
+    def finish(self, status: str) -> None:
+        self.writer.close()
+
+
+class CsvTracker:
+    """<run dir>/csv/metrics.csv, rewritten whole each epoch (so a resume trimmed to its checkpoint agrees)."""
+
+    name = "csv"
+
+    def __init__(self, settings: dict, run: TrackerRun, run_path: Path, earlier: list[dict]):
+        self.path = Path(run_path) / settings.get("dir", "csv") / "metrics.csv"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.rows = list(earlier)
+        self.fresh = False   # it writes the earlier epochs itself
+        self._write()
+
+    def log_epoch(self, record: dict) -> None:
+        self.rows.append(record)
+        self._write()
+
+    def _write(self) -> None:
+        columns = list(dict.fromkeys(key for row in self.rows for key in row))
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.rows)
+        rundir.write_bytes_atomically(self.path, text.getvalue().encode())
+
+    def finish(self, status: str) -> None:
+        pass
+
+
+class MlflowTracker:
+    name = "mlflow"
+
+    def __init__(self, settings: dict, run: TrackerRun, run_path: Path, earlier: list[dict]):
+        # A tracking server that is gone must not hold the run for minutes: MLflow retries 7 times with
+        # backoff by default. The user's own environment settings win.
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+        from mlflow.tracking import MlflowClient
+
+        results_dir = Path(settings["results_dir"]).resolve()
+        uri = settings.get("tracking_uri")
+        if not uri:
+            results_dir.mkdir(parents=True, exist_ok=True)
+            uri = f"sqlite:///{results_dir / 'mlflow.db'}"
+        self.client = MlflowClient(tracking_uri=uri)
+        artifacts = None if settings.get("tracking_uri") else (results_dir / "mlflow-artifacts").as_uri()
+        experiment_id = self._experiment(settings.get("experiment_name") or "optbench", artifacts)
+        found = self.client.search_runs([experiment_id], max_results=1, filter_string=(
+            f"tags.`optbench.run_id` = '{run.run_id}' and tags.`optbench.attempt` = '{run.tags['optbench.attempt']}'"))
+        self.fresh = not found
+        if found:
+            self.mlflow_run_id = found[0].info.run_id
+            self.client.update_run(self.mlflow_run_id, status="RUNNING")
+            self.client.set_tag(self.mlflow_run_id, "optbench.study", run.tags["optbench.study"])
+        else:
+            self.mlflow_run_id = self.client.create_run(experiment_id, tags=run.tags, run_name=run.name).info.run_id
+            self._log_params(run.params)
+        log.info("mlflow: run %s in %s", self.mlflow_run_id, uri)
+
+    def _experiment(self, name: str, artifacts: str | None) -> str:
+        experiment = self.client.get_experiment_by_name(name)
+        if experiment is not None:
+            return experiment.experiment_id
+        try:
+            return self.client.create_experiment(name, artifact_location=artifacts)
+        except Exception:   # another process (a parallel sweep) created it first
+            experiment = self.client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+            return experiment.experiment_id
+
+    def _log_params(self, params: dict[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(key, value) for key, value in sorted(params.items())]
+        for start in range(0, len(items), 100):   # MLflow takes at most 100 parameters per batch
+            self.client.log_batch(self.mlflow_run_id, params=items[start:start + 100])
+
+    def log_epoch(self, record: dict) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        metrics = [Metric(key, value, now, record["epoch"]) for key, value in numeric_metrics(record).items()]
+        self.client.log_batch(self.mlflow_run_id, metrics=metrics)
+
+    def finish(self, status: str) -> None:
+        self.client.set_tag(self.mlflow_run_id, "optbench.status", status)
+        self.client.set_terminated(self.mlflow_run_id, MLFLOW_STATUS.get(status, "FAILED"))
+
+
+class WandbTracker:
+    """A W&B run with the id `run.key`, files in <run dir>/wandb; offline unless logger.wandb.mode says otherwise."""
+
+    name = "wandb"
+
+    def __init__(self, settings: dict, run: TrackerRun, run_path: Path, earlier: list[dict]):
+        import wandb
+
+        self.fresh = not any((Path(run_path) / "wandb").glob(f"*run-*-{run.key}"))
+        tags = [f"run_id:{run.run_id}"] + ([f"study:{run.tags['optbench.study']}"] if run.tags["optbench.study"] else [])
+        self.run = wandb.init(
+            dir=str(run_path), project=settings.get("project") or "optbench", entity=settings.get("entity"),
+            id=run.key, resume="allow", mode=settings.get("mode") or "offline", name=run.name,
+            group=run.setting[:128], tags=[tag[:64] for tag in tags], config={**run.params, **run.tags},
+            reinit="create_new",   # a multirun trains its runs one after another in one process
+            settings=wandb.Settings(silent=True, console="off", x_disable_stats=True, save_code=False))
+        # epoch is the x-axis: a resume that repeats epochs after its checkpoint is not dropped as out of order
+        self.run.define_metric("epoch")
+        self.run.define_metric("*", step_metric="epoch")
+
+    def log_epoch(self, record: dict) -> None:
+        self.run.log({**numeric_metrics(record), "epoch": record["epoch"]})
+
+    def finish(self, status: str) -> None:
+        self.run.summary["optbench.status"] = status
+        self.run.finish(exit_code=0 if status in rundir.FINAL_STATUSES else 1)
+
+
+TRACKERS = {tracker.name: tracker for tracker in (TensorBoardTracker, CsvTracker, MlflowTracker, WandbTracker)}
+
+
+# ---------------------------------------------------------------- all of them, each failing alone
+
+class Trackers:
+    """The started trackers; one that raises is logged once and dropped, and the run goes on."""
+
+    def __init__(self):
+        self.active = []
+
+    def start(self, name: str, make) -> None:
+        tracker = self._guarded(name, "starting", make)
+        if tracker is not None:
+            self.active.append(tracker)
+
+    def log_epoch(self, record: dict) -> None:
+        for tracker in list(self.active):
+            self._guarded(tracker.name, f"logging epoch {record['epoch']}", lambda: tracker.log_epoch(record), tracker)
+
+    def finish(self, status: str) -> None:
+        for tracker in list(self.active):
+            self._guarded(tracker.name, "finishing", lambda: tracker.finish(status), tracker)
+        self.active = []
+
+    def _guarded(self, name: str, doing: str, action, tracker=None):
+        try:
+            return action()
+        except Exception as error:
+            if tracker is not None:
+                self.active.remove(tracker)
+            log.warning("logger %s failed %s and is off for the rest of this run (the run goes on; its directory "
+                        "keeps every number): %s: %s", name, doing, type(error).__name__, str(error).splitlines()[0]
+                        if str(error) else "")
+            return None
+
+
+def open_trackers(cfg, run_dir: RunDir, run_id: str, earlier_records: list[dict]) -> Trackers:
+    """Start the chosen trackers; a tracker run started now also gets the epochs trained before (a resume)."""
+    trackers = Trackers()
+    chosen = chosen_loggers(cfg)
+    if not chosen:
+        return trackers
+    run = trackers._guarded("+".join(chosen), "reading the run's record", lambda: TrackerRun(cfg, run_dir, run_id))
+    if run is None:
+        return trackers
+    for name, settings in chosen.items():
+        settings = {**settings, "results_dir": cfg.paths.results_dir}
+        trackers.start(name, lambda: TRACKERS[name](settings, run, run_dir.path, earlier_records))
+    for tracker in list(trackers.active):
+        if tracker.fresh:
+            for record in earlier_records:
+                trackers._guarded(tracker.name, "logging earlier epochs", lambda: tracker.log_epoch(record), tracker)
+                if tracker not in trackers.active:
+                    break
+    return trackers

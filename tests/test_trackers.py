@@ -1,0 +1,165 @@
+"""Experiment trackers (conf/logger/): MLflow read back through its client, W&B's offline run file,
+TensorBoard and CSV, resume continuing the tracker run, and a broken tracker never failing a run."""
+
+import csv
+import errno
+import json
+import logging
+import struct
+
+import pytest
+
+from conftest import TINY, compose_config
+from test_resume import interrupt_after
+
+from optbench.errors import ConfigError, RunInterrupted
+from optbench.training.run import train
+from optbench.training.trackers import CsvTracker
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def config(tmp_path, *extra):
+    return compose_config([*TINY, "epochs=2", f"paths.results_dir={tmp_path / 'results'}",
+                           f"paths.data_dir={tmp_path / 'data'}", *extra])
+
+
+def metrics_of(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def mlflow_runs(results_dir):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{results_dir / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("optbench")
+    return client, client.search_runs([experiment.experiment_id])
+
+
+def test_mlflow_holds_one_run_per_run_directory_with_every_epoch_and_a_resume_continues_it(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 10)   # 10 steps per epoch: stopped after epoch 1's checkpoint
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, "logger=mlflow", "study=H9"), tmp_path / "run")
+    client, runs = mlflow_runs(results)
+    assert [run.info.status for run in runs] == ["KILLED"]
+    summary = train(config(tmp_path, "logger=mlflow", "study=H9"), tmp_path / "run")   # resumes
+    assert summary["resumes"] == 1
+    client, runs = mlflow_runs(results)
+    assert len(runs) == 1, "the resume continues the same MLflow run"
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["optbench.run_id"] == summary["run_id"] and run.data.tags["optbench.study"] == "H9"
+    assert run.data.tags["optbench.status"] == "completed"
+    assert run.data.params["optimizer.lr"] == "0.1" and run.data.params["epochs"] == "2"
+    history = client.get_metric_history(run.info.run_id, "val/acc")
+    assert [(metric.step, metric.value) for metric in history] == [
+        (record["epoch"], pytest.approx(record["val/acc"])) for record in metrics_of(tmp_path / "run")]
+    assert [metric.step for metric in client.get_metric_history(run.info.run_id, "train/loss")] == [1, 2]
+
+    train(config(tmp_path, "logger=mlflow", "seed=1", "epochs=1"), tmp_path / "run-seed1")   # another directory
+    _, runs = mlflow_runs(results)
+    assert len(runs) == 2 and len({run.data.tags["optbench.run_id"] for run in runs}) == 2
+
+
+def wandb_records(path):
+    """The records of a W&B offline run file (.wandb): W&B's LevelDB-style log of protobuf Records
+    (a 7-byte ':W&B' header, then 32 KiB blocks of checksum-length-type framed chunks)."""
+    from wandb.proto import wandb_internal_pb2
+
+    data, position, block, pending = path.read_bytes(), 7, 32768, b""
+    assert data[:4] == b":W&B"
+    while position + 7 <= len(data):
+        if block - position % block < 7:   # a block's tail too short for a chunk header is padding
+            position += block - position % block
+            continue
+        _, length, kind = struct.unpack("<IHB", data[position:position + 7])
+        if kind == 0 and length == 0:
+            break
+        pending += data[position + 7:position + 7 + length]
+        position += 7 + length
+        if kind in (1, 4):   # a full record, or the last chunk of one
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            pending = b""
+            yield record
+
+
+def test_wandb_offline_run_folders_hold_every_epoch_under_one_run_id_across_a_resume(tmp_path, monkeypatch):
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 10)   # stopped after epoch 1's checkpoint
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, "logger=wandb"), tmp_path / "run")
+    summary = train(config(tmp_path, "logger=wandb"), tmp_path / "run")
+    run_files = sorted((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(run_files) == 2   # one offline folder per session (wandb sync joins them by run id)
+    records = [record for path in run_files for record in wandb_records(path)]
+    run_ids = {record.run.run_id for record in records if record.HasField("run")}
+    assert len(run_ids) == 1 and run_ids.pop().startswith(summary["run_id"])
+    history = [{item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
+               for record in records if record.HasField("history")]
+    assert [(row["epoch"], row["val/acc"]) for row in history] == [
+        (record["epoch"], pytest.approx(record["val/acc"])) for record in metrics_of(tmp_path / "run")]
+
+
+def test_tensorboard_and_csv_together_and_the_older_switch(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    train(config(tmp_path, "logger=[tensorboard,csv]"), tmp_path / "run")
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    assert [event.step for event in events.Scalars("val/acc")] == [1, 2]
+    with open(tmp_path / "run" / "csv" / "metrics.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [float(row["val/acc"]) for row in rows] == [record["val/acc"] for record in metrics_of(tmp_path / "run")]
+    train(config(tmp_path, "train.tensorboard=true", "epochs=1"), tmp_path / "old")   # still works
+    assert list((tmp_path / "old" / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_a_broken_tracker_is_logged_once_and_never_fails_the_run(tmp_path, monkeypatch, caplog):
+    def disk_full(self, record):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(CsvTracker, "log_epoch", disk_full)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with caplog.at_level(logging.WARNING):
+        summary = train(config(tmp_path, "logger=[mlflow,csv]", "logger.mlflow.tracking_uri=http://127.0.0.1:9"),
+                        tmp_path / "run")
+    assert summary["status"] == "completed" and len(metrics_of(tmp_path / "run")) == 2
+    failures = [record.getMessage() for record in caplog.records if "failed" in record.getMessage()]
+    assert len(failures) == 2, failures   # once each, not once per epoch
+    assert any(line.startswith("logger mlflow failed starting") for line in failures)
+    assert any(line.startswith("logger csv failed logging epoch 1") and "No space left" in line for line in failures)
+
+
+def test_loggers_are_not_part_of_a_runs_identity(tmp_path):
+    plain = train(config(tmp_path, "epochs=1"), tmp_path / "run")
+    again = train(config(tmp_path, "epochs=1", "logger=csv"), tmp_path / "run")   # same run: skipped, not refused
+    assert again == plain
+
+
+@pytest.mark.parametrize("override, message", [
+    ("logger=[csv,mlfow]", "unknown logger 'mlfow': choose logger="),
+    ("logger.wandb.mode=sometimes", "logger.wandb.mode=sometimes: choose offline"),
+])
+def test_a_bad_logger_choice_is_one_line(tmp_path, override, message):
+    from optbench.config import validate
+    from optbench.hydra_glue import check_groups
+    from conftest import CONF_DIR
+
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        check_groups([override], CONF_DIR)
+        validate(config(tmp_path, "logger=wandb", override))
+
+
+def test_a_tracker_added_when_a_run_resumes_gets_its_earlier_epochs(tmp_path, monkeypatch):
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 10)   # epoch 1 trained without a tracker
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path), tmp_path / "run")
+    train(config(tmp_path, "logger=[mlflow,csv]"), tmp_path / "run")   # resumed with trackers: not another experiment
+    client, runs = mlflow_runs(tmp_path / "results")
+    assert [metric.step for metric in client.get_metric_history(runs[0].info.run_id, "val/acc")] == [1, 2]
+    with open(tmp_path / "run" / "csv" / "metrics.csv") as handle:
+        assert [row["epoch"] for row in csv.DictReader(handle)] == ["1", "2"]
