@@ -3,7 +3,8 @@
     python scripts/publish_runs.py results/cpu-demo docs/cpu-study/runs
 
 A published study keeps, beside its report, every run's record.json, summary.json, metrics.jsonl,
-train.log and .hydra/, and the tuning records (tuning-*.json), in the same layout: about 15 KB a run
+predictions.npz (the mirror's small files), train.log and .hydra/, and the tuning records (tuning-*.json),
+in the same layout: about 15 KB a run (a few more for CIFAR's 10,000 test predictions)
 instead of megabytes of checkpoints. Anyone can then recompute every table and verdict from them
 (`python src/aggregate.py docs/cpu-study/runs --out DIR`; the tests do), and a study interrupted
 between machines can be put back under results/ and resumed (its finished runs are skipped).
