@@ -4,7 +4,7 @@
 
 A published study keeps, beside its report, every run's record.json, summary.json, metrics.jsonl,
 predictions.npz (the mirror's small files), train.log and .hydra/, and the tuning records (tuning-*.json),
-in the same layout: about 15 KB a run (a few more for CIFAR's 10,000 test predictions)
+in the same layout: about 15 KB a run, plus 10 to 20 KB of test predictions for 10,000 test images
 instead of megabytes of checkpoints. Anyone can then recompute every table and verdict from them
 (`python src/aggregate.py docs/cpu-study/runs --out DIR`; the tests do), and a study interrupted
 between machines can be put back under results/ and resumed (its finished runs are skipped).

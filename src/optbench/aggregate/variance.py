@@ -30,7 +30,7 @@ from optbench import predictions
 from optbench.errors import DamagedRunFile
 from optbench.rundir import PREDICTIONS_FILE
 
-RESAMPLES = 2000      # bootstrap rounds per comparison: the 2.5% and 97.5% quantiles settle to about 0.1 points
+RESAMPLES = 2000      # bootstrap rounds per comparison: percentile intervals want 1,000 or more (Efron & Tibshirani 1993)
 BOOTSTRAP_SEED = 0    # fixed: the same files give the same table
 CHUNK = 250           # rounds drawn at once: N x CHUNK counts stay a few MB for a 10,000-image test set
 CONFIDENCE = 0.95
