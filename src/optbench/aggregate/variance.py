@@ -32,7 +32,7 @@ from optbench.rundir import PREDICTIONS_FILE
 
 RESAMPLES = 2000      # bootstrap rounds per comparison: percentile intervals want 1,000 or more (Efron & Tibshirani 1993)
 BOOTSTRAP_SEED = 0    # fixed: the same files give the same table
-CHUNK = 250           # rounds drawn at once: N x CHUNK counts stay a few MB for a 10,000-image test set
+CHUNK = 250           # rounds drawn at once: CHUNK x N draws stay a few MB for a 10,000-image test set
 CONFIDENCE = 0.95
 COLUMNS = ["setting", "arm_a", "arm_b", "seeds", "images", "difference", "ci_low", "ci_high", "sd_bootstrap",
            "var_seeds", "var_images", "share_seeds", "share_images", "note"]
@@ -68,24 +68,20 @@ def decompose(correct_a: np.ndarray, correct_b: np.ndarray) -> Decomposition:
 def bootstrap_differences(correct_a: np.ndarray, correct_b: np.ndarray, resamples: int = RESAMPLES,
                           rng: np.random.Generator | None = None) -> np.ndarray:
     """The mean difference in each of `resamples` rounds of the two-level bootstrap (seeds, then images,
-    the image draw shared by all seeds and both arms). A round's value is w_seeds . D . w_images / (S N),
-    with w the multinomial counts of each draw, so no resampled copy of D is ever built."""
+    the image draw shared by all seeds and both arms). A round sums D over its drawn seeds (w_seeds . D,
+    w the counts of each seed drawn), then averages that over its drawn images: no resampled copy of D
+    is built."""
     rng = rng or np.random.default_rng(BOOTSTRAP_SEED)
     differences = correct_a.astype(np.float32) - correct_b.astype(np.float32)
     seeds, images = differences.shape
     values = []
     for start in range(0, resamples, CHUNK):
         rounds = min(CHUNK, resamples - start)
-        seed_counts = draw_counts(rng, rounds, seeds)
-        image_counts = draw_counts(rng, rounds, images)
-        values.append(np.einsum("rs,si,ri->r", seed_counts, differences, image_counts, optimize=True))
+        seed_counts = np.stack([np.bincount(draw, minlength=seeds) for draw in rng.integers(0, seeds, (rounds, seeds))])
+        summed_over_seeds = seed_counts.astype(np.float32) @ differences            # [rounds, images]
+        drawn_images = rng.integers(0, images, (rounds, images))
+        values.append(np.take_along_axis(summed_over_seeds, drawn_images, axis=1).sum(axis=1, dtype=np.float64))
     return np.concatenate(values) / (seeds * images)
-
-
-def draw_counts(rng: np.random.Generator, rounds: int, size: int) -> np.ndarray:
-    """[rounds, size] float32: how often each of `size` items is drawn in `size` draws with replacement."""
-    drawn = rng.integers(0, size, (rounds, size)) + size * np.arange(rounds)[:, None]
-    return np.bincount(drawn.ravel(), minlength=rounds * size).reshape(rounds, size).astype(np.float32)
 
 
 def comparison_row(setting: str, arm_a: str, arm_b: str, correct_a: np.ndarray, correct_b: np.ndarray,
