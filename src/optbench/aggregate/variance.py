@@ -12,10 +12,13 @@ Each is what resampling that source alone gives (a one-way bootstrap), so the tw
 source a confirmatory study should buy more of: seeds, or a larger test set. The interval comes from
 a two-level bootstrap: each round draws seeds with replacement, then test images with replacement,
 the image draw shared by every seed and both optimizers (they were all scored on the same test set;
-Owen 2007's bootstrap for such crossed data), `RESAMPLES` rounds with a fixed seed, vectorised.
+Owen 2007's bootstrap for such crossed data), `RESAMPLES` rounds with a fixed seed, vectorised. It
+is conservative: the seed x image interaction enters both one-way variances and the crossed draw once
+more, so its interval is somewhat wider than the unbiased two-way ANOVA variance would give.
 `variance_table(runs, results_dir, settings, arms)` reads the files and returns one row per pair of
-optimizers per setting, with the warnings about runs left out (no file, not the selected epoch,
-another test set). Only completed runs enter, as in the pairwise tests.
+optimizers per setting, with warnings about files left out (unreadable, from another epoch than the
+selected one, scored on another test set); runs without the file (made before it existed) are simply
+not paired, and `seeds` says how many were. Only completed runs enter, as in the pairwise tests.
 """
 
 import itertools
