@@ -3,8 +3,9 @@
     python scripts/publish_runs.py results/cpu-demo docs/cpu-study/runs
 
 A published study keeps, beside its report, every run's record.json, summary.json, metrics.jsonl,
-train.log and .hydra/, the tuning records (tuning-*.json) and the decision records of studies run until
-decided (sequential-*.json), in the same layout: about 15 KB a run
+predictions.npz (the mirror's small files), train.log and .hydra/, the tuning records (tuning-*.json) and
+the decision records of studies run until decided (sequential-*.json), in the same layout: about 15 KB a
+run, plus 10 to 20 KB of test predictions for 10,000 test images
 instead of megabytes of checkpoints. Anyone can then recompute every table and verdict from them
 (`python src/aggregate.py docs/cpu-study/runs --out DIR`; the tests do), and a study interrupted
 between machines can be put back under results/ and resumed (its finished runs are skipped).

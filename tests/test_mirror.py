@@ -71,6 +71,7 @@ def test_every_file_is_mirrored_after_the_run(tmp_path):
     assert summary["mirror"] == {"dir": str(mirrored), "last_epoch_mirrored": 3, "checkpoint_epoch": 3,
                                  "errors": 0, "last_error": None}
     assert files(mirrored) == {name: data for name, data in files(local).items() if name != ".lock"}
+    assert "predictions.npz" in files(mirrored)
     assert not [path for path in mirrored.rglob(".*tmp*")]   # no temporary copies left behind
 
 

@@ -17,6 +17,7 @@ from conftest import REPO, TINY, compose_config
 from optbench.training import steps as engine
 from optbench.training.cli import deferred_exit_status, run_job
 from optbench.errors import ConfigError, RunDirectoryBusy, RunInterrupted
+from optbench import predictions
 from optbench.rundir import RunDir
 from optbench.training import checkpoint
 from optbench.training.run import train
@@ -44,6 +45,12 @@ def without_timings(value):
     if isinstance(value, list):
         return [without_timings(item) for item in value]
     return value
+
+
+def kept_predictions(run_dir):
+    """predictions.npz's content (the zip's own timestamps differ between any two writes)."""
+    kept = predictions.read(run_dir / "predictions.npz")
+    return kept.epoch, kept.predicted.tolist(), kept.labels.tolist()
 
 
 def comparable_summary(summary):
@@ -91,12 +98,12 @@ def uninterrupted(tmp_path_factory):
         summary = train(config(run_dir.parent, "optimizer=lion"), run_dir)
     finally:
         torch.set_num_threads(threads)
-    return summary, read_metrics(run_dir)
+    return summary, read_metrics(run_dir), kept_predictions(run_dir)
 
 
 @pytest.mark.parametrize("stop_at_step", [5, 10, 17, 30])  # mid-epoch 1, end of epoch 1, mid-epoch 2, last step
 def test_a_stopped_run_resumes_to_the_same_numbers_bit_for_bit(tmp_path, monkeypatch, uninterrupted, stop_at_step):
-    reference_summary, reference_metrics = uninterrupted
+    reference_summary, reference_metrics, reference_predictions = uninterrupted
     run_dir = tmp_path / "run"
     with monkeypatch.context() as patch:
         interrupt_after(patch, stop_at_step)
@@ -110,6 +117,31 @@ def test_a_stopped_run_resumes_to_the_same_numbers_bit_for_bit(tmp_path, monkeyp
     assert resumed["resumes"] == 1
     assert without_timings(read_metrics(run_dir)) == without_timings(reference_metrics)
     assert comparable_summary(resumed) == comparable_summary(reference_summary)
+    assert kept_predictions(run_dir) == reference_predictions
+
+
+def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path, monkeypatch):
+    """Selection on epoch 1 (validation falls after it), stopped in epoch 2: only the checkpoint still holds
+    epoch 1's test predictions, and the resumed run writes them exactly as an uninterrupted one does."""
+    from optbench.training import evaluate as evaluation
+    real = evaluation.epoch_record
+
+    def falling_validation(run, epoch, progress, seconds):
+        record, first_nonfinite, predicted = real(run, epoch, progress, seconds)
+        return {**record, "val/acc": 1.0 / epoch}, first_nonfinite, predicted
+
+    monkeypatch.setattr("optbench.training.loop.epoch_record", falling_validation)
+    train(config(tmp_path, "optimizer=lion"), tmp_path / "reference")
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 17)
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, "optimizer=lion"), tmp_path / "run")
+    saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)["selected_predictions"]
+    assert saved["epoch"] == 1
+    (tmp_path / "run" / "predictions.npz").unlink()        # the checkpoint alone must carry them
+    train(config(tmp_path, "optimizer=lion"), tmp_path / "run")
+    assert kept_predictions(tmp_path / "run") == kept_predictions(tmp_path / "reference")
+    assert kept_predictions(tmp_path / "run")[0] == 1
 
 
 def test_muon_state_survives_a_mid_epoch_resume(tmp_path, monkeypatch):
@@ -133,7 +165,7 @@ def test_the_last_epoch_always_checkpoints_and_checkpoint_every_is_obeyed(tmp_pa
 
 def test_metrics_written_after_the_last_checkpoint_are_trimmed_on_resume(tmp_path, monkeypatch, uninterrupted):
     """Killed after epoch 3's metrics line but before its checkpoint: the resume drops it and redoes epoch 3."""
-    reference_summary, reference_metrics = uninterrupted
+    reference_summary, reference_metrics, reference_predictions = uninterrupted
     run_dir = tmp_path / "run"
     with monkeypatch.context() as patch:
         interrupt_after(patch, 20)  # the last step of epoch 2: its checkpoint is written, then the run stops
@@ -148,6 +180,7 @@ def test_metrics_written_after_the_last_checkpoint_are_trimmed_on_resume(tmp_pat
     resumed = train(config(tmp_path, "optimizer=lion"), run_dir)
     assert without_timings(read_metrics(run_dir)) == without_timings(reference_metrics)
     assert comparable_summary(resumed) == comparable_summary(reference_summary)
+    assert kept_predictions(run_dir) == reference_predictions
 
 
 def test_a_completed_run_is_not_redone_and_rerun_starts_over(tmp_path):

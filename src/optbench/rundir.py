@@ -7,6 +7,7 @@ read through it without loading torch or pandas. A run directory holds:
     summary.json    status, epochs done, final and best metrics, provenance (replaced atomically)
     metrics.jsonl   one JSON object per epoch
     checkpoint.pt   everything needed to resume exactly (training/checkpoint.py)
+    predictions.npz the test predictions at the selected epoch (format: optbench/predictions.py)
     train.log       the console lines of every session that trained it
     .hydra/         Hydra's config, overrides and settings of the invocation that started the run
     .lock           an flock held by the process training it
@@ -33,6 +34,7 @@ RECORD_FILE = "record.json"
 SUMMARY_FILE = "summary.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINT_FILE = "checkpoint.pt"
+PREDICTIONS_FILE = "predictions.npz"   # numpy; its reader and writer are optbench/predictions.py
 LOG_FILE = "train.log"
 HYDRA_DIR = ".hydra"
 LOCK_FILE = ".lock"
@@ -186,6 +188,7 @@ class RunDir:
         self.summary_path = self.path / SUMMARY_FILE
         self.metrics_path = self.path / METRICS_FILE
         self.checkpoint_path = self.path / CHECKPOINT_FILE
+        self.predictions_path = self.path / PREDICTIONS_FILE
         self.log_path = self.path / LOG_FILE
 
     def holds_results(self) -> bool:
@@ -223,8 +226,8 @@ class RunDir:
         write_bytes_atomically(self.metrics_path, payload)
 
     def clear_results(self) -> None:
-        """A fresh start (train.rerun=true): the earlier attempt's record, metrics and checkpoint go."""
-        for name in (RECORD_FILE, METRICS_FILE, CHECKPOINT_FILE):
+        """A fresh start (train.rerun=true): the earlier attempt's record, metrics, checkpoint and predictions go."""
+        for name in (RECORD_FILE, METRICS_FILE, CHECKPOINT_FILE, PREDICTIONS_FILE):
             (self.path / name).unlink(missing_ok=True)
 
     @contextlib.contextmanager

@@ -9,6 +9,8 @@ Modules, one job each (data flows down the list):
     stats.py       means, t intervals, exact permutation tests (paired sign-flip, two-sample, on ranks when
                    censored), the smallest attainable p, effect sizes, power, Holm, the noise-drop test
     robust.py      IQM and probability of improvement with stratified bootstrap intervals; performance profiles
+    variance.py    per-image predictions -> each pair's difference, seeds-then-images bootstrap interval, and
+                   the shares of its variance from seeds and from the finite test set
     tables.py      per setting x optimizer tables: CSV numbers, Markdown and LaTeX text
     figures.py     matplotlib figures (Agg), one colour per optimizer
     hypotheses.py  parsed hypotheses (optbench.studies.spec) -> supported / rejected / inconclusive, with the numbers

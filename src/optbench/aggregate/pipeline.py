@@ -9,6 +9,8 @@ the figures, and write everything into `out_dir` (never into a run directory):
     tables/robust.{csv,md}           IQM with stratified bootstrap intervals, per setting and across settings
     tables/improvement.{csv,md}      probability of improvement P(A > B) of each pair, with its interval
     tables/profiles.{csv,md}         performance profiles: settings reached within tau x the best cost
+    tables/variance.{csv,md}         each pair's difference, its seeds-then-images bootstrap interval, and the
+                                     shares of its variance from seeds and from test images (variance.py)
     tables/runs_not_completed.{csv,md}
     tables/tuning.{csv,md}           per tuning study x optimizer: trials, runs, epochs, device-hours, winner, edge
     figures/*.png, figures/*.pdf     figures/tuning-<study>.* : every trial of a tuning study's search
@@ -29,6 +31,7 @@ import pandas as pd
 from optbench import decisions
 from optbench.aggregate import figures as figure_makers
 from optbench.aggregate import robust
+from optbench.aggregate.variance import variance_display, variance_table
 from optbench.aggregate.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
 from optbench.aggregate.hypotheses import Context, evaluate_all, hypothesis_files, load_hypotheses
 from optbench.aggregate.inputs import check_inputs
@@ -106,6 +109,9 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     table_files = write_tables(out, results, tests, runs, target_acc)
     robust_results = robust_tables(runs, settings, arms)
     table_files += write_robust_tables(out, robust_results)
+    variance, variance_warnings = variance_table(runs, results_dir, settings, arms)
+    warnings.extend(variance_warnings)
+    table_files += write_variance_table(out, variance)
     if verdicts:
         out.write_text("tables/hypotheses.csv", pd.DataFrame(
             [row for verdict in verdicts for row in verdict_rows(verdict)]).to_csv(index=False))
@@ -118,7 +124,7 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         target_acc=target_acc, alpha=alpha, runs=runs, results=results, pairwise=tests, problems=problem_runs(runs),
         verdicts=verdicts, hypotheses_note=hypotheses_note, figures=drawn, table_files=table_files,
-        robust=robust_results, tuning=tuning_parts, sequential=sequential,
+        robust=robust_results, tuning=tuning_parts, sequential=sequential, variance=variance,
         varying_keys=[short_key(key) for key in analysis.grouping.varying_config], warnings=warnings)
     report = out.write_text("report.md", render_report(parts))
     out.finish()
@@ -181,6 +187,12 @@ def write_robust_tables(out: OutputDir, tables: dict[str, pd.DataFrame]) -> list
         out.write_text(f"tables/{name}.md", to_markdown(table.round(4)))
         files += [f"tables/{name}.csv", f"tables/{name}.md"]
     return files
+
+
+def write_variance_table(out: OutputDir, table: pd.DataFrame) -> list[str]:
+    out.write_text("tables/variance.csv", table.to_csv(index=False))
+    out.write_text("tables/variance.md", to_markdown(variance_display(table)))
+    return ["tables/variance.csv", "tables/variance.md"]
 
 
 def write_tables(out: OutputDir, results: pd.DataFrame, tests: pd.DataFrame, runs: pd.DataFrame,

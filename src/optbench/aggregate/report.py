@@ -3,8 +3,9 @@
 `render_report(parts)` returns Markdown: run counts by status and the rule that only completed runs
 enter means; each hypothesis with its verdict and the numbers behind every required comparison;
 the results table per setting; the figures (relative links to figures/*.png, PDFs beside them);
-the pairwise tests; every run that did not complete or needed a warning; the tuning studies (protocol,
-cost, winners, edge warnings, search figure); and the definitions used.
+the pairwise tests; where each comparison's variance comes from (seeds or test images); every run
+that did not complete or needed a warning; the tuning studies (protocol, cost, winners, edge warnings,
+search figure); and the definitions used.
 Also `verdict_rows` for the hypotheses CSV.
 """
 
@@ -19,6 +20,7 @@ from optbench.aggregate.seeds import plan_seeds, plan_table
 from optbench.aggregate.tables import (NOT_COMPLETED, difference_interval, display_table, exact_text, p_text,
                                        pairwise_display, power_text, problem_display, to_markdown)
 from optbench.aggregate.tuning import TuningStudy, protocol_sentence, tuning_display
+from optbench.aggregate.variance import RESAMPLES, variance_display
 
 VERDICT_MARK = {"supported": "SUPPORTED", "rejected": "REJECTED", "inconclusive": "INCONCLUSIVE"}
 
@@ -51,11 +53,13 @@ class ReportParts:
     robust: dict[str, pd.DataFrame] = field(default_factory=dict)   # pipeline.robust_tables
     tuning: TuningParts | None = None   # tuning studies found (tuning-*.json), or None
     sequential: list[dict] = field(default_factory=list)   # decision records (optbench.decisions) found
+    variance: pd.DataFrame | None = None   # variance.variance_table
 
 
 def render_report(parts: ReportParts) -> str:
-    sections = [header(parts), hypotheses_section(parts), sequential_section(parts), results_section(parts), robust_section(parts),
-                figures_section(parts), pairwise_section(parts), problems_section(parts), tuning_section(parts),
+    sections = [header(parts), hypotheses_section(parts), sequential_section(parts), results_section(parts),
+                robust_section(parts), variance_section(parts), figures_section(parts), pairwise_section(parts),
+                problems_section(parts), tuning_section(parts),
                 method_section(parts), warnings_section(parts)]
     return "\n".join(section for section in sections if section)
 
@@ -274,6 +278,25 @@ def robust_section(parts: ReportParts) -> str:
              "reaches it, diverges or fails costs infinity), in epochs and in wall-clock seconds.", "",
              to_markdown(profiles.round(3)), ""]
     return "\n".join(lines)
+
+
+def variance_section(parts: ReportParts) -> str:
+    """Seeds vs the finite test set as sources of each comparison's variance (aggregate/variance.py)."""
+    if parts.variance is None:
+        return ""
+    lines = ["## Where the variance comes from: seeds or test images", "",
+             "From each run's per-image test predictions at its selected epoch (`predictions.npz`), paired by "
+             "seed and by image: *from seeds* is the share of var_s(per-seed difference) / S, *from test images* "
+             "the share of var_i(per-image difference averaged over seeds) / N, the variance each source alone "
+             "gives (Bouthillier et al. 2021). A large seed share asks for more seeds; a large test-image share "
+             "means the test set's size, not the seeds, limits how precisely the difference is known. Interval: "
+             f"{RESAMPLES} rounds of a two-level bootstrap with a fixed seed, seeds then test images, the image draw shared by every seed and both optimizers (same test set); it counts the "
+             "seed x image interaction more than once, so it is conservative (wider). Completed runs only: "
+             "[`tables/variance.md`](tables/variance.md).", ""]
+    if not len(parts.variance):
+        return "\n".join(lines + ["_No pair of optimizers has runs with `predictions.npz` for a common seed (runs "
+                                   "made before it was kept have none)._", ""])
+    return "\n".join(lines + [to_markdown(variance_display(parts.variance)), ""])
 
 
 def figures_section(parts: ReportParts) -> str:

@@ -2,8 +2,8 @@
 
 `checkpoint_state(run, state)` gathers model, optimizer (Lion's and Muon's state included), scheduler,
 grad scaler, every RNG state, the completed epochs, the progress of an epoch stopped half-way, the
-metric records so far and the summary, all as data `torch.load(weights_only=True)` accepts: loading a
-checkpoint never runs pickled code. It also names the run it belongs to (`run_id`, from record.json),
+metric records so far, the summary and the selected epoch's test predictions, all as data
+`torch.load(weights_only=True)` accepts: loading a checkpoint never runs pickled code. It also names the run it belongs to (`run_id`, from record.json),
 so a checkpoint copied in from another run is refused. `save`/`load` write and read checkpoint.pt
 atomically; `restore(...)` puts the training objects and RNGs back. The batch pipeline needs no
 state: each epoch's batches are a pure function of (seed, epoch), and a stopped epoch continues by
@@ -32,7 +32,15 @@ def checkpoint_state(run, state) -> dict:
     return {"format": FORMAT_VERSION, "run_id": run.run_id, "epochs_done": len(state.records),
             "partial_epoch": partial, "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
             "scheduler": run.scheduler.state_dict(), "scaler": run.scaler.state_dict(), "rng": capture_rng_states(),
-            "metrics": list(state.records), "summary": dict(state.summary)}
+            "metrics": list(state.records), "summary": dict(state.summary),
+            "selected_predictions": _selected_predictions(state)}
+
+
+def _selected_predictions(state) -> dict | None:
+    if state.selected_predictions is None:
+        return None
+    epoch, predicted = state.selected_predictions
+    return {"epoch": epoch, "predicted": predicted}
 
 
 def save(path: Path, checkpoint: dict) -> None:

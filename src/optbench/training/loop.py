@@ -6,6 +6,8 @@ ended: completed, diverged (a result), interrupted (a stop signal; a checkpoint 
 the same command resumes it, mid-epoch included) or failed (the error recorded). A mirror, when given,
 copies the directory out after each epoch (training/mirror.py; train() copies the rest at the end).
 The experiment trackers of conf/logger/ (training/trackers.py) get each epoch and the ending; they never fail a run.
+The selected epoch's test predictions are kept from its test pass and written to predictions.npz at
+each checkpoint and at the end (the checkpoint holds them too, so a resumed run writes the same file).
 """
 
 import itertools
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from optbench import rundir
+from optbench import predictions, rundir
 from optbench.device.policy import out_of_memory_as_error
 from optbench.errors import RunInterrupted
 from optbench.rundir import RunDir
@@ -48,6 +50,7 @@ class LoopState:
     progress: EpochProgress | None = None               # the epoch stopped half-way, if any
     partial_seconds: float = 0.0                        # training time already spent on that epoch
     clock: Clock = None
+    selected_predictions: tuple | None = None           # (epoch, predicted test classes) of summary["best"]
 
     def __post_init__(self):
         self.clock = self.clock or Clock(self.summary.get("wall_time_s", 0.0))
@@ -57,7 +60,9 @@ class LoopState:
         summary = saved["summary"]
         summary["resumes"] = summary.get("resumes", 0) + 1
         partial_seconds = saved["partial_epoch"]["train_time_s"] if progress else 0.0
-        return cls(summary, list(saved["metrics"]), progress, partial_seconds)
+        kept = saved.get("selected_predictions")   # absent from checkpoints written before predictions.npz
+        return cls(summary, list(saved["metrics"]), progress, partial_seconds,
+                   selected_predictions=(kept["epoch"], kept["predicted"]) if kept else None)
 
 
 def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
@@ -86,6 +91,7 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
         raise
     finally:
         summary["wall_time_s"] = state.clock.total()
+        _write_predictions(run, run_dir, state)
         run_dir.write_summary(summary)
         trackers.finish(summary["status"])
     return summary
@@ -99,13 +105,15 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, tracker
     if progress.batches_done < len(run.pipeline):   # stopped mid-epoch
         _save(run, run_dir, state)
         raise RunInterrupted(stop.signal)
-    record, first_nonfinite_batch = epoch_record(run, epoch, progress, state.partial_seconds)
+    record, first_nonfinite_batch, test_predicted = epoch_record(run, epoch, progress, state.partial_seconds)
     state.progress, state.partial_seconds = None, 0.0
     state.records.append(record)
     run_dir.append_metrics(record)
     console.log_epoch(record, cfg.epochs)
     trackers.log_epoch(record)
     update_summary(summary, record, state.clock.total())
+    if test_predicted is not None and summary["best"]["epoch"] == epoch:   # this epoch is now the selected one
+        state.selected_predictions = (epoch, test_predicted)
     diverged_at = divergence(record, first_nonfinite_batch, cfg.train.divergence_factor, run.splits.num_classes)
     if diverged_at:
         summary.update(status=rundir.DIVERGED, diverged_at=diverged_at)
@@ -127,6 +135,14 @@ def _checkpoint_due(cfg, epoch: int) -> bool:
 def _save(run, run_dir: RunDir, state: LoopState) -> None:
     state.summary["wall_time_s"] = state.clock.total()
     checkpoint.save(run_dir.checkpoint_path, checkpoint.checkpoint_state(run, state))
+    _write_predictions(run, run_dir, state)
+
+
+def _write_predictions(run, run_dir: RunDir, state: LoopState) -> None:
+    if state.selected_predictions is not None:
+        epoch, predicted = state.selected_predictions
+        predictions.write(run_dir.predictions_path, predicted.cpu().numpy(), run.splits.test.labels.cpu().numpy(),
+                          epoch, run.splits.num_classes)
 
 
 def _train_part(run, epoch: int, progress: EpochProgress | None, stop) -> tuple[EpochProgress, float]:

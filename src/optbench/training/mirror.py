@@ -2,7 +2,7 @@
 
 A run trains in its local directory (fast disk); `Mirror` copies its files to the same path relative to
 `paths.results_dir` under the mirror folder (a run outside results_dir uses its directory name): the
-small files (record, metrics, summary, log) after every epoch, the checkpoint at most every
+small files (record, metrics, summary, log, predictions) after every epoch, the checkpoint at most every
 `train.mirror_every_s` seconds in a background thread, and everything at the end or on a stop signal.
 Every copy is atomic on the mirror side (a temporary name, then a rename). A failing mirror (mount gone,
 disk full, permission) never fails the run: each kind of error is logged once, counted in
@@ -22,7 +22,7 @@ from optbench.errors import ConfigError
 from optbench.rundir import RunDir
 
 log = logging.getLogger(__name__)
-SMALL_FILES = (rundir.RECORD_FILE, rundir.METRICS_FILE, rundir.LOG_FILE)   # summary.json goes last, on its own
+SMALL_FILES = (rundir.RECORD_FILE, rundir.METRICS_FILE, rundir.LOG_FILE, rundir.PREDICTIONS_FILE)   # summary.json last, alone
 
 
 def mirror_path(mirror_dir: str | Path, run_path: Path, results_dir: str | Path) -> Path:
@@ -39,7 +39,7 @@ def copy_atomically(source: Path, target: Path) -> None:
 
 
 def copy_small_files(source: Path, target: Path) -> None:
-    """record, metrics, log and .hydra/ (the aggregator groups runs by it) from `source` to `target`."""
+    """record, metrics, log, predictions and .hydra/ (the aggregator groups runs by it) from `source` to `target`."""
     for name in SMALL_FILES:
         if (source / name).exists():
             copy_atomically(source / name, target / name)
