@@ -3,7 +3,10 @@
 Config validation, the study planner and the entry points check names against these tuples without
 importing torch; the modules that implement each choice (data/, training/, device/) key their
 registries by the same tuples, and tests/test_house.py checks that each registry covers its names.
+The optimizer names come from the optimizer registry (optbench/optimizers.py), itself standard library.
 """
+
+from optbench import optimizers
 
 DATASETS = ("cifar10", "cifar100", "imagefolder", "synthetic")
 # imagefolder gets a mapping when its class names are CIFAR's; that is checked once the data is loaded.
@@ -23,3 +26,5 @@ POLICY_SWITCHES = ("pin_memory", "persistent_workers", "channels_last", "cudnn_b
                    "keep_awake")
 POLICY_MODES = ("rules", "measured")   # device_policy.mode: the device's fixed defaults, or the uncertain ones timed
 LAUNCHERS = ("basic", "parallel", "local", "slurm")   # all but basic are conf/hydra/launcher/*.yaml
+# The optimizers with a config and a registry entry (conf/optimizer/<name>.yaml + optbench/optimizers.py).
+OPTIMIZERS = optimizers.NAMES

@@ -5,6 +5,8 @@ a checkpoint) and returns the final summary. Every exit path leaves summary.json
 ended: completed, diverged (a result), interrupted (a stop signal; a checkpoint was written first, so
 the same command resumes it, mid-epoch included) or failed (the error recorded). A mirror, when given,
 copies the directory out after each epoch (training/mirror.py; train() copies the rest at the end).
+Optimizers with train and eval modes (Schedule-Free) are evaluated, and checkpointed at the end of an
+epoch, in eval mode: the weights recorded are the weights evaluated.
 """
 
 import itertools
@@ -20,6 +22,7 @@ from optbench.errors import RunInterrupted
 from optbench.rundir import RunDir
 from optbench.training import checkpoint, console
 from optbench.training.evaluate import epoch_record
+from optbench.training.optim import set_mode
 from optbench.training.signals import stop_requests
 from optbench.training.steps import EpochProgress, train_epoch
 from optbench.training.summary import divergence, update_summary
@@ -98,6 +101,9 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, writer)
     if progress.batches_done < len(run.pipeline):   # stopped mid-epoch
         _save(run, run_dir, state)
         raise RunInterrupted(stop.signal)
+    # Evaluate, and checkpoint below, the weights the optimizer reports (Schedule-Free: its averaged iterate);
+    # the next epoch's train_epoch switches back. A mid-epoch checkpoint above keeps the training mode.
+    set_mode(run.optimizer, training=False)
     record, first_nonfinite_batch = epoch_record(run, epoch, progress, state.partial_seconds)
     state.progress, state.partial_seconds = None, 0.0
     state.records.append(record)

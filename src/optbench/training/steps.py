@@ -7,6 +7,8 @@ it can stop between steps and be continued from its progress (graceful interrupt
 evaluation split plus the predicted classes, which the noisy-label fit metrics need. The device
 policy supplies autocast (AMP) and the memory format; `grad_accum` splits each batch into that many
 micro-batches whose gradients add up to the whole batch's, so a small device keeps the batch size.
+`train_epoch` puts the optimizer in its train mode (Schedule-Free); the loop puts it in eval mode before
+evaluating (training/loop.py).
 """
 
 from collections.abc import Iterable
@@ -16,6 +18,7 @@ import torch
 from torch import nn
 
 from optbench.device.policy import DevicePolicy
+from optbench.training.optim import set_mode
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
@@ -74,6 +77,7 @@ def train_epoch(model: nn.Module, batches: Batches, optimizer: torch.optim.Optim
                 should_stop=lambda: False) -> EpochProgress:
     """Train on `batches` (the rest of an epoch when `progress` is given); stop early when `should_stop()`."""
     model.train()
+    set_mode(optimizer, training=True)   # Schedule-Free steps from its gradient point, not the evaluated average
     progress = progress or EpochProgress()
     for images, labels in batches:
         batch_loss_sum, batch_correct = train_step(model, images, labels, optimizer, policy, scaler, grad_accum)
