@@ -38,6 +38,8 @@ def tiny_args(tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS)
 def test_every_config_option_composes_and_validates(group, option):
     extra = ["dataset.root=/some/folder"] if option == "imagefolder" else []
+    if group == "optimizer":   # under the schedule it accepts (Schedule-Free: constant)
+        extra.append(f"scheduler={REGISTRY[option].default_schedule}")
     cfg = compose_config([f"{group}={option}", *extra])
     validate(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
