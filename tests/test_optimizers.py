@@ -169,3 +169,28 @@ def test_set_mode_leaves_optimizers_without_modes_alone():
 def test_every_registered_library_is_importable():
     for library in optimizers.libraries():
         importlib.import_module(library.replace("-", "_"))
+
+
+def test_batch_norm_statistics_are_re_estimated_at_the_current_weights():
+    """What Schedule-Free's evaluation relies on: after recompute_batch_norm, a BatchNorm's running mean and
+    variance are the averages over the batches of its input's batch statistics, whatever they were before."""
+    from optbench.device.policy import decide_policy, facts_of
+    from optbench.training.steps import recompute_batch_norm
+
+    model = small_model()
+    stem_norm = model.stem[1]
+    assert isinstance(stem_norm, nn.BatchNorm2d)
+    for norm in model.modules():
+        if isinstance(norm, nn.BatchNorm2d):
+            norm.running_mean.fill_(5.0)
+            norm.running_var.fill_(7.0)
+    images = torch.randn(24, 3, 32, 32)
+    with torch.no_grad():
+        features = model.stem[0](images)   # the stem norm's input
+    batch_means = torch.stack([chunk.mean(dim=(0, 2, 3)) for chunk in features.chunk(3)])
+    batch_vars = torch.stack([chunk.transpose(0, 1).flatten(1).var(dim=1) for chunk in features.chunk(3)])
+    policy = decide_policy(facts_of(torch.device("cpu")), {"amp": "off", "channels_last": False}, 4)
+    recompute_batch_norm(model, [(chunk, None) for chunk in images.chunk(3)], policy)
+    assert torch.allclose(stem_norm.running_mean, batch_means.mean(0), atol=1e-5)
+    assert torch.allclose(stem_norm.running_var, batch_vars.mean(0), atol=1e-4)
+    assert stem_norm.momentum == 0.1   # restored for training

@@ -58,13 +58,17 @@ def build_optimizer(model: nn.Module, name: str, param_groups: str = "standard",
                           f"check optimizer._target_ and its arguments") from error
 
 
+def has_modes(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether it has train and eval modes (duck-typed, so `optimizer._target_=schedulefree.SGDScheduleFree`
+    counts too); torch.optim optimizers have neither."""
+    return callable(getattr(optimizer, "train", None)) and callable(getattr(optimizer, "eval", None))
+
+
 def set_mode(optimizer: torch.optim.Optimizer, training: bool) -> None:
     """train() before training steps, eval() before evaluating or saving the evaluated weights, for the
-    optimizers that have the two modes (duck-typed, so `optimizer._target_=schedulefree.SGDScheduleFree`
-    is switched too); torch.optim optimizers have neither and are left alone."""
-    switch = getattr(optimizer, "train" if training else "eval", None)
-    if callable(switch):
-        switch()
+    optimizers that have the two modes; the others are left alone."""
+    if has_modes(optimizer):
+        (optimizer.train if training else optimizer.eval)()
 
 
 def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str,

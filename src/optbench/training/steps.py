@@ -8,7 +8,8 @@ evaluation split plus the predicted classes, which the noisy-label fit metrics n
 policy supplies autocast (AMP) and the memory format; `grad_accum` splits each batch into that many
 micro-batches whose gradients add up to the whole batch's, so a small device keeps the batch size.
 `train_epoch` puts the optimizer in its train mode (Schedule-Free); the loop puts it in eval mode before
-evaluating (training/loop.py).
+evaluating (training/loop.py). `recompute_batch_norm` re-estimates BatchNorm statistics at the weights
+being evaluated (Schedule-Free's average differs from the weights the training passes saw).
 """
 
 from collections.abc import Iterable
@@ -86,6 +87,23 @@ def train_epoch(model: nn.Module, batches: Batches, optimizer: torch.optim.Optim
         if should_stop():
             break
     return progress
+
+
+@torch.no_grad()
+def recompute_batch_norm(model: nn.Module, batches: Batches, policy: DevicePolicy) -> None:
+    """Re-estimate every BatchNorm's running statistics at the current weights, as the average over `batches`
+    (momentum None: a cumulative average from a reset, so the old statistics leave no trace)."""
+    norms = [module for module in model.modules() if isinstance(module, nn.modules.batchnorm._BatchNorm)]
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None
+    model.train()
+    for images, _ in batches:
+        with policy.autocast():
+            model(images.contiguous(memory_format=policy.memory_format))
+    for norm, momentum in zip(norms, momenta):
+        norm.momentum = momentum
 
 
 @torch.inference_mode()
