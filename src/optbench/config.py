@@ -3,8 +3,9 @@
 `validate(cfg)` raises ConfigError (exit status 2 at the entry points). It is the one place that checks
 user input and words its messages; the modules that use the values (data/, training/, device/) trust
 them. Standard library, OmegaConf, `optbench.choices` and the optimizer registry (its schedule rules)
-only, so the checks of a whole sweep, and of a study's plan, run without loading torch. Whether a device is available and whether the data can be read
-are known only when a run starts (training/assemble.py); those errors say so in one line too.
+only, so the checks of a whole sweep, and of a study's plan, run without loading torch. Whether a device
+is available and whether the data can be read are known only when a run starts (training/assemble.py);
+those errors say so in one line too.
 """
 
 import os
@@ -155,7 +156,6 @@ def _is_fraction(value) -> bool:
 def _validate_scheduler(cfg: DictConfig) -> None:
     if cfg.scheduler.name not in choices.SCHEDULES:
         _fail("scheduler", cfg.scheduler.name, "choose scheduler=cosine, step or constant")
-    _validate_schedule_rules(cfg)
     _number(cfg, "scheduler.warmup_fraction", 0.0, 1.0, "a fraction of all iterations in [0, 1], e.g. 0.02")
     if OmegaConf.select(cfg, "scheduler.min_lr_ratio") is not None:
         _number(cfg, "scheduler.min_lr_ratio", 0.0, 1.0, "the final LR as a fraction of the peak, in [0, 1]")
@@ -164,6 +164,7 @@ def _validate_scheduler(cfg: DictConfig) -> None:
     milestones = OmegaConf.select(cfg, "scheduler.milestones")
     if milestones is not None and not all(_is_fraction(point) and point > 0 for point in milestones):
         _fail("scheduler.milestones", list(milestones), "fractions of all iterations in (0, 1), e.g. [0.5,0.75]")
+    _validate_schedule_rules(cfg)
 
 
 def _validate_schedule_rules(cfg: DictConfig) -> None:

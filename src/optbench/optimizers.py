@@ -10,7 +10,7 @@ optimizers and agree on their parameter groups and classes, and runs every test 
 adding an optimizer is one config plus one entry here (docs/adding-an-optimizer.md).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 LOG = "log"
 
@@ -33,7 +33,6 @@ class OptimizerSpec:
     schedules: tuple | None = None     # the scheduler= options it accepts; None: every one
     default_schedule: str = "cosine"   # what a study gives it (conf/config.yaml's default for most)
     own_warmup: str | None = None      # its warmup argument (steps), set from optimizer.warmup_fraction
-    notes: tuple = field(default_factory=tuple)   # one line each, for README and the docs
 
     def accepts(self, schedule: str) -> bool:
         return self.schedules is None or schedule in self.schedules
@@ -50,27 +49,25 @@ REGISTRY: dict[str, OptimizerSpec] = {spec.name: spec for spec in (
                   {"lr": log_range(1.0e-4, 1.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)}),
     OptimizerSpec("lion", "lion_pytorch.Lion", "lion-pytorch", "Chen et al. 2023; lion-pytorch README",
                   {"lr": log_range(1.0e-5, 1.0e-3), "weight_decay": log_range(1.0e-2, 1.0)}),
+    # pytorch-optimizer's Muon: torch.optim.Muon refuses parameters that are not 2-D (ResNet's conv filters)
     OptimizerSpec("muon", "pytorch_optimizer.Muon", "pytorch_optimizer", "Jordan et al. 2024 (Muon README)",
-                  {"lr": log_range(2.0e-3, 0.2), "weight_decay": log_range(1.0e-3, 1.0e-1)}, param_groups="muon",
-                  notes=("pytorch-optimizer's Muon, because torch.optim.Muon refuses parameters that are not 2-D "
-                         "(ResNet's conv filters)",)),
+                  {"lr": log_range(2.0e-3, 0.2), "weight_decay": log_range(1.0e-3, 1.0e-1)}, param_groups="muon"),
     # --- what a 2026 comparison measures against ------------------------------------------------------
     OptimizerSpec("nadamw", "torch.optim.NAdam", "torch", "Dozat 2016; AlgoPerf's NAdamW baseline (Dahl et al. 2023)",
                   {"lr": log_range(1.0e-4, 1.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)}),
+    # averages its iterates: evaluated (BatchNorm statistics re-estimated) and checkpointed in eval mode;
+    # no decay schedule, and its own warmup (optimizer.warmup_fraction -> warmup_steps)
     OptimizerSpec("schedulefree_adamw", "schedulefree.AdamWScheduleFree", "schedulefree",
                   "Defazio et al. 2024 (AlgoPerf 2024 self-tuning winner); schedulefree README",
                   {"lr": log_range(2.5e-4, 2.5e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)},
-                  mode_switch=True, schedules=("constant",), default_schedule="constant", own_warmup="warmup_steps",
-                  notes=("averages its iterates: evaluated and checkpointed in eval mode; warmup is its own "
-                         "(optimizer.warmup_fraction), the schedule constant",)),
+                  mode_switch=True, schedules=("constant",), default_schedule="constant", own_warmup="warmup_steps"),
     OptimizerSpec("soap", "pytorch_optimizer.SOAP", "pytorch_optimizer", "Vyas et al. 2024 (SOAP)",
                   {"lr": log_range(3.0e-4, 3.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)}),
     OptimizerSpec("ademamix", "pytorch_optimizer.AdEMAMix", "pytorch_optimizer", "Pagliardini et al. 2024 (AdEMAMix)",
                   {"lr": log_range(1.0e-4, 1.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)}),
     OptimizerSpec("prodigy", "pytorch_optimizer.Prodigy", "pytorch_optimizer", "Mishchenko & Defazio 2024 (Prodigy)",
                   # learning-rate-free: d_coef scales its estimated step size instead of lr
-                  {"d_coef": log_range(0.1, 10.0), "weight_decay": log_range(1.0e-3, 1.0e-1)}, lr_free=True,
-                  notes=("learning-rate-free: lr stays 1.0 unless set; tuning searches d_coef",)),
+                  {"d_coef": log_range(0.1, 10.0), "weight_decay": log_range(1.0e-3, 1.0e-1)}, lr_free=True),
     OptimizerSpec("mars", "pytorch_optimizer.MARS", "pytorch_optimizer", "Yuan et al. 2024 (MARS)",
                   {"lr": log_range(3.0e-4, 3.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)}),
     OptimizerSpec("adopt", "pytorch_optimizer.ADOPT", "pytorch_optimizer", "Taniguchi et al. 2024 (ADOPT)",
