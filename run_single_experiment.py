@@ -19,7 +19,8 @@ TRAIN_SCRIPT = Path(__file__).resolve().parent / "src" / "train.py"
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog="Extra arguments are Hydra overrides, e.g. model.width=16 batch_size=256.")
-    parser.add_argument("--optimizer", help="sgd, adam, adamw, lion or muon (default: conf/config.yaml's)")
+    parser.add_argument("--optimizer", help="a conf/optimizer/ option, e.g. sgd, adamw, lion, muon, schedulefree_adamw "
+                        "(default: conf/config.yaml's)")
     parser.add_argument("--dataset", help="cifar10, cifar100, imagefolder or synthetic")
     parser.add_argument("--seed", type=int, help="run seed")
     parser.add_argument("--epochs", type=int, help="training epochs")

@@ -1,4 +1,4 @@
-"""Is this machine ready? Versions, devices, and a quick training test of all five optimizers.
+"""Is this machine ready? Versions, devices, and a quick training test of every registered optimizer.
 
     python test_setup.py [--device auto|fastest|cpu|cuda|cuda:N|mps]
 
@@ -27,11 +27,13 @@ from optbench.training.steps import train_step
 from optbench.errors import ConfigError
 from optbench.device.fastest import fastest_device
 from optbench.training.models import build_model
-from optbench.training.optim import build_optimizer
+from optbench import optimizers
+from optbench.choices import OPTIMIZERS
+from optbench.training.optim import build_optimizer, set_mode
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
-OPTIMIZERS = sorted(path.stem for path in (CONF_DIR / "optimizer").glob("*.yaml"))
-LIBRARIES = ("lion_pytorch", "pytorch_optimizer", "hydra", "torchvision")
+# the optimizers' libraries (their import names) and the rest a run imports
+LIBRARIES = (*(library.replace("-", "_") for library in optimizers.libraries()), "hydra", "torchvision")
 STEPS = 8          # optimizer steps on the fixed batch; enough for every default LR to lower the loss
 BATCH = 32         # images in the fixed batch
 WIDTH = 8          # ResNet-18 width for the test (64 = standard); small so a CPU finishes in seconds
@@ -73,7 +75,8 @@ def optimizer_losses(name: str, device: torch.device, policy: DevicePolicy) -> l
     labels = torch.arange(BATCH, device=device) % 10
     model = build_model("resnet18", 10, WIDTH).to(device, memory_format=policy.memory_format)
     options = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "optimizer" / f"{name}.yaml"))
-    optimizer = build_optimizer(model, **options)
+    optimizer = build_optimizer(model, total_steps=STEPS, **options)
+    set_mode(optimizer, training=True)
     scaler = policy.grad_scaler_for_run()
     return [train_step(model, images, labels, optimizer, policy, scaler)[0].item() / BATCH for _ in range(STEPS)]
 

@@ -15,7 +15,9 @@ import torch
 from omegaconf import OmegaConf
 
 from conftest import CONF_DIR, REPO, TINY, compose_config
+from optbench.choices import OPTIMIZERS
 from optbench.errors import ConfigError
+from optbench.optimizers import REGISTRY
 from optbench.training.cli import preflight
 from optbench.config import validate
 
@@ -36,6 +38,8 @@ def tiny_args(tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS)
 def test_every_config_option_composes_and_validates(group, option):
     extra = ["dataset.root=/some/folder"] if option == "imagefolder" else []
+    if group == "optimizer":   # under the schedule it accepts (Schedule-Free: constant)
+        extra.append(f"scheduler={REGISTRY[option].default_schedule}")
     cfg = compose_config([f"{group}={option}", *extra])
     validate(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
@@ -97,7 +101,7 @@ def test_run_single_experiment_maps_flags_to_the_same_run(tmp_path):
 
 
 BAD_INPUTS = [
-    (["optimizer=adamx"], "optimizer=adam, adamw, lion, muon, sgd"),
+    (["optimizer=adamx"], "optimizer=" + ", ".join(sorted(OPTIMIZERS))),
     (["-m", "optimizer=sgd,adamx"], "unknown optimizer 'adamx'"),
     (["-m", "seed=0,1", "noise=symmetric", "noise.rate=0.2,1.2"], "noise.rate=1.2"),
     (["dataset=cifar1000"], "dataset=cifar10, cifar100, imagefolder, synthetic"),
@@ -131,6 +135,11 @@ BAD_INPUTS = [
     (["dataset=synthetic", "dataset.num_classes=1"], "dataset.num_classes=1"),
     (["train.divergence_factor=0.5"], "train.divergence_factor=0.5"),
     (["optimizer.param_groups=layerwise"], "choose standard or muon"),
+    (["optimizer=schedulefree_adamw"], "scheduler=cosine: optimizer=schedulefree_adamw accepts scheduler=constant"),
+    (["optimizer=schedulefree_adamw", "scheduler=constant", "scheduler.warmup_fraction=0.1"],
+     "use scheduler.warmup_fraction=0 and optimizer.warmup_fraction=0.1"),
+    (["optimizer=schedulefree_adamw", "scheduler=constant", "optimizer.warmup_fraction=2"], "optimizer.warmup_fraction=2"),
+    (["optimizer=ademamix", "optimizer.betas=[0.9,0.999,1.5]"], "optimizer.betas=[0.9, 0.999, 1.5]"),
     (["noise=symmetric", "noise.validation=maybe"], "choose noisy"),
     (["--optimizer", "adam", "--epochs", "10"], "python src/train.py optimizer=adam epochs=10"),
 ]
@@ -145,9 +154,10 @@ def test_bad_input_is_refused_before_any_work(argv, expected):
 
 
 def test_good_sweep_passes_preflight_with_every_run_checked():
-    checked = preflight(["-m", "optimizer=sgd,adam,adamw,lion,muon", "seed=0,1,2", "noise=symmetric",
+    under_cosine = [name for name in OPTIMIZERS if REGISTRY[name].accepts("cosine")]   # the default schedule
+    checked = preflight(["-m", "optimizer=" + ",".join(under_cosine), "seed=0,1,2", "noise=symmetric",
                          "noise.rate=0.2,0.4"], CONF_DIR)
-    assert checked == 5 * 3 * 2
+    assert checked == len(under_cosine) * 3 * 2
 
 
 @pytest.mark.parametrize("overrides", [["optimizer=adamx"], ["device=cuda"] if not torch.cuda.is_available() else []])
@@ -194,6 +204,6 @@ def test_run_single_experiment_rejects_bad_noise_rate(tmp_path):
 def test_setup_smoke_check_passes_on_this_machine(tmp_path):
     done = run_cli(["--device", "cpu"], tmp_path, script="test_setup.py")
     assert done.returncode == 0, done.stdout + done.stderr
-    for name in ("sgd", "adam", "adamw", "lion", "muon"):
+    for name in OPTIMIZERS:
         assert f"✓ {name}: losses" in done.stdout
-    assert "6 passed, 0 failed" in done.stdout
+    assert f"{1 + len(OPTIMIZERS)} passed, 0 failed" in done.stdout

@@ -29,7 +29,9 @@ def loaded_modules(code: str) -> set[str]:
     "from optbench.training.cli import preflight\n"
     "assert preflight(['-m', 'optimizer=sgd,adam,adamw,lion,muon', 'seed=0,1,2', 'dataset=cifar10,cifar100'], "
     "Path('../conf')) == 30",
-], ids=["study --list", "study full --dry-run --no-estimate", "study full --status", "preflight of a 30-run sweep"])
+    "from optbench import optimizers, choices\nassert choices.OPTIMIZERS == optimizers.NAMES",
+], ids=["study --list", "study full --dry-run --no-estimate", "study full --status", "preflight of a 30-run sweep",
+      "the optimizer registry"])
 def test_planning_and_checking_import_no_torch(code):
     assert not {name for name in loaded_modules(code) if name == "torch" or name.startswith("torch.")}
 

@@ -9,11 +9,16 @@ import subprocess
 import sys
 import time
 
+from pathlib import Path
+
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from conftest import REPO, TINY, compose_config
 
+from optbench.choices import OPTIMIZERS
+from optbench.optimizers import REGISTRY
 from optbench.training import steps as engine
 from optbench.training.cli import deferred_exit_status, run_job
 from optbench.errors import ConfigError, RunDirectoryBusy, RunInterrupted
@@ -144,14 +149,73 @@ def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path,
     assert kept_predictions(tmp_path / "run")[0] == 1
 
 
-def test_muon_state_survives_a_mid_epoch_resume(tmp_path, monkeypatch):
-    reference = train(config(tmp_path, "optimizer=muon", "epochs=2"), tmp_path / "reference")
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_every_optimizer_resumes_mid_epoch_to_the_same_numbers(tmp_path, monkeypatch, optimizer):
+    """Each registered optimizer's state (Muon's, SOAP's preconditioners, Prodigy's estimate, ...) under the
+    schedule a study gives it: stopped at step 7 of 20, resumed, equal to the uninterrupted run."""
+    overrides = (f"optimizer={optimizer}", "epochs=2", f"scheduler={REGISTRY[optimizer].default_schedule}")
+    reference = train(config(tmp_path, *overrides), tmp_path / "reference")
     with monkeypatch.context() as patch:
         interrupt_after(patch, 7)
         with pytest.raises(RunInterrupted):
-            train(config(tmp_path, "optimizer=muon", "epochs=2"), tmp_path / "run")
-    resumed = train(config(tmp_path, "optimizer=muon", "epochs=2"), tmp_path / "run")
+            train(config(tmp_path, *overrides), tmp_path / "run")
+    resumed = train(config(tmp_path, *overrides), tmp_path / "run")
+    assert without_timings(read_metrics(tmp_path / "run")) == without_timings(read_metrics(tmp_path / "reference"))
     assert comparable_summary(resumed) == comparable_summary(reference)
+
+
+SCHEDULE_FREE = ("optimizer=schedulefree_adamw", "scheduler=constant", "epochs=2")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_schedule_free(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("schedule-free") / "run"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    summary = train(config(run_dir.parent, *SCHEDULE_FREE), run_dir)
+    torch.set_num_threads(threads)
+    return summary, read_metrics(run_dir), torch.load(run_dir / "checkpoint.pt", weights_only=True)
+
+
+@pytest.mark.parametrize("stop_at_step", [5, 10, 15])   # mid-epoch 1, end of epoch 1 (after its evaluation), mid-epoch 2
+def test_schedule_free_resumes_bit_for_bit_whichever_mode_it_stopped_in(tmp_path, monkeypatch,
+                                                                        uninterrupted_schedule_free, stop_at_step):
+    """Schedule-Free is checkpointed in train mode mid-epoch and in eval mode (the evaluated, averaged weights)
+    after an epoch; a resumed run switches back exactly as the uninterrupted one does."""
+    reference_summary, reference_metrics, reference_state = uninterrupted_schedule_free
+    run_dir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, stop_at_step)
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, *SCHEDULE_FREE), run_dir)
+    stopped = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    stopped_mid_epoch = stopped["partial_epoch"] is not None
+    assert [group["train_mode"] for group in stopped["optimizer"]["param_groups"]] == [stopped_mid_epoch] * 2
+    resumed = train(config(tmp_path, *SCHEDULE_FREE), run_dir)
+    assert resumed["resumes"] == 1
+    assert without_timings(read_metrics(run_dir)) == without_timings(reference_metrics)
+    assert comparable_summary(resumed) == comparable_summary(reference_summary)
+    final_state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    for name, tensor in reference_state["model"].items():
+        assert torch.equal(final_state["model"][name], tensor), name
+
+
+def test_schedule_free_evaluates_and_saves_its_averaged_weights(uninterrupted_schedule_free):
+    """The final checkpoint holds the eval-mode weights (the average x), not the gradient point y: switching
+    the saved optimizer to train mode moves them."""
+    from optbench.training.models import build_model
+    from optbench.training.optim import build_optimizer, set_mode
+
+    _, _, state = uninterrupted_schedule_free
+    assert not any(group["train_mode"] for group in state["optimizer"]["param_groups"])
+    model = build_model("resnet18", 10, 8)
+    model.load_state_dict(state["model"])
+    cfg = config(Path("unused"), *SCHEDULE_FREE)
+    optimizer = build_optimizer(model, total_steps=20, **OmegaConf.to_container(cfg.optimizer, resolve=True))
+    optimizer.load_state_dict(state["optimizer"])
+    saved = [parameter.detach().clone() for parameter in model.parameters()]
+    set_mode(optimizer, training=True)
+    assert any(not torch.equal(before, parameter) for before, parameter in zip(saved, model.parameters()))
 
 
 def test_the_last_epoch_always_checkpoints_and_checkpoint_every_is_obeyed(tmp_path, monkeypatch):

@@ -9,8 +9,11 @@ import yaml
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, TINY, compose_config
+from optbench.choices import OPTIMIZERS
+from optbench.optimizers import REGISTRY
 from optbench.studies import cli as study_cli, tuning
 from optbench.studies.launchers import gpu_for_job
+from optbench.studies.plan import quasirandom_trials
 from optbench.studies.spec import find_study, study_files
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
@@ -70,6 +73,34 @@ def test_tuning_grid_scales_each_default():
     assert "optimizer.weight_decay" not in adam  # Adam's default of 0 stays 0
 
 
+def test_the_grid_method_keeps_a_learning_rate_free_optimizers_lr():
+    prodigy = tuning.grid_values(compose_config(["optimizer=prodigy"]).optimizer, find_study("tune_lr_wd").tune)
+    assert list(prodigy) == ["optimizer.weight_decay"]   # lr stays 1.0
+
+
+def test_the_2026_study_compares_every_registered_optimizer_under_its_own_schedule(tmp_path):
+    study = find_study("optimizers_2026")
+    assert study.grid["optimizer"] == list(OPTIMIZERS) and study.tuned_by == "tune_optimizers_2026"
+    assert {key: study.grid[key] for key in ("seed", "dataset", "noise", "epochs")} == \
+        {key: find_study("full").grid[key] for key in ("seed", "dataset", "noise", "epochs")}   # full's protocol
+    planned = study_cli.plan(study, CONF_DIR, [f"paths.results_dir={tmp_path}"], "basic", False)
+    runs = [run for _, sweep_runs in planned for run in sweep_runs]
+    assert len(runs) == len(OPTIMIZERS) * 3 * 2
+    for run in runs:   # every run validated; each under the schedule its registry entry gives it
+        assert run.cfg.scheduler.name == REGISTRY[run.cfg.optimizer.name].default_schedule
+    core = {str(run.run_dir) for run in runs if run.cfg.optimizer.name in find_study("full").grid["optimizer"]}
+    full = study_cli.plan(find_study("full"), CONF_DIR, [f"paths.results_dir={tmp_path}"], "basic", False)
+    assert core == {str(run.run_dir) for _, sweep_runs in full for run in sweep_runs}   # shared, never re-trained
+
+
+def test_the_2026_tuning_study_searches_prodigys_d_coef_and_every_optimizer_the_same_way():
+    tune = find_study("tune_optimizers_2026")
+    assert tune.grid["optimizer"] == find_study("optimizers_2026").grid["optimizer"]
+    trials = quasirandom_trials(tune)
+    assert set(trials("prodigy")[0].values) == {"optimizer.d_coef", "optimizer.weight_decay"}
+    assert trials("sgd") == quasirandom_trials(find_study("tune_quasirandom"))("sgd")   # same trials as before
+
+
 def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys):
     study = write_study(tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"},
                                                                       {"name": "symmetric", "rate": [0.2]}]))
@@ -112,7 +143,7 @@ def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):
     study = write_study(tmp_path / "typo.yaml", synthetic_grid(optimizer=["sgd", "lino"]))
     assert study_cli.main([str(study), "--dry-run"]) == 2
     error = capsys.readouterr().err   # one line; tuned configs (conf/optimizer/tuned/...) are listed after the five
-    assert error.startswith("error: unknown optimizer 'lino': choose optimizer=adam, adamw, lion, muon, sgd")
+    assert error.startswith("error: unknown optimizer 'lino': choose optimizer=" + ", ".join(sorted(OPTIMIZERS)))
     assert error.count("\n") == 1 and "tuned/cpu_demo/lion" in error
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from conftest import compose_config
 
+from optbench.choices import OPTIMIZERS
+from optbench.optimizers import REGISTRY
 from optbench.training.run import train
 
 EPOCH_KEYS = {"epoch", "lr", "time_s", "train/loss", "train/acc", "train/images", "train/time_s",
@@ -63,9 +65,12 @@ def test_noisy_run_records_realised_rate_and_memorization(tiny_config, tmp_path)
     assert record["noisy/fit_noisy_label"] + record["noisy/fit_clean_label"] <= 1
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adam", "adamw", "lion", "muon"])
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
 def test_every_optimizer_trains_end_to_end(tiny_config, tmp_path, optimizer):
-    summary = train(tiny_config(f"optimizer={optimizer}", "epochs=2", "scheduler=constant"), tmp_path / "run")
+    """Every registered optimizer, under the schedule a study gives it (Schedule-Free: constant, its own warmup)."""
+    schedule = REGISTRY[optimizer].default_schedule
+    summary = train(tiny_config(f"optimizer={optimizer}", "epochs=2", f"scheduler={schedule}"), tmp_path / "run")
     records = read_metrics(tmp_path / "run")
     assert summary["status"] == "completed"
     assert records[-1]["train/loss"] < records[0]["train/loss"]

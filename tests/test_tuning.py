@@ -200,3 +200,35 @@ def test_a_half_done_tuning_study_resumes_and_tuned_by_runs_the_main_study(tmp_p
         assert len(main_runs) == 1 and json.loads(main_runs[0].read_text())["status"] == "completed"
     finally:
         shutil.rmtree(CONF_DIR / "optimizer" / output, ignore_errors=True)
+
+
+@pytest.mark.slow   # eight tiny runs through four Hydra multiruns
+def test_schedule_free_and_prodigy_go_through_tuning_and_a_tuned_by_study(tmp_path, capsys, monkeypatch):
+    """The registry's rules survive the whole chain: Schedule-Free is tuned and run under scheduler=constant
+    (its own sweep), Prodigy's trials search d_coef and its tuned config keeps lr 1.0."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")   # the training subprocesses: tiny tensors, shared cores
+    output = f"tuned/test-{uuid.uuid4().hex[:8]}"   # under the real conf/: train.py composes from there
+    results = tmp_path / "results"
+    tune = write_study(tmp_path / "tr26.yaml", {"trials": 2, "top_k": 1, "confirm_seeds": [1], "output": output},
+                       optimizer=["schedulefree_adamw", "prodigy"])
+    main = tmp_path / "mr26.yaml"
+    main.write_text(yaml.safe_dump({"id": "mr26", "statement": "main", "tuned_by": str(tune), "grid": {
+        "optimizer": ["schedulefree_adamw", "prodigy"], "seed": [0], "dataset": ["synthetic"],
+        "noise": [{"name": "none"}], "epochs": 2}}))
+    argv = ["--set", *SMALL, "train.progress_bar=false", f"paths.results_dir={results}"]
+    try:
+        assert study_cli.main([str(main), *argv]) == 0   # tunes, selects, then runs the main study
+        records = [json.loads(path.read_text()) for path in results.rglob("record.json")]
+        assert len(records) == 2 * (2 + 1) + 2
+        for record in records:
+            config = record["config"]
+            assert config["scheduler"]["name"] == ("constant" if config["optimizer"]["name"] == "schedulefree_adamw"
+                                                   else "cosine")
+            if config["optimizer"]["name"] == "prodigy":
+                assert config["optimizer"]["lr"] == 1.0
+        statuses = {json.loads(path.read_text())["status"] for path in results.rglob("summary.json")}
+        assert statuses == {"completed"}
+        prodigy = yaml.safe_load((CONF_DIR / "optimizer" / output / "prodigy.yaml").read_text())
+        assert prodigy["lr"] == 1.0 and prodigy["d_coef"] != 1.0   # d_coef tuned, lr left alone
+    finally:
+        shutil.rmtree(CONF_DIR / "optimizer" / output, ignore_errors=True)

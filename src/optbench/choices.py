@@ -3,7 +3,10 @@
 Config validation, the study planner and the entry points check names against these tuples without
 importing torch; the modules that implement each choice (data/, training/, device/) key their
 registries by the same tuples, and tests/test_house.py checks that each registry covers its names.
+The optimizer names come from the optimizer registry (optbench/optimizers.py), itself standard library.
 """
+
+from optbench import optimizers
 
 DATASETS = ("cifar10", "cifar100", "imagefolder", "synthetic")
 # imagefolder gets a mapping when its class names are CIFAR's; that is checked once the data is loaded.
@@ -26,3 +29,5 @@ LOGGERS = ("tensorboard", "mlflow", "wandb", "csv")   # conf/logger/ (and none);
 LOGGER_PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb", "csv": None}
 WANDB_MODES = ("offline", "online", "disabled")
 LAUNCHERS = ("basic", "parallel", "local", "slurm")   # all but basic are conf/hydra/launcher/*.yaml
+# The optimizers with a config and a registry entry (conf/optimizer/<name>.yaml + optbench/optimizers.py).
+OPTIMIZERS = optimizers.NAMES

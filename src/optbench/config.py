@@ -2,9 +2,10 @@
 
 `validate(cfg)` raises ConfigError (exit status 2 at the entry points). It is the one place that checks
 user input and words its messages; the modules that use the values (data/, training/, device/) trust
-them. Standard library, OmegaConf and `optbench.choices` only, so the checks of a whole sweep, and of a
-study's plan, run without loading torch. Whether a device is available and whether the data can be read
-are known only when a run starts (training/assemble.py); those errors say so in one line too.
+them. Standard library, OmegaConf, `optbench.choices` and the optimizer registry (its schedule rules)
+only, so the checks of a whole sweep, and of a study's plan, run without loading torch. Whether a device
+is available and whether the data can be read are known only when a run starts (training/assemble.py);
+those errors say so in one line too.
 """
 
 import importlib.util
@@ -13,7 +14,7 @@ import re
 
 from omegaconf import DictConfig, OmegaConf
 
-from optbench import choices
+from optbench import choices, optimizers
 from optbench.errors import ConfigError
 
 
@@ -159,8 +160,9 @@ def _validate_optimizer(cfg: DictConfig) -> None:
         _number(cfg, "optimizer.eps", 0.0, 1.0, "eps is a small positive number, e.g. 1e-8")
     for key in ("betas", "adamw_betas"):
         betas = OmegaConf.select(cfg, f"optimizer.{key}")
-        if betas is not None and not (len(betas) == 2 and all(_is_fraction(beta) for beta in betas)):
-            _fail(f"optimizer.{key}", list(betas), "two fractions in [0, 1), e.g. [0.9,0.999]")
+        if betas is not None and not (len(betas) in (2, 3) and all(_is_fraction(beta) for beta in betas)):
+            _fail(f"optimizer.{key}", list(betas), "two fractions in [0, 1), e.g. [0.9,0.999] "
+                                                   "(AdEMAMix: three, e.g. [0.9,0.999,0.9999])")
 
 
 def _is_fraction(value) -> bool:
@@ -178,3 +180,23 @@ def _validate_scheduler(cfg: DictConfig) -> None:
     milestones = OmegaConf.select(cfg, "scheduler.milestones")
     if milestones is not None and not all(_is_fraction(point) and point > 0 for point in milestones):
         _fail("scheduler.milestones", list(milestones), "fractions of all iterations in (0, 1), e.g. [0.5,0.75]")
+    _validate_schedule_rules(cfg)
+
+
+def _validate_schedule_rules(cfg: DictConfig) -> None:
+    """The registry's schedule rules: an optimizer that brings its own warmup and no decay (Schedule-Free)
+    runs under scheduler=constant without the scheduler's warmup."""
+    spec = optimizers.spec_of(str(cfg.optimizer.name))
+    if spec is None:
+        return
+    name = cfg.scheduler.name
+    if not spec.accepts(name):
+        _fail("scheduler", name, f"optimizer={spec.name} accepts scheduler=" + ", ".join(spec.schedules)
+              + (" (it warms up itself: optimizer.warmup_fraction)" if spec.own_warmup else ""))
+    if spec.own_warmup:
+        if cfg.scheduler.warmup_fraction:
+            _fail("scheduler.warmup_fraction", cfg.scheduler.warmup_fraction,
+                  f"optimizer={spec.name} warms up itself: use scheduler.warmup_fraction=0 and "
+                  f"optimizer.warmup_fraction={cfg.scheduler.warmup_fraction}")
+        if OmegaConf.select(cfg, "optimizer.warmup_fraction") is not None:
+            _number(cfg, "optimizer.warmup_fraction", 0.0, 1.0, "a fraction of all iterations in [0, 1], e.g. 0.02")

@@ -140,9 +140,10 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     if args.dry_run:
         ready = all((args.conf_dir / "optimizer" / output / f"{name}.yaml").is_file() for name in study.grid["optimizer"])
         if not ready:
+            # Its budget does not depend on the tuned values: show it with the defaults in their place.
             print(f"study {study.id}: planned once `python src/study.py --select-tuned {tuning_study.id}` has written "
-                  f"conf/optimizer/{output}/")
-            return 0
+                  f"conf/optimizer/{output}/; its budget, with the default values standing in for the tuned ones:")
+            return run_study(study, args, False)
         print(f"study {study.id}, with the tuned values now in conf/optimizer/{output}/ (tuning may still change them)")
         return run_main(study, args, output)
     if status:

@@ -7,7 +7,9 @@ around each default, or tuned values) need one sweep per optimizer. A quasi-rand
 sweep runs a list of trials (hydra/sweeper=optbench_trials, src/hydra_plugins/) on the grid's seeds;
 once an optimizer's trials have all finished, its top-k trials get a second sweep on the confirm seeds.
 `plan(study, conf_dir, ...)` then composes every single run as its Hydra job will, validates it, and
-reads its directory's summary.json: new, done (completed or diverged) or unfinished.
+reads its directory's summary.json: new, done (completed or diverged) or unfinished. An optimizer whose
+registry entry asks for another schedule than the default (Schedule-Free: constant) gets its own sweep
+with that scheduler.
 """
 
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from pathlib import Path
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
+from optbench import optimizers
 from optbench.config import validate
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.hydra_glue import combinations, compose_checked, format_value, parse_overrides
@@ -169,13 +172,26 @@ def quasirandom_trials(study: Study) -> "callable":
     return trials_for
 
 
+def with_own_schedules(per_optimizer: "callable | None", names: list, default_schedule: str) -> "callable | None":
+    """Adds `scheduler=<its default>` for the optimizers whose registry default is not conf/config.yaml's
+    (Schedule-Free: constant), so they can share a study with the others; unchanged when none needs it,
+    and the others get no override, so their run directories stay the ones other studies share."""
+    own = {str(name): [spec.default_schedule] for name in names
+           if (spec := optimizers.spec_of(str(name))) and spec.default_schedule != default_schedule}
+    if not own:
+        return per_optimizer
+    return lambda name: {**({"scheduler": own[name]} if name in own else {}),
+                         **(per_optimizer(name) if per_optimizer else {})}
+
+
 def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str,
          tuned: "bool | str") -> list[tuple[Sweep, list[PlannedRun]]]:
     """`tuned`: True reads conf/optimizer/tuned/<name>.yaml, a string reads conf/optimizer/<tuned>/<name>.yaml."""
     if tuned and study.tune:
         raise ConfigError(f"study {study.id} is a tuning study: --tuned applies to the main studies")
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-        default_epochs = compose_checked([], conf_dir).epochs
+        defaults = compose_checked([], conf_dir)
+        default_epochs = defaults.epochs
         per_optimizer, trials_for = None, None
         if study.tune and study.tune.method == "quasirandom":
             trials_for = quasirandom_trials(study)
@@ -183,6 +199,7 @@ def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str,
             per_optimizer = lambda name: tuning.grid_values(compose_checked([f"optimizer={name}"], conf_dir).optimizer, study.tune)
         elif tuned:
             per_optimizer = lambda name: tuning.tuned_values(conf_dir, name, tuned if isinstance(tuned, str) else "tuned")
+        per_optimizer = with_own_schedules(per_optimizer, _as_list(study.grid["optimizer"]), defaults.scheduler.name)
         sweeps = plan_sweeps(study, default_epochs, extra, per_optimizer, trials_for)
         planned = [(sweep, _plan_sweep(sweep, conf_dir, launcher)) for sweep in sweeps]
         if trials_for is not None:

@@ -8,8 +8,9 @@ hyperparameters a tuning study searches, each with a range and a scale fixed in 
       weight_decay: {low: 0.01, high: 3.0, scale: log}
 
 Keys are keys of the optimizer's config (conf/optimizer/<name>.yaml), so a trial is the override
-`optimizer.lr=...`. `trials(space, n, sampler, seed)` draws n points of a scrambled Sobol or Halton
-sequence (scipy.stats.qmc, seeded) in the unit cube and maps them onto the ranges; values keep three
+`optimizer.lr=...`. A file with `defaults: registry` starts from every registered optimizer's default
+ranges (optbench/optimizers.py) and its own `optimizers:` entries replace those of the optimizers they
+name. `trials(space, n, sampler, seed)` draws n points of a scrambled Sobol or Halton sequence (scipy.stats.qmc, seeded) in the unit cube and maps them onto the ranges; values keep three
 significant digits, as every other override the studies write. The same seed gives every optimizer
 the same unit points (when they search as many hyperparameters): the same budget, spread the same way.
 `edges(...)` says when a winning value sits in the outer tenth of its range: the range was too narrow.
@@ -24,6 +25,7 @@ import numpy as np
 import yaml
 from scipy.stats import qmc
 
+from optbench import optimizers
 from optbench.errors import ConfigError
 from optbench.hydra_glue import format_value
 
@@ -68,10 +70,15 @@ def load_space(path: Path) -> dict[str, tuple[Range, ...]]:
         document = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"search space {path}: cannot be read ({str(error).splitlines()[0]})") from None
-    if not isinstance(document, dict) or not isinstance(document.get("optimizers"), dict):
-        raise ConfigError(f"search space {path}: needs `optimizers:` mapping each optimizer to its ranges")
+    if not isinstance(document, dict) or document.get("defaults") not in (None, "registry"):
+        raise ConfigError(f"search space {path}: `defaults:` can only be `registry` (the registry's default ranges)")
+    from_registry = optimizers.default_search_space() if document.get("defaults") == "registry" else {}
+    own = document.get("optimizers", {} if from_registry else None)
+    if not isinstance(own, dict):
+        raise ConfigError(f"search space {path}: needs `optimizers:` mapping each optimizer to its ranges, "
+                          "or `defaults: registry`")
     return {str(name): tuple(_range(path, name, key, spec) for key, spec in (ranges or {}).items())
-            for name, ranges in document["optimizers"].items()}
+            for name, ranges in {**from_registry, **own}.items()}
 
 
 def _range(path: Path, optimizer: str, key: str, spec) -> Range:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from optbench import optimizers
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.hydra_glue import format_value
 from optbench.rundir import FINAL_STATUSES, RunDir, strict_json, write_bytes_atomically
@@ -41,10 +42,13 @@ SEARCHED = ("lr", "weight_decay")   # what the grid method scales
 def grid_values(defaults: DictConfig, tune: Tuning) -> dict[str, list[str]]:
     """`optimizer.lr` and `optimizer.weight_decay` values for one optimizer: its default times each factor."""
     values = {}
+    spec = optimizers.spec_of(str(defaults.name))
     for key, factors in (("lr", tune.lr_factors), ("weight_decay", tune.weight_decay_factors)):
         default = OmegaConf.select(defaults, key)
         if default is None or float(default) == 0.0:
             continue  # nothing to scale (Adam's weight decay is 0 on purpose)
+        if key == "lr" and spec is not None and spec.lr_free:
+            continue  # learning-rate-free (Prodigy): lr stays 1.0, the grid searches weight decay only
         scaled = [format_value(float(default) * float(factor)) for factor in factors or [1]]
         values[f"optimizer.{key}"] = list(dict.fromkeys(scaled))  # unique, in grid order
     return values

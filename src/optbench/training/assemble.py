@@ -101,8 +101,9 @@ def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = Non
     noisy_val_labels = noisy_validation_labels(cfg, splits)
     seed_everything(cfg.seed)  # before building the model: its initial weights come from the seed
     model = build_model(cfg.model.name, splits.num_classes, cfg.model.width).to(device, memory_format=policy.memory_format)
-    optimizer = build_optimizer(model, **OmegaConf.to_container(cfg.optimizer, resolve=True))
     steps_per_epoch = num_train_batches(len(splits.train), cfg.batch_size)
+    optimizer = build_optimizer(model, total_steps=steps_per_epoch * cfg.epochs,
+                                **OmegaConf.to_container(cfg.optimizer, resolve=True))
     scheduler = build_scheduler(optimizer, steps_per_epoch, cfg.epochs, **OmegaConf.to_container(cfg.scheduler))
     step_model = torch.compile(model) if policy.compile else model
     splits_on_device, noisy_on_device = to_device(splits, device), to_device(noisy, device)

@@ -6,7 +6,8 @@ none) and the test pass's predicted classes (a CPU tensor, None without a test s
 those of the selected epoch for predictions.npz, with no extra test pass). Validation is scored against the labels model selection sees (`val/acc`, `val/loss`); under
 label noise with `noise.validation: noisy` those are noisy, and `val/acc_clean` scores the same
 predictions against the true labels (the oracle). Noisy runs also record how the flipped training
-images are fit: predicted as their given wrong label, or as the original one.
+images are fit: predicted as their given wrong label, or as the original one. For an optimizer with an
+eval mode (Schedule-Free), BatchNorm's statistics are first re-estimated at the weights evaluated.
 """
 
 import time
@@ -15,11 +16,19 @@ import torch
 
 from optbench.device.policy import out_of_memory_as_error
 from optbench.data.pipelines import eval_batches
-from optbench.training.steps import EpochProgress, evaluate, noisy_fit
+from optbench.training.optim import has_modes
+from optbench.training.steps import EpochProgress, evaluate, noisy_fit, recompute_batch_norm
+
+
+# Training batches whose statistics BatchNorm gets at the evaluated weights of an optimizer with an eval
+# mode: the schedulefree README's recipe (50 batches before each evaluation), un-augmented here.
+BATCH_NORM_BATCHES = 50
 
 
 def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float) -> tuple[dict, int, torch.Tensor | None]:
     evaluation_start = time.perf_counter()
+    if has_modes(run.optimizer):
+        _batch_norm_at_evaluated_weights(run)
     trained = progress.result()
     record = {"epoch": epoch, "lr": run.optimizer.param_groups[0]["lr"],
               "train/loss": trained["loss"], "train/acc": trained["acc"],
@@ -48,6 +57,18 @@ def _split_metrics(run, split_name: str, image_set, noisy_labels=None) -> tuple[
     if noisy_labels is not None:
         record[f"{split_name}/acc_clean"] = (predicted == image_set.labels).float().mean().item()
     return record, predicted.cpu()
+
+
+def _batch_norm_at_evaluated_weights(run) -> None:
+    """Schedule-Free evaluates its averaged weights, but BatchNorm's running statistics were gathered at the
+    weights it trained at: re-estimate them at the evaluated ones, on a fixed spread of training images
+    (the same every epoch and every session, drawing no random numbers, so resumed runs stay exact)."""
+    train = run.splits.train
+    count = min(len(train), BATCH_NORM_BATCHES * run.cfg.batch_size)
+    spread = torch.randperm(len(train), generator=torch.Generator().manual_seed(0))[:count].to(run.device)
+    batches = eval_batches(train.images, run.noisy.labels, run.cfg.batch_size, run.mean, run.std, spread)
+    with evaluation_memory_guard(run):
+        recompute_batch_norm(run.step_model, batches, run.policy)
 
 
 def evaluation_memory_guard(run):

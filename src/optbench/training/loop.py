@@ -8,6 +8,8 @@ copies the directory out after each epoch (training/mirror.py; train() copies th
 The experiment trackers of conf/logger/ (training/trackers.py) get each epoch and the ending; they never fail a run.
 The selected epoch's test predictions are kept from its test pass and written to predictions.npz at
 each checkpoint and at the end (the checkpoint holds them too, so a resumed run writes the same file).
+Optimizers with train and eval modes (Schedule-Free) are evaluated, and checkpointed at the end of an
+epoch, in eval mode: the weights recorded are the weights evaluated.
 """
 
 import itertools
@@ -24,6 +26,7 @@ from optbench.rundir import RunDir
 from optbench.training import checkpoint, console
 from optbench.training.trackers import open_trackers
 from optbench.training.evaluate import epoch_record
+from optbench.training.optim import set_mode
 from optbench.training.signals import stop_requests
 from optbench.training.steps import EpochProgress, train_epoch
 from optbench.training.summary import divergence, update_summary
@@ -105,6 +108,9 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, tracker
     if progress.batches_done < len(run.pipeline):   # stopped mid-epoch
         _save(run, run_dir, state)
         raise RunInterrupted(stop.signal)
+    # Evaluate, and checkpoint below, the weights the optimizer reports (Schedule-Free: its averaged iterate);
+    # the next epoch's train_epoch switches back. A mid-epoch checkpoint above keeps the training mode.
+    set_mode(run.optimizer, training=False)
     record, first_nonfinite_batch, test_predicted = epoch_record(run, epoch, progress, state.partial_seconds)
     state.progress, state.partial_seconds = None, 0.0
     state.records.append(record)

@@ -5,6 +5,9 @@ decay on 1-D parameters, i.e. norms and biases, unless asked), then instantiates
 its Hydra `_target_` (`_partial_: true`), so any torch.optim or pytorch-optimizer class works by
 overriding `optimizer._target_`. Muon (`param_groups: muon`) gets Muon on the hidden conv/linear
 weights and its built-in AdamW on the stem, head, norms and biases, as Muon's authors prescribe.
+An optimizer with its own warmup (optbench/optimizers.py: Schedule-Free) gets `optimizer.warmup_fraction`
+as its warmup argument in steps of the run. `set_mode(optimizer, training)` switches an optimizer that
+has train and eval modes (Schedule-Free evaluates its averaged iterate), and is a no-op for the others.
 `build_scheduler(...)` wraps `lr_factor(step, ...)`, a pure function of the iteration.
 """
 
@@ -16,6 +19,7 @@ from hydra.utils import instantiate
 from torch import nn
 
 from optbench.errors import ConfigError
+from optbench.optimizers import spec_of
 
 def build_param_groups(model: nn.Module, scheme: str = "standard", decay_norms_and_biases: bool = False) -> list[dict]:
     no_decay = {} if decay_norms_and_biases else {"weight_decay": 0.0}
@@ -36,9 +40,14 @@ def build_param_groups(model: nn.Module, scheme: str = "standard", decay_norms_a
 
 
 def build_optimizer(model: nn.Module, name: str, param_groups: str = "standard",
-                    decay_norms_and_biases: bool = False, **factory_options) -> torch.optim.Optimizer:
-    """`factory_options` is the optimizer's Hydra node: `_target_`, `_partial_: true` and its kwargs."""
+                    decay_norms_and_biases: bool = False, total_steps: int = 0,
+                    **factory_options) -> torch.optim.Optimizer:
+    """`factory_options` is the optimizer's Hydra node: `_target_`, `_partial_: true` and its kwargs;
+    `total_steps`: the run's optimizer steps, which an optimizer's own warmup fraction is a share of."""
     groups = build_param_groups(model, param_groups, decay_norms_and_biases)
+    spec = spec_of(name)
+    if spec is not None and spec.own_warmup and "warmup_fraction" in factory_options:
+        factory_options[spec.own_warmup] = round(factory_options.pop("warmup_fraction") * total_steps)
     try:
         # _convert_=all: plain lists/dicts in param groups, so checkpoints load with weights_only=True
         factory = instantiate(factory_options, _convert_="all")
@@ -47,6 +56,19 @@ def build_optimizer(model: nn.Module, name: str, param_groups: str = "standard",
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ConfigError(f"optimizer '{name}' ({factory_options.get('_target_')}) cannot be built: {first_line}; "
                           f"check optimizer._target_ and its arguments") from error
+
+
+def has_modes(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether it has train and eval modes (duck-typed, so `optimizer._target_=schedulefree.SGDScheduleFree`
+    counts too); torch.optim optimizers have neither."""
+    return callable(getattr(optimizer, "train", None)) and callable(getattr(optimizer, "eval", None))
+
+
+def set_mode(optimizer: torch.optim.Optimizer, training: bool) -> None:
+    """train() before training steps, eval() before evaluating or saving the evaluated weights, for the
+    optimizers that have the two modes; the others are left alone."""
+    if has_modes(optimizer):
+        (optimizer.train if training else optimizer.eval)()
 
 
 def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str,

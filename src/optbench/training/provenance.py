@@ -8,7 +8,10 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-LIBRARIES = ("torch", "torchvision", "lion-pytorch", "pytorch_optimizer", "hydra-core", "numpy")
+from optbench import optimizers
+
+# torch and the optimizers' libraries (the registry's), whose versions can change a run's numbers
+LIBRARIES = tuple(dict.fromkeys(("torch", "torchvision", *optimizers.libraries(), "hydra-core", "numpy")))
 
 
 def library_versions() -> dict[str, str | None]:

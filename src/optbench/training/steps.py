@@ -7,6 +7,9 @@ it can stop between steps and be continued from its progress (graceful interrupt
 evaluation split plus the predicted classes, which the noisy-label fit metrics need. The device
 policy supplies autocast (AMP) and the memory format; `grad_accum` splits each batch into that many
 micro-batches whose gradients add up to the whole batch's, so a small device keeps the batch size.
+`train_epoch` puts the optimizer in its train mode (Schedule-Free); the loop puts it in eval mode before
+evaluating (training/loop.py). `recompute_batch_norm` re-estimates BatchNorm statistics at the weights
+being evaluated (Schedule-Free's average differs from the weights the training passes saw).
 """
 
 from collections.abc import Iterable
@@ -16,6 +19,7 @@ import torch
 from torch import nn
 
 from optbench.device.policy import DevicePolicy
+from optbench.training.optim import set_mode
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
@@ -74,6 +78,7 @@ def train_epoch(model: nn.Module, batches: Batches, optimizer: torch.optim.Optim
                 should_stop=lambda: False) -> EpochProgress:
     """Train on `batches` (the rest of an epoch when `progress` is given); stop early when `should_stop()`."""
     model.train()
+    set_mode(optimizer, training=True)   # Schedule-Free steps from its gradient point, not the evaluated average
     progress = progress or EpochProgress()
     for images, labels in batches:
         batch_loss_sum, batch_correct = train_step(model, images, labels, optimizer, policy, scaler, grad_accum)
@@ -82,6 +87,23 @@ def train_epoch(model: nn.Module, batches: Batches, optimizer: torch.optim.Optim
         if should_stop():
             break
     return progress
+
+
+@torch.no_grad()
+def recompute_batch_norm(model: nn.Module, batches: Batches, policy: DevicePolicy) -> None:
+    """Re-estimate every BatchNorm's running statistics at the current weights, as the average over `batches`
+    (momentum None: a cumulative average from a reset, so the old statistics leave no trace)."""
+    norms = [module for module in model.modules() if isinstance(module, nn.modules.batchnorm._BatchNorm)]
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None
+    model.train()
+    for images, _ in batches:
+        with policy.autocast():
+            model(images.contiguous(memory_format=policy.memory_format))
+    for norm, momentum in zip(norms, momenta):
+        norm.momentum = momentum
 
 
 @torch.inference_mode()
