@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from optbench.aggregate.load import IDENTITY_SOURCES, is_clean
+from optbench.choices import OPTIMIZERS
 from optbench.rundir import is_numbers_free
 
 CONFIG_PREFIX = "cfg."
@@ -29,7 +30,7 @@ ARM_IDENTITY = ["optimizer"]
 # (cifar10 vs cifar100 class counts) without splitting anything; they become keys only when they
 # differ within one dataset. Fields outside these sections become keys when they differ at all.
 OWNERS = {"dataset.": ["dataset"], "noise.": ["noise", "noise_rate"], "optimizer.": ["optimizer"]}
-KNOWN_OPTIMIZERS = ("sgd", "adam", "adamw", "lion", "muon")   # the study's optimizers, in reading order
+KNOWN_OPTIMIZERS = OPTIMIZERS   # the registry's optimizers, in its reading order (the five first)
 
 
 @dataclass(frozen=True)
