@@ -70,8 +70,8 @@ def test_the_selected_epoch_is_kept_when_a_later_epoch_is_worse(tiny_config, tmp
 
     real = evaluation.epoch_record
 
-    def falling_validation(run, epoch, progress, seconds):
-        record, first_nonfinite, predicted = real(run, epoch, progress, seconds)
+    def falling_validation(run, epoch, progress, seconds, best_so_far=None):
+        record, first_nonfinite, predicted = real(run, epoch, progress, seconds, best_so_far)
         record["val/acc"] = 1.0 / epoch
         return record, first_nonfinite, predicted
 

@@ -131,8 +131,8 @@ def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path,
     from optbench.training import evaluate as evaluation
     real = evaluation.epoch_record
 
-    def falling_validation(run, epoch, progress, seconds):
-        record, first_nonfinite, predicted = real(run, epoch, progress, seconds)
+    def falling_validation(run, epoch, progress, seconds, best_so_far=None):
+        record, first_nonfinite, predicted = real(run, epoch, progress, seconds, best_so_far)
         return {**record, "val/acc": 1.0 / epoch}, first_nonfinite, predicted
 
     monkeypatch.setattr("optbench.training.loop.epoch_record", falling_validation)

@@ -13,6 +13,7 @@ DATASETS = ("cifar10", "cifar100", "imagefolder", "synthetic")
 DATASETS_WITH_ASYMMETRIC_MAPPING = ("cifar10", "cifar100", "imagefolder")
 NOISE_KINDS = ("none", "symmetric", "asymmetric")
 NOISE_VALIDATION = ("noisy", "clean")   # noise.validation: labels model selection sees under label noise
+TEST_EVERY = ("epoch", "improved")      # train.test_every: test after every epoch, or where validation improves
 ARCHITECTURES = ("resnet18",)
 SCHEDULES = ("cosine", "step", "constant")
 PARAM_GROUP_SCHEMES = ("standard", "muon")

@@ -40,7 +40,11 @@ def validate(cfg: DictConfig) -> None:
     _whole_number(cfg, "seed", 0, "the seed must be a whole number >= 0, e.g. seed=0")
     _whole_number(cfg, "epochs", 1, "train for at least one epoch, e.g. epochs=200")
     _whole_number(cfg, "batch_size", 1, "use a batch size of at least 1, e.g. batch_size=128")
-    _whole_number(cfg, "train.eval_batch_size", 1, "use an evaluation batch size of at least 1, e.g. 1024")
+    if cfg.train.eval_batch_size != "auto":
+        _whole_number(cfg, "train.eval_batch_size", 1, "use auto (the device's) or an evaluation batch size of at "
+                                                       "least 1, e.g. 256")
+    if cfg.train.get("test_every", "epoch") not in choices.TEST_EVERY:
+        _fail("train.test_every", cfg.train.test_every, f"choose {' or '.join(choices.TEST_EVERY)}")
     _whole_number(cfg, "train.checkpoint_every", 0, "use 0 (only at the end) or a number of epochs")
     _whole_number(cfg, "model.width", 1, "64 is the standard ResNet-18; 8-16 for CPU tests")
     _number(cfg, "train.mirror_every_s", 0.0, float("inf"), "seconds between checkpoint copies to the mirror, e.g. 600")

@@ -8,13 +8,24 @@ label noise with `noise.validation: noisy` those are noisy, and `val/acc_clean` 
 predictions against the true labels (the oracle). Noisy runs also record how the flipped training
 images are fit: predicted as their given wrong label, or as the original one. For an optimizer with an
 eval mode (Schedule-Free), BatchNorm's statistics are first re-estimated at the weights evaluated.
+
+Evaluation is made cheap (a study's epoch is a third evaluation): a copy of the model with BatchNorm folded
+into the convolutions (torch.fx's fuse; the training model is untouched), in the policy's memory format
+and inference mode, at the device's evaluation batch size (`train.eval_batch_size: auto`). Folding changes
+the logits in their last bits only: predictions equal the unfolded model's except where two classes' logits
+tie within float tolerance (tests/test_evaluate.py). With `train.test_every: improved` the test split is
+evaluated only at epochs where validation accuracy improves and at the last one, so test accuracy at the
+best validation epoch is unchanged. The record carries the evaluation's own time and rate (`eval/time_s`,
+`eval/images`, `eval/images_per_s`).
 """
 
+import logging
 import time
 
 import torch
+from torch.fx.experimental.optimization import fuse
 
-from optbench.device.policy import out_of_memory_as_error
+from optbench.device.policy import eval_batch_size, out_of_memory_as_error
 from optbench.data.pipelines import eval_batches
 from optbench.training.optim import has_modes
 from optbench.training.steps import EpochProgress, evaluate, noisy_fit, recompute_batch_norm
@@ -23,9 +34,13 @@ from optbench.training.steps import EpochProgress, evaluate, noisy_fit, recomput
 # Training batches whose statistics BatchNorm gets at the evaluated weights of an optimizer with an eval
 # mode: the schedulefree README's recipe (50 batches before each evaluation), un-augmented here.
 BATCH_NORM_BATCHES = 50
+log = logging.getLogger(__name__)
 
 
-def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float) -> tuple[dict, int, torch.Tensor | None]:
+def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float,
+                 best_so_far: dict | None = None) -> tuple[dict, int, torch.Tensor | None]:
+    """`best_so_far`: selection key (val/acc, and val/acc_clean under noise) -> its best value over the
+    epochs before; test_every=improved tests only an epoch that beats one of them, and the last."""
     evaluation_start = time.perf_counter()
     if has_modes(run.optimizer):
         _batch_norm_at_evaluated_weights(run)
@@ -34,25 +49,56 @@ def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float)
               "train/loss": trained["loss"], "train/acc": trained["acc"],
               "train/images": trained["images"], "train/time_s": train_seconds,
               "train/images_per_s": trained["images"] / train_seconds}
-    record.update(_split_metrics(run, "val", run.splits.val, run.noisy_val_labels)[0])
-    test_metrics, test_predicted = _split_metrics(run, "test", run.splits.test)
-    record.update(test_metrics)
+    model = evaluation_model(run)
+    val_metrics, _ = _split_metrics(run, model, "val", run.splits.val, run.noisy_val_labels)
+    record.update(val_metrics)
+    evaluated = len(run.splits.val)
+    test_predicted = None
+    if wants_test(run.cfg, epoch, val_metrics, best_so_far or {}):
+        test_metrics, test_predicted = _split_metrics(run, model, "test", run.splits.test)
+        record.update(test_metrics)
+        evaluated += len(run.splits.test)
     if run.noisy.num_noisy:
-        record.update(_noisy_fit_metrics(run))
-    record["time_s"] = train_seconds + time.perf_counter() - evaluation_start
+        record.update(_noisy_fit_metrics(run, model))
+        evaluated += int(run.noisy.num_noisy)
+    evaluation_seconds = time.perf_counter() - evaluation_start
+    record.update({"eval/time_s": evaluation_seconds, "eval/images": evaluated,
+                   "eval/images_per_s": evaluated / evaluation_seconds if evaluation_seconds > 0 else float("nan"),
+                   "time_s": train_seconds + evaluation_seconds})
     return record, trained["first_nonfinite_batch"], test_predicted
 
 
-def _split_metrics(run, split_name: str, image_set, noisy_labels=None) -> tuple[dict, torch.Tensor | None]:
+def wants_test(cfg, epoch: int, val_metrics: dict, best_so_far: dict) -> bool:
+    """Every epoch, or (test_every=improved) where a selection metric (validation accuracy, and its clean
+    oracle under noise) beats every earlier epoch, and the last. Without a validation split: every epoch."""
+    if cfg.train.get("test_every", "epoch") == "epoch" or epoch == cfg.epochs or "val/acc" not in val_metrics:
+        return True
+    return any(val_metrics[key] > best_so_far.get(key, float("-inf")) for key in ("val/acc", "val/acc_clean")
+               if key in val_metrics)
+
+
+def evaluation_model(run) -> torch.nn.Module:
+    """A copy of the model with BatchNorm folded into the convolutions, in the policy's memory format; the
+    training model itself when it cannot be traced (a model torch.fx does not follow)."""
+    run.model.eval()
+    try:
+        folded = fuse(run.model, inplace=False)
+    except Exception as error:  # noqa: BLE001  tracing is an optimisation: evaluate unfolded rather than fail
+        log.warning("evaluating without folding BatchNorm (torch.fx could not trace the model: %s)", error)
+        return run.step_model
+    return folded.to(memory_format=run.policy.memory_format)
+
+
+def _split_metrics(run, model, split_name: str, image_set, noisy_labels=None) -> tuple[dict, torch.Tensor | None]:
     """`split/loss` and `split/acc` against the labels selection sees (`noisy_labels` when given, else the
     split's own); with noisy labels also `split/acc_clean` against the true ones. Also the predicted
     classes, on the CPU (None for an empty split)."""
     if not len(image_set):
         return {}, None
     labels = image_set.labels if noisy_labels is None else noisy_labels
-    batches = eval_batches(image_set.images, labels, run.cfg.train.eval_batch_size, run.mean, run.std)
+    batches = eval_batches(image_set.images, labels, evaluation_batch(run), run.mean, run.std)
     with evaluation_memory_guard(run):
-        metrics, predicted = evaluate(run.step_model, batches, run.policy)
+        metrics, predicted = evaluate(model, batches, run.policy)
     record = {f"{split_name}/{name}": value for name, value in metrics.items()}
     if noisy_labels is not None:
         record[f"{split_name}/acc_clean"] = (predicted == image_set.labels).float().mean().item()
@@ -71,18 +117,22 @@ def _batch_norm_at_evaluated_weights(run) -> None:
         recompute_batch_norm(run.step_model, batches, run.policy)
 
 
+def evaluation_batch(run) -> int:
+    return eval_batch_size(run.cfg.train.eval_batch_size, run.device.type)
+
+
 def evaluation_memory_guard(run):
-    size = run.cfg.train.eval_batch_size
+    size = evaluation_batch(run)
     return out_of_memory_as_error(run.device, f"evaluating batches of train.eval_batch_size={size}",
                                   f"try train.eval_batch_size={max(1, size // 4)}")
 
 
-def _noisy_fit_metrics(run) -> dict:
+def _noisy_fit_metrics(run, model) -> dict:
     """Predict the flipped training images, un-augmented, and compare with noisy and clean labels."""
     index = run.noisy.is_noisy.nonzero().squeeze(1)
     train = run.splits.train
-    batches = eval_batches(train.images, run.noisy.labels, run.cfg.train.eval_batch_size, run.mean, run.std, index)
+    batches = eval_batches(train.images, run.noisy.labels, evaluation_batch(run), run.mean, run.std, index)
     with evaluation_memory_guard(run):
-        _, predicted = evaluate(run.step_model, batches, run.policy)
+        _, predicted = evaluate(model, batches, run.policy)
     fit = noisy_fit(predicted, run.noisy.labels[index], train.labels[index])
     return {f"noisy/{name}": value for name, value in fit.items()}

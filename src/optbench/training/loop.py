@@ -29,7 +29,7 @@ from optbench.training.evaluate import epoch_record
 from optbench.training.optim import set_mode
 from optbench.training.signals import stop_requests
 from optbench.training.steps import EpochProgress, train_epoch
-from optbench.training.summary import divergence, update_summary
+from optbench.training.summary import best_so_far, divergence, update_summary
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,8 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, tracker
     # Evaluate, and checkpoint below, the weights the optimizer reports (Schedule-Free: its averaged iterate);
     # the next epoch's train_epoch switches back. A mid-epoch checkpoint above keeps the training mode.
     set_mode(run.optimizer, training=False)
-    record, first_nonfinite_batch, test_predicted = epoch_record(run, epoch, progress, state.partial_seconds)
+    record, first_nonfinite_batch, test_predicted = epoch_record(run, epoch, progress, state.partial_seconds,
+                                                                 best_so_far(summary))
     state.progress, state.partial_seconds = None, 0.0
     state.records.append(record)
     run_dir.append_metrics(record)

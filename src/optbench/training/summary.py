@@ -38,6 +38,12 @@ def update_summary(summary: dict, record: dict, wall_time_s: float) -> None:
         summary["best_clean_val"] = _better(summary.get("best_clean_val"), record, "val/acc_clean", None)
 
 
+def best_so_far(summary: dict) -> dict:
+    """Selection key -> the best value of the epochs done (val/acc; val/acc_clean under label noise)."""
+    chosen = {"val/acc": summary.get("best"), "val/acc_clean": summary.get("best_clean_val")}
+    return {key: record[key] for key, record in chosen.items() if record and key in record}
+
+
 def _better(best: dict | None, record: dict, key: str, fallback: str | None) -> dict:
     selected_by = key if key in record else fallback
     if best is None or key not in record or record[key] > best[key]:
