@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available
+from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, synchronise
 from optbench.rundir import write_bytes_atomically
 from optbench.training.models import build_model
 from optbench.training.steps import train_step
@@ -64,18 +64,13 @@ def time_training(device: torch.device, policy: DevicePolicy, model_name: str, w
     started = time.perf_counter()
     for step in range(WARMUP_STEPS + steps):
         if step == WARMUP_STEPS:
-            _synchronise(device)
+            synchronise(device)
             warmup_seconds, started = time.perf_counter() - started, time.perf_counter()
         loss_sum, _ = train_step(step_model, images, labels, optimizer, policy, scaler)
     loss_sum.item()  # waits for the device
     return warmup_seconds, steps * batch_size / (time.perf_counter() - started)
 
 
-def _synchronise(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
 
 
 def cache_key(devices: list[torch.device], model_name: str, width: int, num_classes: int, batch_size: int) -> str:

@@ -172,6 +172,15 @@ CPU_COMPILE_MIN_WIDTH = 64
 EVAL_BATCH_SIZES = {"cpu": 256, "cuda": 1024, "mps": 512}
 
 
+def synchronise(device: torch.device) -> None:
+    """Wait for the device's queued work: CUDA and MPS run asynchronously, so a clock read without this
+    times the launching of kernels, not their running."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
 def eval_batch_size(configured, device_type: str) -> int:
     """train.eval_batch_size as a number: the configured one, or the device's under `auto`."""
     return EVAL_BATCH_SIZES.get(device_type, 256) if configured == "auto" else int(configured)

@@ -25,7 +25,7 @@ import time
 import torch
 from torch.fx.experimental.optimization import fuse
 
-from optbench.device.policy import eval_batch_size, out_of_memory_as_error
+from optbench.device.policy import eval_batch_size, out_of_memory_as_error, synchronise
 from optbench.data.pipelines import eval_batches
 from optbench.training.optim import has_modes
 from optbench.training.steps import EpochProgress, evaluate, noisy_fit, recompute_batch_norm
@@ -61,6 +61,7 @@ def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float,
     if run.noisy.num_noisy:
         record.update(_noisy_fit_metrics(run, model))
         evaluated += int(run.noisy.num_noisy)
+    synchronise(run.device)
     evaluation_seconds = time.perf_counter() - evaluation_start
     record.update({"eval/time_s": evaluation_seconds, "eval/images": evaluated,
                    "eval/images_per_s": evaluated / evaluation_seconds if evaluation_seconds > 0 else float("nan"),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from optbench import predictions, rundir
-from optbench.device.policy import out_of_memory_as_error
+from optbench.device.policy import out_of_memory_as_error, synchronise
 from optbench.errors import RunInterrupted
 from optbench.rundir import RunDir
 from optbench.training import checkpoint, console
@@ -166,6 +166,7 @@ def _train_part(run, epoch: int, progress: EpochProgress | None, stop) -> tuple[
                                 _training_memory_fix(cfg)):
         progress = train_epoch(run.step_model, batches, run.optimizer, run.scheduler, run.policy, run.scaler,
                                cfg.train.grad_accum, progress, should_stop=lambda: stop.signal is not None)
+    synchronise(run.device)   # on CUDA the last steps may still be running: the clock stops when they have
     return progress, time.perf_counter() - started
 
 
