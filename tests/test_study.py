@@ -191,3 +191,35 @@ def test_a_run_failing_in_a_launcher_worker_is_named_and_the_study_exits_non_zer
     errors = capsys.readouterr().err
     assert "run not finished:" in errors and "no summary.json" in errors and str(results) in errors
     assert "1 of 1 runs did not finish" in errors
+
+
+def test_a_planned_directory_holding_another_experiment_is_its_own_state_and_never_launched(tmp_path, tiny_config, capsys):
+    """A finished run of another experiment in a planned run's directory was "all 2 runs finished, skipped"
+    (or, launched, read as completed): the planner reads the record, shows it, and refuses to launch."""
+    from optbench.studies.plan import plan
+    from optbench.training.run import train
+
+    study = write_study(tmp_path / "one.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
+    argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
+    [(_, [planned])] = plan(find_study(str(study)), CONF_DIR, argv[2:], "basic", False)
+    train(tiny_config("optimizer.lr=0.5"), planned.run_dir)   # another experiment, finished, in the planned directory
+    before = {path: path.read_bytes() for path in planned.run_dir.rglob("*") if path.is_file()}
+    assert study_cli.main([*argv, "--dry-run", "--no-estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "1 runs in 1 sweep(s): 0 done, 0 unfinished, 0 new, 1 holding another experiment" in out
+    assert f"other experiment {planned.run_dir} (optimizer.lr: 0.5 -> 0.1)" in out
+    assert study_cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {planned.run_dir} holds another experiment") and err.count("\n") == 1
+    assert {path: path.read_bytes() for path in planned.run_dir.rglob("*") if path.is_file()} == before
+
+
+def test_the_outcome_check_compares_run_ids(tmp_path):
+    from optbench.studies import outcome
+
+    write_summary(tmp_path / "run", "completed")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    (tmp_path / "run" / "summary.json").write_text(json.dumps({**summary, "run_id": "abc"}))
+    assert outcome.run_outcome(tmp_path / "run", "abc") == "completed"
+    assert outcome.run_outcome(tmp_path / "run", "def").startswith("other experiment: its summary names run abc")
+    assert outcome.unfinished([tmp_path / "run"], ["def"]) and not outcome.unfinished([tmp_path / "run"], ["abc"])

@@ -8,14 +8,16 @@
 - `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors.
 """
 
-import hashlib
+import functools
 import itertools
 import re
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_folder_name
 from optbench.errors import ConfigError
+from optbench.rundir import data_level
 from optbench.studies.launchers import gpu_for_job
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
@@ -33,19 +35,38 @@ def run_variant(override_dirname: str) -> str:
     return re.sub(r"[^A-Za-z0-9=,._+-]", "_", override_dirname) + "/"
 
 
-def dataset_dir_name(name: str, root=None) -> str:
-    """The run directory's dataset level: the dataset's name, and for a folder of images its folder name and
-    a short hash of its absolute path, so two folders never share a run directory."""
+@functools.lru_cache(maxsize=64)   # one fingerprint per folder per process: a study plans hundreds of runs on it
+def dataset_dir_name(name: str, root=None, image_size=32, data_dir=None, results_dir=None) -> str:
+    """The run directory's dataset level: the dataset's name; for a folder of images its folder name and
+    the first digits of its content fingerprint, or the existing level under `results_dir` that holds runs
+    of the same data (rundir.data_level: another copy's name, or the older path-hash name). A folder that
+    cannot be listed is a ConfigError (preflight and the planner call this before Hydra makes anything)."""
     if not root:
         return name
-    folder = Path(str(root)).expanduser().resolve()
-    readable = re.sub(r"[^A-Za-z0-9._-]", "_", folder.name) or "root"
-    return f"{name}-{readable}-{hashlib.sha1(str(folder).encode()).hexdigest()[:8]}"
+    fingerprint = data_fingerprint(name, root=root, image_size=int(image_size), data_dir=data_dir)
+    wanted = data_dir_name(name, root, fingerprint)
+    return data_level(Path(str(results_dir)), wanted, fingerprint) if results_dir else wanted
+
+
+def dataset_dir_resolver(name: str, root=None, image_size=32, data_dir=None, results_dir=None) -> str:
+    """dataset_dir_name for conf/config.yaml; an unusable folder gets a placeholder name here, because
+    the run refuses it (one line) before writing anything and removes the directory Hydra made."""
+    try:
+        return dataset_dir_name(name, root, image_size, data_dir, results_dir)
+    except (ConfigError, OSError):
+        return f"{name}-{readable_folder_name(root)}-unreadable"
+
+
+def cfg_dataset_dir(cfg) -> str:
+    """dataset_dir_name of a composed config (the same arguments conf/config.yaml passes)."""
+    return dataset_dir_name(cfg.dataset.name, OmegaConf.select(cfg, "dataset.root"),
+                            OmegaConf.select(cfg, "dataset.image_size", default=32), cfg.paths.data_dir,
+                            cfg.paths.results_dir)
 
 
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
-    OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_name, replace=True)
+    OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_resolver, replace=True)
     # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)
     OmegaConf.register_new_resolver("optbench_gpu_for_job", gpu_for_job, replace=True)
 

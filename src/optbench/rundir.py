@@ -247,6 +247,36 @@ class RunDir:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def data_level(results_dir: Path, wanted: str, fingerprint: str) -> str:
+    """The dataset level to use under `results_dir` for `wanted` (`<dataset>-<folder>-<8 hex of the content
+    fingerprint>`): `wanted` itself when it exists; else an existing level holding the same data, found by
+    content: one named by another copy of the folder (the same fingerprint digits), or one named by the
+    older scheme (a hash of the folder's path) whose runs record this fingerprint; else `wanted`. So runs
+    are found from any checkout, whatever path the data has."""
+    results_dir = Path(results_dir)
+    if (results_dir / wanted).is_dir() or not results_dir.is_dir():
+        return wanted
+    dataset, suffix = wanted.split("-", 1)[0], wanted.rsplit("-", 1)[-1]
+    others = sorted(path for path in results_dir.glob(f"{dataset}-*") if path.is_dir())
+    same_digits = [path.name for path in others if path.name.rsplit("-", 1)[-1] == suffix]
+    if same_digits:
+        return same_digits[0]
+    for level in others:
+        if recorded_data(level) == fingerprint:
+            return level.name
+    return wanted
+
+
+def recorded_data(level: Path) -> str | None:
+    """The data fingerprint recorded by the first run found below a dataset level (all its runs share it)."""
+    for record_path in Path(level).glob(f"**/{RECORD_FILE}"):
+        try:
+            return (read_json(record_path, "") or {}).get("identity", {}).get("data")
+        except DamagedRunFile:
+            continue
+    return None
+
+
 def remove_empty_dirs(folder: Path, stop: Path) -> None:
     """Remove `folder` and its parents while they are empty, up to (not including) `stop`; never a non-empty one."""
     folder, stop = Path(folder).resolve(), Path(stop).resolve()

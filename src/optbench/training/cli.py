@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from optbench import errors, rundir
 from optbench.config import validate
 from optbench.errors import ConfigError, OutOfMemory, RunDirectoryBusy, RunInterrupted
-from optbench.hydra_glue import combinations, compose_checked, parse_overrides, split_command_line
+from optbench.hydra_glue import cfg_dataset_dir, combinations, compose_checked, parse_overrides, split_command_line
 
 log = logging.getLogger(__name__)
 MAX_CHECKED_COMBINATIONS = 128  # ~0.1 s each; a larger sweep is checked on its first 128 runs only
@@ -39,7 +39,9 @@ def preflight(argv: list[str], conf_dir: Path) -> int:
     runs = combinations(values)[:MAX_CHECKED_COMBINATIONS]
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         for run_overrides in runs:
-            validate(compose_checked(run_overrides, conf_dir))
+            cfg = compose_checked(run_overrides, conf_dir)
+            validate(cfg)
+            cfg_dataset_dir(cfg)   # lists (and fingerprints) a folder of images: unusable, one line before Hydra starts
     return len(runs)
 
 

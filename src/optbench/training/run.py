@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from optbench import rundir
 from optbench.config import validate
-from optbench.data.sources import data_fingerprint
+from optbench.data.fingerprint import run_identity as run_identity_of
 from optbench.device.awake import kept_awake
 from optbench.device.policy import release_device_memory
 from optbench.errors import ConfigError
@@ -38,9 +38,7 @@ def run_identity(cfg: DictConfig) -> tuple[dict, dict]:
     """(the resolved config, the identity it has with its data)."""
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved.pop("hydra", None)
-    dataset = {key: value for key, value in resolved["dataset"].items() if key != "name"}
-    fingerprint = data_fingerprint(cfg.dataset.name, data_dir=cfg.paths.data_dir, **dataset)
-    return resolved, rundir.identity(resolved, fingerprint)
+    return resolved, run_identity_of(resolved)
 
 
 def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
