@@ -223,3 +223,15 @@ def test_the_outcome_check_compares_run_ids(tmp_path):
     assert outcome.run_outcome(tmp_path / "run", "abc") == "completed"
     assert outcome.run_outcome(tmp_path / "run", "def").startswith("other experiment: its summary names run abc")
     assert outcome.unfinished([tmp_path / "run"], ["def"]) and not outcome.unfinished([tmp_path / "run"], ["abc"])
+
+
+def test_grid_values_hydra_respells_name_the_directories_hydra_makes(tmp_path, capsys):
+    """A grid value of 1000 or more: the planner expected `optimizer.lr=1e+11`, Hydra trained into
+    `optimizer.lr=100000000000.0`; the study exited 1 and its dry run showed the run as new for ever."""
+    study = write_study(tmp_path / "tune.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]),
+                        tune={"lr_factors": [1, 1.0e+12], "weight_decay_factors": [1]})
+    argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
+    assert study_cli.main(argv) == 0   # the 1e11 run diverges: a result
+    assert study_cli.main([*argv, "--dry-run", "--no-estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs in 1 sweep(s): 2 done, 0 unfinished, 0 new" in out and "optimizer.lr=100000000000.0" in out

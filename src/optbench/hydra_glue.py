@@ -4,7 +4,8 @@
 - `split_command_line(argv)`: src/train.py's arguments as Hydra reads them, so the up-front checks see
   the same overrides; flag-style arguments (`--optimizer adam`) are answered with the override form.
 - `parse_overrides(overrides)`: key -> values (several when swept), hydra.* overrides apart; the one
-  walker behind the train preflight and the study planner. `combinations(values)`: every single run.
+  walker behind the train preflight and the study planner. `combinations(values)`: every single run;
+  `multirun_jobs(overrides)`: every job of a multirun as Hydra's sweeper spells it (the planner's runs).
 - `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors.
 """
 
@@ -143,6 +144,17 @@ def format_value(value) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     return str(value)
+
+
+def multirun_jobs(command_overrides: list[str]) -> list[list[str]]:
+    """Every job of `python src/train.py -m <command_overrides>` as Hydra's basic sweeper hands it out: its
+    order and its spelling of each value (a float is re-spelled by Python: `1e+11` -> `100000000000.0`),
+    which names the job's directory. Asks Hydra rather than copying its formatting; hydra.* overrides dropped."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(command_overrides))
+    return BasicSweeper.split_arguments([override for override in parsed if not override.is_hydra_override()], None)[0]
 
 
 def override_text(key: str, value: str | None) -> str:

@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 
 from optbench.config import validate
 from optbench.errors import ConfigError, DamagedRunFile
-from optbench.hydra_glue import cfg_dataset_dir, combinations, compose_checked, format_value, parse_overrides
+from optbench.hydra_glue import cfg_dataset_dir, compose_checked, format_value, multirun_jobs, parse_overrides
 from optbench.data.fingerprint import config_data_fingerprint, run_identity
 from optbench.rundir import FINAL_STATUSES, RunDir, identity_differences, run_id
 from optbench.studies import search_space, tuning
@@ -55,12 +55,13 @@ class Sweep:
         """Every single run of the sweep, as the override list Hydra hands that job (the trials sweeper's order)."""
         if self.pending:
             return []
-        if not self.trials:
-            return combinations(self.values)
-        return [combination + trial.overrides() for combination in combinations(self.values) for trial in self.trials]
+        jobs = self.runs_without_trials()
+        return [job + trial.overrides() for job in jobs for trial in self.trials] if self.trials else jobs
 
     def runs_without_trials(self) -> list[list[str]]:
-        return combinations(self.values)
+        """Hydra's own jobs of the command line (its spelling of each value names their directories)."""
+        return multirun_jobs([key if values == [None] else f"{key}={','.join(values)}"
+                              for key, values in self.values.items()])
 
     def trial_of(self, job: int) -> Trial | None:
         return self.trials[job % len(self.trials)] if self.trials else None
