@@ -364,3 +364,31 @@ def test_a_symlinked_folder_is_followed_at_most_once(tmp_path, image_root, link)
         (root / "train" / "apple" / "again").symlink_to(elsewhere)
     with pytest.raises(ConfigError, match="already listed"):
         load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bit flipped", "no checksum"])
+def test_a_damaged_decode_cache_is_rebuilt_with_one_warning(tmp_path, image_root, damage, caplog):
+    """A truncated cache was a traceback and a failed run (and every later run on the folder failed); a
+    bit-flipped one trained on the altered pixels (torch.load does not check the zip's CRCs)."""
+    root, images = image_root
+    data_dir = tmp_path / "data"
+    first = load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)
+    [cache] = (data_dir / "cache").glob("imagefolder-*.pt")
+    payload = cache.read_bytes()
+    if damage == "truncated":
+        cache.write_bytes(payload[: len(payload) // 2])
+    elif damage == "bit flipped":
+        pixels = images["train", "apple", 0].numpy().tobytes()[:32]
+        at = payload.index(pixels) + 5
+        cache.write_bytes(payload[:at] + bytes([payload[at] ^ 0x10]) + payload[at + 1:])
+    else:   # a cache written before caches carried their checksum
+        cached = torch.load(cache, weights_only=True)
+        torch.save({"train": cached["train"], "test": cached["test"]}, cache)
+    with caplog.at_level("WARNING"):
+        again = load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)
+    assert torch.equal(again.train.images, first.train.images) and torch.equal(again.test.images, first.test.images)
+    [warning] = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert "is damaged" in warning and "decoding the images again" in warning
+    caplog.clear()
+    load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)   # the rebuilt cache is good
+    assert not [record for record in caplog.records if record.levelname == "WARNING"]

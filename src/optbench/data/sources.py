@@ -2,13 +2,16 @@
 
 - `cifar10`, `cifar100`: torchvision's dataset classes (download into `data_dir`, md5-checked);
 - `imagefolder`: `root/train/<class>/*` and `root/test/<class>/*`, decoded once and cached in
-  `data_dir/cache/` (keyed by the files' contents, classes and names); a file that cannot be decoded is a
-  ConfigError naming it;
+  `data_dir/cache/` (keyed by the files' contents, classes and names, and carrying a checksum of its
+  tensors, checked on every load: a damaged cache is decoded again, with one warning line); a file that
+  cannot be decoded is a ConfigError naming it;
 - `synthetic`: class prototypes plus pixel noise, generated from a fixed seed; learnable, offline.
 `data_fingerprint(name, ...)` (data/fingerprint.py, standard library only) identifies the data a run sees
 without decoding it (the run identity); the folder listing is that module's too.
 """
 
+import hashlib
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,6 +27,8 @@ from torchvision.transforms.v2.functional import pil_to_tensor, resize
 from optbench.data.fingerprint import data_fingerprint, imagefolder_fingerprint, list_image_folder  # noqa: F401 (data_fingerprint: re-exported)
 from optbench.errors import ConfigError
 from optbench.rundir import write_atomically
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,12 +66,37 @@ def _load_imagefolder(data_dir: Path, root: str | None = None, image_size: int =
     classes, train_samples, test_samples = list_image_folder(root)
     fingerprint = imagefolder_fingerprint(root, image_size, train_samples + test_samples, data_dir).split(":")[1]
     cache_path = data_dir / "cache" / f"imagefolder-{fingerprint}.pt"
-    if not cache_path.exists():
-        payload = {"train": _decode_all(train_samples, image_size), "test": _decode_all(test_samples, image_size)}
+    cached = _read_cache(cache_path) if cache_path.exists() else None
+    if cached is None:
+        splits = {"train": _decode_all(train_samples, image_size), "test": _decode_all(test_samples, image_size)}
+        cached = {**splits, "checksum": _tensors_checksum(splits)}
         cache_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(cache_path, lambda handle: torch.save(payload, handle))
-    cached = torch.load(cache_path, weights_only=True)
+        write_atomically(cache_path, lambda handle: torch.save(cached, handle))
     return ImageSet(*cached["train"]), ImageSet(*cached["test"]), classes
+
+
+def _tensors_checksum(splits: dict) -> str:
+    """A hash of every image and label byte: torch.load does not check the zip's CRCs, so a flipped bit
+    would otherwise train on altered pixels."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in ("train", "test"):
+        for tensor in splits[part]:
+            digest.update(tensor.contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _read_cache(cache_path: Path) -> dict | None:
+    """The decoded splits when the cache reads back and matches its checksum; else None, with one warning
+    line (the caller decodes the images again and replaces it)."""
+    try:
+        cached = torch.load(cache_path, weights_only=True)
+        problem = None if _tensors_checksum(cached) == cached.get("checksum") else "its checksum does not match"
+    except Exception as error:  # truncated, not a zip archive, unpickling refused, missing keys
+        problem = f"it cannot be read: {type(error).__name__}"
+    if problem is None:
+        return cached
+    log.warning("decoded-image cache %s is damaged (%s): decoding the images again", cache_path, problem)
+    return None
 
 
 def _decode(path: str, image_size: int) -> torch.Tensor:
