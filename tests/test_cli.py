@@ -131,6 +131,8 @@ BAD_INPUTS = [
     (["optimizer.param_groups=layerwise"], "choose standard or muon"),
     (["noise=symmetric", "noise.validation=maybe"], "choose noisy"),
     (["--optimizer", "adam", "--epochs", "10"], "python src/train.py optimizer=adam epochs=10"),
+    (["+epoch=1"], "+epoch=1: epoch is not a setting optbench reads (did you mean epochs=1?"),   # Hydra's advice
+    (["-m", "seed=0,1", "++optimizer.lrr=0.1"], "did you mean optimizer.lr=0.1?"),
 ]
 
 
@@ -140,6 +142,12 @@ def test_bad_input_is_refused_before_any_work(argv, expected):
         preflight(argv, CONF_DIR)
     message = str(refused.value)
     assert "\n" not in message and expected in message, message
+
+
+def test_a_plus_key_is_refused_by_the_command_line_with_nothing_made(tmp_path):
+    done = run_cli(["+epoch=1", *tiny_args(tmp_path)], tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("error: +epoch=1") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "results").exists()
 
 
 def test_good_sweep_passes_preflight_with_every_run_checked():

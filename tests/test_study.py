@@ -9,6 +9,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, TINY, compose_config
+from optbench.errors import ConfigError
 from optbench.studies import cli as study_cli, tuning
 from optbench.studies.launchers import gpu_for_job
 from optbench.studies.spec import find_study, study_files
@@ -235,3 +236,20 @@ def test_grid_values_hydra_respells_name_the_directories_hydra_makes(tmp_path, c
     assert study_cli.main([*argv, "--dry-run", "--no-estimate"]) == 0
     out = capsys.readouterr().out
     assert "2 runs in 1 sweep(s): 2 done, 0 unfinished, 0 new" in out and "optimizer.lr=100000000000.0" in out
+
+
+def test_a_misspelt_key_in_a_hypothesis_test_block_is_refused(tmp_path):
+    """`metrc:` was ignored and the default metric tested."""
+    from optbench.studies.spec import parse_hypothesis
+
+    (tmp_path / "h9.yaml").write_text("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, "
+                                      "versus: adam, metrc: final_test_acc}\n")
+    with pytest.raises(ConfigError, match=r"test.metrc is not a test setting: did you mean test.metric\?") as error:
+        parse_hypothesis(tmp_path / "h9.yaml")
+    assert "h9.yaml" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_plus_key_in_a_study_override_is_refused(capsys):
+    assert study_cli.main(["smoke", "--dry-run", "--no-estimate", "--set", "+epoch=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: +epoch=1: epoch is not a setting") and err.count("\n") == 1

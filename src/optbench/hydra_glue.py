@@ -9,6 +9,7 @@
 - `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors.
 """
 
+import difflib
 import functools
 import itertools
 import re
@@ -177,6 +178,31 @@ def check_groups(overrides: list[str], conf_dir: Path) -> None:
             options = sorted(path.relative_to(group_dir).with_suffix("").as_posix()
                              for path in group_dir.rglob("*.yaml"))
             raise ConfigError(f"unknown {key} '{value}': choose {key}=" + ", ".join(options))
+
+
+def check_added_keys(overrides: list[str], conf_dir: Path) -> None:
+    """`+key=value` (what Hydra advises after a typo: `+epoch=1`) adds a key no part of optbench reads: the
+    run would train with the default, in a directory named after the typo. One line naming the closest
+    setting instead. A config group (`+experiment=...`) is not a key. Call inside initialize_config_dir."""
+    added = [override for override in overrides if override.startswith("+")]
+    if not added:
+        return
+    from hydra import compose
+
+    base = compose(config_name="config", overrides=[override for override in overrides if override not in added])
+    for override in added:
+        key, _, value = override.lstrip("+").partition("=")
+        if (Path(conf_dir) / key).is_dir() or OmegaConf.select(base, key, default=_ABSENT) is not _ABSENT:
+            continue
+        parent, _, leaf = key.rpartition(".")
+        siblings = OmegaConf.select(base, parent) if parent else base
+        close = difflib.get_close_matches(leaf, [str(name) for name in (siblings or {})], n=1)
+        hint = f"did you mean {parent + '.' if parent else ''}{close[0]}={value}? " if close else ""
+        raise ConfigError(f"{override}: {key} is not a setting optbench reads ({hint}python src/train.py --cfg job "
+                          "lists them); drop the + and use a listed key")
+
+
+_ABSENT = object()
 
 
 def hydra_error_line(error: Exception) -> str:

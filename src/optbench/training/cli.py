@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from optbench import errors, rundir
 from optbench.config import validate
 from optbench.errors import ConfigError, OutOfMemory, RunDirectoryBusy, RunInterrupted
-from optbench.hydra_glue import cfg_dataset_dir, combinations, compose_checked, parse_overrides, split_command_line
+from optbench.hydra_glue import cfg_dataset_dir, check_added_keys, combinations, compose_checked, parse_overrides, split_command_line
 
 log = logging.getLogger(__name__)
 MAX_CHECKED_COMBINATIONS = 128  # ~0.1 s each; a larger sweep is checked on its first 128 runs only
@@ -41,6 +41,7 @@ def preflight(argv: list[str], conf_dir: Path) -> int:
         for run_overrides in runs:
             cfg = compose_checked(run_overrides, conf_dir)
             validate(cfg)
+            check_added_keys(run_overrides, conf_dir)
             cfg_dataset_dir(cfg)   # lists (and fingerprints) a folder of images: unusable, one line before Hydra starts
     return len(runs)
 
