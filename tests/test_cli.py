@@ -150,6 +150,25 @@ def test_a_plus_key_is_refused_by_the_command_line_with_nothing_made(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("case", ["results_dir is a file", "not UTF-8", "name too long", "sweep into a file"])
+def test_unusable_paths_and_text_are_one_line_and_leave_nothing(tmp_path, case):
+    """Each was a Hydra traceback and exit 1; the over-long name also left empty directories behind."""
+    (tmp_path / "afile").write_text("keep me")
+    extra = {"results_dir is a file": [f"paths.results_dir={tmp_path / 'afile'}"],
+             "not UTF-8": ["paths.mirror_dir='mirror\udcff'"],
+             "name too long": ["optimizer.lr=0." + "1" * 300],
+             "sweep into a file": ["seed=0,1", f"paths.results_dir={tmp_path / 'afile' / 'below'}"]}[case]
+    expected = {"results_dir is a file": "is a file, not a folder", "not UTF-8": "mirror\\xff': holds a byte that is not UTF-8",
+                "name too long": "longer than a file name may be", "sweep into a file": "is a file, not a folder"}[case]
+    flags = ["-m"] if case.startswith("sweep") else []
+    done = subprocess.run([sys.executable, "src/train.py", *flags, *tiny_args(tmp_path), *extra], cwd=REPO, capture_output=True,
+                          env={**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data")}, timeout=300,
+                          errors="surrogateescape")
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert expected in done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep me"
+
+
 def test_good_sweep_passes_preflight_with_every_run_checked():
     checked = preflight(["-m", "optimizer=sgd,adam,adamw,lion,muon", "seed=0,1,2", "noise=symmetric",
                          "noise.rate=0.2,0.4"], CONF_DIR)

@@ -112,11 +112,21 @@ def flag_style_answer(strays: list[str]) -> str:
             f"(or python run_single_experiment.py {flags})")
 
 
+def check_text(overrides: list[str]) -> None:
+    """An override holding bytes that are not UTF-8 (Python keeps them as lone surrogates) cannot be written
+    into a record or a directory name: one line, shown with escapes, before anything starts."""
+    for override in overrides:
+        if any("\udc80" <= character <= "\udcff" for character in override):
+            shown = override.encode(errors="surrogateescape").decode(errors="backslashreplace")
+            raise ConfigError(f"{shown}: holds a byte that is not UTF-8 text; retype the value in UTF-8")
+
+
 def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], list[str]]:
     """Run overrides as key -> values (a sweep like `seed=0,1` gives several; a deletion `~key` gives [None]),
     and the hydra.* / hydra/... overrides apart. Keys keep their +, ++ and ~ prefixes."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    check_text(overrides)
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except Exception as error:  # Hydra's parse errors span lines; the first names the override

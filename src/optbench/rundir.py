@@ -27,7 +27,7 @@ import os
 import platform
 from pathlib import Path
 
-from optbench.errors import DamagedRunFile, RunDirectoryBusy
+from optbench.errors import ConfigError, DamagedRunFile, RunDirectoryBusy
 
 RECORD_FILE = "record.json"
 SUMMARY_FILE = "summary.json"
@@ -245,6 +245,27 @@ class RunDir:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+NAME_MAX_BYTES = 255   # the longest file name ext4, APFS, NTFS and most others take
+
+
+def check_creatable(path: Path) -> None:
+    """ConfigError (one line) when a run directory could not be made at `path`: a name longer than file
+    names may be, or a file where a folder must be. Checked before anything is made, so a refused
+    command leaves no half-made chain of empty folders."""
+    path = Path(path)
+    for part in path.parts:
+        size = len(part.encode(errors="surrogateescape"))
+        if size > NAME_MAX_BYTES:
+            raise ConfigError(f"the run directory name '{part[:60]}...' is {size} bytes, longer than a file name may be "
+                              f"({NAME_MAX_BYTES}): shorten the override values that name it, or set hydra.run.dir=DIR")
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise ConfigError(f"{folder} is a file, not a folder: point paths.results_dir (or hydra.run.dir) at a "
+                                  "folder, or move the file away")
+            return
 
 
 def data_level(results_dir: Path, wanted: str, fingerprint: str) -> str:

@@ -23,7 +23,7 @@ from optbench.config import validate
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.hydra_glue import cfg_dataset_dir, check_added_keys, compose_checked, format_value, multirun_jobs, parse_overrides
 from optbench.data.fingerprint import config_data_fingerprint, run_identity
-from optbench.rundir import FINAL_STATUSES, RunDir, identity_differences, run_id
+from optbench.rundir import FINAL_STATUSES, RunDir, check_creatable, identity_differences, run_id
 from optbench.studies import search_space, tuning
 from optbench.studies.launchers import GPU_PER_JOB_DEVICE, launcher_overrides
 from optbench.studies.search_space import Trial
@@ -221,6 +221,7 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
     check_added_keys(overrides, conf_dir)
     cfg_dataset_dir(cfg)   # a folder of images that cannot be listed: one line here, not in the resolver
     run_dir = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir  # what a multirun job's output_dir will be
+    check_creatable(run_dir)
     with_hydra_removed = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
     run = PlannedRun(list(overrides), run_dir, with_hydra_removed, "new")
     directory = RunDir(run_dir)

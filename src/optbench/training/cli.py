@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from optbench import errors, rundir
 from optbench.config import validate
 from optbench.errors import ConfigError, OutOfMemory, RunDirectoryBusy, RunInterrupted
-from optbench.hydra_glue import cfg_dataset_dir, check_added_keys, combinations, compose_checked, parse_overrides, split_command_line
+from optbench.hydra_glue import (cfg_dataset_dir, check_added_keys, combinations, compose_checked, multirun_jobs,
+                                 parse_overrides, split_command_line)
 
 log = logging.getLogger(__name__)
 MAX_CHECKED_COMBINATIONS = 128  # ~0.1 s each; a larger sweep is checked on its first 128 runs only
@@ -36,14 +37,24 @@ def preflight(argv: list[str], conf_dir: Path) -> int:
     if help_only:
         return 0
     values, _ = parse_overrides(overrides)
-    runs = combinations(values)[:MAX_CHECKED_COMBINATIONS]
+    multirun = any(argument in ("-m", "--multirun") for argument in argv)
+    runs = (multirun_jobs(overrides) if multirun else combinations(values))[:MAX_CHECKED_COMBINATIONS]
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         for run_overrides in runs:
-            cfg = compose_checked(run_overrides, conf_dir)
+            hydra_overrides = [override for override in overrides if override.startswith(("hydra.", "hydra/"))]
+            cfg = compose_checked([*run_overrides, *hydra_overrides], conf_dir, with_hydra=True)
             validate(cfg)
             check_added_keys(run_overrides, conf_dir)
             cfg_dataset_dir(cfg)   # lists (and fingerprints) a folder of images: unusable, one line before Hydra starts
+            rundir.check_creatable(planned_run_dir(cfg, multirun))
     return len(runs)
+
+
+def planned_run_dir(cfg: DictConfig, multirun: bool) -> Path:
+    """The directory Hydra will give this run (a multirun job's, or a single run's)."""
+    if multirun:
+        return Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir
+    return Path(cfg.hydra.run.dir)
 
 
 def hydra_files(cfg: DictConfig, hydra_config) -> dict[str, str]:
