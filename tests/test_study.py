@@ -253,3 +253,12 @@ def test_a_plus_key_in_a_study_override_is_refused(capsys):
     assert study_cli.main(["smoke", "--dry-run", "--no-estimate", "--set", "+epoch=1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: +epoch=1: epoch is not a setting") and err.count("\n") == 1
+
+
+def test_the_study_name_is_accepted_after_set_overrides(capsys):
+    """`--set epochs=1 smoke` answered "name a study": --set took the name."""
+    assert study_cli.main(["--set", "epochs=1", "smoke", "--dry-run", "--no-estimate"]) == 0
+    assert "study smoke:" in capsys.readouterr().out
+    assert study_cli.main(["H1", "--set", "epochs=1", "smoke", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --set takes KEY=VALUE overrides, not smoke") and err.count("\n") == 1

@@ -58,6 +58,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
     args = parser.parse_args(argv)
+    bare = [value for value in args.set if "=" not in value and not value.startswith(("~", "+"))]
+    if bare:   # `--set epochs=1 smoke`: --set took the study name; a name is accepted anywhere
+        if args.study or len(bare) > 1:
+            raise ConfigError(f"--set takes KEY=VALUE overrides, not {' '.join(bare)}: name one study, before or "
+                              "after the overrides (python src/study.py smoke --set epochs=1)")
+        args.study, args.set = bare[0], [value for value in args.set if value != bare[0]]
     if not (args.study or args.select_tuned or args.list):
         raise ConfigError("name a study (python src/study.py --list shows them)")
     return args
