@@ -74,6 +74,8 @@ def test_multirun_puts_each_run_in_its_deterministic_directory(tmp_path):
     for path in summaries:
         assert json.loads(path.read_text())["status"] == "completed"
         assert (path.parent / ".hydra" / "config.yaml").exists()
+    assert done.stdout.splitlines()[-1] == ("sweep: 4 completed, 0 diverged, 0 failed, 0 skipped; aggregate with: "
+                                            f"python src/aggregate.py {tmp_path / 'results'}")
 
 
 def test_hydra_run_dir_puts_everything_there(tmp_path):

@@ -27,6 +27,7 @@ def test_joblib_launcher_runs_two_workers(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
     assert completed_optimizers(tmp_path) == ["adam", "sgd"]
+    assert result.stdout.splitlines()[-1].startswith("sweep: 2 completed, 0 diverged, 0 failed, 0 skipped")  # jobs elsewhere
 
 
 def test_submitit_local_launcher_runs_the_sweep(tmp_path):

@@ -123,10 +123,12 @@ def test_study_runs_end_to_end_then_skips_finished_runs(tmp_path, capsys):
     assert study_cli.main(argv) == 0  # launches `python src/train.py -m ...` as a subprocess
     summaries = list((tmp_path / "results").rglob("summary.json"))
     assert len(summaries) == 1 and json.loads(summaries[0].read_text())["status"] == "completed"
-    capsys.readouterr()
+    aggregate = f"aggregate with: python src/aggregate.py {tmp_path / 'results'}"
+    assert capsys.readouterr().out.splitlines()[-1] == f"study one: 1 completed, 0 diverged, 0 failed, 0 skipped; {aggregate}"
     assert study_cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "1 runs in 1 sweep(s): 1 done" in out and "all 1 runs finished, skipped" in out
+    assert out.splitlines()[-1] == f"study one: 0 completed, 0 diverged, 0 failed, 1 skipped; {aggregate}"
 
 
 def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):

@@ -160,12 +160,17 @@ def format_value(value) -> str:
 def multirun_jobs(command_overrides: list[str]) -> list[list[str]]:
     """Every job of `python src/train.py -m <command_overrides>` as Hydra's basic sweeper hands it out: its
     order and its spelling of each value (a float is re-spelled by Python: `1e+11` -> `100000000000.0`),
-    which names the job's directory. Asks Hydra rather than copying its formatting; hydra.* overrides dropped."""
+    which names the job's directory. Asks Hydra rather than copying its formatting; hydra.* overrides dropped,
+    but `hydra.sweeper.trials` (the optbench_trials sweeper) runs each of its trials with every job."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = OverridesParser.create().parse_overrides(list(command_overrides))
-    return BasicSweeper.split_arguments([override for override in parsed if not override.is_hydra_override()], None)[0]
+    jobs = BasicSweeper.split_arguments([override for override in parsed if not override.is_hydra_override()], None)[0]
+    trials = [override.value() for override in parsed if override.get_key_element() == "hydra.sweeper.trials"]
+    if not trials:   # the optbench_trials sweeper runs each trial with every job (src/hydra_plugins/)
+        return jobs
+    return [job + str(trial).split() for job in jobs for trial in trials[-1]]
 
 
 def override_text(key: str, value: str | None) -> str:
