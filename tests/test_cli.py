@@ -219,8 +219,19 @@ def test_run_single_experiment_rejects_bad_noise_rate(tmp_path):
 
 
 def test_setup_smoke_check_passes_on_this_machine(tmp_path):
-    done = run_cli(["--device", "cpu"], tmp_path, script="test_setup.py")
+    from PIL import Image
+
+    for part in ("train", "test"):
+        for name in ("cat", "dog"):
+            (tmp_path / "images" / part / name).mkdir(parents=True)
+            Image.new("RGB", (32, 32)).save(tmp_path / "images" / part / name / "0.png")
+    done = run_cli(["--device", "cpu", "--image-folder", str(tmp_path / "images"), "--image-folder",
+                    str(tmp_path / "nowhere")], tmp_path, script="test_setup.py")
     assert done.returncode == 0, done.stdout + done.stderr
     for name in ("sgd", "adam", "adamw", "lion", "muon"):
         assert f"✓ {name}: losses" in done.stdout
     assert "6 passed, 0 failed" in done.stdout
+    # Which datasets are ready: CIFAR is not in the empty data dir; the folder of images is.
+    assert f"cifar10: not in {tmp_path / 'data' / 'cifar-10-batches-py'}: downloaded on first use" in done.stdout
+    assert f"imagefolder {tmp_path / 'images'}: ready (2 classes, 2 training and 2 test images)" in done.stdout
+    assert f"imagefolder {tmp_path / 'nowhere'}: not usable: " in done.stdout

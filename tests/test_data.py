@@ -263,7 +263,7 @@ def test_cifar_download_failure_raises_config_error_naming_the_data_dir_variable
         raise URLError("no network")
 
     monkeypatch.setattr(torchvision.datasets.cifar, "download_and_extract_archive", offline)
-    with pytest.raises(ConfigError, match="OPTBENCH_DATA_DIR"):
+    with pytest.raises(ConfigError, match="OPTBENCH_DATA_DIR.*offline on a folder of images: dataset=imagefolder"):
         load_splits(name=name, data_dir=tmp_path)
 
 

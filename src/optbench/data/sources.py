@@ -43,6 +43,11 @@ class ImageSet:
 
 
 
+# Offline, the same images as files work: README "Data", e.g. the CIFAR-10 JPEG copies next to this checkout.
+OFFLINE = ("; or train offline on a folder of images: dataset=imagefolder dataset.root=DIR "
+           "(DIR/train/<class>/*.jpg, DIR/test/<class>/*.jpg)")
+
+
 def _load_cifar(name: str, data_dir: Path, download: bool = True):
     dataset_class = {"cifar10": CIFAR10, "cifar100": CIFAR100}[name]
     try:
@@ -50,10 +55,10 @@ def _load_cifar(name: str, data_dir: Path, download: bool = True):
         test = dataset_class(str(data_dir), train=False, download=False)
     except (URLError, OSError) as error:  # no network, DNS failure, refused connection
         raise ConfigError(f"{name} is not in {data_dir} and downloading it failed ({error}): connect to the "
-                          f"network once, or set OPTBENCH_DATA_DIR (paths.data_dir) to a folder that holds it") from error
+                          f"network once, or set OPTBENCH_DATA_DIR (paths.data_dir) to a folder that holds it{OFFLINE}") from error
     except RuntimeError as error:  # torchvision: "Dataset not found or corrupted"
         raise ConfigError(f"{name} is missing or corrupted in {data_dir}: set dataset.download=true with network "
-                          f"access, or point OPTBENCH_DATA_DIR (paths.data_dir) at a folder that holds it") from error
+                          f"access, or point OPTBENCH_DATA_DIR (paths.data_dir) at a folder that holds it{OFFLINE}") from error
     return _from_hwc(train.data, train.targets), _from_hwc(test.data, test.targets), train.classes
 
 
