@@ -236,3 +236,21 @@ def test_flag_style_arguments_get_the_override_form_in_one_line(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "error: src/train.py takes Hydra overrides, not flags: python src/train.py optimizer=adam epochs=10 "
         "(or python run_single_experiment.py --optimizer adam --epochs 10)"]
+
+
+def test_the_rename_script_gives_older_levels_their_content_names(tmp_path):
+    """scripts/rename_data_levels.py: the published runs' path-hash level gets its content name, their
+    tuning record follows, and the aggregator still finds 21 runs with the 50 trials set aside."""
+    from optbench.aggregate import aggregate
+
+    runs = tmp_path / "runs"
+    shutil.copytree(REPO / "docs" / "cpu-study" / "runs", runs)
+    [older] = runs.glob("imagefolder-*")
+    fingerprint = rundir.recorded_data(older)
+    done = subprocess.run([sys.executable, "scripts/rename_data_levels.py", str(runs)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [path.name for path in runs.glob("imagefolder-*")] == [f"imagefolder-cifar10-jpeg-{fingerprint[12:20]}"]
+    assert older.name not in (runs / "tuning-tune_cpu_demo.json").read_text()
+    outcome = aggregate(runs, tmp_path / "out", 0.5, REPO / "experiments", draw_figures=False)
+    assert outcome.runs == 21
