@@ -3,8 +3,8 @@
     python test_setup.py [--device auto|fastest|cpu|cuda|cuda:N|mps]
 
 Each check prints one line with a check mark or a cross; the exit status is 0 only when all pass.
-It prints the versions, the devices present, and the device and policy (AMP, memory format, ...)
-a run would use. The training test gives every optimizer a few steps on one fixed batch with a
+It prints the versions, the devices present, the device and policy (AMP, memory format, ...)
+a run would use, and which datasets are ready to use here (`--image-folder DIR` adds a folder of images). The training test gives every optimizer a few steps on one fixed batch with a
 small ResNet-18 under that policy and checks the losses are finite and falling. Takes well under a
 minute on a 2-core CPU.
 """
@@ -12,6 +12,7 @@ minute on a 2-core CPU.
 import argparse
 import importlib
 import math
+import os
 import platform
 import sys
 import time
@@ -22,6 +23,7 @@ import torch
 import torchvision
 from omegaconf import OmegaConf
 
+from optbench.data.fingerprint import list_image_folder
 from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, mps_built, resolve_device
 from optbench.training.steps import train_step
 from optbench.errors import ConfigError
@@ -69,6 +71,25 @@ def environment_lines(device: torch.device, policy: DevicePolicy) -> None:
         print(f"    {line}")
 
 
+def data_lines(data_dir: Path, image_roots: list[str]) -> None:
+    """Which datasets are ready to use here, without reading them (no md5 check, no decoding): information,
+    not a check, since a machine without network may use an image folder only."""
+    print(f"  data (paths.data_dir={data_dir}):")
+    for name, dataset_class in (("cifar10", torchvision.datasets.CIFAR10), ("cifar100", torchvision.datasets.CIFAR100)):
+        folder = data_dir / dataset_class.base_folder
+        files = [entry for entry, _ in dataset_class.train_list + dataset_class.test_list]
+        ready = all((folder / entry).is_file() for entry in files)
+        print(f"    {name}: " + ("ready" if ready else f"not in {folder}: downloaded on first use (needs the network); "
+                                 "offline, use a folder of images (dataset=imagefolder dataset.root=DIR)"))
+    for root in image_roots:
+        try:
+            classes, train, test = list_image_folder(root)
+            print(f"    imagefolder {root}: ready ({len(classes)} classes, {len(train)} training and {len(test)} test images)")
+        except ConfigError as error:
+            print(f"    imagefolder {root}: not usable: {error}")
+    print("    synthetic: always ready (generated)")
+
+
 def optimizer_losses(name: str, device: torch.device, policy: DevicePolicy) -> list[float]:
     torch.manual_seed(0)
     images = torch.randn(BATCH, 3, 32, 32, device=device)
@@ -84,6 +105,10 @@ def optimizer_losses(name: str, device: torch.device, policy: DevicePolicy) -> l
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Check this machine for the optimizer harness.")
     parser.add_argument("--device", default="auto", help="auto, fastest, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("OPTBENCH_DATA_DIR", "data")),
+                        help="where datasets are downloaded and cached (paths.data_dir; default $OPTBENCH_DATA_DIR or data)")
+    parser.add_argument("--image-folder", action="append", default=[], metavar="DIR",
+                        help="also say whether this folder of images (dataset.root) is ready; repeatable")
     args = parser.parse_args(argv)
     try:
         device = resolve_device(args.device, fastest=lambda: fastest_device("resnet18", WIDTH, 10, BATCH)[0])
@@ -93,6 +118,8 @@ def main(argv: list[str]) -> int:
         return 2
     results = [import_check()]
     environment_lines(device, policy)
+    shared_copies = Path(__file__).resolve().parent.parent / "shared" / "data" / "cifar10-jpeg"   # README "Data"
+    data_lines(args.data_dir, args.image_folder or ([str(shared_copies)] if shared_copies.is_dir() else []))
     for name in OPTIMIZERS:
         started = time.perf_counter()
         try:

@@ -9,12 +9,14 @@ only into --out. Bad input gives one line `error: ...` naming the fix and exit s
 """
 
 import argparse
+import csv
 import shlex
 import sys
 from pathlib import Path
 
 from optbench.aggregate.inputs import check_inputs
 from optbench.errors import ConfigError
+from optbench.rundir import FINAL_STATUSES
 from optbench.studies.spec import find_study, planned_settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,8 +68,23 @@ def main(argv: list[str]) -> int:
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     verdicts = ", ".join(f"{name} {verdict}" for name, verdict in outcome.verdicts.items())
-    print(f"{outcome.runs} runs -> {outcome.report}" + (f" ({verdicts})" if verdicts else ""))
+    print(f"{outcome.runs} runs -> {outcome.report}" + (f" ({verdicts})" if verdicts else "")
+          + not_finished(Path(outcome.report).parent / "summary.csv"))
     return 0
+
+
+def not_finished(summary_csv: Path, shown_at_most: int = 3) -> str:
+    """`; 2 did not finish: <run> (failed), <run> (running)` from summary.csv's status column, or ''."""
+    try:
+        with open(summary_csv, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError:
+        return ""
+    unfinished = [f"{row.get('run_id')} ({row.get('status')})" for row in rows if row.get("status") not in FINAL_STATUSES]
+    if not unfinished:
+        return ""
+    more = f", and {len(unfinished) - shown_at_most} more (summary.csv)" if len(unfinished) > shown_at_most else ""
+    return f"; {len(unfinished)} did not finish: " + ", ".join(unfinished[:shown_at_most]) + more
 
 
 if __name__ == "__main__":

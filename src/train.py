@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
 from optbench.hydra_glue import register_resolvers
-from optbench.training.cli import deferred_exit_status, hydra_files, preflight, run_job
+from optbench.training.cli import deferred_exit_status, hydra_files, preflight, run_job, sweep_end_line
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 register_resolvers()
@@ -47,4 +47,6 @@ if __name__ == "__main__":
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     main()
+    if sweep_end_line():
+        print(sweep_end_line(), flush=True)
     sys.exit(deferred_exit_status())

@@ -152,3 +152,13 @@ def test_bad_input_cases_name_the_fix(tmp_path, capsys, case):
                 "study": "unknown study 'nosuch': choose"}[case]
     assert expected in error
     assert snapshot(results) == before and not (results / "aggregate").exists()
+
+
+def test_the_one_line_names_the_runs_that_did_not_finish(tmp_path, capsys):
+    results = tmp_path / "results"
+    realistic_study(results, seeds=(0, 1), rates=(0.0,), epochs=3)
+    write_run(results, ramp_records(0.9)[:1], optimizer="adamw", seed=9, status="failed", epochs_planned=3,
+              error="RuntimeError: boom")
+    assert aggregate_cli.main([str(results), "--no-figures"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert " runs -> " in line and "did not finish: " in line and "seed9 (failed)" in line

@@ -80,6 +80,8 @@ def test_multirun_puts_each_run_in_its_deterministic_directory(tmp_path):
     for path in summaries:
         assert json.loads(path.read_text())["status"] == "completed"
         assert (path.parent / ".hydra" / "config.yaml").exists()
+    assert done.stdout.splitlines()[-1] == ("sweep: 4 completed, 0 diverged, 0 failed, 0 skipped; aggregate with: "
+                                            f"python src/aggregate.py {tmp_path / 'results'}")
 
 
 def test_hydra_run_dir_puts_everything_there(tmp_path):
@@ -142,6 +144,8 @@ BAD_INPUTS = [
     (["optimizer=ademamix", "optimizer.betas=[0.9,0.999,1.5]"], "optimizer.betas=[0.9, 0.999, 1.5]"),
     (["noise=symmetric", "noise.validation=maybe"], "choose noisy"),
     (["--optimizer", "adam", "--epochs", "10"], "python src/train.py optimizer=adam epochs=10"),
+    (["+epoch=1"], "+epoch=1: epoch is not a setting optbench reads (did you mean epochs=1?"),   # Hydra's advice
+    (["-m", "seed=0,1", "++optimizer.lrr=0.1"], "did you mean optimizer.lr=0.1?"),
 ]
 
 
@@ -151,6 +155,31 @@ def test_bad_input_is_refused_before_any_work(argv, expected):
         preflight(argv, CONF_DIR)
     message = str(refused.value)
     assert "\n" not in message and expected in message, message
+
+
+def test_a_plus_key_is_refused_by_the_command_line_with_nothing_made(tmp_path):
+    done = run_cli(["+epoch=1", *tiny_args(tmp_path)], tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("error: +epoch=1") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("case", ["results_dir is a file", "not UTF-8", "name too long", "sweep into a file"])
+def test_unusable_paths_and_text_are_one_line_and_leave_nothing(tmp_path, case):
+    """Each was a Hydra traceback and exit 1; the over-long name also left empty directories behind."""
+    (tmp_path / "afile").write_text("keep me")
+    extra = {"results_dir is a file": [f"paths.results_dir={tmp_path / 'afile'}"],
+             "not UTF-8": ["paths.mirror_dir='mirror\udcff'"],
+             "name too long": ["optimizer.lr=0." + "1" * 300],
+             "sweep into a file": ["seed=0,1", f"paths.results_dir={tmp_path / 'afile' / 'below'}"]}[case]
+    expected = {"results_dir is a file": "is a file, not a folder", "not UTF-8": "mirror\\xff': holds a byte that is not UTF-8",
+                "name too long": "longer than a file name may be", "sweep into a file": "is a file, not a folder"}[case]
+    flags = ["-m"] if case.startswith("sweep") else []
+    done = subprocess.run([sys.executable, "src/train.py", *flags, *tiny_args(tmp_path), *extra], cwd=REPO, capture_output=True,
+                          env={**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data")}, timeout=300,
+                          errors="surrogateescape")
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert expected in done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep me"
 
 
 def test_good_sweep_passes_preflight_with_every_run_checked():
@@ -202,8 +231,19 @@ def test_run_single_experiment_rejects_bad_noise_rate(tmp_path):
 
 
 def test_setup_smoke_check_passes_on_this_machine(tmp_path):
-    done = run_cli(["--device", "cpu"], tmp_path, script="test_setup.py")
+    from PIL import Image
+
+    for part in ("train", "test"):
+        for name in ("cat", "dog"):
+            (tmp_path / "images" / part / name).mkdir(parents=True)
+            Image.new("RGB", (32, 32)).save(tmp_path / "images" / part / name / "0.png")
+    done = run_cli(["--device", "cpu", "--image-folder", str(tmp_path / "images"), "--image-folder",
+                    str(tmp_path / "nowhere")], tmp_path, script="test_setup.py")
     assert done.returncode == 0, done.stdout + done.stderr
     for name in OPTIMIZERS:
         assert f"✓ {name}: losses" in done.stdout
     assert f"{1 + len(OPTIMIZERS)} passed, 0 failed" in done.stdout
+    # Which datasets are ready: CIFAR is not in the empty data dir; the folder of images is.
+    assert f"cifar10: not in {tmp_path / 'data' / 'cifar-10-batches-py'}: downloaded on first use" in done.stdout
+    assert f"imagefolder {tmp_path / 'images'}: ready (2 classes, 2 training and 2 test images)" in done.stdout
+    assert f"imagefolder {tmp_path / 'nowhere'}: not usable: " in done.stdout

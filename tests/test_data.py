@@ -263,7 +263,7 @@ def test_cifar_download_failure_raises_config_error_naming_the_data_dir_variable
         raise URLError("no network")
 
     monkeypatch.setattr(torchvision.datasets.cifar, "download_and_extract_archive", offline)
-    with pytest.raises(ConfigError, match="OPTBENCH_DATA_DIR"):
+    with pytest.raises(ConfigError, match="OPTBENCH_DATA_DIR.*offline on a folder of images: dataset=imagefolder"):
         load_splits(name=name, data_dir=tmp_path)
 
 
@@ -321,3 +321,74 @@ def test_cifar_files_are_read_as_chw_images_with_their_labels(fake_cifar10):
     assert seen == expected and len(splits.train) == 10 and len(splits.val) == 10
     assert splits.classes == tuple(CIFAR10_CLASSES)
     assert (splits.mean, splits.std) == NORMALISATION["cifar10"]
+
+
+def test_the_folder_listing_is_torchvisions_imagefolder(tmp_path, image_root):
+    """data/fingerprint.py lists folders without torch (the planner names data with it): the same samples
+    and classes as torchvision's ImageFolder, nested folders and other file types included."""
+    from torchvision.datasets import ImageFolder
+
+    from optbench.data.fingerprint import list_image_folder
+
+    root, _ = image_root
+    write_image(root / "train" / "apple" / "nested" / "deeper.PNG", torch.zeros(3, 32, 32, dtype=torch.uint8))
+    (root / "train" / "mango" / "notes.txt").write_text("not an image")
+    classes, train, test = list_image_folder(root)
+    for part, listed in (("train", train), ("test", test)):
+        folder = ImageFolder(str(root / part))
+        assert classes == folder.classes and listed == folder.samples
+
+
+def test_cifar_fingerprints_use_torchvisions_checksums():
+    from torchvision.datasets import CIFAR10, CIFAR100
+
+    from optbench.data.fingerprint import CIFAR_MD5
+
+    for name, dataset_class in (("cifar10", CIFAR10), ("cifar100", CIFAR100)):
+        assert CIFAR_MD5[name] == tuple(md5 for _, md5 in dataset_class.train_list + dataset_class.test_list)
+
+
+@pytest.mark.parametrize("link", ["loop", "twice"])
+def test_a_symlinked_folder_is_followed_at_most_once(tmp_path, image_root, link):
+    """`train/c -> .` made a third class of the other classes' images, repeated; two links to one folder
+    listed its images twice. Both are one line naming the link; a link to a new folder is followed."""
+    root, _ = image_root
+    data_dir = tmp_path / "data"
+    elsewhere = tmp_path / "more-mangoes"
+    write_image(elsewhere / "9.png", torch.zeros(3, 32, 32, dtype=torch.uint8))
+    (root / "train" / "mango" / "linked").symlink_to(elsewhere)   # followed once: fine
+    assert len(load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0).train) == 19
+    if link == "loop":
+        (root / "train" / "c").symlink_to(".")
+    else:
+        (root / "train" / "apple" / "again").symlink_to(elsewhere)
+    with pytest.raises(ConfigError, match="already listed"):
+        load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bit flipped", "no checksum"])
+def test_a_damaged_decode_cache_is_rebuilt_with_one_warning(tmp_path, image_root, damage, caplog):
+    """A truncated cache was a traceback and a failed run (and every later run on the folder failed); a
+    bit-flipped one trained on the altered pixels (torch.load does not check the zip's CRCs)."""
+    root, images = image_root
+    data_dir = tmp_path / "data"
+    first = load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)
+    [cache] = (data_dir / "cache").glob("imagefolder-*.pt")
+    payload = cache.read_bytes()
+    if damage == "truncated":
+        cache.write_bytes(payload[: len(payload) // 2])
+    elif damage == "bit flipped":
+        pixels = images["train", "apple", 0].numpy().tobytes()[:32]
+        at = payload.index(pixels) + 5
+        cache.write_bytes(payload[:at] + bytes([payload[at] ^ 0x10]) + payload[at + 1:])
+    else:   # a cache written before caches carried their checksum
+        cached = torch.load(cache, weights_only=True)
+        torch.save({"train": cached["train"], "test": cached["test"]}, cache)
+    with caplog.at_level("WARNING"):
+        again = load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)
+    assert torch.equal(again.train.images, first.train.images) and torch.equal(again.test.images, first.test.images)
+    [warning] = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert "is damaged" in warning and "decoding the images again" in warning
+    caplog.clear()
+    load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)   # the rebuilt cache is good
+    assert not [record for record in caplog.records if record.levelname == "WARNING"]

@@ -8,6 +8,7 @@ would type it, plus the lines a run ends with.
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -116,11 +117,72 @@ def test_two_image_folders_get_two_directories_and_never_share_one(tmp_path):
 
 
 def test_changed_images_in_the_same_folder_are_other_data(tmp_path):
+    """The directory is named by content: new pixels under the same names train into a new directory,
+    and the runs of the old images are left as they were."""
     root = image_folder(tmp_path / "images")
     assert run_cli(folder_args(root, tmp_path), tmp_path).returncode == 0
+    [first] = (tmp_path / "results").iterdir()
+    before = snapshot(first)
     image_folder(root, per_class=12, seed=5)   # same names, new pixels
     done = run_cli(folder_args(root, tmp_path), tmp_path)
-    assert done.returncode == 2 and "the data differ" in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert len(list((tmp_path / "results").iterdir())) == 2 and snapshot(first) == before
+    # Forced into the old directory, the new images are refused: the data differ.
+    run_dir = next(first.rglob(rundir.RECORD_FILE)).parent
+    done = run_cli([*folder_args(root, tmp_path), f"hydra.run.dir='{run_dir}'"], tmp_path)
+    assert done.returncode == 2 and "the data differ" in done.stderr and snapshot(first) == before
+
+
+def one_line_run(done) -> str:
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def test_a_copy_of_the_data_at_another_path_finds_the_same_runs(tmp_path):
+    """The dataset level is `imagefolder-<folder>-<content fingerprint>`: another checkout's copy of the data
+    (another path, fresh mtimes, even another folder name) finds the runs made on the original."""
+    root = image_folder(tmp_path / "a" / "images")
+    one_line_run(run_cli(folder_args(root, tmp_path), tmp_path))
+    [level] = (tmp_path / "results").iterdir()
+    fingerprint = json.loads(next(level.rglob(rundir.RECORD_FILE)).read_text())["identity"]["data"]
+    assert level.name == f"imagefolder-images-{fingerprint.split(':')[1][:8]}"
+    before = snapshot(level)
+    for copy in (tmp_path / "elsewhere" / "images", tmp_path / "renamed" / "cifar-copy"):
+        shutil.copytree(root, copy, copy_function=shutil.copy)   # new mtimes
+        assert "skipped" in one_line_run(run_cli(folder_args(copy, tmp_path), tmp_path))
+        assert list((tmp_path / "results").iterdir()) == [level] and snapshot(level) == before
+
+
+def test_runs_named_by_the_older_path_hash_are_found_and_used(tmp_path):
+    """Runs made before names were by content (`imagefolder-<folder>-<hash of its absolute path>`) are
+    found by the data fingerprint their records hold, from any path of the data."""
+    root = image_folder(tmp_path / "a" / "images")
+    one_line_run(run_cli(folder_args(root, tmp_path), tmp_path))
+    [level] = (tmp_path / "results").iterdir()
+    older = level.with_name(f"imagefolder-images-{hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:8]}")
+    level.rename(older)
+    before = snapshot(older)
+    copy = tmp_path / "b" / "images"
+    shutil.copytree(root, copy)
+    assert "skipped" in one_line_run(run_cli(folder_args(copy, tmp_path), tmp_path))
+    assert list((tmp_path / "results").iterdir()) == [older] and snapshot(older) == before
+
+
+def test_published_cpu_study_is_done_from_a_copy_of_the_data_at_another_path(tmp_path, real_cifar10_root, capsys):
+    """docs/cpu-study/runs (named when the data lived at ../shared/data/cifar10-jpeg) planned against a copy
+    of the data elsewhere: all 21 main runs are done, none new."""
+    from optbench.studies import cli as study_cli
+
+    copy = tmp_path / "elsewhere" / "cifar10-jpeg"
+    copy.parent.mkdir()
+    if subprocess.run(["cp", "-al", str(real_cifar10_root), str(copy)], capture_output=True).returncode:
+        pytest.skip("cannot hard-link the real data into the test folder")   # another file system
+    argv = ["cpu_demo", "--dry-run", "--no-estimate", "--set", f"paths.results_dir={REPO / 'docs/cpu-study/runs'}",
+            f"dataset.root={copy}", f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}"]
+    assert study_cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "50 runs in 10 sweep(s): 50 done, 0 unfinished, 0 new" in out   # the tuning study
+    assert "21 runs in 7 sweep(s): 21 done, 0 unfinished, 0 new" in out
 
 
 def test_a_broken_image_is_one_line_naming_it_and_leaves_no_run_directory(tmp_path):
@@ -174,3 +236,21 @@ def test_flag_style_arguments_get_the_override_form_in_one_line(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "error: src/train.py takes Hydra overrides, not flags: python src/train.py optimizer=adam epochs=10 "
         "(or python run_single_experiment.py --optimizer adam --epochs 10)"]
+
+
+def test_the_rename_script_gives_older_levels_their_content_names(tmp_path):
+    """scripts/rename_data_levels.py: the published runs' path-hash level gets its content name, their
+    tuning record follows, and the aggregator still finds 21 runs with the 50 trials set aside."""
+    from optbench.aggregate import aggregate
+
+    runs = tmp_path / "runs"
+    shutil.copytree(REPO / "docs" / "cpu-study" / "runs", runs)
+    [older] = runs.glob("imagefolder-*")
+    fingerprint = rundir.recorded_data(older)
+    done = subprocess.run([sys.executable, "scripts/rename_data_levels.py", str(runs)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [path.name for path in runs.glob("imagefolder-*")] == [f"imagefolder-cifar10-jpeg-{fingerprint[12:20]}"]
+    assert older.name not in (runs / "tuning-tune_cpu_demo.json").read_text()
+    outcome = aggregate(runs, tmp_path / "out", 0.5, REPO / "experiments", draw_figures=False)
+    assert outcome.runs == 21

@@ -1,9 +1,11 @@
 """Hydra launchers for real: two joblib workers, submitit's local executor, and the SLURM config composed."""
 
 import json
+import os
 import subprocess
 import sys
 
+import pytest
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, REPO, TINY
@@ -27,6 +29,7 @@ def test_joblib_launcher_runs_two_workers(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
     assert completed_optimizers(tmp_path) == ["adam", "sgd"]
+    assert result.stdout.splitlines()[-1].startswith("sweep: 2 completed, 0 diverged, 0 failed, 0 skipped")  # jobs elsewhere
 
 
 def test_submitit_local_launcher_runs_the_sweep(tmp_path):
@@ -44,3 +47,39 @@ def test_slurm_launcher_config_carries_cluster_settings():
     assert launcher._target_.endswith("SlurmLauncher")
     assert (launcher.partition, launcher.gpus_per_node, launcher.timeout_min) == ("gpu", 1, 720)
     assert launcher.max_num_timeout == 3 and launcher.signal_delay_s == 120
+
+
+def stub_slurm(folder, complaint: str) -> dict:
+    """An environment whose `sbatch` fails as a real one does (its complaint on stderr, exit 1)."""
+    folder.mkdir()
+    (folder / "sbatch").write_text(f"#!/bin/sh\necho 'sbatch: error: {complaint}' >&2\nexit 1\n")
+    (folder / "srun").write_text("#!/bin/sh\nexit 0\n")   # submitit looks for srun before it submits
+    for name in ("sbatch", "srun"):
+        (folder / name).chmod(0o755)
+    return dict(os.environ, PATH=f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize(("complaint", "fix"), [
+    ("Batch job submission failed: Invalid generic resource (gres) specification", "hydra.launcher.gpus_per_node=0"),
+    ("Batch job submission failed: Unable to contact slurm controller (connect failure)", "SLURM_CONF"),
+    ("Batch job submission failed: Invalid partition name specified", "hydra.launcher.partition=NAME"),
+])
+def test_a_refused_sbatch_is_one_line_naming_its_complaint_and_the_fix(tmp_path, complaint, fix):
+    """It was 43 lines ending in a submitit traceback, exit 1."""
+    command = [sys.executable, str(REPO / "src" / "train.py"), "-m", *TINY, "seed=0,1", "hydra/launcher=slurm",
+               f"paths.results_dir={tmp_path / 'results'}"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env=stub_slurm(tmp_path / "bin", complaint))
+    assert done.returncode == 2, done.stderr[-2000:]
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: SLURM did not take the sweep (" + complaint.split(": ", 1)[0]) and fix in line
+
+
+def test_sbatch_complaints_map_to_their_fixes():
+    from optbench.studies.launchers import sbatch_error_line
+
+    line = sbatch_error_line("sbatch: error: some preamble\nsbatch: error: Batch job submission failed: "
+                             "Requested node configuration is not available\n")
+    assert "(Batch job submission failed: Requested node configuration is not available)" in line
+    assert "hydra.launcher.mem_gb" in line and "\n" not in line
+    assert "check the hydra.launcher.* settings" in sbatch_error_line("sbatch: error: something new")

@@ -285,9 +285,15 @@ def test_a_truncated_checkpoint_is_a_clear_error_and_is_left_in_place(tmp_path, 
     run_dir = interrupted_run(tmp_path, monkeypatch)
     checkpoint = run_dir / "checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+    before = files_but_the_lock(run_dir)
     with pytest.raises(ConfigError, match=r"checkpoint.pt cannot be read.*delete it.*train.rerun=true"):
         train(config(tmp_path), run_dir)
     assert checkpoint.stat().st_size == 1000
+    assert files_but_the_lock(run_dir) == before   # refused before any byte: train.log gained nothing
+
+
+def files_but_the_lock(run_dir) -> dict:
+    return {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file() and path.name != ".lock"}
 
 
 class Payload:
@@ -298,8 +304,10 @@ class Payload:
 def test_a_checkpoint_with_pickled_code_is_refused_not_executed(tmp_path, monkeypatch):
     run_dir = interrupted_run(tmp_path, monkeypatch)
     torch.save({"format": 1, "evil": Payload()}, run_dir / "checkpoint.pt")
+    before = files_but_the_lock(run_dir)
     with pytest.raises(ConfigError, match="checkpoint.pt cannot be read"):
         train(config(tmp_path), run_dir)
+    assert files_but_the_lock(run_dir) == before
 
 
 def test_a_damaged_summary_is_a_clear_error_naming_the_file(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ from hydra import compose, initialize_config_dir
 from conftest import CONF_DIR, TINY, compose_config
 from optbench.choices import OPTIMIZERS
 from optbench.optimizers import REGISTRY
+from optbench.errors import ConfigError
 from optbench.studies import cli as study_cli, tuning
 from optbench.studies.launchers import gpu_for_job
 from optbench.studies.plan import quasirandom_trials
@@ -153,10 +154,12 @@ def test_study_runs_end_to_end_then_skips_finished_runs(tmp_path, capsys):
     assert study_cli.main(argv) == 0  # launches `python src/train.py -m ...` as a subprocess
     summaries = list((tmp_path / "results").rglob("summary.json"))
     assert len(summaries) == 1 and json.loads(summaries[0].read_text())["status"] == "completed"
-    capsys.readouterr()
+    aggregate = f"aggregate with: python src/aggregate.py {tmp_path / 'results'}"
+    assert capsys.readouterr().out.splitlines()[-1] == f"study one: 1 completed, 0 diverged, 0 failed, 0 skipped; {aggregate}"
     assert study_cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "1 runs in 1 sweep(s): 1 done" in out and "all 1 runs finished, skipped" in out
+    assert out.splitlines()[-1] == f"study one: 0 completed, 0 diverged, 0 failed, 1 skipped; {aggregate}"
 
 
 def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
@@ -222,3 +225,73 @@ def test_a_run_failing_in_a_launcher_worker_is_named_and_the_study_exits_non_zer
     errors = capsys.readouterr().err
     assert "run not finished:" in errors and "no summary.json" in errors and str(results) in errors
     assert "1 of 1 runs did not finish" in errors
+
+
+def test_a_planned_directory_holding_another_experiment_is_its_own_state_and_never_launched(tmp_path, tiny_config, capsys):
+    """A finished run of another experiment in a planned run's directory was "all 2 runs finished, skipped"
+    (or, launched, read as completed): the planner reads the record, shows it, and refuses to launch."""
+    from optbench.studies.plan import plan
+    from optbench.training.run import train
+
+    study = write_study(tmp_path / "one.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
+    argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
+    [(_, [planned])] = plan(find_study(str(study)), CONF_DIR, argv[2:], "basic", False)
+    train(tiny_config("optimizer.lr=0.5"), planned.run_dir)   # another experiment, finished, in the planned directory
+    before = {path: path.read_bytes() for path in planned.run_dir.rglob("*") if path.is_file()}
+    assert study_cli.main([*argv, "--dry-run", "--no-estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "1 runs in 1 sweep(s): 0 done, 0 unfinished, 0 new, 1 holding another experiment" in out
+    assert f"other experiment {planned.run_dir} (optimizer.lr: 0.5 -> 0.1)" in out
+    assert study_cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {planned.run_dir} holds another experiment") and err.count("\n") == 1
+    assert {path: path.read_bytes() for path in planned.run_dir.rglob("*") if path.is_file()} == before
+
+
+def test_the_outcome_check_compares_run_ids(tmp_path):
+    from optbench.studies import outcome
+
+    write_summary(tmp_path / "run", "completed")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    (tmp_path / "run" / "summary.json").write_text(json.dumps({**summary, "run_id": "abc"}))
+    assert outcome.run_outcome(tmp_path / "run", "abc") == "completed"
+    assert outcome.run_outcome(tmp_path / "run", "def").startswith("other experiment: its summary names run abc")
+    assert outcome.unfinished([tmp_path / "run"], ["def"]) and not outcome.unfinished([tmp_path / "run"], ["abc"])
+
+
+def test_grid_values_hydra_respells_name_the_directories_hydra_makes(tmp_path, capsys):
+    """A grid value of 1000 or more: the planner expected `optimizer.lr=1e+11`, Hydra trained into
+    `optimizer.lr=100000000000.0`; the study exited 1 and its dry run showed the run as new for ever."""
+    study = write_study(tmp_path / "tune.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]),
+                        tune={"lr_factors": [1, 1.0e+12], "weight_decay_factors": [1]})
+    argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
+    assert study_cli.main(argv) == 0   # the 1e11 run diverges: a result
+    assert study_cli.main([*argv, "--dry-run", "--no-estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs in 1 sweep(s): 2 done, 0 unfinished, 0 new" in out and "optimizer.lr=100000000000.0" in out
+
+
+def test_a_misspelt_key_in_a_hypothesis_test_block_is_refused(tmp_path):
+    """`metrc:` was ignored and the default metric tested."""
+    from optbench.studies.spec import parse_hypothesis
+
+    (tmp_path / "h9.yaml").write_text("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, "
+                                      "versus: adam, metrc: final_test_acc}\n")
+    with pytest.raises(ConfigError, match=r"test.metrc is not a test setting: did you mean test.metric\?") as error:
+        parse_hypothesis(tmp_path / "h9.yaml")
+    assert "h9.yaml" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_plus_key_in_a_study_override_is_refused(capsys):
+    assert study_cli.main(["smoke", "--dry-run", "--no-estimate", "--set", "+epoch=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: +epoch=1: epoch is not a setting") and err.count("\n") == 1
+
+
+def test_the_study_name_is_accepted_after_set_overrides(capsys):
+    """`--set epochs=1 smoke` answered "name a study": --set took the name."""
+    assert study_cli.main(["--set", "epochs=1", "smoke", "--dry-run", "--no-estimate"]) == 0
+    assert "study smoke:" in capsys.readouterr().out
+    assert study_cli.main(["H1", "--set", "epochs=1", "smoke", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --set takes KEY=VALUE overrides, not smoke") and err.count("\n") == 1

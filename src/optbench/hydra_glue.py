@@ -4,18 +4,22 @@
 - `split_command_line(argv)`: src/train.py's arguments as Hydra reads them, so the up-front checks see
   the same overrides; flag-style arguments (`--optimizer adam`) are answered with the override form.
 - `parse_overrides(overrides)`: key -> values (several when swept), hydra.* overrides apart; the one
-  walker behind the train preflight and the study planner. `combinations(values)`: every single run.
+  walker behind the train preflight and the study planner. `combinations(values)`: every single run;
+  `multirun_jobs(overrides)`: every job of a multirun as Hydra's sweeper spells it (the planner's runs).
 - `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors.
 """
 
-import hashlib
+import difflib
+import functools
 import itertools
 import re
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_folder_name
 from optbench.errors import ConfigError
+from optbench.rundir import data_level
 from optbench.studies.launchers import gpu_for_job
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
@@ -33,19 +37,38 @@ def run_variant(override_dirname: str) -> str:
     return re.sub(r"[^A-Za-z0-9=,._+-]", "_", override_dirname) + "/"
 
 
-def dataset_dir_name(name: str, root=None) -> str:
-    """The run directory's dataset level: the dataset's name, and for a folder of images its folder name and
-    a short hash of its absolute path, so two folders never share a run directory."""
+@functools.lru_cache(maxsize=64)   # one fingerprint per folder per process: a study plans hundreds of runs on it
+def dataset_dir_name(name: str, root=None, image_size=32, data_dir=None, results_dir=None) -> str:
+    """The run directory's dataset level: the dataset's name; for a folder of images its folder name and
+    the first digits of its content fingerprint, or the existing level under `results_dir` that holds runs
+    of the same data (rundir.data_level: another copy's name, or the older path-hash name). A folder that
+    cannot be listed is a ConfigError (preflight and the planner call this before Hydra makes anything)."""
     if not root:
         return name
-    folder = Path(str(root)).expanduser().resolve()
-    readable = re.sub(r"[^A-Za-z0-9._-]", "_", folder.name) or "root"
-    return f"{name}-{readable}-{hashlib.sha1(str(folder).encode()).hexdigest()[:8]}"
+    fingerprint = data_fingerprint(name, root=root, image_size=int(image_size), data_dir=data_dir)
+    wanted = data_dir_name(name, root, fingerprint)
+    return data_level(Path(str(results_dir)), wanted, fingerprint) if results_dir else wanted
+
+
+def dataset_dir_resolver(name: str, root=None, image_size=32, data_dir=None, results_dir=None) -> str:
+    """dataset_dir_name for conf/config.yaml; an unusable folder gets a placeholder name here, because
+    the run refuses it (one line) before writing anything and removes the directory Hydra made."""
+    try:
+        return dataset_dir_name(name, root, image_size, data_dir, results_dir)
+    except (ConfigError, OSError):
+        return f"{name}-{readable_folder_name(root)}-unreadable"
+
+
+def cfg_dataset_dir(cfg) -> str:
+    """dataset_dir_name of a composed config (the same arguments conf/config.yaml passes)."""
+    return dataset_dir_name(cfg.dataset.name, OmegaConf.select(cfg, "dataset.root"),
+                            OmegaConf.select(cfg, "dataset.image_size", default=32), cfg.paths.data_dir,
+                            cfg.paths.results_dir)
 
 
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
-    OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_name, replace=True)
+    OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_resolver, replace=True)
     # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)
     OmegaConf.register_new_resolver("optbench_gpu_for_job", gpu_for_job, replace=True)
 
@@ -89,11 +112,21 @@ def flag_style_answer(strays: list[str]) -> str:
             f"(or python run_single_experiment.py {flags})")
 
 
+def check_text(overrides: list[str]) -> None:
+    """An override holding bytes that are not UTF-8 (Python keeps them as lone surrogates) cannot be written
+    into a record or a directory name: one line, shown with escapes, before anything starts."""
+    for override in overrides:
+        if any("\udc80" <= character <= "\udcff" for character in override):
+            shown = override.encode(errors="surrogateescape").decode(errors="backslashreplace")
+            raise ConfigError(f"{shown}: holds a byte that is not UTF-8 text; retype the value in UTF-8")
+
+
 def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], list[str]]:
     """Run overrides as key -> values (a sweep like `seed=0,1` gives several; a deletion `~key` gives [None]),
     and the hydra.* / hydra/... overrides apart. Keys keep their +, ++ and ~ prefixes."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    check_text(overrides)
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except Exception as error:  # Hydra's parse errors span lines; the first names the override
@@ -124,6 +157,22 @@ def format_value(value) -> str:
     return str(value)
 
 
+def multirun_jobs(command_overrides: list[str]) -> list[list[str]]:
+    """Every job of `python src/train.py -m <command_overrides>` as Hydra's basic sweeper hands it out: its
+    order and its spelling of each value (a float is re-spelled by Python: `1e+11` -> `100000000000.0`),
+    which names the job's directory. Asks Hydra rather than copying its formatting; hydra.* overrides dropped,
+    but `hydra.sweeper.trials` (the optbench_trials sweeper) runs each of its trials with every job."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(command_overrides))
+    jobs = BasicSweeper.split_arguments([override for override in parsed if not override.is_hydra_override()], None)[0]
+    trials = [override.value() for override in parsed if override.get_key_element() == "hydra.sweeper.trials"]
+    if not trials:   # the optbench_trials sweeper runs each trial with every job (src/hydra_plugins/)
+        return jobs
+    return [job + str(trial).split() for job in jobs for trial in trials[-1]]
+
+
 def override_text(key: str, value: str | None) -> str:
     return key if value is None else f"{key}={value}"
 
@@ -147,6 +196,31 @@ def check_groups(overrides: list[str], conf_dir: Path) -> None:
             options = sorted(path.relative_to(group_dir).with_suffix("").as_posix()
                              for path in group_dir.rglob("*.yaml"))
             raise ConfigError(f"unknown {key} '{unknown[0]}': choose {key}=" + ", ".join(options))
+
+
+def check_added_keys(overrides: list[str], conf_dir: Path) -> None:
+    """`+key=value` (what Hydra advises after a typo: `+epoch=1`) adds a key no part of optbench reads: the
+    run would train with the default, in a directory named after the typo. One line naming the closest
+    setting instead. A config group (`+experiment=...`) is not a key. Call inside initialize_config_dir."""
+    added = [override for override in overrides if override.startswith("+")]
+    if not added:
+        return
+    from hydra import compose
+
+    base = compose(config_name="config", overrides=[override for override in overrides if override not in added])
+    for override in added:
+        key, _, value = override.lstrip("+").partition("=")
+        if (Path(conf_dir) / key).is_dir() or OmegaConf.select(base, key, default=_ABSENT) is not _ABSENT:
+            continue
+        parent, _, leaf = key.rpartition(".")
+        siblings = OmegaConf.select(base, parent) if parent else base
+        close = difflib.get_close_matches(leaf, [str(name) for name in (siblings or {})], n=1)
+        hint = f"did you mean {parent + '.' if parent else ''}{close[0]}={value}? " if close else ""
+        raise ConfigError(f"{override}: {key} is not a setting optbench reads ({hint}python src/train.py --cfg job "
+                          "lists them); drop the + and use a listed key")
+
+
+_ABSENT = object()
 
 
 def hydra_error_line(error: Exception) -> str:

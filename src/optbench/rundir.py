@@ -28,7 +28,7 @@ import os
 import platform
 from pathlib import Path
 
-from optbench.errors import DamagedRunFile, RunDirectoryBusy
+from optbench.errors import ConfigError, DamagedRunFile, RunDirectoryBusy
 
 RECORD_FILE = "record.json"
 SUMMARY_FILE = "summary.json"
@@ -266,6 +266,57 @@ def is_being_trained(run_path: Path) -> bool:
             return True
         fcntl.flock(handle, fcntl.LOCK_UN)
         return False
+
+
+NAME_MAX_BYTES = 255   # the longest file name ext4, APFS, NTFS and most others take
+
+
+def check_creatable(path: Path) -> None:
+    """ConfigError (one line) when a run directory could not be made at `path`: a name longer than file
+    names may be, or a file where a folder must be. Checked before anything is made, so a refused
+    command leaves no half-made chain of empty folders."""
+    path = Path(path)
+    for part in path.parts:
+        size = len(part.encode(errors="surrogateescape"))
+        if size > NAME_MAX_BYTES:
+            raise ConfigError(f"the run directory name '{part[:60]}...' is {size} bytes, longer than a file name may be "
+                              f"({NAME_MAX_BYTES}): shorten the override values that name it, or set hydra.run.dir=DIR")
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise ConfigError(f"{folder} is a file, not a folder: point paths.results_dir (or hydra.run.dir) at a "
+                                  "folder, or move the file away")
+            return
+
+
+def data_level(results_dir: Path, wanted: str, fingerprint: str) -> str:
+    """The dataset level to use under `results_dir` for `wanted` (`<dataset>-<folder>-<8 hex of the content
+    fingerprint>`): `wanted` itself when it exists; else an existing level holding the same data, found by
+    content: one named by another copy of the folder (the same fingerprint digits), or one named by the
+    older scheme (a hash of the folder's path) whose runs record this fingerprint; else `wanted`. So runs
+    are found from any checkout, whatever path the data has."""
+    results_dir = Path(results_dir)
+    if (results_dir / wanted).is_dir() or not results_dir.is_dir():
+        return wanted
+    dataset, suffix = wanted.split("-", 1)[0], wanted.rsplit("-", 1)[-1]
+    others = sorted(path for path in results_dir.glob(f"{dataset}-*") if path.is_dir())
+    same_digits = [path.name for path in others if path.name.rsplit("-", 1)[-1] == suffix]
+    if same_digits:
+        return same_digits[0]
+    for level in others:
+        if recorded_data(level) == fingerprint:
+            return level.name
+    return wanted
+
+
+def recorded_data(level: Path) -> str | None:
+    """The data fingerprint recorded by the first run found below a dataset level (all its runs share it)."""
+    for record_path in Path(level).glob(f"**/{RECORD_FILE}"):
+        try:
+            return (read_json(record_path, "") or {}).get("identity", {}).get("data")
+        except DamagedRunFile:
+            continue
+    return None
 
 
 def remove_empty_dirs(folder: Path, stop: Path) -> None:

@@ -2,13 +2,16 @@
 
 - `cifar10`, `cifar100`: torchvision's dataset classes (download into `data_dir`, md5-checked);
 - `imagefolder`: `root/train/<class>/*` and `root/test/<class>/*`, decoded once and cached in
-  `data_dir/cache/` (keyed by the files' contents, classes and names); a file that cannot be decoded is a
-  ConfigError naming it;
+  `data_dir/cache/` (keyed by the files' contents, classes and names, and carrying a checksum of its
+  tensors, checked on every load: a damaged cache is decoded again, with one warning line); a file that
+  cannot be decoded is a ConfigError naming it;
 - `synthetic`: class prototypes plus pixel noise, generated from a fixed seed; learnable, offline.
-`data_fingerprint(name, ...)` identifies the data a run sees without decoding it (the run identity).
+`data_fingerprint(name, ...)` (data/fingerprint.py, standard library only) identifies the data a run sees
+without decoding it (the run identity); the folder listing is that module's too.
 """
 
 import hashlib
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,11 +21,14 @@ from urllib.error import URLError
 import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
-from torchvision.datasets import CIFAR10, CIFAR100, ImageFolder
+from torchvision.datasets import CIFAR10, CIFAR100
 from torchvision.transforms.v2.functional import pil_to_tensor, resize
 
+from optbench.data.fingerprint import data_fingerprint, imagefolder_fingerprint, list_image_folder  # noqa: F401 (data_fingerprint: re-exported)
 from optbench.errors import ConfigError
 from optbench.rundir import write_atomically
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,11 @@ class ImageSet:
 
 
 
+# Offline, the same images as files work: README "Data", e.g. the CIFAR-10 JPEG copies next to this checkout.
+OFFLINE = ("; or train offline on a folder of images: dataset=imagefolder dataset.root=DIR "
+           "(DIR/train/<class>/*.jpg, DIR/test/<class>/*.jpg)")
+
+
 def _load_cifar(name: str, data_dir: Path, download: bool = True):
     dataset_class = {"cifar10": CIFAR10, "cifar100": CIFAR100}[name]
     try:
@@ -44,10 +55,10 @@ def _load_cifar(name: str, data_dir: Path, download: bool = True):
         test = dataset_class(str(data_dir), train=False, download=False)
     except (URLError, OSError) as error:  # no network, DNS failure, refused connection
         raise ConfigError(f"{name} is not in {data_dir} and downloading it failed ({error}): connect to the "
-                          f"network once, or set OPTBENCH_DATA_DIR (paths.data_dir) to a folder that holds it") from error
+                          f"network once, or set OPTBENCH_DATA_DIR (paths.data_dir) to a folder that holds it{OFFLINE}") from error
     except RuntimeError as error:  # torchvision: "Dataset not found or corrupted"
         raise ConfigError(f"{name} is missing or corrupted in {data_dir}: set dataset.download=true with network "
-                          f"access, or point OPTBENCH_DATA_DIR (paths.data_dir) at a folder that holds it") from error
+                          f"access, or point OPTBENCH_DATA_DIR (paths.data_dir) at a folder that holds it{OFFLINE}") from error
     return _from_hwc(train.data, train.targets), _from_hwc(test.data, test.targets), train.classes
 
 
@@ -56,65 +67,41 @@ def _from_hwc(images_hwc: np.ndarray, targets) -> ImageSet:
     return ImageSet(images, torch.as_tensor(targets, dtype=torch.int64))
 
 
-def _image_folders(root: str | None) -> tuple[ImageFolder, ImageFolder]:
-    """The train/ and test/ class folders under `root` (listed, not decoded), checked to match."""
-    root_path = Path(root or "").expanduser()
-    for part in ("train", "test"):
-        if not (root_path / part).is_dir():
-            raise ConfigError(f"dataset.root={root_path} has no {part}/ folder: point it at a folder "
-                              f"holding train/<class>/ and test/<class>/ images")
-    try:
-        train_folder, test_folder = ImageFolder(str(root_path / "train")), ImageFolder(str(root_path / "test"))
-    except FileNotFoundError as error:  # a class folder without images
-        raise ConfigError(f"dataset.root={root_path}: {error}") from error
-    if train_folder.classes != test_folder.classes:
-        raise ConfigError(f"dataset.root={root_path}: train/ and test/ hold different class folders; make them match")
-    return train_folder, test_folder
-
-
-def _imagefolder_fingerprint(root: str | None, image_size: int = 32, folders=None, data_dir=None) -> str:
-    """Every file's bytes, class and path below the root: a copy of the folder (another disk, new
-    mtimes) keeps it, a changed image does not. `folders`: the (train, test) ImageFolders when the
-    caller has listed them already. Hashing reads every file (CIFAR-10's 60,000 JPEGs: about 5 s from a
-    cold disk), so with a `data_dir` the result is remembered under the files' names, sizes and mtimes."""
-    train_folder, test_folder = folders or _image_folders(root)
-    base = Path(root).expanduser()
-    samples = [(Path(path), label) for path, label in train_folder.samples + test_folder.samples]
-    memo = None
-    if data_dir is not None:
-        memo = Path(data_dir) / "cache" / f"imagefolder-stat-{_stat_digest(samples, base, image_size)}.txt"
-        if memo.exists():
-            return memo.read_text().strip()
-    digest = hashlib.sha1(f"imagefolder|{image_size}".encode())
-    for path, label in samples:
-        digest.update(f"{path.relative_to(base).as_posix()}|{label}|{hashlib.sha1(path.read_bytes()).hexdigest()}\n".encode())
-    fingerprint = f"imagefolder:{digest.hexdigest()[:16]}"
-    if memo is not None:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(memo, lambda handle: handle.write(fingerprint.encode()))
-    return fingerprint
-
-
-def _stat_digest(samples: list[tuple[Path, int]], base: Path, image_size: int) -> str:
-    """Names, classes, sizes and mtimes: cheap to read, changes whenever a file may have changed."""
-    digest = hashlib.sha1(f"imagefolder-stat|{image_size}".encode())
-    for path, label in samples:
-        stat = os.stat(path)
-        digest.update(f"{path.relative_to(base).as_posix()}|{label}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:16]
-
-
 def _load_imagefolder(data_dir: Path, root: str | None = None, image_size: int = 32):
-    train_folder, test_folder = _image_folders(root)
-    fingerprint = _imagefolder_fingerprint(root, image_size, (train_folder, test_folder), data_dir).split(":")[1]
+    classes, train_samples, test_samples = list_image_folder(root)
+    fingerprint = imagefolder_fingerprint(root, image_size, train_samples + test_samples, data_dir).split(":")[1]
     cache_path = data_dir / "cache" / f"imagefolder-{fingerprint}.pt"
-    if not cache_path.exists():
-        payload = {"train": _decode_all(train_folder.samples, image_size),
-                   "test": _decode_all(test_folder.samples, image_size)}
+    cached = _read_cache(cache_path) if cache_path.exists() else None
+    if cached is None:
+        splits = {"train": _decode_all(train_samples, image_size), "test": _decode_all(test_samples, image_size)}
+        cached = {**splits, "checksum": _tensors_checksum(splits)}
         cache_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(cache_path, lambda handle: torch.save(payload, handle))
-    cached = torch.load(cache_path, weights_only=True)
-    return ImageSet(*cached["train"]), ImageSet(*cached["test"]), train_folder.classes
+        write_atomically(cache_path, lambda handle: torch.save(cached, handle))
+    return ImageSet(*cached["train"]), ImageSet(*cached["test"]), classes
+
+
+def _tensors_checksum(splits: dict) -> str:
+    """A hash of every image and label byte: torch.load does not check the zip's CRCs, so a flipped bit
+    would otherwise train on altered pixels."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in ("train", "test"):
+        for tensor in splits[part]:
+            digest.update(tensor.contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _read_cache(cache_path: Path) -> dict | None:
+    """The decoded splits when the cache reads back and matches its checksum; else None, with one warning
+    line (the caller decodes the images again and replaces it)."""
+    try:
+        cached = torch.load(cache_path, weights_only=True)
+        problem = None if _tensors_checksum(cached) == cached.get("checksum") else "its checksum does not match"
+    except Exception as error:  # truncated, not a zip archive, unpickling refused, missing keys
+        problem = f"it cannot be read: {type(error).__name__}"
+    if problem is None:
+        return cached
+    log.warning("decoded-image cache %s is damaged (%s): decoding the images again", cache_path, problem)
+    return None
 
 
 def _decode(path: str, image_size: int) -> torch.Tensor:
@@ -159,33 +146,9 @@ def _make_synthetic(data_dir: Path, num_classes: int = 10, train_size: int = 200
     return train, test, [f"class{index}" for index in range(num_classes)]
 
 
-def _cifar_fingerprint(name: str) -> str:
-    """The md5 sums torchvision checks the CIFAR files against: the same data wherever it is stored."""
-    dataset_class = {"cifar10": CIFAR10, "cifar100": CIFAR100}[name]
-    sums = [md5 for _, md5 in dataset_class.train_list + dataset_class.test_list]
-    return f"{name}:" + hashlib.sha1("|".join(sums).encode()).hexdigest()[:16]
-
-
-def _synthetic_fingerprint(**parameters) -> str:
-    """Generated data is a function of its parameters (and of this generator, version 1)."""
-    text = "|".join(f"{key}={parameters[key]}" for key in sorted(parameters))
-    return "synthetic-v1:" + hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
 SOURCES = {
     "cifar10": lambda **options: _load_cifar("cifar10", **options),
     "cifar100": lambda **options: _load_cifar("cifar100", **options),
     "imagefolder": _load_imagefolder,
     "synthetic": _make_synthetic,
 }
-
-
-def data_fingerprint(name: str, **source_options) -> str:
-    """Identifies the images and labels a source gives, cheaply (no decoding): part of the run identity."""
-    if name == "imagefolder":
-        return _imagefolder_fingerprint(source_options.get("root"), source_options.get("image_size", 32),
-                                        data_dir=source_options.get("data_dir"))
-    if name == "synthetic":
-        keys = ("num_classes", "train_size", "test_size", "image_size", "generator_seed")
-        return _synthetic_fingerprint(**{key: source_options[key] for key in keys if key in source_options})
-    return _cifar_fingerprint(name)

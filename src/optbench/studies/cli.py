@@ -36,7 +36,7 @@ from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
 from optbench.hydra_glue import compose_checked, register_resolvers
 from optbench.studies import estimate, outcome, tuning
 from optbench.studies import status as live_status
-from optbench.studies.plan import PlannedRun, Sweep, plan
+from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
 from optbench.studies.spec import (EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning,
                                    study_files)
 
@@ -75,6 +75,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
     args = parser.parse_args(argv)
+    bare = [value for value in args.set if "=" not in value and not value.startswith(("~", "+"))]
+    if bare:   # `--set epochs=1 smoke`: --set took the study name; a name is accepted anywhere
+        if args.study or len(bare) > 1:
+            raise ConfigError(f"--set takes KEY=VALUE overrides, not {' '.join(bare)}: name one study, before or "
+                              "after the overrides (python src/study.py smoke --set epochs=1)")
+        args.study, args.set = bare[0], [value for value in args.set if value != bare[0]]
     if not (args.study or args.select_tuned or args.list):
         raise ConfigError("name a study (python src/study.py --list shows them)")
     return args
@@ -114,13 +120,28 @@ def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> in
         if not args.no_estimate:
             print_estimate(runs_by_sweep, args.launcher)
         return 0
-    status = launch(runs_by_sweep, args.launcher, study.id)
+    refuse_other_experiments(runs_by_sweep)
+    tally = Counter()
+    status = launch(runs_by_sweep, args.launcher, tally, study.id)
     if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
         runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
         print(f"study {study.id}: the trials have run; the top-k reruns are planned now")
         print_plan(study, runs_by_sweep)
-        status = max(status, launch(runs_by_sweep, args.launcher, study.id))
+        refuse_other_experiments(runs_by_sweep)
+        status = max(status, launch(runs_by_sweep, args.launcher, tally, study.id))
+    results_dirs = sorted({str(run.cfg.paths.results_dir) for _, runs in runs_by_sweep for run in runs})
+    print(f"study {study.id}: {outcome.tally_line(tally)}; aggregate with: python src/aggregate.py "
+          + " ".join(shlex.quote(path) for path in results_dirs), flush=True)
     return status
+
+
+def refuse_other_experiments(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
+    """A planned directory whose record names another run: refused before any sweep starts (exit 2)."""
+    others = [run for _, runs in runs_by_sweep for run in runs if run.status == OTHER_EXPERIMENT]
+    if others:
+        more = f" (and {len(others) - 1} more, listed above)" if len(others) > 1 else ""
+        raise ConfigError(f"{others[0].run_dir} holds another experiment ({others[0].detail}){more}: move it away "
+                          "(or delete it) so this study's run can use the directory, then run the study again")
 
 
 def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
@@ -179,8 +200,9 @@ def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]
     counts = Counter(run.status for _, runs in runs_by_sweep for run in runs)
     total = sum(counts.values())
     print(f"study {study.id}: {study.statement}")
+    others = f", {counts[OTHER_EXPERIMENT]} holding another experiment" if counts[OTHER_EXPERIMENT] else ""
     print(f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts['done']} done, "
-          f"{counts['unfinished']} unfinished, {counts['new']} new")
+          f"{counts['unfinished']} unfinished, {counts['new']} new{others}")
     for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
         if sweep.pending:
             print(f"sweep {number} ({sweep.label}): {sweep.pending}")
@@ -232,21 +254,29 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
 
 # ---------------------------------------------------------------- running
 
-def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str, study_id: str = "") -> int:
+def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str, tally: Counter,
+           study_id: str = "") -> int:
     """Run each sweep, then name every run of it that did not finish: a launcher that runs jobs elsewhere
-    (joblib, submitit, SLURM) exits 0 when one of its runs failed, so summary.json is what counts."""
+    (joblib, submitit, SLURM) exits 0 when one of its runs failed, so summary.json is what counts, and
+    only a summary naming the planned run id. `tally` gains each run's ending (and skipped, for runs
+    already done)."""
     worst = 0
     for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
         if sweep.pending:
             print(f"sweep {number}: waits: {sweep.pending}")
             continue
+        tally["skipped"] += sum(run.status == "done" for run in runs)
         if all(run.status == "done" for run in runs):
             print(f"sweep {number}: all {len(runs)} runs finished, skipped")
             continue
         command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
         print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
         status = subprocess.call(command, cwd=os.getcwd(), env=job_environment(study_id))
-        not_done = outcome.unfinished([run.run_dir for run in runs])
+        launched = [run for run in runs if run.status != "done"]
+        outcomes = [outcome.run_outcome(run.run_dir, planned_run_id(run.cfg)) for run in launched]
+        tally.update(outcome.tally(outcomes))
+        not_done = [(run.run_dir, what) for run, what in zip(launched, outcomes)
+                    if what.split(":")[0] not in outcome.FINAL_STATUSES]
         for run_dir, what in not_done:
             print(f"sweep {number}: run not finished: {run_dir}: {what}", file=sys.stderr)
         if not_done:

@@ -4,29 +4,49 @@ Launchers that run jobs elsewhere (joblib workers, submitit's local executor, SL
 failure in the worker: the sweep itself exits 0. The study runner therefore reads every planned
 run's summary.json after its sweep (`unfinished(runs)`) and names each run that is not completed or
 diverged: failed, interrupted, still running, unreadable, or with no summary at all (refused or never
-started). Standard library only, through optbench.rundir.
+started), or whose summary names another run id than the planned one. Standard library only, through optbench.rundir.
 """
 
 from pathlib import Path
 
 from optbench.errors import DamagedRunFile
-from optbench.rundir import FINAL_STATUSES, RunDir
+from optbench.rundir import COMPLETED, DIVERGED, FINAL_STATUSES, RunDir
 
 
-def run_outcome(run_dir: Path) -> str:
-    """summary.json's status, `no summary.json` or `unreadable summary.json`."""
+def run_outcome(run_dir: Path, expected_run_id: str | None = None) -> str:
+    """summary.json's status, `no summary.json`, `unreadable summary.json`, or `other experiment` when the
+    summary names another run than the one planned for this directory."""
     try:
         summary = RunDir(run_dir).read_summary()
     except DamagedRunFile:
         return "unreadable summary.json"
     if summary is None:
         return "no summary.json (refused or never started; see the sweep's log)"
+    if expected_run_id and summary.get("run_id") != expected_run_id:
+        return (f"other experiment: its summary names run {summary.get('run_id')}, the study planned "
+                f"{expected_run_id} (see the sweep's log for the refusal)")
     status = str(summary.get("status"))
     error = summary.get("error")
     return f"{status}: {error}" if error else status
 
 
-def unfinished(run_dirs: list[Path]) -> list[tuple[Path, str]]:
-    """(run directory, outcome) for every run whose summary does not say completed or diverged."""
-    outcomes = [(Path(run_dir), run_outcome(run_dir)) for run_dir in run_dirs]
+def unfinished(run_dirs: list[Path], expected_run_ids: list[str | None] | None = None) -> list[tuple[Path, str]]:
+    """(run directory, outcome) for every run whose summary does not say completed or diverged, or names
+    another run than `expected_run_ids` (one per directory) plans."""
+    expected = expected_run_ids or [None] * len(run_dirs)
+    outcomes = [(Path(run_dir), run_outcome(run_dir, run_id)) for run_dir, run_id in zip(run_dirs, expected)]
     return [(run_dir, outcome) for run_dir, outcome in outcomes if outcome.split(":")[0] not in FINAL_STATUSES]
+
+
+def tally(outcomes: list[str]) -> dict[str, int]:
+    """completed / diverged / failed (anything else that did not finish) counts of run outcomes."""
+    counts = {COMPLETED: 0, DIVERGED: 0, "failed": 0}
+    for what in outcomes:
+        status = what.split(":")[0]
+        counts[status if status in (COMPLETED, DIVERGED) else "failed"] += 1
+    return counts
+
+
+def tally_line(counts: dict[str, int]) -> str:
+    """`3 completed, 0 diverged, 1 failed, 2 skipped`: how a sweep or study ended."""
+    return ", ".join(f"{counts.get(key, 0)} {key}" for key in (COMPLETED, DIVERGED, "failed", "skipped"))

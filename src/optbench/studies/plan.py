@@ -7,11 +7,14 @@ around each default, or tuned values) need one sweep per optimizer. A quasi-rand
 sweep runs a list of trials (hydra/sweeper=optbench_trials, src/hydra_plugins/) on the grid's seeds;
 once an optimizer's trials have all finished, its top-k trials get a second sweep on the confirm seeds.
 `plan(study, conf_dir, ...)` then composes every single run as its Hydra job will, validates it, and
-reads its directory's summary.json: new, done (completed or diverged) or unfinished. An optimizer whose
-registry entry asks for another schedule than the default (Schedule-Free: constant) gets its own sweep
-with that scheduler.
+reads its directory's record.json and summary.json: new, done (completed or diverged), unfinished, or
+"other experiment" when the record's run id is not the planned run's (the study refuses to launch it).
+An optimizer whose registry entry asks for another schedule than the default (Schedule-Free: constant)
+gets its own sweep with that scheduler.
 """
 
+import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,12 +24,16 @@ from omegaconf import OmegaConf
 from optbench import optimizers
 from optbench.config import validate
 from optbench.errors import ConfigError, DamagedRunFile
-from optbench.hydra_glue import combinations, compose_checked, format_value, parse_overrides
-from optbench.rundir import FINAL_STATUSES, RunDir
+from optbench.hydra_glue import cfg_dataset_dir, check_added_keys, compose_checked, format_value, multirun_jobs, parse_overrides
+from optbench.data.fingerprint import config_data_fingerprint, run_identity
+from optbench.rundir import FINAL_STATUSES, RunDir, check_creatable, identity_differences, run_id
 from optbench.studies import search_space, tuning
 from optbench.studies.launchers import GPU_PER_JOB_DEVICE, launcher_overrides
 from optbench.studies.search_space import Trial
 from optbench.studies.spec import EXPERIMENTS_DIR, Study
+
+
+OTHER_EXPERIMENT = "other experiment"   # the directory's record.json names another run: never launched over
 
 
 @dataclass
@@ -51,12 +58,13 @@ class Sweep:
         """Every single run of the sweep, as the override list Hydra hands that job (the trials sweeper's order)."""
         if self.pending:
             return []
-        if not self.trials:
-            return combinations(self.values)
-        return [combination + trial.overrides() for combination in combinations(self.values) for trial in self.trials]
+        jobs = self.runs_without_trials()
+        return [job + trial.overrides() for job in jobs for trial in self.trials] if self.trials else jobs
 
     def runs_without_trials(self) -> list[list[str]]:
-        return combinations(self.values)
+        """Hydra's own jobs of the command line (its spelling of each value names their directories)."""
+        return multirun_jobs([key if values == [None] else f"{key}={','.join(values)}"
+                              for key, values in self.values.items()])
 
     def trial_of(self, job: int) -> Trial | None:
         return self.trials[job % len(self.trials)] if self.trials else None
@@ -67,8 +75,9 @@ class PlannedRun:
     overrides: list[str]
     run_dir: Path
     cfg: object             # the composed config (DictConfig), hydra node removed
-    status: str             # new | done | unfinished
-    detail: str = ""        # summary.json's status and epochs, when there is one
+    status: str             # new | done | unfinished | other experiment (its record names another run)
+    detail: str = ""        # summary.json's status and epochs, or how the recorded experiment differs
+    run_id: str = ""        # the run id it will record, once its directory holds a record
     epochs_done: int = 0
     trial: Trial | None = None   # the quasi-random tuning trial it runs
 
@@ -226,15 +235,42 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
         validate(cfg)
     except ConfigError as error:
         raise ConfigError(f"{error} (run {' '.join(overrides)})") from None
+    check_added_keys(overrides, conf_dir)
+    cfg_dataset_dir(cfg)   # a folder of images that cannot be listed: one line here, not in the resolver
     run_dir = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir  # what a multirun job's output_dir will be
+    check_creatable(run_dir)
     with_hydra_removed = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
     run = PlannedRun(list(overrides), run_dir, with_hydra_removed, "new")
+    directory = RunDir(run_dir)
     try:
-        summary = RunDir(run_dir).read_summary()
-    except DamagedRunFile:
-        summary = {"status": "unreadable summary.json"}
+        summary, record = directory.read_summary(), directory.read_record()
+    except DamagedRunFile as error:
+        summary, record = {"status": f"unreadable: {error}"}, None
+    if record is not None:
+        run.run_id = planned_run_id(with_hydra_removed)
+        if record.get("run_id") != run.run_id:
+            changed = identity_differences(record.get("identity", {}), planned_identity(with_hydra_removed))
+            run.status, run.detail = OTHER_EXPERIMENT, "; ".join(changed[:3]) or "another run id"
+            return run
     if summary is not None:
         run.epochs_done = int(summary.get("epochs_done") or 0)
         run.status = "done" if summary.get("status") in FINAL_STATUSES else "unfinished"
         run.detail = f"{summary.get('status')}, {run.epochs_done}/{summary.get('epochs_planned', cfg.epochs)} epochs"
     return run
+
+
+def planned_identity(cfg) -> dict:
+    """The identity the run will record (training/run.py computes the same from the job's config)."""
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    data = json.dumps([resolved["dataset"], resolved["paths"]["data_dir"]], sort_keys=True, default=str)
+    return run_identity(resolved, _fingerprint_of(data))
+
+
+@functools.lru_cache(maxsize=16)   # a study's runs share a few datasets: each is listed and hashed once
+def _fingerprint_of(data: str) -> str:
+    dataset, data_dir = json.loads(data)
+    return config_data_fingerprint({"dataset": dataset, "paths": {"data_dir": data_dir}})
+
+
+def planned_run_id(cfg) -> str:
+    return run_id(planned_identity(cfg))

@@ -14,6 +14,8 @@ objects with every default applied in `parse_test`; the aggregator evaluates the
 study carries its `HypothesisTest`. Standard library and PyYAML only.
 """
 
+import dataclasses
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -300,6 +302,12 @@ def parse_test(block, bad) -> HypothesisTest:
     """The `test:` block, checked, with every default applied (the one place defaults live)."""
     if not isinstance(block, dict) or block.get("kind") not in TEST_KINDS:
         raise bad(f"test.kind must be one of {', '.join(TEST_KINDS)}")
+    settings = [item.name for item in dataclasses.fields(HypothesisTest)]
+    for key in block:
+        if key not in settings:   # a misspelt `metrc:` would silently test the default metric
+            close = difflib.get_close_matches(str(key), settings, n=1)
+            raise bad(f"test.{key} is not a test setting" + (f": did you mean test.{close[0]}?" if close else "")
+                      + f" (the settings: {', '.join(settings)})")
     versus = [block["versus"]] if isinstance(block.get("versus"), str) else block.get("versus")
     if not isinstance(block.get("subject"), str):
         raise bad("test.subject must name one optimizer")

@@ -13,7 +13,9 @@ SIGTERM (143) after a checkpoint, 1 any other failure.
 """
 
 import logging
+import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -21,11 +23,14 @@ from omegaconf import DictConfig, OmegaConf
 from optbench import errors, rundir
 from optbench.config import validate
 from optbench.errors import ConfigError, OutOfMemory, RunDirectoryBusy, RunInterrupted
-from optbench.hydra_glue import combinations, compose_checked, parse_overrides, split_command_line
+from optbench.hydra_glue import (cfg_dataset_dir, check_added_keys, combinations, compose_checked, multirun_jobs,
+                                 parse_overrides, split_command_line)
 
 log = logging.getLogger(__name__)
 MAX_CHECKED_COMBINATIONS = 128  # ~0.1 s each; a larger sweep is checked on its first 128 runs only
 _deferred_exit_status = errors.EXIT_OK  # worst status of the failed runs of a multirun so far
+_sweep_runs: list[tuple[Path, bool, str]] = []   # a multirun's run directories (checked by preflight), whether
+                                                 # finished before it started, and the sweep's results root
 
 
 def preflight(argv: list[str], conf_dir: Path) -> int:
@@ -36,11 +41,53 @@ def preflight(argv: list[str], conf_dir: Path) -> int:
     if help_only:
         return 0
     values, _ = parse_overrides(overrides)
-    runs = combinations(values)[:MAX_CHECKED_COMBINATIONS]
+    multirun = any(argument in ("-m", "--multirun") for argument in argv)
+    runs = (multirun_jobs(overrides) if multirun else combinations(values))[:MAX_CHECKED_COMBINATIONS]
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         for run_overrides in runs:
-            validate(compose_checked(run_overrides, conf_dir))
+            hydra_overrides = [override for override in overrides if override.startswith(("hydra.", "hydra/"))]
+            cfg = compose_checked([*run_overrides, *hydra_overrides], conf_dir, with_hydra=True)
+            validate(cfg)
+            check_added_keys(run_overrides, conf_dir)
+            cfg_dataset_dir(cfg)   # lists (and fingerprints) a folder of images: unusable, one line before Hydra starts
+            run_dir = planned_run_dir(cfg, multirun)
+            rundir.check_creatable(run_dir)
+            if multirun:
+                _sweep_runs.append((run_dir, _is_finished(run_dir), str(cfg.hydra.sweep.dir)))
     return len(runs)
+
+
+def _is_finished(run_dir: Path) -> bool:
+    try:
+        return (rundir.RunDir(run_dir).read_summary() or {}).get("status") in rundir.FINAL_STATUSES
+    except errors.DamagedRunFile:
+        return False
+
+
+def sweep_end_line() -> str | None:
+    """After a multirun: `sweep: N completed, M diverged, K failed, L skipped; aggregate with: ...`, read
+    from the summaries of the runs preflight checked (so jobs another launcher ran count too); None
+    after a single run."""
+    if not _sweep_runs:
+        return None
+    counts = Counter()
+    for run_dir, finished_before, _ in _sweep_runs:
+        try:
+            status = (rundir.RunDir(run_dir).read_summary() or {}).get("status")
+        except errors.DamagedRunFile:
+            status = None
+        counts["skipped" if finished_before else status if status in rundir.FINAL_STATUSES else "failed"] += 1
+    roots = sorted({shlex.quote(root) for _, _, root in _sweep_runs})
+    line = ", ".join(f"{counts[key]} {key}" for key in (rundir.COMPLETED, rundir.DIVERGED, "failed", "skipped"))
+    more = f" (the first {len(_sweep_runs)} runs)" if len(_sweep_runs) == MAX_CHECKED_COMBINATIONS else ""
+    return f"sweep: {line}{more}; aggregate with: python src/aggregate.py {' '.join(roots)}"
+
+
+def planned_run_dir(cfg: DictConfig, multirun: bool) -> Path:
+    """The directory Hydra will give this run (a multirun job's, or a single run's)."""
+    if multirun:
+        return Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir
+    return Path(cfg.hydra.run.dir)
 
 
 def hydra_files(cfg: DictConfig, hydra_config) -> dict[str, str]:

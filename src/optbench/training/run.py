@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from optbench import rundir
 from optbench.config import validate
-from optbench.data.sources import data_fingerprint
+from optbench.data.fingerprint import run_identity as run_identity_of
 from optbench.device.awake import kept_awake
 from optbench.device.policy import release_device_memory
 from optbench.errors import ConfigError
@@ -38,9 +38,7 @@ def run_identity(cfg: DictConfig) -> tuple[dict, dict]:
     """(the resolved config, the identity it has with its data)."""
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved.pop("hydra", None)
-    dataset = {key: value for key, value in resolved["dataset"].items() if key != "name"}
-    fingerprint = data_fingerprint(cfg.dataset.name, data_dir=cfg.paths.data_dir, **dataset)
-    return resolved, rundir.identity(resolved, fingerprint)
+    return resolved, run_identity_of(resolved)
 
 
 def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
@@ -74,11 +72,12 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
     with directory.lock():
         run = _prepare(cfg, directory, record, resolved, wanted, hydra_files)
         try:
+            saved = _checked_checkpoint(run, directory) if record is not None else None   # refused before any byte
             with console.log_to_file(directory.path):
                 console.log_policy_details(run.policy)
                 if record is None:
                     _start(directory, resolved, wanted, hydra_files)
-                state = (_resume_state(run, directory) if record is not None else None) or LoopState(_first_summary(run))
+                state = (_resume_state(run, directory, saved) if record is not None else None) or LoopState(_first_summary(run))
                 with kept_awake(run.policy.keep_awake):   # macOS: caffeinate -i for as long as it trains
                     return _fit_and_mirror(run, directory, state, run_mirror)
         finally:
@@ -134,13 +133,20 @@ def _start(directory: RunDir, resolved: dict, wanted: dict, hydra_files: dict[st
             (directory.path / rundir.HYDRA_DIR / name).write_text(text)
 
 
-def _resume_state(run: Run, directory: RunDir) -> LoopState | None:
-    """The loop state of the last checkpoint, with metrics.jsonl trimmed to it; None when there is none."""
+def _checked_checkpoint(run: Run, directory: RunDir) -> dict | None:
+    """The directory's checkpoint, read and checked before train.log or any other file is touched: a
+    damaged, pickled or foreign checkpoint is a ConfigError that changes no byte."""
     saved = checkpoint.load(directory.checkpoint_path, run.device)
+    if saved is not None:
+        checkpoint.check_resumable(saved, run.run_id, directory.checkpoint_path)
+    return saved
+
+
+def _resume_state(run: Run, directory: RunDir, saved: dict | None) -> LoopState | None:
+    """The loop state of the checked checkpoint `saved`, with metrics.jsonl trimmed to it; None when there is none."""
     if saved is None:
         directory.replace_metrics([])   # unfinished without a checkpoint: start over within the same record
         return None
-    checkpoint.check_resumable(saved, run.run_id, directory.checkpoint_path)
     progress = checkpoint.restore(saved, run.model, run.optimizer, run.scheduler, run.scaler)
     directory.replace_metrics(saved["metrics"])
     batches_done = progress.batches_done if progress else 0
