@@ -59,3 +59,16 @@ def test_only_the_text_between_the_markers_is_replaced():
 def test_missing_markers_are_an_error_naming_them():
     with pytest.raises(ValueError, match="markers"):
         readme_study.with_block("no markers here\n", "table")
+
+
+def test_aggregating_published_runs_into_the_folder_that_holds_them_sets_the_tuning_trials_aside(tmp_path):
+    """docs/cpu-study/runs lies inside docs/cpu-study: the output folder holds the results, so it must not be
+    skipped as the aggregator's own output (that once counted the 50 tuning trials as main runs)."""
+    import shutil
+
+    from optbench.aggregate import aggregate
+
+    shutil.copytree(STUDY_DOCS / "runs", tmp_path / "study" / "runs")
+    outcome = aggregate(tmp_path / "study" / "runs", tmp_path / "study", TARGET_ACC, REPO / "experiments",
+                        draw_figures=False)
+    assert outcome.runs == 21

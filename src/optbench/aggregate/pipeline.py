@@ -97,8 +97,9 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     verdict's family is then the plan, and a planned setting with no runs is named as missing."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
     hypotheses, hypotheses_note = read_hypotheses(experiments_dir)
-    tuning = read_tuning(results_dir, skip=out_dir)
-    analysis = analyse(results_dir, target_acc, skip=out_dir, set_aside=tuning.run_dirs)
+    skip = own_output(results_dir, out_dir)
+    tuning = read_tuning(results_dir, skip=skip)
+    analysis = analyse(results_dir, target_acc, skip=skip, set_aside=tuning.run_dirs)
     runs, settings, arms, warnings = analysis.runs, analysis.settings, analysis.arms, analysis.warnings
     warnings.extend(tuning.warnings)
     tests = pairwise(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
@@ -118,7 +119,7 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         table_files.append("tables/hypotheses.csv")
     drawn = write_figures(out, runs, analysis.curves, settings, arms, warnings) if draw_figures and len(runs) else []
     tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
-    sequential = read_decision_records(results_dir, out_dir, warnings)
+    sequential = read_decision_records(results_dir, skip, warnings)
     parts = ReportParts(
         results_dir=str(results_dir), command=command or f"aggregate({results_dir})",
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -142,7 +143,14 @@ def judge(hypotheses: list, hypotheses_note: str, analysis: Analysis, tuned_on: 
     return evaluate_all(hypotheses, context), hypotheses_note
 
 
-def read_decision_records(results_dir: Path, out_dir: Path, warnings: list[str]) -> list[dict]:
+def own_output(results_dir: Path, out_dir: Path) -> Path | None:
+    """The folder not to read runs and records from: the output folder when it lies inside the results
+    (results/aggregate); none when the results lie inside it (docs/cpu-study/runs published beside its
+    report in docs/cpu-study), or everything would be skipped."""
+    return None if Path(results_dir).resolve().is_relative_to(Path(out_dir).resolve()) else out_dir
+
+
+def read_decision_records(results_dir: Path, out_dir: Path | None, warnings: list[str]) -> list[dict]:
     """The decision records of studies run until decided (optbench.decisions); a damaged one is a warning."""
     records = []
     for path in decisions.find_records(results_dir, skip=out_dir):
