@@ -142,3 +142,9 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
                                 str(tmp_path / "published")], capture_output=True, text=True, timeout=300)
     assert published.returncode == 0, published.stderr
     assert json.loads((tmp_path / "published" / "sequential-seqtiny.json").read_text()) == record
+
+
+def test_a_hypothesis_heading_for_rejection_is_kept_going_not_abandoned():
+    design = Design(LOOKS, ALPHA, 1)
+    heading_the_other_way = decide([-2.8], 1, design)
+    assert heading_the_other_way.decision == "continue" and "rejected" in heading_the_other_way.reason

@@ -13,8 +13,11 @@ At each look every required comparison's paired t-test (stats.compare) becomes z
 - **supported** (stop for efficacy): every comparison has z >= c_k (intersection-union: each at alpha);
 - **rejected**: some comparison has z <= -c'_k, the boundaries of alpha / m (Bonferroni over its m
   comparisons, as conservative as Holm's first step);
-- **futility**: the conditional power under the current trend (Lan & Wittes 1988, B-value: B = z sqrt(t),
-  drift B / t) that every comparison ends above c_K is below 10 %: more seeds would very likely not decide;
+- **futility**: under the current trend (Lan & Wittes 1988, B-value: B = z sqrt(t), drift B / t) both the
+  conditional power of "supported" (every comparison ends above c_K) and that of "rejected" (some
+  comparison ends below -c'_K) are below 10 %: more seeds would very likely decide nothing. A hypothesis
+  heading for rejection is kept going, so it can be rejected rather than abandoned. Stopping early for
+  futility only lowers the chance of either error, so both stay at or below alpha;
 - **undecided** at the last look (inconclusive), else **continue**.
 A decision once taken is final: the record keeps it, and later looks never re-decide it on more data.
 """
@@ -90,7 +93,8 @@ def signed_z(p_value: float, difference: float, better: str) -> float:
 
 
 def conditional_power(z: float, fraction: float, final_bound: float) -> float:
-    """P(Z at the last look >= its bound | Z now = z), the drift estimated from the data so far."""
+    """P(Z at the last look >= its bound | Z now = z), the drift estimated from the data so far (a negative
+    z with a negated bound gives the chance of ending below -bound)."""
     if fraction >= 1:
         return float(z >= final_bound)
     b_value = z * math.sqrt(fraction)
@@ -98,11 +102,18 @@ def conditional_power(z: float, fraction: float, final_bound: float) -> float:
     return float(stats.norm.sf((final_bound - b_value - drift * (1 - fraction)) / math.sqrt(1 - fraction)))
 
 
+def decision_powers(z_values: list[float], fraction: float, design: Design) -> tuple[float, float]:
+    """(conditional power of "supported", of "rejected") at the last look, comparisons taken as independent."""
+    support = float(np.prod([conditional_power(z, fraction, design.efficacy[-1]) for z in z_values]))
+    reject = 1 - float(np.prod([1 - conditional_power(-z, fraction, design.rejection[-1]) for z in z_values]))
+    return support, reject
+
+
 @dataclass(frozen=True)
 class Decision:
     decision: str                     # continue, supported, rejected, futility, undecided
     reason: str
-    conditional_power: float          # of "supported" under the current trend (NaN at the last look)
+    conditional_power: float          # of a decision (supported or rejected) under the current trend; NaN when none
 
 
 def decide(z_values: list[float], look: int, design: Design) -> Decision:
@@ -119,7 +130,8 @@ def decide(z_values: list[float], look: int, design: Design) -> Decision:
         return Decision(UNDECIDED, f"not decided at the last look ({design.looks[look]} seeds): inconclusive", math.nan)
     if untested or not z_values:
         return Decision(CONTINUE, f"{untested} comparison(s) not testable yet", math.nan)
-    power = float(np.prod([conditional_power(z, fraction, efficacy[-1]) for z in z_values]))
-    if power < FUTILITY_POWER:
-        return Decision(FUTILITY, f"conditional power {100 * power:.1f} % < {100 * FUTILITY_POWER:.0f} %", power)
-    return Decision(CONTINUE, f"conditional power {100 * power:.0f} %", power)
+    support, reject = decision_powers(z_values, fraction, design)
+    powers = f"conditional power: supported {100 * support:.1f} %, rejected {100 * reject:.1f} %"
+    if max(support, reject) < FUTILITY_POWER:
+        return Decision(FUTILITY, f"{powers}, both < {100 * FUTILITY_POWER:.0f} %", max(support, reject))
+    return Decision(CONTINUE, powers, max(support, reject))
