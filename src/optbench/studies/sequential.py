@@ -24,7 +24,7 @@ from optbench.studies.spec import Study
 
 RULE = ("group-sequential, Lan-DeMets O'Brien-Fleming-type alpha spending (Lan & DeMets 1983); supported when every "
         "comparison crosses the efficacy bound, rejected when one crosses the alpha/m bound the other way, futility "
-        "when the conditional power under the current trend is below 10 % (Lan & Wittes 1988)")
+        "when under the current trend neither has a conditional power of 10 % (Lan & Wittes 1988)")
 
 
 def own_seeds(study: Study) -> list[int]:
