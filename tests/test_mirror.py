@@ -34,9 +34,12 @@ def files(folder):
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("reference")
-    with pytest.MonkeyPatch.context():
-        torch.set_num_threads(1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # as the tests that compare with it; restored, or later tests on this worker run on one
+    try:
         train(config(tmp_path, mirror_dir=None), tmp_path / "results" / "run")
+    finally:
+        torch.set_num_threads(threads)
     return read_metrics(tmp_path / "results" / "run")
 
 

@@ -172,8 +172,10 @@ def uninterrupted_schedule_free(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("schedule-free") / "run"
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    summary = train(config(run_dir.parent, *SCHEDULE_FREE), run_dir)
-    torch.set_num_threads(threads)
+    try:
+        summary = train(config(run_dir.parent, *SCHEDULE_FREE), run_dir)
+    finally:
+        torch.set_num_threads(threads)
     return summary, read_metrics(run_dir), torch.load(run_dir / "checkpoint.pt", weights_only=True)
 
 
