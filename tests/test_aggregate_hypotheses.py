@@ -350,3 +350,21 @@ def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path
     assert "no runs of adamw, lion in this planned setting (cifar100)" in result.reason
     without_plan = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
     assert all(check.setting != "cifar100" for check in without_plan.checks)
+
+
+def test_with_the_study_named_runs_outside_its_plan_stay_out_of_the_verdict(tmp_path):
+    """A clean-only study beside noisy runs in the same folder: H1's family is the study's clean setting."""
+    from optbench.studies.spec import PlannedSetting
+
+    h1_verdict(tmp_path, [(2, 4), (2, 5), (3, 5)])
+    for seed in range(3):
+        write_run(tmp_path, reaching(3), optimizer="lion", seed=seed, noise="symmetric", rate=0.4)
+        write_run(tmp_path, reaching(4), optimizer="adamw", seed=seed, noise="symmetric", rate=0.4)
+    analysis = analyse(tmp_path)
+    hypothesis = parse_hypothesis(HYPOTHESES / "h1_convergence.yaml")
+    clean = [PlannedSetting("cifar10", "none", 0.0, ("lion", "adamw"))]
+    planned = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys,
+                                           planned=clean))
+    assert [check.setting for check in planned.checks] == ["cifar10, clean"]
+    everything = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
+    assert len(everything.checks) == 2

@@ -85,7 +85,7 @@ def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict
 
 def evaluate(hypothesis: Hypothesis, context: Context) -> Verdict:
     test = hypothesis.test
-    runs = apply_where(context.runs, test.where)
+    runs = within_plan(apply_where(context.runs, test.where), context.planned)
     runs = runs.assign(tuned_seed=[int(seed) in context.tuned_on.get(str(optimizer), ()) if pd.notna(seed) else False
                                    for seed, optimizer in zip(runs["seed"], runs["optimizer"])])
     evaluators = {"metric_comparison": metric_comparison_checks,
@@ -95,6 +95,17 @@ def evaluate(hypothesis: Hypothesis, context: Context) -> Verdict:
 
 
 IDENTITY_WHERE = ("dataset", "noise", "noise_rate")   # the `where:` keys a planned setting can be checked on
+
+
+def within_plan(runs: pd.DataFrame, planned: list) -> pd.DataFrame:
+    """With the study named, only its planned settings (dataset x noise x rate) are the family: runs of other
+    studies in the same folder (the noisy arm beside a clean-only study) stay out of its verdicts."""
+    if not planned:
+        return runs
+    keep = [any(str(row.dataset) == setting.dataset and str(row.noise) == setting.noise
+                and same_value(row.noise_rate, setting.rate) for setting in planned)
+            for row in runs[["dataset", "noise", "noise_rate"]].itertuples()]
+    return runs[keep]
 
 
 def planned_but_absent(test: HypothesisTest, runs: pd.DataFrame, planned: list) -> list[Check]:

@@ -20,7 +20,7 @@ from optbench.aggregate.sequential import CONTINUE, Design, decide, looks_for, s
 from optbench.aggregate.tuning import read_tuning
 from optbench.errors import ConfigError
 from optbench.studies.pilot import hypotheses_of
-from optbench.studies.spec import Study
+from optbench.studies.spec import Study, planned_settings
 
 RULE = ("group-sequential, Lan-DeMets O'Brien-Fleming-type alpha spending (Lan & DeMets 1983); supported when every "
         "comparison crosses the efficacy bound, rejected when one crosses the alpha/m bound the other way, futility "
@@ -71,10 +71,11 @@ def hypothesis_design(record: dict, hypothesis, comparisons: int) -> Design:
     return Design(tuple(record["looks"]), hypothesis.test.alpha, int(stored["comparisons"]))
 
 
-def look_decisions(results_dir: Path, hypotheses, record: dict, look: int) -> dict:
+def look_decisions(results_dir: Path, hypotheses, record: dict, look: int, planned: list) -> dict:
+    """Each open hypothesis's decision at this look, over the study's planned settings only."""
     tuning = read_tuning(results_dir)
     analysis = analyse(results_dir, set_aside=tuning.run_dirs)
-    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on())
+    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on(), planned)
     taken = {}
     for hypothesis in hypotheses:
         verdict = evaluate(hypothesis, context)
@@ -109,7 +110,7 @@ def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -
         status = run_study(with_seeds(study, looks[look]), args, tuned)
         if status:
             return status
-        taken = look_decisions(results_dir, open_ones, record, look)
+        taken = look_decisions(results_dir, open_ones, record, look, planned_settings(study))
         record = decisions.add_look(record, look, looks[look], taken)
         decisions.write(path, record)
         for name, entry in record["decisions"][-1]["hypotheses"].items():
