@@ -9,8 +9,6 @@ import dataclasses
 import itertools
 import math
 
-import numpy as np
-import pandas as pd
 import pytest
 from scipy.special import betainc
 
