@@ -134,3 +134,19 @@ def test_profile_table_gives_epochs_and_seconds():
     assert table.loc[("epochs", "a"), "tau=1"] == 1.0 and table.loc[("epochs", "b"), "tau=1"] == 0.5
     assert table.loc[("seconds", "a"), "tau=2"] == 1.0 and table.loc[("seconds", "b"), "tau=2"] == 0.5
     assert table.loc[("seconds", "a"), "settings"] == 2
+
+
+def test_figures_say_when_nobody_reaches_the_target_and_always_name_the_wall_time_unit():
+    from optbench.aggregate import figures
+
+    runs = pd.DataFrame({"setting": ["s"] * 4, "arm": ["a", "a", "b", "b"], "optimizer": ["a", "a", "b", "b"],
+                         "status": "completed", "seed": [0, 1, 0, 1], "noise_rate": 0.0,
+                         "epochs_to_target": math.nan, "seconds_to_target": math.nan,
+                         "wall_time_s": [100.0, 110.0, 120.0, 105.0], "acc": [0.5, 0.6, 0.55, 0.52]})
+    style = figures.Style(runs, ["a", "b"])
+    profile_figure = figures.performance_profiles(runs, ["s"], ["a", "b"], style)
+    texts = [text.get_text() for axis in profile_figure.axes for text in axis.texts]
+    assert texts.count("no run reached the target:\nlower --target-acc") == 2
+    wall = figures.accuracy_vs_wall_time(runs, ["s"], ["a", "b"], style, "acc", "accuracy")
+    assert wall.axes[0].get_xlabel() == "wall time per run (min)"   # runs of similar length keep their label
+    figures.close(profile_figure), figures.close(wall)

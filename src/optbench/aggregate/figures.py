@@ -378,8 +378,9 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
             if arm not in used:
                 used.append(arm)
         durations = here["wall_time_s"]
-        if durations.min() > 0 and durations.max() / durations.min() > 20:
-            axis.set_xlabel(f"wall time per run ({unit})")
+        if durations.min() > 0 and durations.max() / durations.min() > 20:   # spread over decades: a log axis
+            axis.set_xscale("log")
+        axis.set_xlabel(f"wall time per run ({unit})")   # every axis names its unit, whatever the spread
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
     extra = [Line2D([], [], color="grey", marker="o", markersize=4, alpha=0.5, linestyle="none", label="one seed"),
@@ -408,6 +409,9 @@ def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str
         for arm in arms:
             axis.step(taus, curves.loc[arm].to_numpy(), where="post", label=arm, **{**style.line(arm), "marker": None})
         axis.set_ylim(-0.03, 1.03)
+        if not np.isfinite(table.to_numpy()).any():   # a flat line at 0 would look like a result
+            axis.text(0.5, 0.5, "no run reached the target:\nlower --target-acc", transform=axis.transAxes,
+                      ha="center", va="center", fontsize=9, color="dimgrey")
         axis.set_xlabel(f"tau (cost within tau x the best arm's, {cost})")
         axis.set_ylabel("fraction of the settings each ran")
         axis.set_title(f"{cost} to the target")
