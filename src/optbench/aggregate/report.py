@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from optbench.aggregate.hypotheses import Check, Verdict, apply_where
-from optbench.aggregate.seeds import plan_seeds, plan_table
+from optbench.aggregate.seeds import comparison_units, plan_seeds, plan_table
 from optbench.aggregate.tables import (NOT_COMPLETED, difference_interval, display_table, exact_text, p_text,
                                        pairwise_display, power_text, problem_display, to_markdown)
 from optbench.aggregate.tuning import TuningStudy, protocol_sentence, tuning_display
@@ -116,8 +116,7 @@ def seed_plan_lines(verdict: Verdict, runs: pd.DataFrame) -> list[str]:
     plan = plan_seeds(verdict, mine)
     if not plan.comparisons:
         return []
-    scale, unit = (1.0, "epochs") if test.kind == "epochs_to_fraction_of_reference" else \
-        ((100.0, "pp") if is_accuracy(test.metric) else (1.0, test.metric))
+    scale, unit = comparison_units(test)
     return [f"**Seeds needed** (these runs as a pilot: paired t, 80 % power against the observed effect, the sd at "
             f"its 80 % upper bound; `python src/study.py {verdict.hypothesis.id} --plan-seeds --pilot DIR`):", "",
             to_markdown(plan_table(plan, scale, unit)), plan.advice() + ".", ""]

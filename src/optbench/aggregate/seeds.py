@@ -79,6 +79,14 @@ class SeedPlan:
                 f"(simulated: {100 * self.simulated_power:.0f} %){exact}")
 
 
+def comparison_units(test) -> tuple[float, str]:
+    """(scale, unit) of a hypothesis's comparisons as printed: points for accuracies, epochs for the
+    epochs-to-target kind, else the metric's own units."""
+    if test.kind == "epochs_to_fraction_of_reference":
+        return 1.0, "epochs"
+    return (100.0, "pp") if "acc" in test.metric else (1.0, test.metric)
+
+
 def sd_upper_bound(spread: float, n: int, confidence: float = SD_CONFIDENCE) -> float:
     """One-sided upper confidence bound of a standard deviation estimated from n values (chi-square)."""
     return spread * math.sqrt((n - 1) / stats.chi2.ppf(1 - confidence, n - 1))

@@ -260,14 +260,13 @@ def compare(a: pd.Series, b: pd.Series, alpha: float = ALPHA, paired: bool | Non
     return paired_t(x, y, alpha, base) if paired else welch_t(x, y, alpha, base)
 
 
-def untested(base: dict, note: str, paired: bool, difference: float = math.nan, exact: tuple = ("none", math.nan, math.nan),
-             **numbers) -> Comparison:
-    fields = dict(test="none", difference=difference, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
-                  exact_test=exact[0], exact_p=exact[1], exact_min_p=exact[2], effect_size=math.nan,
-                  effect_kind="d_z" if paired else "g", spread=math.nan, power=math.nan, min_detectable_d=math.nan,
-                  min_detectable_difference=math.nan, note=note)
-    fields.update(numbers)
-    return Comparison(**fields, **base)
+def untested(base: dict, note: str, paired: bool, difference: float = math.nan,
+             exact: tuple = ("none", math.nan, math.nan)) -> Comparison:
+    """A comparison with no primary test (too few runs, or no spread), the exact test kept when it ran."""
+    return Comparison(test="none", difference=difference, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
+                      exact_test=exact[0], exact_p=exact[1], exact_min_p=exact[2], effect_size=math.nan,
+                      effect_kind="d_z" if paired else "g", spread=math.nan, power=math.nan, min_detectable_d=math.nan,
+                      min_detectable_difference=math.nan, note=note, **base)
 
 
 def exact_check(x: np.ndarray, y: np.ndarray, paired: bool) -> tuple[str, float, float]:

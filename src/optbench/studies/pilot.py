@@ -10,7 +10,7 @@ from pathlib import Path
 
 from optbench.aggregate.hypotheses import Context, apply_where, evaluate
 from optbench.aggregate.pipeline import analyse
-from optbench.aggregate.seeds import SeedPlan, plan_seeds, plan_table
+from optbench.aggregate.seeds import SeedPlan, comparison_units, plan_seeds, plan_table
 from optbench.aggregate.tables import to_markdown
 from optbench.aggregate.tuning import read_tuning
 from optbench.errors import ConfigError
@@ -21,13 +21,6 @@ def hypotheses_of(study: Study, experiments_dir: Path) -> list[Hypothesis]:
     if study.test is not None:
         return [Hypothesis(study.id, study.title, study.statement, study.test, str(study.source))]
     return load_hypotheses(experiments_dir)
-
-
-def units(test) -> tuple[float, str]:
-    """(scale, unit) of a hypothesis's comparisons: points for accuracies, epochs for the epochs-to-target kind."""
-    if test.kind == "epochs_to_fraction_of_reference":
-        return 1.0, "epochs"
-    return (100.0, "pp") if "acc" in test.metric else (1.0, test.metric)
 
 
 def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: float | None) -> list[SeedPlan]:
@@ -43,14 +36,14 @@ def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: fl
         verdict = evaluate(hypothesis, context)
         runs = apply_where(analysis.runs, test.where)
         runs = runs[runs["optimizer"].astype(str).isin([test.subject, *test.versus])]
-        in_units = None if delta is None else delta / units(test)[0]
+        in_units = None if delta is None else delta / comparison_units(test)[0]
         plans.append(plan_seeds(verdict, runs, in_units))
     return plans
 
 
 def print_plans(plans: list[SeedPlan], tests: dict) -> None:
     for plan in plans:
-        scale, unit = units(tests[plan.hypothesis])
+        scale, unit = comparison_units(tests[plan.hypothesis])
         print(f"## {plan.hypothesis}: seeds needed (paired t, alpha {plan.alpha}, 80 % power, sd at its 80 % "
               f"upper bound)")
         print(to_markdown(plan_table(plan, scale, unit)) if plan.comparisons else "_(nothing to plan from)_\n")
