@@ -140,6 +140,19 @@ def test_settings_that_differ_are_never_mixed_and_irrelevant_keys_do_not_split(t
         "cifar10, clean, model.width=16, train.grad_accum=unset": 2}
 
 
+def test_seeds_trained_at_different_precisions_are_different_settings_whatever_the_config_said(tmp_path):
+    root = tmp_path / "results"
+    # amp: null resolved to fp32 on one machine and bf16 on another; an explicit off is the same fp32.
+    for seed, (configured, used) in enumerate([(None, "off"), ("off", "off"), (None, "bf16")]):
+        run_dir = write_run(root, ramp_records(0.9 - 0.1 * seed), seed=seed, overrides={"device_policy.amp": configured})
+        summary = json.loads((run_dir / "summary.json").read_text())
+        summary["device_policy"]["amp"] = used
+        (run_dir / "summary.json").write_text(json.dumps(summary))
+    analysis, _ = results_for(root)
+    assert "cfg.device_policy.amp" in analysis.grouping.setting_keys
+    assert sorted(analysis.runs.groupby("cfg.device_policy.amp").size().items()) == [("bf16", 1), ("off", 2)]
+
+
 def test_keys_that_only_differ_between_optimizers_or_datasets_add_no_group(tmp_path):
     root = tmp_path / "results"
     for optimizer in ("sgd", "lion"):   # lr, betas, momentum differ: that is what "optimizer" means

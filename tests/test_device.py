@@ -60,10 +60,11 @@ def test_cpu_defaults_fp32_channels_last_and_half_the_cores_as_workers():
     assert policy.num_workers == 1
 
 
-def test_a_cpu_with_native_bf16_trains_in_bf16_and_names_what_it_found():
-    policy = decide_policy(BF16_CPU)
-    assert (policy.amp, policy.amp_dtype, policy.grad_scaler) == ("bf16", torch.bfloat16, False)
-    assert "amx_bf16" in policy.reasons["amp"]
+def test_every_cpu_trains_in_fp32_by_default_so_seeds_share_a_precision_across_machines():
+    policy = decide_policy(BF16_CPU)   # AMX: bf16 would pay, yet null must mean the same precision everywhere
+    assert (policy.amp, policy.amp_dtype, policy.grad_scaler) == ("off", None, False)
+    assert "amx_bf16" in policy.reasons["amp"] and "device_policy.amp=bf16" in policy.reasons["amp"]
+    assert decide_policy(BF16_CPU, {"amp": "bf16"}).amp_dtype == torch.bfloat16   # one override away
     assert "without native bf16" in decide_policy(LAPTOP_CPU).reasons["amp"]
     assert decide_policy(LAPTOP_CPU, model_width=64).compile and not decide_policy(LAPTOP_CPU, model_width=32).compile
     assert "paid back" in decide_policy(LAPTOP_CPU, model_width=64).reasons["compile"]

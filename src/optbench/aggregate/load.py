@@ -32,7 +32,8 @@ RUN_MARKERS = (RECORD_FILE, SUMMARY_FILE)   # with .hydra/config.yaml: what make
 # Statuses a run can have; only "completed" runs enter means and statistics.
 UNFINISHED = "unfinished"   # no summary.json: never started, or killed before epoch 0
 UNREADABLE = "unreadable"   # summary.json or record.json exists but cannot be read (copied mid-write, edited by hand)
-STATUSES = (*rundir.STATUSES, UNFINISHED)   # the ones counted in their own table column; unreadable is "other"
+STATUSES = (*rundir.STATUSES, UNFINISHED)
+PRECISION_KEY = "cfg.device_policy.amp"   # the configured value, replaced by the one the run trained in   # the ones counted in their own table column; unreadable is "other"
 
 # The identity columns every run has, and the config keys they come from.
 IDENTITY_SOURCES = {"dataset": "dataset.name", "noise": "noise.name", "noise_rate": "noise.rate",
@@ -77,6 +78,7 @@ def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None,
         rows.append(row)
         curve_frames.append(curve)
         warnings.extend(f"{run_id}: {message}" for message in run_warnings)
+    fill_unknown_precision(rows)
     runs = pd.DataFrame(rows)
     config_keys = sorted({key for row in rows for key in row if key.startswith("cfg.")})
     for key in config_keys:  # keep config values as written (4 stays 4, a missing key stays None, not NaN)
@@ -104,7 +106,25 @@ def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.Da
     if row["epochs_planned"] is None:   # no summary: the config says what was planned
         row["epochs_planned"] = config.get("epochs")
     row.update({f"cfg.{key}": value for key, value in config.items()})
+    row.update(precision_used(summary or {}))
     return row, curve, warnings
+
+
+def precision_used(summary: dict) -> dict:
+    """The precision the run trained in, over the configured one: `device_policy.amp: null` resolves per
+    machine (bf16 on one CPU or GPU, fp32 on another), so seeds trained at different precisions must split
+    into different settings, never be averaged together because their configs both said null."""
+    used = (summary.get("device_policy") or {}).get("amp")
+    return {PRECISION_KEY: used, "precision_known": True} if used is not None else {"precision_known": False}
+
+
+def fill_unknown_precision(rows: list[dict]) -> None:
+    """A run that never wrote summary.json has not resolved its precision yet: when every run that did used
+    one precision, count it with them rather than as a setting of its own."""
+    used = {row.get(PRECISION_KEY) for row in rows if row["precision_known"]}
+    for row in rows:
+        if not row.pop("precision_known") and len(used) == 1:
+            row[PRECISION_KEY] = next(iter(used))
 
 
 def run_status(summary: dict | None) -> str:

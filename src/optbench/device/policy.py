@@ -274,18 +274,20 @@ def _cpu_defaults(facts: DeviceFacts) -> dict:
     }
 
 
-# AVX512-BF16 alone only speeds up the dot products; autocast's casts and the fp32 BatchNorm around them
-# cost more at CIFAR widths: on this project's Xeon (avx512_bf16, no AMX, oneDNN brg_conv avx512_core_bf16)
-# ResNet-18 width 16 trains at 633 img/s in bf16 against 811 in fp32, width 64 at 52 against 68
-# (README, Measured). AMX tiles and ARM's bf16 matrix instructions are where bf16 pays.
+# The CPU trains in fp32 unless told otherwise, on every processor. `amp: null` is what the config (and so
+# a run's identity) holds, and a default that followed the processor's instructions (bf16 with AMX, fp32
+# without) gave seeds of one setting different precisions when a study moved between machines: the
+# same identity, different numbers. bf16 is one override away (`device_policy.amp=bf16`, then part of the
+# identity) or timed by `device_policy.mode=measured`. On CPUs with avx512_bf16 and no AMX it is also
+# slower at CIFAR widths (docs/benchmarks.md: 633 against 811 img/s at width 16).
 BF16_PAYS_WITH = ("amx_bf16", "bf16", "sve_bf16")
 
 
 def _cpu_amp(facts: DeviceFacts) -> tuple[str, str]:
     paying = [name for name in facts.cpu_bf16_instructions if name in BF16_PAYS_WITH]
     if paying:
-        return "bf16", (f"CPU with native bf16 matrix instructions ({', '.join(paying)}): bf16 autocast "
-                        "(changes the last digits; device_policy.amp=off for fp32)")
+        return "off", (f"CPU: fp32 on every processor, so a setting's seeds share one precision wherever they ran; "
+                       f"this one has {', '.join(paying)}: device_policy.amp=bf16 (or mode=measured) may be faster")
     if facts.cpu_native_bf16:
         return "off", (f"CPU with {', '.join(facts.cpu_bf16_instructions)} but no AMX: fp32, bf16 autocast measured "
                        "slower on such a CPU (README, Measured); device_policy.mode=measured times both here")
