@@ -17,6 +17,7 @@ from optbench.device import fastest, measured
 from optbench.device.awake import keep_awake_command, kept_awake
 from optbench.device.policy import (DeviceFacts, apply_policy, cpu_bf16_instructions, decide_policy, facts_of,
                                     out_of_memory_as_error, resolve_device)
+from optbench.device.sharing import joblib_jobs
 from optbench.training.cli import run_job
 from optbench.training.steps import train_step
 from optbench.errors import ConfigError, OutOfMemory
@@ -71,6 +72,20 @@ def test_every_cpu_trains_in_fp32_by_default_so_seeds_share_a_precision_across_m
     slower = decide_policy(AVX512_BF16_CPU)   # measured slower in bf16 without AMX: fp32, and says so
     assert slower.amp == "off" and "no AMX" in slower.reasons["amp"] and "mode=measured" in slower.reasons["amp"]
     assert decide_policy(BF16_CPU, {"amp": "off"}).amp == "off"   # fp32 stays one override away
+
+
+def test_runs_side_by_side_share_the_cores_and_one_run_keeps_torchs_count():
+    alone = decide_policy(DeviceFacts("cpu", True, cpu_count=8, threads_now=6))
+    assert alone.threads == 6 and "one run at a time" in alone.reasons["threads"]
+    shared = decide_policy(DeviceFacts("cpu", True, cpu_count=8, concurrent_runs=3, threads_now=1))
+    assert shared.threads == 2 and "8 cores / 3 runs at once" in shared.reasons["threads"]
+    assert decide_policy(DeviceFacts("cpu", True, cpu_count=2, concurrent_runs=4)).threads == 1
+    assert decide_policy(DeviceFacts("cpu", True, cpu_count=8, concurrent_runs=2), {"threads": 3}).threads == 3
+
+
+@pytest.mark.parametrize("n_jobs, cores, runs", [(2, 8, 2), (-1, 8, 8), (-2, 8, 7), (None, 8, 1), (-9, 8, 1)])
+def test_joblib_n_jobs_as_a_count_of_runs(n_jobs, cores, runs):
+    assert joblib_jobs(n_jobs, cores) == runs
 
 
 @pytest.mark.parametrize("capabilities, expected", [

@@ -9,6 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, REPO, TINY
+from optbench.device.sharing import usable_cores
 from optbench.studies.launchers import GPU_PER_JOB_DEVICE
 
 
@@ -29,6 +30,9 @@ def test_joblib_launcher_runs_two_workers(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
     assert completed_optimizers(tmp_path) == ["adam", "sgd"]
+    for path in (tmp_path / "results").rglob("summary.json"):   # the cores shared out between the two runs
+        policy = json.loads(path.read_text())["device_policy"]
+        assert policy["threads"] == max(1, usable_cores() // 2) and "2 runs at once" in policy["reasons"]["threads"]
     assert result.stdout.splitlines()[-1].startswith("sweep: 2 completed, 0 diverged, 0 failed, 0 skipped")  # jobs elsewhere
 
 

@@ -22,7 +22,7 @@ DEVICE_PATTERN = r"auto|fastest|cpu|mps|cuda(:\d+)?"
 DEVICE_CHOICES = "auto, fastest, cpu, cuda, cuda:N or mps"
 AMP_CHOICES = ("bf16", "fp16", "off")
 POLICY_KEYS = ("pin_memory", "num_workers", "persistent_workers", "amp", "channels_last",
-               "cudnn_benchmark", "tf32", "compile", "mode", "keep_awake")
+               "cudnn_benchmark", "tf32", "compile", "mode", "keep_awake", "threads")
 POLICY_SWITCHES = ("pin_memory", "persistent_workers", "channels_last", "cudnn_benchmark", "tf32", "compile",
                    "keep_awake")
 POLICY_MODES = ("rules", "measured")   # device_policy.mode: the device's fixed defaults, or the uncertain ones timed

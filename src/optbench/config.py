@@ -107,6 +107,8 @@ def _validate_device(cfg: DictConfig) -> None:
                                                  "(time the uncertain choices on this machine)")
     if policy.num_workers is not None:
         _whole_number(cfg, "device_policy.num_workers", 0, "use 0 (load in the training process) or more workers")
+    if policy.get("threads") is not None:
+        _whole_number(cfg, "device_policy.threads", 1, "use 1 or more threads, or null for cores / runs at once")
     for key in choices.POLICY_SWITCHES:
         if policy.get(key) not in (None, True, False):
             _fail(f"device_policy.{key}", policy[key], "use true, false, or null for the device's default")

@@ -50,7 +50,7 @@ FINAL_STATUSES = (COMPLETED, DIVERGED)   # results: the same command skips them
 # the resume check and the aggregator's grouping all use this list; tests/test_house.py ties them together.
 NUMBERS_FREE_KEYS = (
     "paths", "device", "device_policy.num_workers", "device_policy.pin_memory", "device_policy.persistent_workers",
-    "device_policy.keep_awake", "dataset.root", "dataset.download", "train.rerun", "train.progress_bar", "train.tensorboard",
+    "device_policy.keep_awake", "device_policy.threads", "dataset.root", "dataset.download", "train.rerun", "train.progress_bar", "train.tensorboard",
     "train.checkpoint_every", "train.divergence_factor", "train.eval_batch_size", "train.test_every",
     "train.mirror_every_s",
     "logger", "study",   # experiment trackers (conf/logger/) and the study tag they carry

@@ -24,6 +24,7 @@ import torch
 
 import optbench
 from optbench.choices import DEVICE_CHOICES
+from optbench.device.sharing import usable_cores
 from optbench.errors import ConfigError, OutOfMemory
 
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "off": None}
@@ -71,6 +72,8 @@ class DeviceFacts:
     cpu_count: int
     cpu_bf16_instructions: tuple[str, ...] = ()  # CPU device: native bf16 instructions found (cpu_bf16_instructions())
     host_os: str = "linux"  # sys.platform of the machine: "darwin" is macOS, where caffeinate keeps it awake
+    concurrent_runs: int = 1  # runs the launcher runs at once on this machine (device/sharing.py)
+    threads_now: int = 0      # torch's intra-op thread count before the policy (OMP_NUM_THREADS, else the cores)
 
     @property
     def cpu_native_bf16(self) -> bool:
@@ -92,7 +95,7 @@ def cpu_bf16_instructions() -> tuple[str, ...]:
     return tuple(name for name in NATIVE_BF16_INSTRUCTIONS if capabilities.get(name) is True)
 
 
-def facts_of(device: torch.device) -> DeviceFacts:
+def facts_of(device: torch.device, concurrent_runs: int = 1) -> DeviceFacts:
     instructions = ()
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
@@ -103,7 +106,7 @@ def facts_of(device: torch.device) -> DeviceFacts:
         name, bf16 = device.type, True
         if device.type == "cpu":
             instructions = cpu_bf16_instructions()
-    return DeviceFacts(name, bf16, os.cpu_count() or 1, instructions, sys.platform)
+    return DeviceFacts(name, bf16, usable_cores(), instructions, sys.platform, concurrent_runs, torch.get_num_threads())
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ class DevicePolicy:
     keep_awake: bool           # macOS: hold `caffeinate -i` while training (device/awake.py)
     mps_fallback: bool         # PYTORCH_ENABLE_MPS_FALLBACK=1 took effect
     reasons: dict = field(default_factory=dict, compare=False)  # setting -> why it has its value
+    threads: int = 0           # torch intra-op threads of this process (0: left as torch set them)
     mode: str = "rules"        # rules: the device's fixed defaults; measured: the uncertain ones timed (device/measured.py)
     measured: dict = field(default_factory=dict, compare=False)  # candidate label -> its figures (mode measured)
 
@@ -192,7 +196,7 @@ def decide_policy(facts: DeviceFacts, overrides: dict | None = None, model_width
     device_policy.mode=measured), then each non-None override from `device_policy.*` on top."""
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
     kind = facts.device.split(":")[0]
-    chosen = {**_DEFAULTS[kind](facts), "keep_awake": _keep_awake_default(facts)}
+    chosen = {**_DEFAULTS[kind](facts), "keep_awake": _keep_awake_default(facts), "threads": _threads_default(facts)}
     if kind == "cpu" and model_width >= CPU_COMPILE_MIN_WIDTH:
         chosen["compile"] = (True, f"CPU with model.width >= {CPU_COMPILE_MIN_WIDTH}: torch.compile measured 1.11x "
                                    "faster at width 64 after ~30 s of compiling, paid back within 2 epochs of 10,000 images "
@@ -224,6 +228,13 @@ def _settle_dependent_choices(chosen: dict, facts: DeviceFacts) -> None:
     if chosen["keep_awake"][0] and facts.host_os != "darwin":
         chosen["keep_awake"] = (False, f"asked for, but caffeinate is macOS only: nothing to hold on {facts.host_os}")
     chosen["mps_fallback"] = _mps_fallback()
+
+
+def _threads_default(facts: DeviceFacts) -> tuple[int, str]:
+    if facts.concurrent_runs > 1:
+        threads = max(1, facts.cpu_count // facts.concurrent_runs)
+        return threads, f"{facts.cpu_count} cores / {facts.concurrent_runs} runs at once = {threads} each"
+    return facts.threads_now, "one run at a time: torch's own count (OMP_NUM_THREADS, else the cores)"
 
 
 def _keep_awake_default(facts: DeviceFacts) -> tuple[bool, str]:
@@ -313,7 +324,9 @@ def _mps_fallback() -> tuple[bool, str]:
 
 
 def apply_policy(policy: DevicePolicy) -> None:
-    """Set the process-wide flags of a CUDA run (they mean nothing on MPS or CPU)."""
+    """Set the process-wide thread count, and the flags of a CUDA run (they mean nothing on MPS or CPU)."""
+    if policy.threads and policy.threads != torch.get_num_threads():
+        torch.set_num_threads(policy.threads)
     if policy.device_type != "cuda":
         return
     torch.backends.cudnn.benchmark = policy.cudnn_benchmark

@@ -21,6 +21,7 @@ from optbench.data.splits import DatasetSplits, load_splits
 from optbench.device.fastest import fastest_device
 from optbench.device.measured import ModelShape, measured_policy
 from optbench.device.policy import DevicePolicy, apply_policy, decide_policy, facts_of, resolve_device
+from optbench.device.sharing import concurrent_runs
 from optbench.training.console import log_policy
 from optbench.training.models import build_model
 from optbench.training.optim import build_optimizer, build_scheduler
@@ -64,7 +65,7 @@ def choose_policy(cfg: DictConfig, device: torch.device, splits: DatasetSplits,
     applied and logged. `started_policy`: the policy a resumed run recorded, whose measurements it keeps."""
     overrides = OmegaConf.to_container(cfg.device_policy)
     mode = overrides.pop("mode", None) or "rules"
-    facts = facts_of(device)
+    facts = facts_of(device, concurrent_runs()[0])
     if mode == "measured":
         shape = ModelShape(cfg.model.name, cfg.model.width, splits.num_classes, cfg.batch_size)
         earlier = (started_policy or {}).get("measured") if (started_policy or {}).get("mode") == "measured" else None

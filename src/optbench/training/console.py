@@ -41,7 +41,10 @@ def log_to_file(run_dir: Path):
 def log_policy(device, requested: str, policy) -> None:
     """One line for the console: the device, AMP, memory format, compile, how they were chosen, caffeinate."""
     line = (f"device {device} (device={requested}): amp {policy.amp}, "
-            f"{'channels_last' if policy.channels_last else 'NCHW'}, compile {'on' if policy.compile else 'off'}")
+            f"{'channels_last' if policy.channels_last else 'NCHW'}, compile {'on' if policy.compile else 'off'}, "
+            f"{policy.threads} thread{'s' if policy.threads != 1 else ''}")
+    if "runs at once" in policy.reasons.get("threads", ""):
+        line += f" ({policy.reasons['threads']})"
     if policy.mode == "measured":
         line += f"; measured: {policy.measured_figures() or 'nothing uncertain to time'}"
     if policy.keep_awake:
