@@ -168,7 +168,7 @@ CPU_COMPILE_MIN_WIDTH = 64
 
 # Evaluation batch per device under train.eval_batch_size=auto. CPU: smaller batches stay in cache (with
 # BatchNorm folded, evaluation went from 2.1x to 7.1x the training rate at width 16: benchmarks/study_time.py,
-# README "A study's epoch"); CUDA and MPS: large batches fill the device, and no gradients are kept.
+# docs/benchmarks.md); CUDA and MPS: large batches fill the device, and no gradients are kept.
 EVAL_BATCH_SIZES = {"cpu": 256, "cuda": 1024, "mps": 512}
 
 
@@ -196,7 +196,7 @@ def decide_policy(facts: DeviceFacts, overrides: dict | None = None, model_width
     if kind == "cpu" and model_width >= CPU_COMPILE_MIN_WIDTH:
         chosen["compile"] = (True, f"CPU with model.width >= {CPU_COMPILE_MIN_WIDTH}: torch.compile measured 1.11x "
                                    "faster at width 64 after ~30 s of compiling, paid back within 2 epochs of 10,000 images "
-                                   "(README, Measured)")
+                                   "(docs/benchmarks.md)")
     narrow_on_cpu = kind == "cpu" and model_width < CPU_CHANNELS_LAST_MIN_WIDTH
     if narrow_on_cpu:
         chosen["channels_last"] = (False, f"CPU with model.width < {CPU_CHANNELS_LAST_MIN_WIDTH}: oneDNN's NHWC "
@@ -277,7 +277,7 @@ def _cpu_defaults(facts: DeviceFacts) -> dict:
 # AVX512-BF16 alone only speeds up the dot products; autocast's casts and the fp32 BatchNorm around them
 # cost more at CIFAR widths: on this project's Xeon (avx512_bf16, no AMX, oneDNN brg_conv avx512_core_bf16)
 # ResNet-18 width 16 trains at 633 img/s in bf16 against 811 in fp32, width 64 at 52 against 68
-# (README, Measured). AMX tiles and ARM's bf16 matrix instructions are where bf16 pays.
+# (docs/benchmarks.md). AMX tiles and ARM's bf16 matrix instructions are where bf16 pays.
 BF16_PAYS_WITH = ("amx_bf16", "bf16", "sve_bf16")
 
 
@@ -288,7 +288,7 @@ def _cpu_amp(facts: DeviceFacts) -> tuple[str, str]:
                         "(changes the last digits; device_policy.amp=off for fp32)")
     if facts.cpu_native_bf16:
         return "off", (f"CPU with {', '.join(facts.cpu_bf16_instructions)} but no AMX: fp32, bf16 autocast measured "
-                       "slower on such a CPU (README, Measured); device_policy.mode=measured times both here")
+                       "slower on such a CPU (docs/benchmarks.md); device_policy.mode=measured times both here")
     return "off", ("CPU without native bf16 (none of avx512_bf16, amx_bf16, ARM bf16 with oneDNN): fp32, "
                    "emulated bf16 autocast is slower")
 
