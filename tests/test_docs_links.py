@@ -1,5 +1,6 @@
-"""The documentation holds together: every relative link in README.md, docs/ and experiments/ names a file
-that exists, and every `#anchor` a heading of its target, by GitHub's heading slugs; README stays short.
+"""The documentation holds together: every relative link in README.md, docs/, experiments/, benchmarks/ and
+colab/ names a file that exists, and every `#anchor` a heading of its target (GitHub's heading slugs);
+README stays short.
 
 Links inside code (fenced blocks, `inline code`) are not links and are skipped; absolute URLs
 (http:, https:, mailto:) are not checked (no network here). The published study's generated report
@@ -23,8 +24,11 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")   # http:, https:, mailto:, ...
 
 
+DOC_FOLDERS = ("docs", "experiments", "benchmarks", "colab")   # not results/: it holds a user's runs
+
+
 def pages() -> list[Path]:
-    found = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "experiments").rglob("*.md"))]
+    found = [REPO / "README.md", *(page for folder in DOC_FOLDERS for page in sorted((REPO / folder).rglob("*.md")))]
     return [page for page in found if page.is_file()]
 
 
