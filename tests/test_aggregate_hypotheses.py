@@ -247,7 +247,7 @@ def test_h1_supported_with_six_seeds_each_faster(tmp_path):
 
 
 def test_h1_when_no_lion_run_ever_reaches_the_target_it_is_not_rejected(tmp_path):
-    """Issue 14's second reproduction: never-reached runs were given epochs_planned + 1 and a spurious p = 0."""
+    """An over-claim once made: never-reached runs were given epochs_planned + 1 and a spurious p = 0."""
     result = h1_verdict(tmp_path, [(0, 5)] * 3)
     assert result.verdict == "inconclusive"
     assert result.checks[0].numbers["p"] == pytest.approx(0.25)

@@ -1,5 +1,5 @@
 """The tuning protocol: search spaces as data, quasi-random trials, top-k reruns, the winner, the edge
-warning, the tuning record, dry-run and resuming a half-done tuning study (issue 15)."""
+warning, the tuning record, dry-run and resuming a half-done tuning study."""
 
 import json
 import shutil

@@ -3,7 +3,7 @@
 `apply_label_noise(clean_labels, kind, rate, classes, seed, dataset)` returns `NoisyLabels`: the
 labels training sees, a mask of the flipped samples and the realised rate.
 
-Conventions (also in README):
+Conventions (also in docs/configuration.md, "Label noise conventions"):
 - symmetric: exactly round(rate * N) training samples, chosen uniformly at random, get a label drawn
   uniformly from the *other* C - 1 classes (so every flipped label is really wrong).
 - asymmetric: within each source class of the mapping, exactly round(rate * n_class) samples flip to

@@ -43,7 +43,7 @@ class ImageSet:
 
 
 
-# Offline, the same images as files work: README "Data", e.g. the CIFAR-10 JPEG copies next to this checkout.
+# Offline, the same images as files work: docs/configuration.md, "Datasets", e.g. the CIFAR-10 JPEG copies next to this checkout.
 OFFLINE = ("; or train offline on a folder of images: dataset=imagefolder dataset.root=DIR "
            "(DIR/train/<class>/*.jpg, DIR/test/<class>/*.jpg)")
 

@@ -172,7 +172,7 @@ CPU_COMPILE_MIN_WIDTH = 64
 
 # Evaluation batch per device under train.eval_batch_size=auto. CPU: smaller batches stay in cache (with
 # BatchNorm folded, evaluation went from 2.1x to 7.1x the training rate at width 16: benchmarks/study_time.py,
-# README "A study's epoch"); CUDA and MPS: large batches fill the device, and no gradients are kept.
+# docs/benchmarks.md); CUDA and MPS: large batches fill the device, and no gradients are kept.
 EVAL_BATCH_SIZES = {"cpu": 256, "cuda": 1024, "mps": 512}
 
 
@@ -200,7 +200,7 @@ def decide_policy(facts: DeviceFacts, overrides: dict | None = None, model_width
     if kind == "cpu" and model_width >= CPU_COMPILE_MIN_WIDTH:
         chosen["compile"] = (True, f"CPU with model.width >= {CPU_COMPILE_MIN_WIDTH}: torch.compile measured 1.11x "
                                    "faster at width 64 after ~30 s of compiling, paid back within 2 epochs of 10,000 images "
-                                   "(README, Measured)")
+                                   "(docs/benchmarks.md)")
     narrow_on_cpu = kind == "cpu" and model_width < CPU_CHANNELS_LAST_MIN_WIDTH
     if narrow_on_cpu:
         chosen["channels_last"] = (False, f"CPU with model.width < {CPU_CHANNELS_LAST_MIN_WIDTH}: oneDNN's NHWC "
@@ -301,7 +301,7 @@ def _cpu_amp(facts: DeviceFacts) -> tuple[str, str]:
                        f"this one has {', '.join(paying)}: device_policy.amp=bf16 (or mode=measured) may be faster")
     if facts.cpu_native_bf16:
         return "off", (f"CPU with {', '.join(facts.cpu_bf16_instructions)} but no AMX: fp32, bf16 autocast measured "
-                       "slower on such a CPU (README, Measured); device_policy.mode=measured times both here")
+                       "slower on such a CPU (docs/benchmarks.md); device_policy.mode=measured times both here")
     return "off", ("CPU without native bf16 (none of avx512_bf16, amx_bf16, ARM bf16 with oneDNN): fp32, "
                    "emulated bf16 autocast is slower")
 

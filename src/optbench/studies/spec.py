@@ -92,7 +92,7 @@ TUNE_KEYS = {"grid": ("method", "lr_factors", "weight_decay_factors", "select_on
 
 @dataclass(frozen=True)
 class Tuning:
-    """A tuning study's `tune:` block with its defaults applied (experiments/README.md, Fair tuning)."""
+    """A tuning study's `tune:` block with its defaults applied (docs/studies.md, Fair tuning)."""
     method: str = "grid"
     select_on: str = "val_acc_best"
     output: str = "tuned"                       # conf/optimizer/<output>/<name>.yaml
@@ -112,7 +112,7 @@ class Tuning:
 
 def parse_tuning(path: Path, block) -> Tuning:
     def bad(problem: str) -> ConfigError:
-        return ConfigError(f"{path}: tune.{problem} (experiments/README.md, section Fair tuning)")
+        return ConfigError(f"{path}: tune.{problem} (docs/studies.md, section Fair tuning)")
 
     if not isinstance(block, dict):
         raise bad("is a mapping: method, select_on, ...")
