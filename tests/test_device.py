@@ -17,6 +17,7 @@ from optbench.device import fastest, measured
 from optbench.device.awake import keep_awake_command, kept_awake
 from optbench.device.policy import (DeviceFacts, apply_policy, cpu_bf16_instructions, decide_policy, facts_of,
                                     out_of_memory_as_error, resolve_device)
+from optbench.device import sharing
 from optbench.device.sharing import joblib_jobs
 from optbench.training.cli import run_job
 from optbench.training.steps import train_step
@@ -81,6 +82,16 @@ def test_runs_side_by_side_share_the_cores_and_one_run_keeps_torchs_count():
     assert shared.threads == 2 and "8 cores / 3 runs at once" in shared.reasons["threads"]
     assert decide_policy(DeviceFacts("cpu", True, cpu_count=2, concurrent_runs=4)).threads == 1
     assert decide_policy(DeviceFacts("cpu", True, cpu_count=8, concurrent_runs=2), {"threads": 3}).threads == 3
+
+
+@pytest.mark.parametrize("gpus, cores, memory_gib, jobs", [(0, 2, 24, 2), (0, 16, 8, 4), (0, 1, 24, 1), (1, 16, 64, 2),
+                                                            (4, 16, 64, 4)])
+def test_the_parallel_launcher_runs_one_job_per_core_or_gpu_as_memory_allows(monkeypatch, gpus, cores, memory_gib, jobs):
+    monkeypatch.setattr(sharing, "usable_cores", lambda: cores)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": memory_gib * 1024**3 // 4096}
+    monkeypatch.setattr(sharing.os, "sysconf", lambda name: pages[name])
+    assert sharing.parallel_jobs() == jobs
 
 
 @pytest.mark.parametrize("n_jobs, cores, runs", [(2, 8, 2), (-1, 8, 8), (-2, 8, 7), (None, 8, 1), (-9, 8, 1)])

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_folder_name
 from optbench.errors import ConfigError
 from optbench.rundir import data_level
+from optbench.device.sharing import parallel_jobs
 from optbench.studies.launchers import gpu_for_job
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
@@ -71,6 +72,8 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_resolver, replace=True)
     # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)
     OmegaConf.register_new_resolver("optbench_gpu_for_job", gpu_for_job, replace=True)
+    # hydra/launcher=parallel n_jobs: the runs at once that measured fastest on this kind of machine
+    OmegaConf.register_new_resolver("optbench_parallel_jobs", parallel_jobs, replace=True)
 
 
 def split_command_line(argv: list[str]) -> tuple[list[str], bool]:

@@ -36,3 +36,21 @@ def concurrent_runs() -> tuple[int, str]:
     if "joblib" not in str(launcher.get("_target_", "")):
         return 1, ""
     return joblib_jobs(launcher.get("n_jobs"), usable_cores()), "hydra/launcher=parallel"
+
+
+# A width-16 CIFAR run on the CPU peaks at about 1.7 GB resident (docs/benchmarks.md, "Throughput and memory").
+MEMORY_PER_CPU_RUN = 2 * 1024**3
+
+
+def parallel_jobs() -> int:
+    """The parallel launcher's default runs at once: one per GPU on a multi-GPU machine, two on one GPU;
+    on a CPU one per core (measured fastest: docs/benchmarks.md, "Runs side by side"), no more than the
+    memory holds."""
+    import torch   # only when the parallel launcher asks for its n_jobs
+
+    gpus = torch.cuda.device_count()
+    if gpus:
+        return max(gpus, 2)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+    fits = memory // MEMORY_PER_CPU_RUN if memory > 0 else usable_cores()
+    return max(1, min(usable_cores(), fits))
