@@ -2,11 +2,11 @@
 
 A setting's label (groups.setting_label) reads well in a title but can be long and holds `=` and
 commas; a file name must be short and safe in a shell, a URL and a LaTeX label. `file_stems` gives
-each setting the label in lower case with anything but letters, digits, '.' and '_' turned into '-'
+each setting the label in lower case, anything but letters, digits, '.' and '_' turned into '-'
 ('imagefolder, symmetric 40%' -> 'imagefolder-symmetric-40'). A stem longer than STEM_LIMIT, or one
 two labels would share, keeps its beginning and ends in an 8-character hash of the full setting (its
-dataset, noise and every config value that changes the numbers, optimizer's aside), so a setting
-keeps its name from one aggregation to the next. `settings_index` is settings.csv: each stem with its
+dataset, noise and every config value that changes the numbers, optimizer's aside): a name never
+depends on the order settings are found in, and a setting whose label stays keeps its name. `settings_index` is settings.csv: each stem with its
 label and its full setting. `constant_keys` are the values every run shares, said once in the report.
 """
 
@@ -73,9 +73,9 @@ def file_stems(runs: pd.DataFrame, settings: list[str]) -> dict[str, str]:
             for setting, stem in plain.items()}
 
 
-def short_name(text: str, keep: str = "") -> str:
+def short_name(text: str) -> str:
     """A file-name stem for a free name (a tuning study's): its slug, or its beginning and a hash when too long."""
-    stem = slug(text, keep)
+    stem = slug(text)
     return stem if len(stem) <= STEM_LIMIT else shortened(stem, setting_hash({"name": text}))
 
 

@@ -297,7 +297,7 @@ def write_tuning(out: OutputDir, tuning: TuningRecords, analysis: Analysis, draw
     out.write_text("tables/tuning.md", to_markdown(tuning_display(table)))
     names = [*analysis.runs["optimizer"].map(str), *table["optimizer"]]
     colours = figure_makers.optimizer_colours(names)   # the main figures' colours, for the same optimizers
-    stems = [f"tuning-{stem}" for stem in unique_names([study.name for study in tuning.studies], keep="_")]
+    stems = [f"tuning-{stem}" for stem in unique_names([study.name for study in tuning.studies])]
     planned = [(f"Tuning search: {study.name}", stem, lambda study=study: figure_makers.tuning_search(study, colours))
                for study, stem in zip(tuning.studies, stems)]
     drawn = {path for _, path in draw_planned(out, planned, analysis.warnings)} if draw_figures else set()
@@ -306,13 +306,13 @@ def write_tuning(out: OutputDir, tuning: TuningRecords, analysis: Analysis, draw
     return TuningParts(studies=tuning.studies, table=table, figures=figures, set_aside=analysis.set_aside)
 
 
-def unique_names(labels: list[str], keep: str = "") -> list[str]:
+def unique_names(labels: list[str]) -> list[str]:
     """A short file-name stem per label (names.short_name), in order; a repeated one gets -2, -3, ..."""
     slugs, used = [], set()
     for label in labels:
-        candidate, number = short_name(label, keep), 2
+        candidate, number = short_name(label), 2
         while candidate in used:
-            candidate, number = f"{short_name(label, keep)}-{number}", number + 1
+            candidate, number = f"{short_name(label)}-{number}", number + 1
         used.add(candidate)
         slugs.append(candidate)
     return slugs
