@@ -82,7 +82,8 @@ def test_settings_csv_maps_each_short_name_to_its_full_setting(tiny_beside_defau
     assert tiny["model.name"] == "resnet18" and tiny["runs"] == "6"   # constant keys are in the full setting too
     runs = analyse(root, 0.5).runs
     name = next(name for name, row in index.items() if row is tiny)
-    assert len(tiny["setting"]) > STEM_LIMIT and name == f"cifar10-clean-batch_size-50-dat-{setting_hash(full_setting(runs, tiny['setting']))}"
+    digest = setting_hash(full_setting(runs, tiny["setting"]))   # too long a label: its beginning and a hash
+    assert len(tiny["setting"]) > STEM_LIMIT and name == f"cifar10-clean-batch_size-50-dat-{digest}"
     results = read_csv(out / "tables" / "results.csv")
     assert {row["setting"] for row in results} == {row["setting"] for row in index.values()}
 
@@ -161,3 +162,21 @@ def test_interval_bars_stay_within_zero_and_a_hundred_percent(tmp_path):
         heights = np.concatenate([segment[:, 1] for segment in bars])
         assert len(bars) >= 4 and heights.min() == pytest.approx(0.0) and heights.max() == pytest.approx(100.0)
         figures.close(figure)
+
+
+def test_a_long_legend_makes_the_figure_taller_instead_of_covering_or_squeezing_the_panels():
+    import io
+
+    import pandas as pd
+
+    arms = [f"adam lr={index / 1000:g}, weight_decay={index / 7:.3g}" for index in range(1, 41)]   # a sweep's arms
+    runs = pd.DataFrame({"setting": "s", "arm": arms, "optimizer": "adam", "status": "completed",
+                         "epochs_to_target": [float(2 + index % 5) for index in range(40)],
+                         "seconds_to_target": [float(30 + index) for index in range(40)]})
+    figure = figures.performance_profiles(runs, ["s"], arms, figures.Style(runs, arms))
+    figure.savefig(io.BytesIO(), format="png", dpi=50)   # lays the figure out
+    legend = figure.legends[0].get_window_extent()
+    for axis in figure.axes:
+        panel = axis.get_window_extent()
+        assert panel.height / figure.dpi > 2.0 and panel.y0 > legend.y1   # a full-size panel, above the legend
+    figures.close(figure)

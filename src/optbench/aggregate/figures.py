@@ -86,10 +86,17 @@ def finish(figure, title: str, handles: list, extra_handles: list | None = None)
     """Title on top, one legend below all panels (never over data)."""
     characters_per_line = int(figure.get_figwidth() * 13)  # about 13 characters per inch at 10.5 pt
     # First line what is shown, second line how to read it; each wrapped on its own.
-    figure.suptitle("\n".join(wrap(line, characters_per_line) for line in title.split("\n")), fontsize=10.5)
+    wrapped = "\n".join(wrap(line, characters_per_line) for line in title.split("\n"))
+    figure.suptitle(wrapped, fontsize=10.5)
     handles = handles + (extra_handles or [])
     if handles:
-        figure.legend(handles=handles, loc="outside lower center", ncol=legend_columns(figure, handles), frameon=False)
+        columns = legend_columns(figure, handles)
+        title_lines = wrapped.count("\n") + 1
+        # Room for every legend row and title line beyond the two the panel sizes allow for: a long legend
+        # (an LR sweep's dozens of arms) would otherwise squeeze the panels to nothing or cover them.
+        extra_rows = max(0, math.ceil(len(handles) / columns) - 2) + max(0, title_lines - 2)
+        figure.set_figheight(figure.get_figheight() + 0.2 * extra_rows)
+        figure.legend(handles=handles, loc="outside lower center", ncol=columns, frameon=False)
     return figure
 
 
@@ -428,7 +435,8 @@ def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str
 
 def profile_widths(count: int) -> list[float]:
     """Line widths, first arm widest: a later arm's curve drawn over an equal one leaves its edges showing."""
-    return list(np.linspace(1.3 + 1.1 * max(count - 1, 0), 1.3, count)) if count else []
+    step = min(1.1, 4.4 / max(count - 1, 1))   # never wider than 5.7 pt, however many arms
+    return list(np.linspace(1.3 + step * max(count - 1, 0), 1.3, count)) if count else []
 
 
 # ---- tuning: every trial of the search, per optimizer and hyperparameter ------------------------------
@@ -511,8 +519,8 @@ def draw_winner(axis, winner: dict, key: str, colour) -> None:
     value, mean, sd = (number(item) for item in ((winner.get("values") or {}).get(key), winner.get("mean"),
                                                    winner.get("sd")))
     if math.isfinite(value) and math.isfinite(mean):
-        axis.errorbar([value], [100 * mean], yerr=clipped_error([100 * mean], [100 * sd]) if math.isfinite(sd) else None,
-                      color=colour,
+        spread = clipped_error([100 * mean], [100 * sd]) if math.isfinite(sd) else None   # within 0-100 %
+        axis.errorbar([value], [100 * mean], yerr=spread, color=colour,
                       marker="*", markersize=13, markeredgecolor="black", markeredgewidth=0.7, capsize=3, zorder=5)
 
 

@@ -6,8 +6,9 @@ each setting the label in lower case, anything but letters, digits, '.' and '_' 
 ('imagefolder, symmetric 40%' -> 'imagefolder-symmetric-40'). A stem longer than STEM_LIMIT, or one
 two labels would share, keeps its beginning and ends in an 8-character hash of the full setting (its
 dataset, noise and every config value that changes the numbers, optimizer's aside): a name never
-depends on the order settings are found in, and a setting whose label stays keeps its name. `settings_index` is settings.csv: each stem with its
-label and its full setting. `constant_keys` are the values every run shares, said once in the report.
+depends on the order settings are found in, and a setting whose label stays keeps its name.
+`settings_index` is settings.csv: each stem with its label and its full setting. `constant_keys` are
+the values every run shares, said once in the report.
 """
 
 import hashlib
