@@ -106,7 +106,7 @@ def test_the_report_says_once_what_every_run_shares(tiny_beside_default):
 
 # ---- figures: units on every axis, intervals within the metric's range -----------------------------------
 
-UNIT = re.compile(r".*\((%|s|min|h|ratio|log scale|cross-entropy, nats)\)")
+UNIT = re.compile(r".*\((%|s|min|h|ratio|log scale|cross-entropy, nats)(, log scale)?\)")
 COUNTED = {"epoch", "optimizer"}   # axes of whole numbers and names: their label is their unit
 
 
@@ -117,6 +117,9 @@ def study(tmp_path_factory):
     for seed in range(2):   # an LR sweep of adam, for the accuracy-vs-lr figure
         write_run(root, realistic_records("adam", seed, 0.0, 4), optimizer="adam", seed=seed,
                   overrides={"optimizer.lr": 0.003}, variant="lr")
+    # A run 1000 times as long with a hundredth of the loss: the wall-time and loss axes go logarithmic.
+    write_run(root, ramp_records(0.9, epochs=4, train_loss=0.01), optimizer="adam", seed=2,
+              overrides={"optimizer.lr": 0.003}, variant="lr", wall_time_s=40000.0)
     return analyse(root, 0.5)
 
 
@@ -139,11 +142,15 @@ def test_every_axis_of_every_figure_names_its_unit(study):
     made = every_figure(study)
     assert {"final_accuracy", "accuracy_vs_noise", "accuracy_vs_lr", "accuracy_vs_wall_time",
             "performance_profiles"} <= set(made) and any(name.startswith("memorization") for name in made)
+    labels = []
     for name, figure in made.items():
         for axis in [axis for axis in figure.axes if axis.get_visible()]:
-            for label in (axis.get_xlabel(), axis.get_ylabel()):
+            labels += [axis.get_xlabel(), axis.get_ylabel()]
+            for label, scale in ((axis.get_xlabel(), axis.get_xscale()), (axis.get_ylabel(), axis.get_yscale())):
                 assert label in COUNTED or UNIT.fullmatch(label), f"{name}: axis label {label!r} names no unit"
+                assert ("log scale)" in label) == (scale == "log"), f"{name}: {label!r} on a {scale} axis"
         figures.close(figure)
+    assert {"wall time per run (h, log scale)", "training loss (cross-entropy, nats, log scale)"} <= set(labels)
 
 
 def test_interval_bars_stay_within_zero_and_a_hundred_percent(tmp_path):

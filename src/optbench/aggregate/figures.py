@@ -195,6 +195,7 @@ def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms
         values = curves[column].replace([np.inf, -np.inf], np.nan).dropna()
         if log_scale and len(values) and values.min() > 0 and values.max() / values.min() > 10:  # a decade or more
             axis.set_yscale("log")
+            axis.set_ylabel(label.replace(")", ", log scale)"))
     extra = [Line2D([], [], color="grey", linestyle=":", marker="x", label="run not completed (not in mean)")] \
         if any_unfinished else []
     return finish(figure, f"Learning curves: {setting}\nline = mean over completed seeds, band = ±1 sd",
@@ -358,6 +359,7 @@ def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric
                           capsize=3, linewidth=1.6, markersize=5)
             if optimizer not in used:
                 used.append(optimizer)
+        axis.set_xscale("log")   # learning rates are swept over decades
         axis.set_xlabel("peak learning rate (log scale)")
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
@@ -386,11 +388,13 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
             if arm not in used:
                 used.append(arm)
         durations = here["wall_time_s"]
-        if durations.min() > 0 and durations.max() / durations.min() > 20:   # spread over decades: a log axis
+        log_axis = durations.min() > 0 and durations.max() / durations.min() > 20   # spread over decades
+        if log_axis:
             axis.set_xscale("log")
         else:
             axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=5))
-        axis.set_xlabel(f"wall time per run ({unit})")   # every axis names its unit, whatever the spread
+        # Every axis names its unit, whatever the spread.
+        axis.set_xlabel(f"wall time per run ({unit}, log scale)" if log_axis else f"wall time per run ({unit})")
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
     extra = [Line2D([], [], color="grey", marker="o", markersize=4, alpha=0.5, linestyle="none", label="one seed"),
