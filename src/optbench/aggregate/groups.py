@@ -120,8 +120,9 @@ def arm_label(row, grouping: Grouping) -> str:
 
 
 def distinct_labels(runs: pd.DataFrame, keys: list[str], labels: list[str]) -> list[str]:
-    """The labels, with ' [hash]' added where two different key tuples read alike (a key unset in one, which
-    labels leave out): the label is what tables and verdicts group by, so it must tell them apart."""
+    """The labels, with ' [hash]' added where two different key tuples read alike (16 and '16' in a hand-edited
+    config; None and NaN, both unset and left out): the label is what tables and verdicts group by, so it
+    must tell them apart."""
     tuples = [tuple(repr(row[key]) for key in keys) for _, row in runs[keys].iterrows()]
     meanings = pd.Series(tuples, dtype=object).groupby(pd.Series(labels)).nunique()
     shared = set(meanings[meanings > 1].index)

@@ -94,10 +94,7 @@ def constant_keys(runs: pd.DataFrame) -> dict[str, str]:
     """Config values (not the optimizer's) that every run shares and that no setting label shows: key -> value."""
     constant = {}
     for column in setting_columns(runs):
-        values = runs[column]
-        if values.map(is_unset).all():
-            continue
-        distinct = values_of(values)
-        if len(distinct) == 1 and not values.map(is_unset).any():
+        distinct = values_of(runs[column])
+        if len(distinct) == 1 and not runs[column].map(is_unset).any():
             constant[short_key(column)] = format_value(distinct[0])
     return constant
