@@ -78,18 +78,25 @@ def panel_grid(count: int, panel_size=PANEL_SIZE, columns: int = MAX_COLUMNS):
     return figure, flat[:count]
 
 
-def wrap(text: str, width: int = 48) -> str:
+def wrap(text: str, width: int = 58) -> str:   # a panel title: about 58 characters fit a 4.6 in panel
     return "\n".join(textwrap.wrap(text, width))
 
 
 def finish(figure, title: str, handles: list, extra_handles: list | None = None):
     """Title on top, one legend below all panels (never over data)."""
-    characters_per_line = int(figure.get_figwidth() * 11)  # about 11 characters per inch at 10.5 pt
+    characters_per_line = int(figure.get_figwidth() * 13)  # about 13 characters per inch at 10.5 pt
     # First line what is shown, second line how to read it; each wrapped on its own.
-    figure.suptitle("\n".join(wrap(line, characters_per_line) for line in title.split("\n")), fontsize=10.5)
+    wrapped = "\n".join(wrap(line, characters_per_line) for line in title.split("\n"))
+    figure.suptitle(wrapped, fontsize=10.5)
     handles = handles + (extra_handles or [])
     if handles:
-        figure.legend(handles=handles, loc="outside lower center", ncol=legend_columns(figure, handles), frameon=False)
+        columns = legend_columns(figure, handles)
+        title_lines = wrapped.count("\n") + 1
+        # Room for every legend row and title line beyond the two the panel sizes allow for: a long legend
+        # (an LR sweep's dozens of arms) would otherwise squeeze the panels to nothing or cover them.
+        extra_rows = max(0, math.ceil(len(handles) / columns) - 2) + max(0, title_lines - 2)
+        figure.set_figheight(figure.get_figheight() + 0.2 * extra_rows)
+        figure.legend(handles=handles, loc="outside lower center", ncol=columns, frameon=False)
     return figure
 
 
@@ -162,7 +169,7 @@ def split_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arm: st
     return curves[curves["run_id"].isin(done)], curves[curves["run_id"].isin(others)], len(done)
 
 
-CURVE_PANELS = [("train/loss", "training loss (cross-entropy)", 1.0, True),
+CURVE_PANELS = [("train/loss", "training loss (cross-entropy, nats)", 1.0, True),
                 ("val/acc", "validation accuracy (%)", 100.0, False),
                 ("test/acc", "test accuracy (%)", 100.0, False)]
 
@@ -188,6 +195,7 @@ def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms
         values = curves[column].replace([np.inf, -np.inf], np.nan).dropna()
         if log_scale and len(values) and values.min() > 0 and values.max() / values.min() > 10:  # a decade or more
             axis.set_yscale("log")
+            axis.set_ylabel(label.replace(")", ", log scale)"))
     extra = [Line2D([], [], color="grey", linestyle=":", marker="x", label="run not completed (not in mean)")] \
         if any_unfinished else []
     return finish(figure, f"Learning curves: {setting}\nline = mean over completed seeds, band = ±1 sd",
@@ -243,6 +251,7 @@ def final_accuracy(runs: pd.DataFrame, settings: list[str], arms: list[str], sty
         for text, arm in zip(axis.get_xticklabels(), present):
             text.set_color(style.colour(arm))
         axis.set_xlim(-0.6, len(present) - 0.4)
+        axis.set_xlabel("optimizer")
         axis.grid(axis="x", visible=False)
         axis.set_title(wrap(setting))
         percent_axis(axis, metric_label)
@@ -350,6 +359,7 @@ def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric
                           capsize=3, linewidth=1.6, markersize=5)
             if optimizer not in used:
                 used.append(optimizer)
+        axis.set_xscale("log")   # learning rates are swept over decades
         axis.set_xlabel("peak learning rate (log scale)")
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
@@ -378,9 +388,13 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
             if arm not in used:
                 used.append(arm)
         durations = here["wall_time_s"]
-        if durations.min() > 0 and durations.max() / durations.min() > 20:   # spread over decades: a log axis
+        log_axis = durations.min() > 0 and durations.max() / durations.min() > 20   # spread over decades
+        if log_axis:
             axis.set_xscale("log")
-        axis.set_xlabel(f"wall time per run ({unit})")   # every axis names its unit, whatever the spread
+        else:
+            axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=5))
+        # Every axis names its unit, whatever the spread.
+        axis.set_xlabel(f"wall time per run ({unit}, log scale)" if log_axis else f"wall time per run ({unit})")
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
     extra = [Line2D([], [], color="grey", marker="o", markersize=4, alpha=0.5, linestyle="none", label="one seed"),
@@ -401,23 +415,32 @@ def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str
     if len(arms) < 2 or not any(len(table) for table in tables.values()):
         return None
     figure, axes = panel_grid(2)
+    widths = profile_widths(len(arms))
     for axis, (cost, table) in zip(axes, tables.items()):
         ratios = table.div(table.min(axis=1), axis=0).to_numpy()
         largest = float(np.nanmax(ratios[np.isfinite(ratios)], initial=1.0))
         taus = np.geomspace(1.0, max(2.0, 1.2 * largest), 200)
         curves = profile(table, taus)
-        for arm in arms:
-            axis.step(taus, curves.loc[arm].to_numpy(), where="post", label=arm, **{**style.line(arm), "marker": None})
-        axis.set_ylim(-0.03, 1.03)
+        for arm, width in zip(arms, widths):
+            axis.step(taus, 100 * curves.loc[arm].to_numpy(), where="post", label=arm,
+                      **{**style.line(arm), "marker": None, "linewidth": width})
+        axis.set_ylim(-3, 103)
         if not np.isfinite(table.to_numpy()).any():   # a flat line at 0 would look like a result
             axis.text(0.5, 0.5, "no run reached the target:\nlower --target-acc", transform=axis.transAxes,
                       ha="center", va="center", fontsize=9, color="dimgrey")
-        axis.set_xlabel(f"tau (cost within tau x the best arm's, {cost})")
-        axis.set_ylabel("fraction of the settings each ran")
+        axis.set_xlabel("tau: cost relative to the best optimizer's (ratio)")
+        percent_axis(axis, "settings reached within tau (%)")
         axis.set_title(f"{cost} to the target")
-    handles = [Line2D([], [], label=arm, **{**style.line(arm), "marker": None}) for arm in arms]
+    handles = [Line2D([], [], label=arm, **{**style.line(arm), "marker": None, "linewidth": 2}) for arm in arms]
     return finish(figure, "Performance profiles across settings\nhigher and further left is better; cost = median "
-                          "over seeds, a run that never reaches the target, diverges or fails costs infinity", handles)
+                          "over seeds, a run that never reaches the target, diverges or fails costs infinity; "
+                          "lines drawn thick to thin so that equal ones stay visible", handles)
+
+
+def profile_widths(count: int) -> list[float]:
+    """Line widths, first arm widest: a later arm's curve drawn over an equal one leaves its edges showing."""
+    step = min(1.1, 4.4 / max(count - 1, 1))   # never wider than 5.7 pt, however many arms
+    return list(np.linspace(1.3 + step * max(count - 1, 0), 1.3, count)) if count else []
 
 
 # ---- tuning: every trial of the search, per optimizer and hyperparameter ------------------------------
@@ -432,7 +455,8 @@ def tuning_search(study: TuningStudy, colours: dict):
     against its value, top-k trials outlined, the winner a star at its mean over the confirm seeds (± sd).
     Trials with a run that did not complete are an x (at the bottom when they have no score).
     None when no optimizer searched anything."""
-    names = [name for name, entry in study.optimizers.items() if entry["trials"] and entry["space"]]
+    names = sorted((name for name, entry in study.optimizers.items() if entry["trials"] and entry["space"]),
+                   key=optimizer_rank)   # columns in the other figures' order: sgd, adam, adamw, lion, muon
     keys = list(dict.fromkeys(key for name in names for key in study.optimizers[name]["space"]))
     if not names:
         return None
@@ -499,7 +523,8 @@ def draw_winner(axis, winner: dict, key: str, colour) -> None:
     value, mean, sd = (number(item) for item in ((winner.get("values") or {}).get(key), winner.get("mean"),
                                                    winner.get("sd")))
     if math.isfinite(value) and math.isfinite(mean):
-        axis.errorbar([value], [100 * mean], yerr=[100 * sd] if math.isfinite(sd) else None, color=colour,
+        spread = clipped_error([100 * mean], [100 * sd]) if math.isfinite(sd) else None   # within 0-100 %
+        axis.errorbar([value], [100 * mean], yerr=spread, color=colour,
                       marker="*", markersize=13, markeredgecolor="black", markeredgewidth=0.7, capsize=3, zorder=5)
 
 
@@ -512,11 +537,12 @@ def search_ends(bounds: dict) -> list[float]:
 
 def tuning_legend(budget: dict, any_unfinished: bool) -> list:
     def seeds(key: str) -> str:
-        return ", ".join(str(seed) for seed in budget.get(key) or []) or "?"
+        listed = budget.get(key) or []
+        return ("seed " if len(listed) == 1 else "seeds ") + (", ".join(str(seed) for seed in listed) or "?")
     handles = [Line2D([], [], color="grey", marker="o", linestyle="none", markersize=4,
-                      label=f"trial (score on seed {seeds('trial_seeds')})"),
+                      label=f"trial (score on {seeds('trial_seeds')})"),
                Line2D([], [], color="black", marker="o", markerfacecolor="none", linestyle="none", markersize=8,
-                      label=f"top {budget.get('top_k', 'k')}: rerun on seeds {seeds('confirm_seeds')}"),
+                      label=f"top {budget.get('top_k', 'k')}: rerun on {seeds('confirm_seeds')}"),
                Line2D([], [], color="grey", marker="*", markeredgecolor="black", markersize=11, linestyle="-",
                       label="winner: mean ± sd over its seeds"),
                Line2D([], [], **SEARCHED_RANGE, label="searched range")]

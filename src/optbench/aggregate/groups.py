@@ -11,8 +11,13 @@ An optimizer.* field that differs only between optimizers (SGD's lr 0.1 vs Adam'
 what "optimizer" means and adds no key. Fields that do not change the numbers (paths, device,
 logging: exactly optbench.rundir.NUMBERS_FREE_KEYS), the replicate axes (seed, noise.seed) and the
 identity columns' own keys never become keys.
+
+Labels name a setting by its dataset, its noise and the keys that vary here, never by a key that is
+unset in it (an older config, another dataset's key) nor by one every run shares (names.constant_keys
+says those once); two settings that would read alike get a short hash of their values.
 """
 
+import hashlib
 from dataclasses import dataclass
 
 import pandas as pd
@@ -91,29 +96,47 @@ def noise_label(noise: str, rate: float) -> str:
 def format_value(value) -> str:
     if value is None:
         return "unset"   # the key is absent from this run's config (an older config, or another optimizer's key)
-    if isinstance(value, float):
-        return repr(value)   # shortest exact form: 0.001, 3e-05; two different rates never share a label
+    if isinstance(value, float):   # numpy's too: its repr would say np.float64(0.4)
+        return repr(float(value))   # shortest exact form: 0.001, 3e-05; two different rates never share a label
     return str(value)
 
 
+def is_set(value) -> bool:
+    return value is not None and not (isinstance(value, float) and value != value)
+
+
 def setting_label(row, grouping: Grouping) -> str:
-    """'cifar10, symmetric 20%, epochs=100': dataset, noise, then any other varying setting."""
-    extra = [f"{short_key(key)}={format_value(row[key])}" for key in grouping.setting_keys if key not in SETTING_IDENTITY]
+    """'cifar10, symmetric 20%, epochs=100': dataset, noise, then any other varying setting that is set."""
+    extra = [f"{short_key(key)}={format_value(row[key])}" for key in grouping.setting_keys
+             if key not in SETTING_IDENTITY and is_set(row[key])]
     return ", ".join([str(row["dataset"]), noise_label(row["noise"], row["noise_rate"]), *extra])
 
 
 def arm_label(row, grouping: Grouping) -> str:
-    """'adam' or 'adam lr=0.003': the optimizer, then any optimizer field that varies within it."""
+    """'adam' or 'adam lr=0.003': the optimizer, then any optimizer field that varies within it and is set."""
     extra = [f"{short_key(key).removeprefix('optimizer.')}={format_value(row[key])}"
-             for key in grouping.arm_keys if key not in ARM_IDENTITY]
+             for key in grouping.arm_keys if key not in ARM_IDENTITY and is_set(row[key])]
     return " ".join([str(row["optimizer"]), ", ".join(extra)]).strip()
+
+
+def distinct_labels(runs: pd.DataFrame, keys: list[str], labels: list[str]) -> list[str]:
+    """The labels, with ' [hash]' added where two different key tuples read alike (16 and '16' in a hand-edited
+    config; None and NaN, both unset and left out): the label is what tables and verdicts group by, so it
+    must tell them apart."""
+    tuples = [tuple(repr(row[key]) for key in keys) for _, row in runs[keys].iterrows()]
+    meanings = pd.Series(tuples, dtype=object).groupby(pd.Series(labels)).nunique()
+    shared = set(meanings[meanings > 1].index)
+    return [f"{label} [{hashlib.sha1(repr(values).encode()).hexdigest()[:6]}]" if label in shared else label
+            for label, values in zip(labels, tuples)]
 
 
 def label_runs(runs: pd.DataFrame, grouping: Grouping) -> pd.DataFrame:
     """Add `setting` and `arm` text columns, the names tables, figures and verdicts use."""
     labelled = runs.copy()
-    labelled["setting"] = [setting_label(row, grouping) for _, row in runs.iterrows()]
-    labelled["arm"] = [arm_label(row, grouping) for _, row in runs.iterrows()]
+    labelled["setting"] = distinct_labels(runs, grouping.setting_keys,
+                                          [setting_label(row, grouping) for _, row in runs.iterrows()])
+    labelled["arm"] = distinct_labels(runs, grouping.arm_keys,
+                                      [arm_label(row, grouping) for _, row in runs.iterrows()])
     return labelled
 
 

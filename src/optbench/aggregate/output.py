@@ -63,7 +63,7 @@ class OutputDir:
         return stale
 
 
-def slug(label: str, keep: str = "") -> str:
-    """'cifar10, symmetric 20%' -> 'cifar10-symmetric-20': safe in file names and Markdown links;
-    `keep` names other characters to keep (a study id's '_')."""
-    return re.sub(rf"[^A-Za-z0-9.={re.escape(keep)}]+", "-", label).strip("-").lower() or "all"
+def slug(label: str) -> str:
+    """'cifar10, symmetric 20%, batch_size=8' -> 'cifar10-symmetric-20-batch_size-8': safe in file names,
+    shells, Markdown links and LaTeX labels (no '=', ',' or space). names.py keeps the result short."""
+    return re.sub(r"[^A-Za-z0-9._]+", "-", label).strip("-.").lower() or "all"

@@ -3,6 +3,8 @@
 Load the runs, find the group keys, compute the tables, pairwise tests and hypothesis verdicts, draw
 the figures, and write everything into `out_dir` (never into a run directory):
     summary.csv                      one row per run (status, headline metrics, flattened config)
+    settings.csv                     one row per setting: the short name its figure files carry, its label,
+                                     and its full setting (names.py)
     tables/results.{csv,md,tex}      per setting x optimizer
     tables/pairwise.{csv,md,tex}     tests between optimizers
     tables/hypotheses.csv            every required comparison behind each verdict
@@ -36,7 +38,8 @@ from optbench.aggregate.groups import Grouping, find_grouping, label_runs, order
 from optbench.aggregate.hypotheses import Context, evaluate_all, hypothesis_files, load_hypotheses
 from optbench.aggregate.inputs import check_inputs
 from optbench.aggregate.load import load_runs
-from optbench.aggregate.output import OutputDir, slug
+from optbench.aggregate.names import constant_keys, file_stems, settings_index, short_name
+from optbench.aggregate.output import OutputDir
 from optbench.aggregate.report import ReportParts, TuningParts, render_report, verdict_rows
 from optbench.aggregate.stats import ALPHA, pairwise
 from optbench.aggregate.tables import (PRIMARY_METRIC, completed, display_table, pairwise_display, problem_display,
@@ -73,6 +76,7 @@ class Analysis:
     arms: list[str]
     warnings: list[str]
     set_aside: list[str]        # run ids of tuning trials, not in `runs`
+    stems: dict[str, str]       # setting label -> the short name in its file names (names.file_stems)
 
 
 def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None,
@@ -86,8 +90,10 @@ def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None
         loaded.runs = pd.DataFrame(columns=RUN_COLUMNS)
     grouping = find_grouping(loaded.runs, loaded.config_keys)
     runs = label_runs(loaded.runs, grouping)
-    return Analysis(runs=runs, curves=loaded.curves, grouping=grouping, settings=ordered_settings(runs, grouping),
-                    arms=ordered_arms(runs, grouping), warnings=list(loaded.warnings), set_aside=loaded.set_aside)
+    settings = ordered_settings(runs, grouping)
+    return Analysis(runs=runs, curves=loaded.curves, grouping=grouping, settings=settings,
+                    arms=ordered_arms(runs, grouping), warnings=list(loaded.warnings), set_aside=loaded.set_aside,
+                    stems=file_stems(runs, settings))
 
 
 def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float = 0.9,
@@ -107,7 +113,8 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     verdicts, hypotheses_note = judge(hypotheses, hypotheses_note, analysis, tuning.seeds_tuned_on(), planned or [])
     out = OutputDir(out_dir)
     write_summary_csv(out, runs)
-    table_files = write_tables(out, results, tests, runs, target_acc)
+    out.write_text("settings.csv", settings_index(runs, settings, analysis.stems).to_csv(index=False))
+    table_files = write_tables(out, results, tests, runs, target_acc, analysis.stems)
     robust_results = robust_tables(runs, settings, arms)
     table_files += write_robust_tables(out, robust_results)
     variance, variance_warnings = variance_table(runs, results_dir, settings, arms)
@@ -117,7 +124,8 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         out.write_text("tables/hypotheses.csv", pd.DataFrame(
             [row for verdict in verdicts for row in verdict_rows(verdict)]).to_csv(index=False))
         table_files.append("tables/hypotheses.csv")
-    drawn = write_figures(out, runs, analysis.curves, settings, arms, warnings) if draw_figures and len(runs) else []
+    drawn = write_figures(out, runs, analysis.curves, settings, arms, analysis.stems, warnings) \
+        if draw_figures and len(runs) else []
     tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
     sequential = read_decision_records(results_dir, skip, warnings)
     parts = ReportParts(
@@ -126,7 +134,8 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         target_acc=target_acc, alpha=alpha, runs=runs, results=results, pairwise=tests, problems=problem_runs(runs),
         verdicts=verdicts, hypotheses_note=hypotheses_note, figures=drawn, table_files=table_files,
         robust=robust_results, tuning=tuning_parts, sequential=sequential, variance=variance,
-        varying_keys=[short_key(key) for key in analysis.grouping.varying_config], warnings=warnings)
+        varying_keys=[short_key(key) for key in analysis.grouping.varying_config],
+        constant_keys=constant_keys(runs), warnings=warnings)
     report = out.write_text("report.md", render_report(parts))
     out.finish()
     return Outcome(report=report, runs=len(runs), written=list(out.written),
@@ -204,16 +213,17 @@ def write_variance_table(out: OutputDir, table: pd.DataFrame) -> list[str]:
 
 
 def write_tables(out: OutputDir, results: pd.DataFrame, tests: pd.DataFrame, runs: pd.DataFrame,
-                 target_acc: float) -> list[str]:
-    files = ["summary.csv"]
+                 target_acc: float, stems: dict[str, str]) -> list[str]:
+    files = ["summary.csv", "settings.csv"]
     out.write_text("tables/results.csv", results.to_csv(index=False))
     out.write_text("tables/results.md", per_setting_markdown(results, lambda group: display_table(group, target_acc)))
     out.write_text("tables/results.tex", per_setting_latex(
-        results, lambda group: display_table(group, target_acc), "Test accuracy at best validation", "results"))
+        results, lambda group: display_table(group, target_acc), "Test accuracy at best validation", "results", stems))
     files += ["tables/results.csv", "tables/results.md", "tables/results.tex"]
     out.write_text("tables/pairwise.csv", tests.to_csv(index=False))
     out.write_text("tables/pairwise.md", per_setting_markdown(tests, pairwise_display))
-    out.write_text("tables/pairwise.tex", per_setting_latex(tests, pairwise_display, "Pairwise tests", "pairwise"))
+    out.write_text("tables/pairwise.tex", per_setting_latex(tests, pairwise_display, "Pairwise tests", "pairwise",
+                                                            stems))
     files += ["tables/pairwise.csv", "tables/pairwise.md", "tables/pairwise.tex"]
     problems = problem_runs(runs)
     out.write_text("tables/runs_not_completed.csv", problems.to_csv(index=False))
@@ -229,16 +239,17 @@ def per_setting_markdown(table: pd.DataFrame, render) -> str:
                      table.groupby("setting", sort=False))
 
 
-def per_setting_latex(table: pd.DataFrame, render, caption: str, label: str) -> str:
+def per_setting_latex(table: pd.DataFrame, render, caption: str, label: str, stems: dict[str, str]) -> str:
     if not len(table):
         return "% no rows\n"
-    return "\n".join(to_latex(render(group), f"{caption}: {setting}", f"tab:{label}-{slug(setting)}")
+    return "\n".join(to_latex(render(group), f"{caption}: {setting}", f"tab:{label}-{stems[setting]}")
                      for setting, group in table.groupby("setting", sort=False))
 
 
 def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, settings: list[str], arms: list[str],
-                  warnings: list[str]) -> list[tuple[str, str]]:
-    """Draw every figure the data allows; a figure that fails becomes a warning in the report, not a crash."""
+                  slugs: dict[str, str], warnings: list[str]) -> list[tuple[str, str]]:
+    """Draw every figure the data allows; a figure that fails becomes a warning in the report, not a crash.
+    `slugs`: each setting's short file-name stem (names.file_stems)."""
     style = figure_makers.Style(runs, arms)
     planned = [("Test accuracy per optimizer", "final_accuracy",
                 lambda: figure_makers.final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
@@ -250,7 +261,6 @@ def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, sett
                 lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
                ("Performance profiles", "performance_profiles",
                 lambda: figure_makers.performance_profiles(runs, settings, arms, style))]
-    slugs = dict(zip(settings, unique_slugs(settings)))
     for setting in settings:
         planned.append((f"Learning curves: {setting}", f"learning_curves_{slugs[setting]}",
                         lambda setting=setting: figure_makers.learning_curves(runs, curves, setting, arms, style)))
@@ -287,7 +297,7 @@ def write_tuning(out: OutputDir, tuning: TuningRecords, analysis: Analysis, draw
     out.write_text("tables/tuning.md", to_markdown(tuning_display(table)))
     names = [*analysis.runs["optimizer"].map(str), *table["optimizer"]]
     colours = figure_makers.optimizer_colours(names)   # the main figures' colours, for the same optimizers
-    stems = [f"tuning-{stem}" for stem in unique_slugs([study.name for study in tuning.studies], keep="_")]
+    stems = [f"tuning-{stem}" for stem in unique_names([study.name for study in tuning.studies])]
     planned = [(f"Tuning search: {study.name}", stem, lambda study=study: figure_makers.tuning_search(study, colours))
                for study, stem in zip(tuning.studies, stems)]
     drawn = {path for _, path in draw_planned(out, planned, analysis.warnings)} if draw_figures else set()
@@ -296,13 +306,13 @@ def write_tuning(out: OutputDir, tuning: TuningRecords, analysis: Analysis, draw
     return TuningParts(studies=tuning.studies, table=table, figures=figures, set_aside=analysis.set_aside)
 
 
-def unique_slugs(labels: list[str], keep: str = "") -> list[str]:
-    """A file-name slug per label (output.slug), in order; a repeated slug (or label) gets -2, -3, ..."""
+def unique_names(labels: list[str]) -> list[str]:
+    """A short file-name stem per label (names.short_name), in order; a repeated one gets -2, -3, ..."""
     slugs, used = [], set()
     for label in labels:
-        candidate, number = slug(label, keep), 2
+        candidate, number = short_name(label), 2
         while candidate in used:
-            candidate, number = f"{slug(label, keep)}-{number}", number + 1
+            candidate, number = f"{short_name(label)}-{number}", number + 1
         used.add(candidate)
         slugs.append(candidate)
     return slugs

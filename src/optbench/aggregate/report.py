@@ -50,6 +50,7 @@ class ReportParts:
     table_files: list[str]
     varying_keys: list[str]
     warnings: list[str] = field(default_factory=list)
+    constant_keys: dict[str, str] = field(default_factory=dict)   # names.constant_keys: what every run shares
     robust: dict[str, pd.DataFrame] = field(default_factory=dict)   # pipeline.robust_tables
     tuning: TuningParts | None = None   # tuning studies found (tuning-*.json), or None
     sequential: list[dict] = field(default_factory=list)   # decision records (optbench.decisions) found
@@ -82,7 +83,16 @@ def header(parts: ReportParts) -> str:
         "inconclusive. Interrupted, running and unfinished runs are counted and listed under "
         "[Runs not completed](#runs-not-completed-or-with-warnings).", "",
         f"Runs are grouped by dataset, noise, noise rate and optimizer, plus every config field that differs "
-        f"between runs (here: {varying}), so different settings are never averaged together.", ""])
+        f"between runs (here: {varying}), so different settings are never averaged together.", "",
+        *names_note(parts)])
+
+
+def names_note(parts: ReportParts) -> list[str]:
+    """What every run shares, said once (labels show only what differs), and where the file names are explained."""
+    shared = ", ".join(f"`{key}={value}`" for key, value in parts.constant_keys.items())
+    lines = [f"Same in every run (left out of the names below): {shared}.", ""] if shared else []
+    return lines + ["Settings are named by dataset, noise and the fields that differ; "
+                    "[`settings.csv`](settings.csv) maps each short name in the figure files to its full setting.", ""]
 
 
 def set_aside_note(parts: ReportParts) -> list[str]:
