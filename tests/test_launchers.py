@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, REPO, TINY
-from optbench.studies.launchers import GPU_PER_JOB_DEVICE
+from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
 
 
 def run_sweep(tmp_path, *overrides: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from optbench.choices import OPTIMIZERS
 from optbench.optimizers import REGISTRY
 from optbench.errors import ConfigError
 from optbench.studies import cli as study_cli, tuning
-from optbench.studies.launchers import gpu_for_job
+from optbench.device.gpu_per_job import gpu_for_job
 from optbench.studies.plan import quasirandom_trials
 from optbench.studies.spec import find_study, study_files
 
