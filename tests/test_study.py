@@ -15,7 +15,7 @@ from optbench.errors import ConfigError
 from optbench.studies import cli as study_cli, tuning
 from optbench.device.gpu_per_job import gpu_for_job
 from optbench.studies.plan import quasirandom_trials
-from optbench.studies.spec import find_study, study_files
+from optbench.study_spec import find_study, study_files
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
 
@@ -273,7 +273,7 @@ def test_grid_values_hydra_respells_name_the_directories_hydra_makes(tmp_path, c
 
 def test_a_misspelt_key_in_a_hypothesis_test_block_is_refused(tmp_path):
     """`metrc:` was ignored and the default metric tested."""
-    from optbench.studies.spec import parse_hypothesis
+    from optbench.study_spec import parse_hypothesis
 
     (tmp_path / "h9.yaml").write_text("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, "
                                       "versus: adam, metrc: final_test_acc}\n")

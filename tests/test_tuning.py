@@ -12,7 +12,7 @@ from scipy.stats import qmc
 
 from conftest import CONF_DIR, TINY
 from optbench.studies import cli as study_cli, search_space
-from optbench.studies.spec import find_study, load_study
+from optbench.study_spec import find_study, load_study
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
 LION = (search_space.Range("lr", 1e-5, 1e-3, "log"), search_space.Range("weight_decay", 0.01, 1.0, "log"))

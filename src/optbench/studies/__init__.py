@@ -1,6 +1,5 @@
 """The studies wing: studies of many runs, as data, planned without torch and launched through Hydra.
 
-    spec.py       study and hypothesis files (experiments/) parsed once into frozen dataclasses
     plan.py       a study -> plain Hydra sweeps -> single runs, their directories and their state
     cli.py        `python src/study.py`: list, dry-run with an estimate, launch, select tuned values
     tuning.py     the per-optimizer tuning grid, selection on validation, conf/optimizer/tuned/

@@ -31,7 +31,7 @@ from optbench.rundir import FINAL_STATUSES, RunDir, check_creatable, identity_di
 from optbench.studies import search_space, tuning
 from optbench.studies.launchers import launcher_overrides
 from optbench.studies.search_space import Trial
-from optbench.studies.spec import EXPERIMENTS_DIR, Study
+from optbench.study_spec import EXPERIMENTS_DIR, Study
 
 
 OTHER_EXPERIMENT = "other experiment"   # the directory's record.json names another run: never launched over
