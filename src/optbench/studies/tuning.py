@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from optbench import optimizers, tuning_record
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.hydra_glue import format_value
-from optbench.rundir import FINAL_STATUSES, RunDir
+from optbench.rundir import FINAL_STATUSES, RunDir, write_bytes_atomically
 from optbench.studies import search_space
 from optbench.study_spec import EXPERIMENTS_DIR, SELECTION_METRICS, Study, Tuning
 
