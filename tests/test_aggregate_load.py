@@ -279,6 +279,7 @@ def test_seconds_to_target_sum_each_epoch_up_to_the_first_that_reaches_it(tmp_pa
 
 
 @pytest.mark.usefixtures("one_thread")
+@pytest.mark.slow
 def test_every_metric_a_hypothesis_or_tuning_can_name_is_a_column_of_a_real_run(tiny_config, tmp_path):
     """The aggregator's metric names (study_spec.METRICS, SELECTION_METRICS) against the columns load.py
     produces from a run the training wing really wrote: a renamed summary key or column fails here."""

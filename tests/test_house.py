@@ -36,6 +36,7 @@ def loaded_modules(code: str) -> set[str]:
     "from optbench import optimizers, choices\nassert choices.OPTIMIZERS == optimizers.NAMES",
 ], ids=["study --list", "study full --dry-run --no-estimate", "study full --status", "preflight of a 30-run sweep",
       "the optimizer registry"])
+@pytest.mark.slow
 def test_planning_and_checking_import_no_torch(code):
     assert not {name for name in loaded_modules(code) if name == "torch" or name.startswith("torch.")}
 

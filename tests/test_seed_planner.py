@@ -82,6 +82,7 @@ def study_cli(*args, cwd=REPO):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_plan_seeds_from_the_command_line(tmp_path):
     pilot(tmp_path / "pilot")
     write_hypothesis(tmp_path / "experiments")

@@ -175,6 +175,7 @@ def test_grid_tuning_still_plans_and_warns_at_the_grid_edge():
 
 # ---------------------------------------------------------------- real runs: resume, then the chain
 
+@pytest.mark.slow
 def test_a_half_done_tuning_study_resumes_and_tuned_by_runs_the_main_study(tmp_path, capsys):
     output = f"tuned/test-{uuid.uuid4().hex[:8]}"   # under the real conf/: train.py composes from there
     results = tmp_path / "results"
