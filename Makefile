@@ -1,6 +1,7 @@
 # Two commands on a fresh machine:
 #   make quick   set up .venv when missing, then a short training run (synthetic data, ~1 min on CPU)
-#   make test    set up .venv when missing, then the test suite
+#   make test    set up .venv when missing, then the test suite (what CI runs)
+#   make test-fast  the same less the tests marked slow (docs/testing.md: both tiers and their times)
 #   make test-slurm  the SLURM tests on a one-node cluster started and stopped around them (root)
 # ARGS passes Hydra overrides through, e.g. make quick ARGS="dataset=cifar10 optimizer=lion".
 PYTHON ?= python3
@@ -8,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup quick test test-slurm clean-venv
+.PHONY: setup quick test test-fast test-slurm clean-venv
 
 setup: $(STAMP)
 
@@ -26,6 +27,10 @@ quick: $(STAMP)
 # -n auto: one pytest worker per core (pytest-xdist); most tests wait on subprocesses or run 1 thread.
 test: $(STAMP)
 	$(PY) -m pytest -q -n auto $(ARGS)
+
+# The fast tier while working: every test not marked slow (none over about 10 s).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -n auto -m "not slow" $(ARGS)
 
 # Only the SLURM tests, on a one-node cluster started for them and stopped after, even when they fail (root).
 test-slurm: $(STAMP)

@@ -29,6 +29,7 @@ from optbench.training.steps import train_step
 from optbench.errors import ConfigError
 from optbench.device.fastest import fastest_device
 from optbench.training.models import build_model
+from optbench.training.timing import timed_model
 from optbench import optimizers
 from optbench.choices import OPTIMIZERS
 from optbench.training.optim import build_optimizer, set_mode
@@ -111,7 +112,7 @@ def main(argv: list[str]) -> int:
                         help="also say whether this folder of images (dataset.root) is ready; repeatable")
     args = parser.parse_args(argv)
     try:
-        device = resolve_device(args.device, fastest=lambda: fastest_device("resnet18", WIDTH, 10, BATCH)[0])
+        device = resolve_device(args.device, fastest=lambda: fastest_device(timed_model("resnet18", WIDTH, 10, BATCH))[0])
         policy = decide_policy(facts_of(device), model_width=WIDTH)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -64,13 +64,15 @@ def run_part(args) -> None:
 
     from optbench.device.fastest import time_training
     from optbench.device.policy import decide_policy, facts_of
+    from optbench.training.timing import timed_model
 
     if args.threads:
         torch.set_num_threads(args.threads)
     width, mode = args.part.split(",")
     device = torch.device("cpu")
     policy = decide_policy(facts_of(device), {"compile": mode == "compiled"}, int(width))
-    first_steps_s, images_per_s = time_training(device, policy, "resnet18", int(width), 10, args.batch_size, args.steps)
+    model = timed_model("resnet18", int(width), 10, args.batch_size)
+    first_steps_s, images_per_s = time_training(device, policy, model, args.steps)
     args.part_out.write_text(json.dumps({"first_steps_s": first_steps_s, "images_per_s": images_per_s,
                                          "amp": policy.amp, "channels_last": policy.channels_last,
                                          "threads": torch.get_num_threads(), "torch": torch.__version__}))

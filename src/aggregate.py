@@ -17,7 +17,7 @@ from pathlib import Path
 from optbench.aggregate.inputs import check_inputs
 from optbench.errors import ConfigError
 from optbench.rundir import FINAL_STATUSES
-from optbench.studies.spec import find_study, planned_settings
+from optbench.study_spec import find_study, planned_settings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_EXPERIMENTS = REPO / "experiments"

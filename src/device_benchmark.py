@@ -12,6 +12,7 @@ import sys
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 from optbench.device.fastest import available_devices, cache_path, fastest_device, images_per_second
+from optbench.training.timing import timed_model
 
 
 def main(argv: list[str]) -> int:
@@ -24,9 +25,10 @@ def main(argv: list[str]) -> int:
     if args.width < 1 or args.batch_size < 1 or args.classes < 2:
         print("error: --width and --batch-size must be >= 1 and --classes >= 2", file=sys.stderr)
         return 2
-    device, measured = fastest_device("resnet18", args.width, args.classes, args.batch_size, refresh=args.refresh)
+    model = timed_model("resnet18", args.width, args.classes, args.batch_size)
+    device, measured = fastest_device(model, refresh=args.refresh)
     if not measured:  # a single device: nothing to choose, but still say how fast it is
-        measured = {str(device): images_per_second(device, "resnet18", args.width, args.classes, args.batch_size)}
+        measured = {str(device): images_per_second(device, model)}
     for name in (str(candidate) for candidate in available_devices()):
         print(f"{name:>8}: {measured[name]:8.1f} images/s")
     print(f"fastest: {device} (cache: {cache_path()})")

@@ -56,6 +56,7 @@ def snapshot(folder: Path) -> dict:
     return {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in folder.rglob("*") if path.is_file()}
 
 
+@pytest.mark.slow
 def test_real_tiny_runs_end_to_end(real_results, tmp_path):
     before = snapshot(real_results)
     out = tmp_path / "aggregate"

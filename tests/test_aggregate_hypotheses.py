@@ -333,7 +333,7 @@ def test_a_difference_of_exactly_zero_is_tied_not_opposite():
 def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path):
     """The family is the plan: H3's study plans CIFAR-10 and CIFAR-100; runs of CIFAR-10 alone are not the
     whole answer, and the verdict names the absent dataset instead of leaving it out."""
-    from optbench.studies.spec import find_study, planned_settings
+    from optbench.study_spec import find_study, planned_settings
 
     noise_study(tmp_path)
     analysis = analyse(tmp_path)
@@ -352,7 +352,7 @@ def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path
 
 def test_with_the_study_named_runs_outside_its_plan_stay_out_of_the_verdict(tmp_path):
     """A clean-only study beside noisy runs in the same folder: H1's family is the study's clean setting."""
-    from optbench.studies.spec import PlannedSetting
+    from optbench.study_spec import PlannedSetting
 
     h1_verdict(tmp_path, [(2, 4), (2, 5), (3, 5)])
     for seed in range(3):

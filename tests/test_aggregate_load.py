@@ -289,3 +289,22 @@ def test_seconds_to_target_sum_each_epoch_up_to_the_first_that_reaches_it(tmp_pa
     run = analyse(root, 0.9).runs.iloc[0]
     assert (run["epochs_to_target"], run["seconds_to_target"]) == (2, 23.0)
     assert math.isnan(analyse(root, 0.99).runs.iloc[0]["seconds_to_target"])
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.slow
+def test_every_metric_a_hypothesis_or_tuning_can_name_is_a_column_of_a_real_run(tiny_config, tmp_path):
+    """The aggregator's metric names (study_spec.METRICS, SELECTION_METRICS) against the columns load.py
+    produces from a run the training wing really wrote: a renamed summary key or column fails here."""
+    from optbench.aggregate.load import load_runs
+    from optbench.studies.tuning import score_of
+    from optbench.study_spec import METRICS, SELECTION_METRICS
+    from optbench.training.run import train
+
+    summary = train(tiny_config(), tmp_path / "results" / "run")
+    runs = load_runs(tmp_path / "results", target_acc=0.0).runs
+    assert len(runs) == 1 and runs.loc[0, "status"] == "completed"
+    assert set(METRICS) | set(SELECTION_METRICS) <= set(runs.columns)
+    assert not [name for name in METRICS if runs[name].isna().any()]
+    for name in SELECTION_METRICS:   # tuning scores a run by the same number the aggregator loads
+        assert score_of(summary, name) == pytest.approx(runs.loc[0, name])

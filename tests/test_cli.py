@@ -70,6 +70,7 @@ def test_cfg_job_prints_the_composed_config(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.slow
 def test_multirun_puts_each_run_in_its_deterministic_directory(tmp_path):
     done = run_cli(["-m", "optimizer=sgd,lion", "seed=0,1", *tiny_args(tmp_path)], tmp_path)
     assert done.returncode == 0, done.stderr
@@ -84,6 +85,7 @@ def test_multirun_puts_each_run_in_its_deterministic_directory(tmp_path):
                                             f"python src/aggregate.py {tmp_path / 'results'}")
 
 
+@pytest.mark.slow
 def test_hydra_run_dir_puts_everything_there(tmp_path):
     run_dir = tmp_path / "my-run"
     done = run_cli([*tiny_args(tmp_path), f"hydra.run.dir={run_dir}"], tmp_path)
@@ -91,6 +93,7 @@ def test_hydra_run_dir_puts_everything_there(tmp_path):
     assert {"summary.json", "metrics.jsonl", "checkpoint.pt", ".hydra"} <= {p.name for p in run_dir.iterdir()}
 
 
+@pytest.mark.slow
 def test_run_single_experiment_maps_flags_to_the_same_run(tmp_path):
     done = run_cli(["--optimizer", "adamw", "--dataset", "synthetic", "--seed", "3", "--epochs", "1",
                     "--label-noise", "0.2", "--device", "cpu", *tiny_args(tmp_path)[1:]], tmp_path,
@@ -182,6 +185,7 @@ def test_unusable_paths_and_text_are_one_line_and_leave_nothing(tmp_path, case):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_good_sweep_passes_preflight_with_every_run_checked():
     under_cosine = [name for name in OPTIMIZERS if REGISTRY[name].accepts("cosine")]   # the default schedule
     checked = preflight(["-m", "optimizer=" + ",".join(under_cosine), "seed=0,1,2", "noise=symmetric",
@@ -190,6 +194,7 @@ def test_good_sweep_passes_preflight_with_every_run_checked():
 
 
 @pytest.mark.parametrize("overrides", [["optimizer=adamx"], ["device=cuda"] if not torch.cuda.is_available() else []])
+@pytest.mark.slow
 def test_bad_input_from_the_shell_exits_2_with_one_line(tmp_path, overrides):
     if not overrides:
         pytest.skip("CUDA is available here")
@@ -213,6 +218,7 @@ def test_imagefolder_root_without_train_folder_leaves_no_run_directory(tmp_path)
     assert_no_run_left(tmp_path / "results")  # Hydra's .hydra/ and log went with the empty run directory
 
 
+@pytest.mark.slow
 def test_missing_cifar_without_network_is_one_line(tmp_path):
     # A proxy on a closed local port makes any download fail at once, whatever network this machine has.
     closed = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
@@ -230,6 +236,7 @@ def test_run_single_experiment_rejects_bad_noise_rate(tmp_path):
     assert done.returncode == 2 and "noise.rate=1.5" in done.stderr
 
 
+@pytest.mark.slow
 def test_setup_smoke_check_passes_on_this_machine(tmp_path):
     from PIL import Image
 

@@ -21,6 +21,7 @@ from optbench.device import sharing
 from optbench.device.sharing import joblib_jobs
 from optbench.training.cli import run_job
 from optbench.training.steps import train_step
+from optbench.training.timing import timed_model
 from optbench.errors import ConfigError, OutOfMemory
 from optbench.training.run import train
 
@@ -245,25 +246,45 @@ def test_fastest_picks_the_highest_throughput_and_caches_it_per_machine(monkeypa
         return speeds[str(device)]
 
     monkeypatch.setattr(fastest, "images_per_second", fake_speed)
-    device, measured = fastest.fastest_device("resnet18", 16, 10, 128)
+    device, measured = fastest.fastest_device(timed_model("resnet18", 16, 10, 128))
     assert device == torch.device("cpu") and measured == speeds
-    assert fastest.fastest_device("resnet18", 16, 10, 128)[0] == torch.device("cpu")
+    assert fastest.fastest_device(timed_model("resnet18", 16, 10, 128))[0] == torch.device("cpu")
     assert timed == ["cpu", "mps"]  # the second call read the cache
-    fastest.fastest_device("resnet18", 64, 10, 128)
+    fastest.fastest_device(timed_model("resnet18", 64, 10, 128))
     assert len(timed) == 4  # another model shape is measured anew
     cache = json.loads((tmp_path / fastest.CACHE_FILE).read_text())
     assert len(cache) == 2
     speeds["mps"] = 900.0
-    assert fastest.fastest_device("resnet18", 16, 10, 128, refresh=True)[0] == torch.device("mps")
+    assert fastest.fastest_device(timed_model("resnet18", 16, 10, 128), refresh=True)[0] == torch.device("mps")
 
 
 def test_fastest_with_only_a_cpu_needs_no_measurement(monkeypatch):
     monkeypatch.setattr(fastest, "available_devices", lambda: [torch.device("cpu")])
-    assert fastest.fastest_device("resnet18", 8, 10, 32) == (torch.device("cpu"), {})
+    assert fastest.fastest_device(timed_model("resnet18", 8, 10, 32)) == (torch.device("cpu"), {})
 
 
 def test_images_per_second_really_trains_on_the_cpu():
-    assert fastest.images_per_second(torch.device("cpu"), "resnet18", 4, 10, 8, steps=1) > 0
+    assert fastest.images_per_second(torch.device("cpu"), timed_model("resnet18", 4, 10, 8), steps=1) > 0
+
+
+def test_device_timing_trains_the_model_step_and_input_shape_its_caller_hands_it():
+    batches = []
+
+    def counting_step(model, images, labels, optimizer, policy, scaler):
+        batches.append((tuple(images.shape), int(labels.max())))
+        return train_step(model, images, labels, optimizer, policy, scaler)
+
+    grey = fastest.TimedModel("grey", 2, 3, 4, build=lambda: nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(),
+                                                                           nn.Linear(2 * 14 * 14, 3)),
+                              train_step=counting_step, channels=1, image_size=16)
+    policy = decide_policy(facts_of(torch.device("cpu")), {"compile": False}, 2)
+    assert fastest.time_training(torch.device("cpu"), policy, grey, steps=1)[1] > 0
+    assert len(batches) == fastest.WARMUP_STEPS + 1
+    assert all(shape == (4, 1, 16, 16) and top < 3 for shape, top in batches)
+    # the input shape names the cache entry; the CIFAR models keep the keys they always had
+    assert fastest.cache_key([torch.device("cpu")], grey).endswith("grey width 2 classes 3 batch 4 input 1x16x16")
+    assert fastest.cache_key([torch.device("cpu")], timed_model("resnet18", 8, 10, 32)).endswith(
+        "|cpu|resnet18 width 8 classes 10 batch 32")
 
 
 def mlp() -> nn.Module:
@@ -359,7 +380,7 @@ def test_importing_optbench_first_sets_the_mps_fallback_before_torch_loads():
 
 
 def test_device_fastest_runs_on_the_measured_winner(tiny_config, tmp_path, monkeypatch):
-    monkeypatch.setattr("optbench.training.assemble.fastest_device", lambda *shape: (torch.device("cpu"), {"cpu": 1.0}))
+    monkeypatch.setattr("optbench.training.assemble.fastest_device", lambda model: (torch.device("cpu"), {"cpu": 1.0}))
     summary = train(tiny_config("device=fastest"), tmp_path / "run")
     assert summary["device"] == "cpu" and summary["status"] == "completed"
 
@@ -410,7 +431,7 @@ def fake_timing(monkeypatch, rates: dict[str, float], first_steps: dict[str, flo
     return timed
 
 
-SHAPE = measured.ModelShape("resnet18", 16, 10, 128)
+SHAPE = timed_model("resnet18", 16, 10, 128)
 
 
 def test_measured_mode_keeps_the_fastest_caches_it_and_lets_the_user_override(monkeypatch, tmp_path):

@@ -1,8 +1,12 @@
 """The house's promises: planning and checking load no torch, one list of the settings that do not change
-a run's numbers serves directory names, resume and grouping, and the name registries agree."""
+a run's numbers serves directory names, resume and grouping, the name registries agree, every import
+points down the layers, and each file format is defined by one module."""
 
+import ast
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -32,6 +36,7 @@ def loaded_modules(code: str) -> set[str]:
     "from optbench import optimizers, choices\nassert choices.OPTIMIZERS == optimizers.NAMES",
 ], ids=["study --list", "study full --dry-run --no-estimate", "study full --status", "preflight of a 30-run sweep",
       "the optimizer registry"])
+@pytest.mark.slow
 def test_planning_and_checking_import_no_torch(code):
     assert not {name for name in loaded_modules(code) if name == "torch" or name.startswith("torch.")}
 
@@ -83,3 +88,145 @@ def test_the_registries_cover_the_names_config_accepts():
     launchers = {path.stem for path in (CONF_DIR / "hydra" / "launcher").glob("*.yaml")}
     assert launchers == set(choices.LAUNCHERS) - {"basic"}
 
+
+
+# ---- every arrow points down -------------------------------------------------------------------------
+PACKAGE = REPO / "src" / "optbench"
+# Each top-level module or package of optbench, by layer (lowest first). A new one must be placed here.
+LAYERS = {
+    "contract": {"optbench", "optbench.rundir", "optbench.choices", "optbench.errors", "optbench.durations",
+                 "optbench.optimizers", "optbench.decisions", "optbench.predictions", "optbench.tuning_record",
+                 "optbench.study_spec"},
+    "foundation": {"optbench.data", "optbench.device", "optbench.config", "optbench.hydra_glue"},
+    "wing": {"optbench.training", "optbench.studies", "optbench.aggregate"},
+}
+RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
+# A wing may use another only along these arrows: a study estimates with the training wing's model and
+# decides with the aggregator's verdicts; training and the aggregator stand alone.
+WING_ARROWS = {"optbench.training": set(), "optbench.aggregate": set(),
+               "optbench.studies": {"optbench.training", "optbench.aggregate"}}
+
+
+def part_of(module: str) -> str:
+    """optbench.device.fastest -> optbench.device; optbench.rundir -> optbench.rundir."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_imports(package: Path) -> dict[str, set[str]]:
+    """module -> the optbench modules it imports anywhere in its code (function-level imports included)."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the importing module's package
+                    anchor = module.split(".")[:len(module.split(".")) - node.level + (parts[-1] == "__init__")]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                imported.add(base)
+                # `from optbench import rundir` imports the module optbench.rundir
+                imported |= {f"{base}.{alias.name}" for alias in node.names
+                             if (package.parent / base.replace(".", "/") / alias.name).with_suffix(".py").exists()
+                             or (package.parent / base.replace(".", "/") / alias.name).is_dir()}
+        found[module] = {name for name in imported if name == "optbench" or name.startswith("optbench.")}
+    return found
+
+
+def layering_violations(package: Path) -> list[str]:
+    wrong = []
+    for module, imported in package_imports(package).items():
+        here = part_of(module)
+        if here not in RANK:
+            wrong.append(f"{module}: place {here} in a layer of tests/test_house.py LAYERS")
+            continue
+        for name in sorted(imported):
+            there = part_of(name)
+            if there == here or there not in RANK:
+                continue
+            if RANK[there] > RANK[here]:
+                wrong.append(f"{module} imports {name}: a lower layer takes what it needs from above as an argument")
+            elif RANK[there] == RANK[here] == RANK["optbench.training"] and there not in WING_ARROWS[here]:
+                wrong.append(f"{module} imports {name}: {here} does not use {there} (tests/test_house.py WING_ARROWS)")
+    return wrong
+
+
+def test_every_import_points_down():
+    assert layering_violations(PACKAGE) == []
+
+
+def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
+    copy = tmp_path / "optbench"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    fastest = copy / "device" / "fastest.py"
+    fastest.write_text(fastest.read_text() + "\n\ndef late():\n    from optbench.training.models import build_model\n")
+    glue = copy / "hydra_glue.py"
+    glue.write_text(glue.read_text().replace("from optbench.rundir import", "from optbench.studies import launchers\n"
+                                             "from optbench.rundir import"))
+    (copy / "aggregate" / "late.py").write_text("from ..studies import plan\n")
+    (copy / "newcomer.py").write_text("")
+    assert layering_violations(copy) == [
+        "optbench.aggregate.late imports optbench.studies: optbench.aggregate does not use optbench.studies "
+        "(tests/test_house.py WING_ARROWS)",
+        "optbench.aggregate.late imports optbench.studies.plan: optbench.aggregate does not use optbench.studies "
+        "(tests/test_house.py WING_ARROWS)",
+        "optbench.device.fastest imports optbench.training.models: a lower layer takes what it needs from above "
+        "as an argument",
+        "optbench.hydra_glue imports optbench.studies: a lower layer takes what it needs from above as an argument",
+        "optbench.hydra_glue imports optbench.studies.launchers: a lower layer takes what it needs from above as an "
+        "argument",
+        "optbench.newcomer: place optbench.newcomer in a layer of tests/test_house.py LAYERS"]
+
+
+# ---- one definition per file format ------------------------------------------------------------------
+# A file's name (or glob) as a literal belongs to the module that owns its format; others use its constants.
+FORMAT_OWNERS = {"record.json": "optbench.rundir", "summary.json": "optbench.rundir",
+                 "metrics.jsonl": "optbench.rundir", "checkpoint.pt": "optbench.rundir",
+                 "predictions.npz": "optbench.rundir", "tuning-*.json": "optbench.tuning_record",
+                 "sequential-*.json": "optbench.decisions"}
+FORMAT_PREFIXES = {"tuning-": "optbench.tuning_record", "sequential-": "optbench.decisions"}
+
+
+def file_names_spelled_out(package: Path) -> list[str]:
+    """'module: name' for each format file name written as a literal outside its owner (docstrings aside)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and FORMAT_OWNERS.get(node.value, module) != module:
+                found.append(f"{module}: {node.value}")
+            elif isinstance(node, ast.JoinedStr) and len(node.values) >= 2:   # f"tuning-{study}.json"
+                first, last = node.values[0], node.values[-1]
+                if (isinstance(first, ast.Constant) and first.value in FORMAT_PREFIXES and isinstance(last, ast.Constant)
+                        and last.value == ".json" and FORMAT_PREFIXES[first.value] != module):
+                    found.append(f"{module}: {first.value}...{last.value}")
+    return found
+
+
+def test_each_file_format_is_named_only_by_the_module_that_owns_it():
+    assert file_names_spelled_out(PACKAGE) == []
+
+
+def test_the_tuning_record_the_runner_writes_is_what_the_aggregator_reads(tmp_path):
+    from optbench import tuning_record
+    from optbench.aggregate.tuning import read_tuning
+
+    run = {"run_dir": "synthetic/none-0.0/lion/seed0", "seed": 0, "status": "completed", "score": 0.4}
+    record = {"format": tuning_record.FORMAT, "study": "tune_demo", "optimizers": {"lion": {
+        "space": {"optimizer.lr": {"low": 1e-5, "high": 1e-3, "scale": "log"}},
+        "trials": [{"index": 0, "values": {"optimizer.lr": 1e-4}, "score": 0.4, "runs": [run]}],
+        "winner": {"index": 0, "values": {"optimizer.lr": 1e-4}, "mean": 0.4, "seeds": [0], "scores": [0.4]}}}}
+    path = tuning_record.write(tmp_path / "results", record)
+    assert path == tmp_path / "results" / "tuning-tune_demo.json"
+    found = read_tuning(tmp_path / "results")
+    assert [study.name for study in found.studies] == ["tune_demo"] and not found.warnings
+    assert found.run_dirs == {(tmp_path / "results" / run["run_dir"]).resolve()}
+    # the writer holds itself to the contract the reader checks, and writes nothing off it
+    del record["optimizers"]["lion"]["trials"][0]["runs"][0]["run_dir"]
+    record["study"] = "broken"
+    with pytest.raises(ValueError, match=r"runs\[0\]: 'run_dir' missing"):
+        tuning_record.write(tmp_path / "results", record)
+    assert not tuning_record.record_path(tmp_path / "results", "broken").exists()

@@ -73,6 +73,7 @@ def test_settings_that_do_not_change_the_numbers_keep_the_identity(tiny_config, 
     assert again["status"] == "completed"   # skipped as the same experiment
 
 
+@pytest.mark.slow
 def test_a_completed_run_with_other_settings_is_refused_and_no_byte_changes(tmp_path):
     run_dir = tmp_path / "run"
     assert run_cli([*TINY, f"hydra.run.dir={run_dir}"], tmp_path).returncode == 0
@@ -85,6 +86,7 @@ def test_a_completed_run_with_other_settings_is_refused_and_no_byte_changes(tmp_
     assert snapshot(run_dir) == before   # .hydra/ included: Hydra no longer rewrites it
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_refuses_other_settings_without_touching_hydra_files(tmp_path):
     run_dir = tmp_path / "run"
     cfg = compose_config([*TINY, "epochs=2"])
@@ -98,6 +100,7 @@ def test_an_interrupted_run_refuses_other_settings_without_touching_hydra_files(
     assert snapshot(run_dir) == before and (run_dir / ".hydra" / "overrides.yaml").read_text() == "- epochs=2\n"
 
 
+@pytest.mark.slow
 def test_two_image_folders_get_two_directories_and_never_share_one(tmp_path):
     first = image_folder(tmp_path / "a" / "images", ("cat", "dog"))
     second = image_folder(tmp_path / "b" / "images", ("ant", "bee"), seed=1)
@@ -116,6 +119,7 @@ def test_two_image_folders_get_two_directories_and_never_share_one(tmp_path):
     assert snapshot(run_dir) == before
 
 
+@pytest.mark.slow
 def test_changed_images_in_the_same_folder_are_other_data(tmp_path):
     """The directory is named by content: new pixels under the same names train into a new directory,
     and the runs of the old images are left as they were."""
@@ -138,6 +142,7 @@ def one_line_run(done) -> str:
     return done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_a_copy_of_the_data_at_another_path_finds_the_same_runs(tmp_path):
     """The dataset level is `imagefolder-<folder>-<content fingerprint>`: another checkout's copy of the data
     (another path, fresh mtimes, even another folder name) finds the runs made on the original."""
@@ -153,6 +158,7 @@ def test_a_copy_of_the_data_at_another_path_finds_the_same_runs(tmp_path):
         assert list((tmp_path / "results").iterdir()) == [level] and snapshot(level) == before
 
 
+@pytest.mark.slow
 def test_runs_named_by_the_older_path_hash_are_found_and_used(tmp_path):
     """Runs made before names were by content (`imagefolder-<folder>-<hash of its absolute path>`) are
     found by the data fingerprint their records hold, from any path of the data."""
@@ -168,6 +174,7 @@ def test_runs_named_by_the_older_path_hash_are_found_and_used(tmp_path):
     assert list((tmp_path / "results").iterdir()) == [older] and snapshot(older) == before
 
 
+@pytest.mark.slow
 def test_published_cpu_study_is_done_from_a_copy_of_the_data_at_another_path(tmp_path, real_cifar10_root, capsys):
     """docs/cpu-study/runs (named when the data lived at ../shared/data/cifar10-jpeg) planned against a copy
     of the data elsewhere: all 21 main runs are done, none new."""
@@ -185,6 +192,7 @@ def test_published_cpu_study_is_done_from_a_copy_of_the_data_at_another_path(tmp
     assert "21 runs in 7 sweep(s): 21 done, 0 unfinished, 0 new" in out
 
 
+@pytest.mark.slow
 def test_a_broken_image_is_one_line_naming_it_and_leaves_no_run_directory(tmp_path):
     root = image_folder(tmp_path / "images")
     (root / "train" / "cat" / "broken.jpg").write_bytes(b"this is not a JPEG")
@@ -217,6 +225,7 @@ def test_rerun_replaces_another_experiment(tiny_config, tmp_path):
     assert replaced["run_id"] == record["run_id"] and record["config"]["optimizer"]["lr"] == 0.05
 
 
+@pytest.mark.slow
 def test_every_run_ends_with_one_line_naming_its_directory_status_and_headline(tmp_path):
     args = [*TINY, f"paths.results_dir={tmp_path / 'results'}"]
     first = run_cli(args, tmp_path)

@@ -9,8 +9,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, REPO, TINY
+from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
 from optbench.device.sharing import usable_cores
-from optbench.studies.launchers import GPU_PER_JOB_DEVICE
 
 
 def run_sweep(tmp_path, *overrides: str) -> subprocess.CompletedProcess:
@@ -24,6 +24,7 @@ def completed_optimizers(tmp_path) -> list[str]:
     return sorted(summary["optimizer"] for summary in summaries if summary["status"] == "completed")
 
 
+@pytest.mark.slow
 def test_joblib_launcher_runs_two_workers(tmp_path):
     # device via the per-job GPU resolver: on this CPU-only machine it resolves to auto -> cpu
     result = run_sweep(tmp_path, "hydra/launcher=parallel", "hydra.launcher.n_jobs=2", f"device={GPU_PER_JOB_DEVICE}")
@@ -36,6 +37,7 @@ def test_joblib_launcher_runs_two_workers(tmp_path):
     assert result.stdout.splitlines()[-1].startswith("sweep: 2 completed, 0 diverged, 0 failed, 0 skipped")  # jobs elsewhere
 
 
+@pytest.mark.slow
 def test_submitit_local_launcher_runs_the_sweep(tmp_path):
     result = run_sweep(tmp_path, "hydra/launcher=local")
     assert result.returncode == 0, result.stderr[-2000:]
@@ -68,6 +70,7 @@ def stub_slurm(folder, complaint: str) -> dict:
     ("Batch job submission failed: Unable to contact slurm controller (connect failure)", "SLURM_CONF"),
     ("Batch job submission failed: Invalid partition name specified", "hydra.launcher.partition=NAME"),
 ])
+@pytest.mark.slow
 def test_a_refused_sbatch_is_one_line_naming_its_complaint_and_the_fix(tmp_path, complaint, fix):
     """It was 43 lines ending in a submitit traceback, exit 1."""
     command = [sys.executable, str(REPO / "src" / "train.py"), "-m", *TINY, "seed=0,1", "hydra/launcher=slurm",

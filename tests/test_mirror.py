@@ -68,6 +68,7 @@ def failing_copies(monkeypatch, failing_epochs: set[int]):
     monkeypatch.setattr(mirror.Mirror, "finish", finish)
 
 
+@pytest.mark.slow
 def test_every_file_is_mirrored_after_the_run(tmp_path):
     summary = train(config(tmp_path), tmp_path / "results" / "noisy" / "run")
     local, mirrored = tmp_path / "results" / "noisy" / "run", tmp_path / "mirror" / "noisy" / "run"
@@ -78,6 +79,7 @@ def test_every_file_is_mirrored_after_the_run(tmp_path):
     assert not [path for path in mirrored.rglob(".*tmp*")]   # no temporary copies left behind
 
 
+@pytest.mark.slow
 def test_a_mirror_failing_mid_run_never_fails_it_and_catches_up_when_writable_again(tmp_path, monkeypatch, caplog,
                                                                                     uninterrupted):
     failing_copies(monkeypatch, failing_epochs={2})
@@ -92,6 +94,7 @@ def test_a_mirror_failing_mid_run_never_fails_it_and_catches_up_when_writable_ag
     assert files(mirrored) == {name: data for name, data in files(local).items() if name != ".lock"}
 
 
+@pytest.mark.slow
 def test_a_mirror_that_stays_unwritable_is_reported_in_the_summary(tmp_path, monkeypatch):
     failing_copies(monkeypatch, failing_epochs={2, 3, "end"})
     summary = train(config(tmp_path), tmp_path / "results" / "run")
@@ -103,6 +106,7 @@ def test_a_mirror_that_stays_unwritable_is_reported_in_the_summary(tmp_path, mon
     assert mirrored["epochs_done"] == 1   # the mirror still holds a consistent epoch-1 copy
 
 
+@pytest.mark.slow
 def test_a_lost_local_directory_is_restored_and_resumes_to_the_uninterrupted_numbers(tmp_path, monkeypatch,
                                                                                     uninterrupted):
     local = tmp_path / "results" / "run"

@@ -53,6 +53,7 @@ def test_a_write_that_fails_half_way_leaves_the_old_file(tmp_path, monkeypatch):
     assert [item.name for item in tmp_path.iterdir()] == ["predictions.npz"]   # no temporary left behind
 
 
+@pytest.mark.slow
 def test_a_run_keeps_the_selected_epochs_test_predictions(tiny_config, tmp_path):
     run_dir = tmp_path / "run"
     summary = train(tiny_config("epochs=3"), run_dir)
@@ -64,6 +65,7 @@ def test_a_run_keeps_the_selected_epochs_test_predictions(tiny_config, tmp_path)
     assert predictions.read(run_dir / "predictions.npz").epoch == again["best"]["epoch"] == 1
 
 
+@pytest.mark.slow
 def test_the_selected_epoch_is_kept_when_a_later_epoch_is_worse(tiny_config, tmp_path, monkeypatch):
     """Force the selection onto epoch 1 (validation accuracy falls afterwards): the file stays epoch 1's."""
     from optbench.training import evaluate as evaluation

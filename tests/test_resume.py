@@ -107,6 +107,7 @@ def uninterrupted(tmp_path_factory):
 
 
 @pytest.mark.parametrize("stop_at_step", [5, 10, 17, 30])  # mid-epoch 1, end of epoch 1, mid-epoch 2, last step
+@pytest.mark.slow
 def test_a_stopped_run_resumes_to_the_same_numbers_bit_for_bit(tmp_path, monkeypatch, uninterrupted, stop_at_step):
     reference_summary, reference_metrics, reference_predictions = uninterrupted
     run_dir = tmp_path / "run"
@@ -125,6 +126,7 @@ def test_a_stopped_run_resumes_to_the_same_numbers_bit_for_bit(tmp_path, monkeyp
     assert kept_predictions(run_dir) == reference_predictions
 
 
+@pytest.mark.slow
 def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path, monkeypatch):
     """Selection on epoch 1 (validation falls after it), stopped in epoch 2: only the checkpoint still holds
     epoch 1's test predictions, and the resumed run writes them exactly as an uninterrupted one does."""
@@ -150,6 +152,7 @@ def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path,
 
 
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
+@pytest.mark.slow
 def test_every_optimizer_resumes_mid_epoch_to_the_same_numbers(tmp_path, monkeypatch, optimizer):
     """Each registered optimizer's state (Muon's, SOAP's preconditioners, Prodigy's estimate, ...) under the
     schedule a study gives it: stopped at step 7 of 20, resumed, equal to the uninterrupted run."""
@@ -180,6 +183,7 @@ def uninterrupted_schedule_free(tmp_path_factory):
 
 
 @pytest.mark.parametrize("stop_at_step", [5, 10, 15])   # mid-epoch 1, end of epoch 1 (after its evaluation), mid-epoch 2
+@pytest.mark.slow
 def test_schedule_free_resumes_bit_for_bit_whichever_mode_it_stopped_in(tmp_path, monkeypatch,
                                                                         uninterrupted_schedule_free, stop_at_step):
     """Schedule-Free is checkpointed in train mode mid-epoch and in eval mode (the evaluated, averaged weights)
@@ -220,6 +224,7 @@ def test_schedule_free_evaluates_and_saves_its_averaged_weights(uninterrupted_sc
     assert any(not torch.equal(before, parameter) for before, parameter in zip(saved, model.parameters()))
 
 
+@pytest.mark.slow
 def test_the_last_epoch_always_checkpoints_and_checkpoint_every_is_obeyed(tmp_path, monkeypatch):
     saved_epochs = []
     real_save = checkpoint.save
@@ -229,6 +234,7 @@ def test_the_last_epoch_always_checkpoints_and_checkpoint_every_is_obeyed(tmp_pa
     assert saved_epochs == [2, 3]
 
 
+@pytest.mark.slow
 def test_metrics_written_after_the_last_checkpoint_are_trimmed_on_resume(tmp_path, monkeypatch, uninterrupted):
     """Killed after epoch 3's metrics line but before its checkpoint: the resume drops it and redoes epoch 3."""
     reference_summary, reference_metrics, reference_predictions = uninterrupted
@@ -249,6 +255,7 @@ def test_metrics_written_after_the_last_checkpoint_are_trimmed_on_resume(tmp_pat
     assert kept_predictions(run_dir) == reference_predictions
 
 
+@pytest.mark.slow
 def test_a_completed_run_is_not_redone_and_rerun_starts_over(tmp_path):
     run_dir = tmp_path / "run"
     first = train(config(tmp_path, "epochs=1"), run_dir)
@@ -277,6 +284,7 @@ def test_a_checkpoint_from_other_settings_is_refused_with_the_key_named(tmp_path
         {name: data for name, data in before.items() if name != ".lock"}  # nothing overwritten
 
 
+@pytest.mark.slow
 def test_changing_only_where_or_how_fast_it_runs_still_resumes(tmp_path, monkeypatch):
     run_dir = interrupted_run(tmp_path, monkeypatch, steps=3)
     summary = train(config(tmp_path, "train.eval_batch_size=64", "train.checkpoint_every=0"), run_dir)
@@ -393,6 +401,7 @@ def wait_for_lines(run_dir, count: int, process) -> None:
     raise AssertionError(f"no {count} metric lines; process exit {process.poll()}")
 
 
+@pytest.mark.slow
 def test_sigterm_then_sigkill_then_resume_gives_the_uninterrupted_numbers(tmp_path):
     """Fault injection on real processes: a graceful stop, a hard kill mid-epoch, then two resumes."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the in-process reference (one_thread)

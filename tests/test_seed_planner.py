@@ -50,7 +50,7 @@ def write_hypothesis(experiments, versus="adam"):
 
 def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
     from optbench.studies.pilot import plans_from_pilot
-    from optbench.studies.spec import find_study
+    from optbench.study_spec import find_study
 
     pilot(tmp_path / "pilot")
     write_hypothesis(tmp_path / "experiments")
@@ -67,7 +67,7 @@ def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
 
 def test_a_pilot_pointing_against_the_claim_says_so(tmp_path):
     from optbench.studies.pilot import plans_from_pilot
-    from optbench.studies.spec import find_study
+    from optbench.study_spec import find_study
 
     pilot(tmp_path / "pilot", gap=-0.01)
     write_hypothesis(tmp_path / "experiments")
@@ -82,6 +82,7 @@ def study_cli(*args, cwd=REPO):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_plan_seeds_from_the_command_line(tmp_path):
     pilot(tmp_path / "pilot")
     write_hypothesis(tmp_path / "experiments")

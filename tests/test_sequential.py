@@ -53,6 +53,7 @@ def test_boundaries_spend_alpha_the_obrien_fleming_way():
 
 
 @pytest.mark.parametrize("comparisons", [1, 4])
+@pytest.mark.slow
 def test_under_the_null_supported_and_rejected_each_stay_at_or_below_alpha(comparisons):
     shares, _ = simulate(0.0, comparisons, 1500, seed=comparisons)
     assert shares[SUPPORTED] <= ALPHA and shares[REJECTED] <= ALPHA, shares

@@ -13,9 +13,9 @@ from optbench.choices import OPTIMIZERS
 from optbench.optimizers import REGISTRY
 from optbench.errors import ConfigError
 from optbench.studies import cli as study_cli, tuning
-from optbench.studies.launchers import gpu_for_job
+from optbench.device.gpu_per_job import gpu_for_job
 from optbench.studies.plan import quasirandom_trials
-from optbench.studies.spec import find_study, study_files
+from optbench.study_spec import find_study, study_files
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
 
@@ -79,6 +79,7 @@ def test_the_grid_method_keeps_a_learning_rate_free_optimizers_lr():
     assert list(prodigy) == ["optimizer.weight_decay"]   # lr stays 1.0
 
 
+@pytest.mark.slow
 def test_the_2026_study_compares_every_registered_optimizer_under_its_own_schedule(tmp_path):
     study = find_study("optimizers_2026")
     assert study.grid["optimizer"] == list(OPTIMIZERS) and study.tuned_by == "tune_optimizers_2026"
@@ -102,6 +103,7 @@ def test_the_2026_tuning_study_searches_prodigys_d_coef_and_every_optimizer_the_
     assert trials("sgd") == quasirandom_trials(find_study("tune_quasirandom"))("sgd")   # same trials as before
 
 
+@pytest.mark.slow
 def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys):
     study = write_study(tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"},
                                                                       {"name": "symmetric", "rate": [0.2]}]))
@@ -120,6 +122,7 @@ def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys):
     assert "estimated time:" in out and "7 run(s) still to do" in out and "training images/s" in out
 
 
+@pytest.mark.slow
 def test_full_study_dry_run_has_thirty_runs_in_the_default_directories(tmp_path, capsys):
     results = tmp_path / "results"
     assert study_cli.main(["full", "--dry-run", "--no-estimate", "--set", f"paths.results_dir={results}"]) == 0
@@ -148,6 +151,7 @@ def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):
     assert error.count("\n") == 1 and "tuned/cpu_demo/lion" in error
 
 
+@pytest.mark.slow
 def test_study_runs_end_to_end_then_skips_finished_runs(tmp_path, capsys):
     study = write_study(tmp_path / "one.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
     argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
@@ -162,6 +166,7 @@ def test_study_runs_end_to_end_then_skips_finished_runs(tmp_path, capsys):
     assert out.splitlines()[-1] == f"study one: 0 completed, 0 diverged, 0 failed, 1 skipped; {aggregate}"
 
 
+@pytest.mark.slow
 def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR, conf)
@@ -206,6 +211,7 @@ def test_gpu_for_job_outside_a_hydra_job_is_auto():
 
 
 @pytest.mark.parametrize("launcher, status", [("local", 1), ("parallel", 2)])
+@pytest.mark.slow
 def test_a_run_failing_in_a_launcher_worker_is_named_and_the_study_exits_non_zero(tmp_path, capsys, launcher, status):
     # bad data: the image folder's files cannot be decoded. A submitit job refuses the run and ends normally
     # (the sweep exits 0), a joblib worker's exit 2 reaches the sweep; either way the runner reads
@@ -227,6 +233,7 @@ def test_a_run_failing_in_a_launcher_worker_is_named_and_the_study_exits_non_zer
     assert "1 of 1 runs did not finish" in errors
 
 
+@pytest.mark.slow
 def test_a_planned_directory_holding_another_experiment_is_its_own_state_and_never_launched(tmp_path, tiny_config, capsys):
     """A finished run of another experiment in a planned run's directory was "all 2 runs finished, skipped"
     (or, launched, read as completed): the planner reads the record, shows it, and refuses to launch."""
@@ -259,6 +266,7 @@ def test_the_outcome_check_compares_run_ids(tmp_path):
     assert outcome.unfinished([tmp_path / "run"], ["def"]) and not outcome.unfinished([tmp_path / "run"], ["abc"])
 
 
+@pytest.mark.slow
 def test_grid_values_hydra_respells_name_the_directories_hydra_makes(tmp_path, capsys):
     """A grid value of 1000 or more: the planner expected `optimizer.lr=1e+11`, Hydra trained into
     `optimizer.lr=100000000000.0`; the study exited 1 and its dry run showed the run as new for ever."""
@@ -273,7 +281,7 @@ def test_grid_values_hydra_respells_name_the_directories_hydra_makes(tmp_path, c
 
 def test_a_misspelt_key_in_a_hypothesis_test_block_is_refused(tmp_path):
     """`metrc:` was ignored and the default metric tested."""
-    from optbench.studies.spec import parse_hypothesis
+    from optbench.study_spec import parse_hypothesis
 
     (tmp_path / "h9.yaml").write_text("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, "
                                       "versus: adam, metrc: final_test_acc}\n")

@@ -36,6 +36,7 @@ def mlflow_runs(results_dir):
     return client, client.search_runs([experiment.experiment_id])
 
 
+@pytest.mark.slow
 def test_mlflow_holds_one_run_per_run_directory_with_every_epoch_and_a_resume_continues_it(tmp_path, monkeypatch):
     results = tmp_path / "results"
     with monkeypatch.context() as patch:
@@ -86,6 +87,7 @@ def wandb_records(path):
             yield record
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_folders_hold_every_epoch_under_one_run_id_across_a_resume(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         interrupt_after(patch, 10)   # stopped after epoch 1's checkpoint
@@ -103,6 +105,7 @@ def test_wandb_offline_run_folders_hold_every_epoch_under_one_run_id_across_a_re
         (record["epoch"], pytest.approx(record["val/acc"])) for record in metrics_of(tmp_path / "run")]
 
 
+@pytest.mark.slow
 def test_tensorboard_and_csv_together_and_the_older_switch(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -117,6 +120,7 @@ def test_tensorboard_and_csv_together_and_the_older_switch(tmp_path):
     assert list((tmp_path / "old" / "tensorboard").glob("events.out.tfevents.*"))
 
 
+@pytest.mark.slow
 def test_a_broken_tracker_is_logged_once_and_never_fails_the_run(tmp_path, monkeypatch, caplog):
     def disk_full(self, record):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -153,6 +157,7 @@ def test_a_bad_logger_choice_is_one_line(tmp_path, override, message):
         validate(config(tmp_path, "logger=wandb", override))
 
 
+@pytest.mark.slow
 def test_a_tracker_added_when_a_run_resumes_gets_its_earlier_epochs(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         interrupt_after(patch, 10)   # epoch 1 trained without a tracker

@@ -27,6 +27,7 @@ def without_timings(records):
             for record in records]
 
 
+@pytest.mark.slow
 def test_one_epoch_synthetic_run_writes_the_contract_and_beats_chance(tiny_config, tmp_path):
     run_dir = tmp_path / "run"
     summary = train(tiny_config("epochs=2"), run_dir)
@@ -47,6 +48,7 @@ def test_one_epoch_synthetic_run_writes_the_contract_and_beats_chance(tiny_confi
     assert (run_dir / "checkpoint.pt").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_metrics_and_another_seed_does_not(tiny_config, tmp_path):
     runs = {name: train(tiny_config(f"seed={seed}", "noise=symmetric", "noise.rate=0.2"), tmp_path / name)
             for name, seed in (("a", 0), ("b", 0), ("c", 1))}
@@ -56,6 +58,7 @@ def test_same_seed_gives_identical_metrics_and_another_seed_does_not(tiny_config
     assert runs["a"]["noise"] == runs["b"]["noise"]
 
 
+@pytest.mark.slow
 def test_noisy_run_records_realised_rate_and_memorization(tiny_config, tmp_path):
     summary = train(tiny_config("noise=symmetric", "noise.rate=0.4"), tmp_path / "run")
     assert summary["noise"]["realised_rate"] == 0.4 and summary["noise"]["num_noisy"] == 200
@@ -67,6 +70,7 @@ def test_noisy_run_records_realised_rate_and_memorization(tiny_config, tmp_path)
 
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
+@pytest.mark.slow
 def test_every_optimizer_trains_end_to_end(tiny_config, tmp_path, optimizer):
     """Every registered optimizer, under the schedule a study gives it (Schedule-Free: constant, its own warmup)."""
     schedule = REGISTRY[optimizer].default_schedule
@@ -79,12 +83,14 @@ def test_every_optimizer_trains_end_to_end(tiny_config, tmp_path, optimizer):
 # After the one epoch's 10 steps (peak lr 0.1): cosine has annealed to 0, step has passed both milestones
 # (x0.1 at steps 5 and 8), constant stays at the peak.
 @pytest.mark.parametrize(("schedule", "last_lr"), [("cosine", 0.0), ("step", 0.001), ("constant", 0.1)])
+@pytest.mark.slow
 def test_schedules_set_the_learning_rate_of_the_run(tiny_config, tmp_path, schedule, last_lr):
     summary = train(tiny_config(f"scheduler={schedule}", "optimizer=sgd"), tmp_path / "run")
     assert summary["status"] == "completed"
     assert summary["final"]["lr"] == pytest.approx(last_lr, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_completed_run_is_skipped_unless_rerun(tiny_config, tmp_path):
     run_dir = tmp_path / "run"
     first = train(tiny_config(), run_dir)
@@ -95,12 +101,14 @@ def test_completed_run_is_skipped_unless_rerun(tiny_config, tmp_path):
     assert rerun["status"] == "completed" and len(read_metrics(run_dir)) == 1
 
 
+@pytest.mark.slow
 def test_diverging_run_stops_with_status_diverged(tiny_config, tmp_path):
     summary = train(tiny_config("optimizer=sgd", "optimizer.lr=1e6", "epochs=3", "scheduler=constant"),
                     tmp_path / "run")
     assert summary["status"] == "diverged" and summary["diverged_at"]["epoch"] <= 3
 
 
+@pytest.mark.slow
 def test_tensorboard_scalars_are_written(tiny_config, tmp_path):
     train(tiny_config("train.tensorboard=true"), tmp_path / "run")
     assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
@@ -118,6 +126,7 @@ def test_short_run_on_real_cifar10_images_beats_chance(tmp_path, real_cifar10_ro
     assert summary["best"]["test/acc"] > 0.2  # 10 classes: chance is 0.1
 
 
+@pytest.mark.slow
 def test_the_dataloader_pipeline_trains_and_its_numbers_do_not_depend_on_workers(tiny_config, tmp_path):
     runs = [train(tiny_config("data.pipeline=dataloader", f"device_policy.num_workers={workers}"), tmp_path / str(workers))
             for workers in (0, 1)]

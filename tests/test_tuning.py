@@ -12,7 +12,7 @@ from scipy.stats import qmc
 
 from conftest import CONF_DIR, TINY
 from optbench.studies import cli as study_cli, search_space
-from optbench.studies.spec import find_study, load_study
+from optbench.study_spec import find_study, load_study
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
 LION = (search_space.Range("lr", 1e-5, 1e-3, "log"), search_space.Range("weight_decay", 0.01, 1.0, "log"))
@@ -175,6 +175,7 @@ def test_grid_tuning_still_plans_and_warns_at_the_grid_edge():
 
 # ---------------------------------------------------------------- real runs: resume, then the chain
 
+@pytest.mark.slow
 def test_a_half_done_tuning_study_resumes_and_tuned_by_runs_the_main_study(tmp_path, capsys):
     output = f"tuned/test-{uuid.uuid4().hex[:8]}"   # under the real conf/: train.py composes from there
     results = tmp_path / "results"

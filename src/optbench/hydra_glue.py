@@ -18,10 +18,10 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_folder_name
+from optbench.device.gpu_per_job import gpu_for_job
+from optbench.device.sharing import parallel_jobs
 from optbench.errors import ConfigError
 from optbench.rundir import data_level
-from optbench.device.sharing import parallel_jobs
-from optbench.studies.launchers import gpu_for_job
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
 _HYDRA_FLAGS_WITH_VALUE = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--package", "-p",

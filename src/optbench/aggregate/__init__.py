@@ -13,7 +13,7 @@ Modules, one job each (data flows down the list):
                    the shares of its variance from seeds and from the finite test set
     tables.py      per setting x optimizer tables: CSV numbers, Markdown and LaTeX text
     figures.py     matplotlib figures (Agg), one colour per optimizer
-    hypotheses.py  parsed hypotheses (optbench.studies.spec) -> supported / rejected / inconclusive, with the numbers
+    hypotheses.py  parsed hypotheses (optbench.study_spec) -> supported / rejected / inconclusive, with the numbers
     tuning.py      tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
     report.py      report.md embedding all of the above
     output.py      atomic writes into the output folder, removal of its own stale files

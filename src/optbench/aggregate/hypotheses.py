@@ -1,7 +1,7 @@
 """Hypotheses evaluated: test each parsed hypothesis on the runs and give a verdict.
 
 Hypothesis files (experiments/hypotheses/*.yaml, schema in experiments/README.md, section
-"Hypotheses") are parsed once by optbench.studies.spec into frozen `Hypothesis` / `HypothesisTest`
+"Hypotheses") are parsed once by optbench.study_spec into frozen `Hypothesis` / `HypothesisTest`
 objects with their defaults applied; this module only evaluates them. Three kinds of test:
 - `metric_comparison`: the subject optimizer's metric is higher (or lower) than each `versus` one's;
 - `epochs_to_fraction_of_reference`: the subject reaches `fraction` x the reference optimizer's mean
@@ -32,10 +32,10 @@ import pandas as pd
 from optbench.aggregate.groups import SETTING_IDENTITY, noise_label, short_key
 from optbench.aggregate.load import epochs_to_reach, is_clean
 from optbench.aggregate.stats import compare, drop_test, holm
-from optbench.studies.spec import Hypothesis, HypothesisTest, hypothesis_files, load_hypotheses, parse_hypothesis
+from optbench.study_spec import Hypothesis, HypothesisTest, hypothesis_files, load_hypotheses, parse_hypothesis
 
 __all__ = ["Context", "Hypothesis", "Verdict", "evaluate", "evaluate_all", "hypothesis_files", "load_hypotheses",
-           "parse_hypothesis"]   # loading lives in optbench.studies.spec, shared with the study runner
+           "parse_hypothesis"]   # loading lives in optbench.study_spec, shared with the study runner
 
 SUPPORTED, REJECTED, INCONCLUSIVE = "supported", "rejected", "inconclusive"
 AS_STATED, OPPOSITE = "as stated", "opposite"
@@ -76,7 +76,7 @@ class Context:
     curves: pd.DataFrame
     setting_keys: list[str]
     tuned_on: dict = field(default_factory=dict)
-    planned: list = field(default_factory=list)   # spec.PlannedSetting of the study that made the runs, if named
+    planned: list = field(default_factory=list)   # study_spec.PlannedSetting of the study that made the runs, if named
 
 
 def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict]:

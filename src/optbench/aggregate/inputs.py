@@ -7,6 +7,7 @@ fix (the CLI prints it and exits 2) and returns the results folder and the outpu
 from pathlib import Path
 
 from optbench.errors import ConfigError
+from optbench.rundir import HYDRA_DIR, SUMMARY_FILE
 
 
 def check_inputs(results_dir: Path, out_dir: Path | None, target_acc: float, alpha: float) -> tuple[Path, Path]:
@@ -33,4 +34,4 @@ def check_inputs(results_dir: Path, out_dir: Path | None, target_acc: float, alp
 
 
 def is_run_dir(folder: Path) -> bool:
-    return (folder / "summary.json").is_file() or (folder / ".hydra" / "config.yaml").is_file()
+    return (folder / SUMMARY_FILE).is_file() or (folder / HYDRA_DIR / "config.yaml").is_file()

@@ -99,7 +99,7 @@ def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None
 def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float = 0.9,
               experiments_dir: Path | None = None, alpha: float = ALPHA, command: str = "",
               draw_figures: bool = True, planned: list | None = None) -> Outcome:
-    """`planned`: the settings of the study that made the runs (spec.planned_settings), when known: a
+    """`planned`: the settings of the study that made the runs (study_spec.planned_settings), when known: a
     verdict's family is then the plan, and a planned setting with no runs is named as missing."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
     hypotheses, hypotheses_note = read_hypotheses(experiments_dir)

@@ -12,44 +12,19 @@ optimizer): trials, runs, epochs trained, device-hours (summed from the listed r
 devices, the winning values, the winner's validation score over its seeds, and any edge warning.
 This module only reads and summarises; figures.py draws the search and report.py writes the section.
 
-The contract, format 1 (run directories are relative to the JSON file's folder; every score is the
-selection metric `select_on`, on validation, never test):
-
-    {"format": 1, "study": "tune_cpu_demo", "method": "quasirandom" | "grid",
-     "sampler": "sobol" | null, "sampler_seed": 0 | null,          (null for grid)
-     "select_on": "val_acc_best", "date": "2026-11-22",
-     "budget": {"trials": 8, "epochs": 4, "trial_seeds": [0], "confirm_seeds": [1, 2], "top_k": 2},
-     "optimizers": {"<name>": {
-        "space": {"optimizer.lr": {"low": 1e-5, "high": 1e-3, "scale": "log" | "linear"},
-                  "optimizer.weight_decay": {"values": [0.01, 0.1, 1.0], "scale": "grid"}},
-        "trials": [{"index": 0, "values": {"optimizer.lr": 0.000123, ...},
-                    "score": 0.41 | null,        mean over the trial's finished runs; null when none finished
-                    "top_k": true,               rerun on the confirm seeds (those runs are in its `runs` too)
-                    "runs": [{"run_dir": "imagefolder-x/none-0.0/lion/epochs=4,.../seed0", "seed": 0,
-                              "status": "completed", "score": 0.41, "wall_time_s": 80.2,
-                              "epochs_done": 4, "device": "cpu"}]}],
-        "winner": {"index": 0, "values": {...}, "mean": 0.42, "sd": 0.01, "seeds": [0, 1, 2],
-                   "scores": [0.41, 0.42, 0.43]} | null,
-        "edges": ["optimizer.lr = 1.02e-05 sits at the low edge of [1e-05, 0.001] (log): widen the range"],
-        "runs": 12, "epochs_trained": 48, "device_hours": 0.27, "devices": ["cpu"]}}}
-
-Required: `format`, `study`, `optimizers`, and per optimizer `space`, `trials` (each with `values` and
-`runs`, each run with `run_dir`); the rest is read when present. `edges` is the runner's word on
-winners at the edge of the space; a file without `edges` gets the aggregator's own rule (EDGE_FRACTION).
-The optimizer's `runs`, `epochs_trained` and `device_hours` are checked against its listed runs.
+The file's format (its name, format number and required fields, and the one reader and writer) is
+optbench/tuning_record.py's; the study runner writes through the same module.
 """
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from optbench import tuning_record
 from optbench.aggregate.load import number
 
-FORMAT = 1
-FILE_PATTERN = "tuning-*.json"
 # A winner within this fraction of the searched range (in the scale's own units: decades for log) of a
 # bound may have a better value beyond it: the search should have gone further.
 EDGE_FRACTION = 0.1
@@ -92,16 +67,9 @@ class TuningRecords:
         return seeds
 
 
-def find_tuning_files(results_dir: Path, skip: Path | None = None) -> list[Path]:
-    """Every tuning-*.json below `results_dir`, sorted; files inside `skip` (the aggregator's output) are not."""
-    skip = skip.resolve() if skip else None
-    return sorted(path for path in Path(results_dir).rglob(FILE_PATTERN)
-                  if path.is_file() and (skip is None or skip not in path.resolve().parents))
-
-
 def read_tuning(results_dir: Path, skip: Path | None = None) -> TuningRecords:
     studies, warnings = [], []
-    for path in find_tuning_files(results_dir, skip):
+    for path in tuning_record.find_records(results_dir, skip):
         source = path.relative_to(results_dir).as_posix()
         try:
             study = read_tuning_file(path, source)
@@ -115,44 +83,11 @@ def read_tuning(results_dir: Path, skip: Path | None = None) -> TuningRecords:
 
 def read_tuning_file(path: Path, source: str) -> TuningStudy:
     """One checked tuning file; ValueError saying what is wrong when it is unreadable or off the contract."""
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:   # copied mid-write, edited by hand
-        raise ValueError(f"not readable as JSON ({type(error).__name__}: {error})") from error
-    if not isinstance(record, dict):
-        raise ValueError("not a JSON object")
-    check_record(record)
+    record = tuning_record.read(path)
     run_dirs = frozenset((path.parent / run["run_dir"]).resolve() for entry in record["optimizers"].values()
                          for trial in entry["trials"] for run in trial["runs"])
     edges = {name: winner_edges(entry) for name, entry in record["optimizers"].items()}
     return TuningStudy(source=source, record=record, run_dirs=run_dirs, edges=edges)
-
-
-# ---- the contract's required fields ---------------------------------------------------------------
-
-def expect(mapping, key: str, kind: type, where: str):
-    """mapping[key] when it is a `kind`; otherwise ValueError saying where."""
-    if not isinstance(mapping, dict):
-        raise ValueError(f"{where} is not a JSON object")
-    value = mapping.get(key)
-    if not isinstance(value, kind):
-        raise ValueError(f"{where}: '{key}' missing or not a {kind.__name__}")
-    return value
-
-
-def check_record(record: dict) -> None:
-    if record.get("format") != FORMAT:
-        raise ValueError(f"format {record.get('format')!r}, this aggregator reads format {FORMAT}")
-    expect(record, "study", str, "the file")
-    for name, entry in expect(record, "optimizers", dict, "the file").items():
-        where = f"optimizers.{name}"
-        expect(entry, "space", dict, where)
-        for position, trial in enumerate(expect(entry, "trials", list, where)):
-            expect(trial, "values", dict, f"{where}.trials[{position}]")
-            for run_position, run in enumerate(expect(trial, "runs", list, f"{where}.trials[{position}]")):
-                expect(run, "run_dir", str, f"{where}.trials[{position}].runs[{run_position}]")
-        if entry.get("winner") is not None:
-            expect(expect(entry, "winner", dict, where), "values", dict, f"{where}.winner")
 
 
 # ---- edges and cost --------------------------------------------------------------------------------

@@ -4,4 +4,7 @@
     fastest.py    time a few training steps per device (device=fastest), cached per machine and model shape
     measured.py   device_policy.mode=measured: time the choices uncertain on the device (amp, channels_last, compile)
     awake.py      keep a Mac awake while it trains (caffeinate -i -w <pid>)
+    gpu_per_job.py  one GPU per job under a parallel launcher (the `${optbench_gpu_for_job:}` device)
+
+Timing trains a model and step the caller hands down (fastest.TimedModel): nothing here imports training/.
 """

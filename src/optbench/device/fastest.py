@@ -3,7 +3,9 @@
 Apple's MPS can be slower than the CPU for small models, and a laptop's answer differs from a
 workstation's, so it is measured rather than assumed: each candidate device trains the configured
 model (its width, class count and batch size, under that device's default policy) for a few steps
-on random data. The answer is cached per machine in `$OPTBENCH_CACHE_DIR` (default
+on random data. What trains comes from the caller as a `TimedModel` (the model builder, the training
+step and the input shape; optbench.training.timing.timed_model makes the run's), so this layer imports
+nothing from training/. The answer is cached per machine in `$OPTBENCH_CACHE_DIR` (default
 ~/.cache/optbench) under a key naming the host, torch version, devices and model shape; delete the
 file or pass `refresh=True` (`src/device_benchmark.py --refresh`) to measure again.
 `time_training` and the cache helpers also serve device_policy.mode=measured (device/measured.py).
@@ -15,19 +17,40 @@ import logging
 import os
 import platform
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, synchronise
 from optbench.rundir import write_bytes_atomically
-from optbench.training.models import build_model
-from optbench.training.steps import train_step
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "fastest-device.json"
 WARMUP_STEPS = 2   # first steps pay for allocation and kernel selection; not timed
 TIMED_STEPS = 5    # enough to rank devices that differ by more than a few percent
+CIFAR_INPUT = (3, 32)   # (channels, image size) of the models timed before inputs were named: their cache keys stay
+
+
+@dataclass(frozen=True)
+class TimedModel:
+    """What the timing trains, handed down by the caller; the shape fields also key the cache entry."""
+
+    name: str
+    width: int
+    num_classes: int
+    batch_size: int
+    build: Callable[[], torch.nn.Module]   # a fresh model on the CPU, as a run builds it
+    train_step: Callable                   # (model, images, labels, optimizer, policy, scaler) -> (loss sum, correct)
+    channels: int = 3
+    image_size: int = 32                   # square images, image_size x image_size pixels
+
+    def describe(self) -> str:
+        text = f"{self.name} width {self.width} classes {self.num_classes} batch {self.batch_size}"
+        if (self.channels, self.image_size) != CIFAR_INPUT:
+            text += f" input {self.channels}x{self.image_size}x{self.image_size}"
+        return text
 
 
 def cache_path(name: str = CACHE_FILE) -> Path:
@@ -42,55 +65,52 @@ def available_devices() -> list[torch.device]:
     return devices
 
 
-def images_per_second(device: torch.device, model_name: str, width: int, num_classes: int, batch_size: int,
-                      steps: int = TIMED_STEPS) -> float:
+def images_per_second(device: torch.device, model: TimedModel, steps: int = TIMED_STEPS) -> float:
     """Training throughput of `steps` optimizer steps after a warm-up, under the device's default policy,
     eager: compiling (the CPU policy's default from width 64) would cost half a minute per shape here."""
-    policy = dataclasses.replace(decide_policy(facts_of(device), model_width=width), compile=False)
-    return time_training(device, policy, model_name, width, num_classes, batch_size, steps)[1]
+    policy = dataclasses.replace(decide_policy(facts_of(device), model_width=model.width), compile=False)
+    return time_training(device, policy, model, steps)[1]
 
 
-def time_training(device: torch.device, policy: DevicePolicy, model_name: str, width: int, num_classes: int,
-                  batch_size: int, steps: int = TIMED_STEPS) -> tuple[float, float]:
+def time_training(device: torch.device, policy: DevicePolicy, model: TimedModel,
+                  steps: int = TIMED_STEPS) -> tuple[float, float]:
     """(seconds of the warm-up steps, images/s of `steps` steps after them) under `policy`, on random data.
     The warm-up pays allocation, kernel selection and, with policy.compile, compiling."""
     generator = torch.Generator().manual_seed(0)
-    images = torch.randn(batch_size, 3, 32, 32, generator=generator).to(device)
-    labels = torch.randint(0, num_classes, (batch_size,), generator=generator).to(device)
-    model = build_model(model_name, num_classes, width).to(device, memory_format=policy.memory_format)
-    step_model = torch.compile(model) if policy.compile else model
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    shape = (model.batch_size, model.channels, model.image_size, model.image_size)
+    images = torch.randn(shape, generator=generator).to(device)
+    labels = torch.randint(0, model.num_classes, (model.batch_size,), generator=generator).to(device)
+    network = model.build().to(device, memory_format=policy.memory_format)
+    step_network = torch.compile(network) if policy.compile else network
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.01, momentum=0.9)
     scaler = policy.grad_scaler_for_run()
     started = time.perf_counter()
     for step in range(WARMUP_STEPS + steps):
         if step == WARMUP_STEPS:
             synchronise(device)
             warmup_seconds, started = time.perf_counter() - started, time.perf_counter()
-        loss_sum, _ = train_step(step_model, images, labels, optimizer, policy, scaler)
+        loss_sum, _ = model.train_step(step_network, images, labels, optimizer, policy, scaler)
     loss_sum.item()  # waits for the device
-    return warmup_seconds, steps * batch_size / (time.perf_counter() - started)
+    return warmup_seconds, steps * model.batch_size / (time.perf_counter() - started)
 
 
-
-
-def cache_key(devices: list[torch.device], model_name: str, width: int, num_classes: int, batch_size: int) -> str:
+def cache_key(devices: list[torch.device], model: TimedModel) -> str:
     names = ",".join(str(device) for device in devices)
-    return f"{platform.node()}|torch {torch.__version__}|{names}|{model_name} width {width} classes {num_classes} batch {batch_size}"
+    return f"{platform.node()}|torch {torch.__version__}|{names}|{model.describe()}"
 
 
-def fastest_device(model_name: str, width: int, num_classes: int, batch_size: int,
-                   refresh: bool = False) -> tuple[torch.device, dict[str, float]]:
+def fastest_device(model: TimedModel, refresh: bool = False) -> tuple[torch.device, dict[str, float]]:
     """The fastest available device and the images/s measured for each (cached per machine and model shape)."""
     devices = available_devices()
     if len(devices) == 1:
         return devices[0], {}
-    key = cache_key(devices, model_name, width, num_classes, batch_size)
+    key = cache_key(devices, model)
     cache = read_cache()
     if key in cache and not refresh:
         measured = cache[key]
         log.info("device=fastest: cached measurement %s (in %s)", _format(measured), cache_path())
     else:
-        measured = {str(device): images_per_second(device, model_name, width, num_classes, batch_size) for device in devices}
+        measured = {str(device): images_per_second(device, model) for device in devices}
         cache[key] = measured
         write_cache(cache)
         log.info("device=fastest: measured %s", _format(measured))

@@ -5,9 +5,10 @@ particular processor and the model's shape instead: bf16 autocast on a CPU with 
 to fp32 on a narrow model, channels_last helps some convolutions and not others, AMP may not pay on
 a small GPU model. `uncertain_settings` (pure, so every device kind is tested by describing it) names
 those settings and the values worth timing; the user's own `device_policy.*` settings are never timed.
-Each candidate trains the run's model (name, width, classes, batch size) for a few steps on random
-data, and the fastest wins. torch.compile, where it is a candidate (CUDA), is timed last on the eager
-winner and kept only when its compile time is paid back within the run's training images.
+Each candidate trains the run's model (a fastest.TimedModel from the caller: name, width, classes,
+batch size, input shape) for a few steps on random data, and the fastest wins. torch.compile, where it
+is a candidate (CUDA), is timed last on the eager winner and kept only when its compile time is paid
+back within the run's training images.
 Figures are cached per host, torch version, device, model shape and fixed settings in
 `$OPTBENCH_CACHE_DIR/measured-policy.json` (fastest.py's cache; delete the file to measure again). A
 resumed run reuses the figures it started with (from its summary), so it never changes precision half-way.
@@ -15,7 +16,7 @@ resumed run reuses the figures it started with (from its summary), so it never c
 
 import itertools
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 
@@ -34,16 +35,6 @@ COMPILE_NOT_TIMED = {
            "them would add about a minute to the run's start",
     "mps": "not timed on MPS: torch.compile's MPS backend is experimental",
 }
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """What the timing trains, and what the cache entry is keyed by besides the machine."""
-
-    name: str
-    width: int
-    num_classes: int
-    batch_size: int
 
 
 def uncertain_settings(facts: DeviceFacts, overrides: dict | None, model_width: int) -> dict[str, tuple]:
@@ -79,12 +70,12 @@ def compile_pays_back(eager: dict, compiled: dict, run_images: int) -> bool:
     return saved_seconds > extra_seconds
 
 
-def measured_policy(device: torch.device, facts: DeviceFacts, overrides: dict | None, shape: ModelShape,
+def measured_policy(device: torch.device, facts: DeviceFacts, overrides: dict | None, model: fastest.TimedModel,
                     run_images: int, earlier: dict | None = None) -> DevicePolicy:
     """The rules' policy with its uncertain settings chosen by timing; `earlier`: the figures a resumed run
     started with (reused, never re-timed)."""
-    uncertain = uncertain_settings(facts, overrides, shape.width)
-    figures = _Figures(device, facts, overrides, shape, earlier)
+    uncertain = uncertain_settings(facts, overrides, model.width)
+    figures = _Figures(device, facts, overrides, model, earlier)
     candidates = eager_candidates(uncertain) if uncertain else []
     for candidate in candidates:
         figures.time(candidate)
@@ -99,9 +90,9 @@ def measured_policy(device: torch.device, facts: DeviceFacts, overrides: dict | 
     chosen = {key: (value, _reason(key, best, figures, candidates, run_images)) for key, value in best.items()}
     kind = facts.device.split(":")[0]
     if kind in COMPILE_NOT_TIMED and (overrides or {}).get("compile") is None:
-        rules = decide_policy(facts, overrides, shape.width)
+        rules = decide_policy(facts, overrides, model.width)
         chosen["compile"] = (rules.compile, f"{COMPILE_NOT_TIMED[kind]}; the rule: {rules.reasons['compile']}")
-    policy = decide_policy(facts, overrides, shape.width, measured=chosen)
+    policy = decide_policy(facts, overrides, model.width, measured=chosen)
     return replace(policy, mode="measured", measured={label(candidate): figures.of(candidate) for candidate in candidates})
 
 
@@ -117,12 +108,11 @@ def _reason(key: str, best: dict, figures: "_Figures", candidates: list[dict], r
 class _Figures:
     """Timing figures per candidate label: reused from a resumed run or the cache, else measured now."""
 
-    def __init__(self, device: torch.device, facts: DeviceFacts, overrides: dict | None, shape: ModelShape,
+    def __init__(self, device: torch.device, facts: DeviceFacts, overrides: dict | None, model: fastest.TimedModel,
                  earlier: dict | None):
-        self.device, self.facts, self.overrides, self.shape = device, facts, overrides or {}, shape
+        self.device, self.facts, self.overrides, self.model = device, facts, overrides or {}, model
         fixed = label({key: self.overrides[key] for key in SPEED_SETTINGS if self.overrides.get(key) is not None})
-        self.key = (f"{fastest.cache_key([device], shape.name, shape.width, shape.num_classes, shape.batch_size)}"
-                    f"|fixed: {fixed}")
+        self.key = f"{fastest.cache_key([device], model)}|fixed: {fixed}"
         self.cache = fastest.read_cache(CACHE_FILE)
         self.known = dict(earlier) if earlier is not None else dict(self.cache.get(self.key, {}))
         self.where = "as measured when this run started" if earlier is not None else f"cached in {fastest.cache_path(CACHE_FILE)}"
@@ -131,10 +121,9 @@ class _Figures:
     def time(self, candidate: dict) -> None:
         if label(candidate) in self.known:
             return
-        policy = decide_policy(self.facts, {**self.overrides, **candidate}, self.shape.width)
+        policy = decide_policy(self.facts, {**self.overrides, **candidate}, self.model.width)
         apply_policy(policy)  # CUDA's cuDNN and TF32 flags as that policy would train
-        first_steps_s, images_per_s = fastest.time_training(self.device, policy, self.shape.name, self.shape.width,
-                                                             self.shape.num_classes, self.shape.batch_size)
+        first_steps_s, images_per_s = fastest.time_training(self.device, policy, self.model)
         self.known[label(candidate)] = {"images_per_s": images_per_s, "first_steps_s": first_steps_s}
         self.timed_now = True
         log.info("device_policy.mode=measured: %s %.0f img/s on %s", label(candidate), images_per_s, self.device)

@@ -37,7 +37,7 @@ from optbench.hydra_glue import compose_checked, register_resolvers
 from optbench.studies import estimate, outcome, tuning
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
-from optbench.studies.spec import (EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning,
+from optbench.study_spec import (EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning,
                                    study_files)
 
 CONF_DIR = REPO / "conf"

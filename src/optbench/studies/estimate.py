@@ -55,15 +55,17 @@ def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float]]:
     """shape -> (device measured on, training images/s), measured once per shape."""
     from optbench.device.fastest import fastest_device, images_per_second  # torch: only when an estimate is asked for
     from optbench.device.policy import resolve_device
+    from optbench.training.timing import timed_model
 
     rates = {}
     for shape in sorted(shapes):
         requested, model_name, width, num_classes, batch_size = shape
+        model = timed_model(model_name, width, num_classes, batch_size)
         if requested == "fastest":
-            device = fastest_device(model_name, width, num_classes, batch_size)[0]
+            device = fastest_device(model)[0]
         else:
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
-        rates[shape] = (str(device), images_per_second(device, model_name, width, num_classes, batch_size))
+        rates[shape] = (str(device), images_per_second(device, model))
     return rates
 
 

@@ -14,7 +14,7 @@ from optbench.aggregate.seeds import SeedPlan, comparison_units, plan_seeds, pla
 from optbench.aggregate.tables import to_markdown
 from optbench.aggregate.tuning import read_tuning
 from optbench.errors import ConfigError
-from optbench.studies.spec import Hypothesis, Study, load_hypotheses
+from optbench.study_spec import Hypothesis, Study, load_hypotheses
 
 
 def hypotheses_of(study: Study, experiments_dir: Path) -> list[Hypothesis]:

@@ -24,13 +24,14 @@ from omegaconf import OmegaConf
 from optbench import optimizers
 from optbench.config import validate
 from optbench.errors import ConfigError, DamagedRunFile
+from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
 from optbench.hydra_glue import cfg_dataset_dir, check_added_keys, compose_checked, format_value, multirun_jobs, parse_overrides
 from optbench.data.fingerprint import config_data_fingerprint, run_identity
 from optbench.rundir import FINAL_STATUSES, RunDir, check_creatable, identity_differences, run_id
 from optbench.studies import search_space, tuning
-from optbench.studies.launchers import GPU_PER_JOB_DEVICE, launcher_overrides
+from optbench.studies.launchers import launcher_overrides
 from optbench.studies.search_space import Trial
-from optbench.studies.spec import EXPERIMENTS_DIR, Study
+from optbench.study_spec import EXPERIMENTS_DIR, Study
 
 
 OTHER_EXPERIMENT = "other experiment"   # the directory's record.json names another run: never launched over

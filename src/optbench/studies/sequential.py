@@ -20,7 +20,7 @@ from optbench.aggregate.sequential import CONTINUE, Design, decide, looks_for, s
 from optbench.aggregate.tuning import read_tuning
 from optbench.errors import ConfigError
 from optbench.studies.pilot import hypotheses_of
-from optbench.studies.spec import Study, planned_settings
+from optbench.study_spec import Study, planned_settings
 
 RULE = ("group-sequential, Lan-DeMets O'Brien-Fleming-type alpha spending (Lan & DeMets 1983); supported when every "
         "comparison crosses the efficacy bound, rejected when one crosses the alpha/m bound the other way, futility "

@@ -21,7 +21,7 @@ from optbench.durations import format_duration
 from optbench.errors import DamagedRunFile
 from optbench.studies import estimate
 from optbench.studies.plan import PlannedRun, Sweep, plan
-from optbench.studies.spec import Study, find_study
+from optbench.study_spec import Study, find_study
 
 NEW, OTHER, UNREADABLE = "new", "other experiment", "unreadable"
 TO_TRAIN = (NEW, rundir.RUNNING, rundir.INTERRUPTED, rundir.FAILED)   # what the study command will still train

@@ -1,6 +1,6 @@
 """Fair tuning: score the trials, pick the winners on validation, write the tuned configs and the record.
 
-Two methods, chosen by a tuning study's `tune.method` (studies/spec.py parses the block):
+Two methods, chosen by a tuning study's `tune.method` (optbench/study_spec.py parses the block):
 - `grid` (the first protocol, kept): every optimizer's default `optimizer.lr` and
   `optimizer.weight_decay` (conf/optimizer/<name>.yaml) times `lr_factors` x `weight_decay_factors`;
   a default weight decay of 0 stays 0. The winner is the grid point with the best mean score over seeds.
@@ -13,13 +13,12 @@ Scores are validation accuracy (`select_on`), never test; a diverged run scores 
 `select(...)` returns per optimizer the winner and the trials behind it; `write_tuned_configs` writes
 `conf/optimizer/<output>/<name>.yaml` (the default config with the winning values and a provenance
 header: study, space, trials, seeds, scores, date), and `write_record` writes
-`<results_dir>/tuning-<study id>.json`, which the aggregator reads for the tuning table, the figure
-and the edge warning (its format is aggregate/tuning.py's docstring). Main studies use the winners with
+`<results_dir>/tuning-<study id>.json` through optbench/tuning_record.py (the format, which the aggregator
+reads through too) for the tuning table, the figure and the edge warning. Main studies use the winners with
 `--tuned` or `tuned_by:` (`tuned_values` spells out every tuned key so the runs get their own directory).
 """
 
 import datetime
-import json
 import os
 import statistics
 from collections import defaultdict
@@ -28,14 +27,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from optbench import optimizers
+from optbench import optimizers, tuning_record
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.hydra_glue import format_value
-from optbench.rundir import FINAL_STATUSES, RunDir, strict_json, write_bytes_atomically
+from optbench.rundir import FINAL_STATUSES, RunDir, write_bytes_atomically
 from optbench.studies import search_space
-from optbench.studies.spec import EXPERIMENTS_DIR, SELECTION_METRICS, Study, Tuning
+from optbench.study_spec import EXPERIMENTS_DIR, SELECTION_METRICS, Study, Tuning
 
-RECORD_FORMAT = 1
 SEARCHED = ("lr", "weight_decay")   # what the grid method scales
 
 
@@ -261,11 +259,11 @@ def _undated(text: str) -> str:
 
 
 def record(selections: dict[str, Selection], study: Study, results_dir: Path) -> dict:
-    """The tuning record the aggregator reads (format: optbench/aggregate/tuning.py)."""
+    """The tuning record the aggregator reads (format: optbench/tuning_record.py)."""
     tune = study.tune
     quasirandom = tune.method == "quasirandom"
     return {
-        "format": RECORD_FORMAT, "study": study.id, "method": tune.method,
+        "format": tuning_record.FORMAT, "study": study.id, "method": tune.method,
         "sampler": tune.sampler if quasirandom else None, "sampler_seed": tune.sampler_seed if quasirandom else None,
         "select_on": tune.select_on, "date": datetime.date.today().isoformat(),
         "budget": {"trials": tune.trials if quasirandom else None, "epochs": study.grid.get("epochs"),
@@ -304,11 +302,7 @@ def _run_record(run, results_dir: Path, select_on: str) -> dict:
 
 
 def write_record(selections: dict[str, Selection], study: Study, results_dir: Path) -> Path:
-    path = Path(results_dir) / f"tuning-{study.id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = json.dumps(strict_json(record(selections, study, Path(results_dir))), indent=2)
-    write_bytes_atomically(path, payload.encode())
-    return path
+    return tuning_record.write(results_dir, record(selections, study, Path(results_dir)))
 
 
 def tuned_values(conf_dir: Path, optimizer: str, output: str = "tuned") -> dict[str, list[str]]:

@@ -14,6 +14,7 @@
     signals.py     graceful stops on SIGTERM, SIGINT and SIGUSR2
     provenance.py  library versions and the git state of the code
     models.py      CIFAR ResNet-18 with a width knob
+    timing.py      the run's model and training step, handed to device timing (device=fastest, mode=measured)
     optim.py       parameter groups, optimizers from their libraries, train/eval modes, the LR schedule
     cli.py         glue between Hydra and train(): up-front checks, exit codes, the run's log file
 """

@@ -19,13 +19,14 @@ from optbench.data.noise import NoisyLabels, apply_label_noise
 from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, channel_tensor, num_train_batches
 from optbench.data.splits import DatasetSplits, load_splits
 from optbench.device.fastest import fastest_device
-from optbench.device.measured import ModelShape, measured_policy
+from optbench.device.measured import measured_policy
 from optbench.device.policy import DevicePolicy, apply_policy, decide_policy, facts_of, resolve_device
 from optbench.device.sharing import concurrent_runs
 from optbench.training.console import log_policy
 from optbench.training.models import build_model
 from optbench.training.optim import build_optimizer, build_scheduler
 from optbench.training.rng import seed_everything
+from optbench.training.timing import timed_model
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ class Run:
 def choose_device(cfg: DictConfig) -> torch.device:
     def measure_fastest() -> torch.device:
         # Timed at 10 classes: the head's size barely changes the speed, and the data is not loaded yet.
-        return fastest_device(cfg.model.name, cfg.model.width, 10, cfg.batch_size)[0]
+        return fastest_device(timed_model(cfg.model.name, cfg.model.width, 10, cfg.batch_size))[0]
 
     return resolve_device(cfg.device, fastest=measure_fastest)
 
@@ -67,9 +68,10 @@ def choose_policy(cfg: DictConfig, device: torch.device, splits: DatasetSplits,
     mode = overrides.pop("mode", None) or "rules"
     facts = facts_of(device, concurrent_runs()[0])
     if mode == "measured":
-        shape = ModelShape(cfg.model.name, cfg.model.width, splits.num_classes, cfg.batch_size)
+        channels, image_size = splits.train.images.shape[1], splits.train.images.shape[-1]
+        model = timed_model(cfg.model.name, cfg.model.width, splits.num_classes, cfg.batch_size, channels, image_size)
         earlier = (started_policy or {}).get("measured") if (started_policy or {}).get("mode") == "measured" else None
-        policy = measured_policy(device, facts, overrides, shape, cfg.epochs * len(splits.train), earlier)
+        policy = measured_policy(device, facts, overrides, model, cfg.epochs * len(splits.train), earlier)
     else:
         policy = keep_started_precision(decide_policy(facts, overrides, cfg.model.width), facts, overrides,
                                         cfg.model.width, started_policy)
