@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_folder_name
 from optbench.errors import ConfigError
-from optbench.rundir import data_level
+from optbench.rundir import data_level, noise_level
 from optbench.studies.launchers import gpu_for_job
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
@@ -69,6 +69,7 @@ def cfg_dataset_dir(cfg) -> str:
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
     OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_resolver, replace=True)
+    OmegaConf.register_new_resolver("optbench_noise_dir", noise_level, replace=True)
     # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)
     OmegaConf.register_new_resolver("optbench_gpu_for_job", gpu_for_job, replace=True)
 
