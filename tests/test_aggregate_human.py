@@ -106,3 +106,14 @@ def test_the_study_plans_human_label_sets_in_their_own_directories():
     study = find_study("H3-human", REPO / "experiments")
     assert {(setting.noise, setting.label_set) for setting in planned_settings(study)} == {
         ("none", ""), ("human", "aggre"), ("human", "worst")}
+
+
+def test_the_cpu_study_plans_clean_aggre_and_worst_runs_with_the_shared_label_file(capsys):
+    from optbench.studies.cli import main
+
+    main(["human_noise_cpu", "--dry-run", "--no-estimate"])
+    planned = capsys.readouterr().out.split("study human_noise_cpu:")[1]
+    assert "18 runs in 4 sweep(s)" in planned and "warning" not in planned
+    for level in ("none-0.0", "human-aggre", "human-worst"):
+        assert sum(f"/{level}/" in line for line in planned.splitlines() if line.strip().startswith("new")) == 6
+    assert "noise.label_file=../shared/data/cifar-n/CIFAR-10_human.pt" in planned

@@ -554,6 +554,7 @@ def transition_heatmap(runs: pd.DataFrame, setting: str):
     if names and size <= 20:
         axis.set_xticks(range(size), names, rotation=60, ha="right")
         axis.set_yticks(range(size), names)
+    axis.grid(False)
     axis.set_xlabel("given (human) label")
     axis.set_ylabel("true class")
     wrong = 100 * (counts.sum() - np.trace(counts)) / max(counts.sum(), 1)
