@@ -154,4 +154,11 @@ LOADERS = {
     "imagefolder": lambda name: _load_imagefolder,
     "synthetic": lambda name: _make_synthetic,
 }
-SOURCES = {name: LOADERS[entry.loader](name) for name, entry in datasets.DATASETS.items()}
+
+
+def source_for(name: str):
+    """The source function of dataset `name`, by its descriptor; an unknown name is a ConfigError naming the choices."""
+    return LOADERS[datasets.describe(name).loader](name)
+
+
+SOURCES = {name: source_for(name) for name in datasets.NAMES}

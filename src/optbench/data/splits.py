@@ -15,7 +15,7 @@ import torch
 from sklearn.model_selection import train_test_split
 
 from optbench import datasets
-from optbench.data.sources import SOURCES, ImageSet
+from optbench.data.sources import ImageSet, source_for
 from optbench.errors import ConfigError
 
 # Per-channel mean and std of the official training sets (fractions of 255): the descriptors' (optbench/datasets.py).
@@ -44,12 +44,12 @@ class DatasetSplits:
 def load_splits(name: str, data_dir: str, val_size: int = 5000, train_subset: int | None = None,
                 split_seed: int = 0, mean=None, std=None, **source_options) -> DatasetSplits:
     """Load dataset `name`, hold out `val_size` for validation, keep `train_subset` for training."""
-    datasets.describe(name)   # an unknown name: one line naming the choices
-    full_train, test, classes = SOURCES[name](data_dir=Path(data_dir), **source_options)
+    full_train, test, classes = source_for(name)(data_dir=Path(data_dir), **source_options)
     train_index, val_index = _split(full_train, val_size, train_subset, split_seed, len(classes))
     train, val = _take(full_train, train_index), _take(full_train, val_index)
     if mean is None or std is None:
-        mean, std = NORMALISATION.get(name) or _channel_stats(train.images)
+        descriptor = datasets.describe(name)
+        mean, std = (descriptor.mean, descriptor.std) if descriptor.mean else _channel_stats(train.images)
     return DatasetSplits(name, train, val, test, tuple(classes), tuple(mean), tuple(std), train_index, val_index)
 
 
