@@ -51,7 +51,8 @@ FINAL_STATUSES = (COMPLETED, DIVERGED)   # results: the same command skips them
 NUMBERS_FREE_KEYS = (
     "paths", "device", "device_policy.num_workers", "device_policy.pin_memory", "device_policy.persistent_workers",
     "device_policy.keep_awake", "dataset.root", "dataset.download",
-    "noise.label_file",   # a local copy of a human label file: refused unless its md5 is the official one "train.rerun", "train.progress_bar", "train.tensorboard",
+    "noise.label_file",   # a local copy of a human label file: refused unless its md5 is the official one
+    "train.rerun", "train.progress_bar", "train.tensorboard",
     "train.checkpoint_every", "train.divergence_factor", "train.eval_batch_size", "train.test_every",
     "train.mirror_every_s",
     "logger", "study",   # experiment trackers (conf/logger/) and the study tag they carry
