@@ -375,7 +375,7 @@ def epochs_to_target(runs: pd.DataFrame, curves: pd.DataFrame, column: str, targ
 
 
 def noise_drop_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
-    subject, kind, metric = test.subject, test.noise, test.metric
+    subject, metric = test.subject, test.metric
     alpha, min_seeds = test.alpha, test.min_seeds
     runs = runs.assign(base=base_settings(runs, context.setting_keys))
     checks = []
