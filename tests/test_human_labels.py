@@ -180,7 +180,7 @@ def test_a_file_with_the_wrong_md5_is_refused_and_never_unpickled(tmp_path):
 
 def test_the_reader_refuses_pickled_code_even_past_the_md5_check(tmp_path):
     path, marker = malicious_file(tmp_path)
-    with pytest.raises(ConfigError, match="can be read without running code \(UnpicklingError\)"):
+    with pytest.raises(ConfigError, match=r"can be read without running code \(UnpicklingError\)"):
         read_label_arrays(path)
     assert not marker.exists()
 
