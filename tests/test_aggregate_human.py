@@ -117,3 +117,14 @@ def test_the_cpu_study_plans_clean_aggre_and_worst_runs_with_the_shared_label_fi
     for level in ("none-0.0", "human-aggre", "human-worst"):
         assert sum(f"/{level}/" in line for line in planned.splitlines() if line.strip().startswith("new")) == 6
     assert "noise.label_file=../shared/data/cifar-n/CIFAR-10_human.pt" in planned
+
+
+def test_a_folder_without_human_label_noise_is_not_asked_h3_human_and_keeps_its_columns(tmp_path):
+    for seed in range(3):
+        write_run(tmp_path, ramp_records(0.9), optimizer="lion", seed=seed)
+        write_run(tmp_path, ramp_records(0.9), optimizer="adamw", seed=seed)
+    analysis = analyse(tmp_path)
+    assert "label_set" not in analysis.runs
+    result = evaluate(parse_hypothesis(H3_HUMAN), Context(analysis.runs, analysis.curves,
+                                                         analysis.grouping.setting_keys))
+    assert result.checks == [] and result.verdict == "inconclusive"

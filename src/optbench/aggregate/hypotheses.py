@@ -375,7 +375,7 @@ def epochs_to_target(runs: pd.DataFrame, curves: pd.DataFrame, column: str, targ
 
 
 def noise_drop_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
-    subject, metric = test.subject, test.metric
+    subject, kind, metric = test.subject, test.noise, test.metric
     alpha, min_seeds = test.alpha, test.min_seeds
     runs = runs.assign(base=base_settings(runs, context.setting_keys))
     checks = []
@@ -383,6 +383,8 @@ def noise_drop_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context
         here = runs[runs["base"] == base]
         if not has_optimizers(here, subject, list(test.versus)):
             continue
+        if kind == HUMAN and not (here["noise"] == HUMAN).any():
+            continue   # human label sets exist for CIFAR data only: a dataset never run under them is not asked
         clean = here[here["noise_rate"].map(is_clean)]
         for noise_text, noisy in noisy_levels(test, here):
             for other_name in test.versus:

@@ -209,10 +209,11 @@ def identity(config: dict, summary: dict) -> dict:
 
 
 def human_noise_facts(summary: dict) -> dict:
-    """Human label noise (CIFAR-N): the label set and its transition matrix (true x given, training split)."""
+    """Human label noise (CIFAR-N): the label set and its transition matrix (true x given, training split).
+    Other runs add no column, so tables of folders without human label noise keep their columns."""
     noise = summary.get("noise") or {}
     if noise.get("kind") != HUMAN:
-        return {"label_set": None}
+        return {}
     return {"label_set": noise.get("label_set"), "transition_matrix": noise.get("transition_matrix"),
             "annotated_dataset": noise.get("annotated_dataset")}
 
