@@ -93,8 +93,8 @@ def _check_md5(path: Path, human: datasets.HumanLabels, name: str) -> None:
 
 
 def read_label_arrays(path: Path) -> dict[str, np.ndarray]:
-    """The file's arrays (key -> int64 array; keys whose value is None, e.g. CIFAR-100N's coarse ones, are left
-    out), through torch's weights-only unpickler with only NUMPY_ARRAY_GLOBALS allowed: anything else in the
+    """The file's arrays (key -> int64 array; a key whose value is None is left out; CIFAR-100N's coarse labels
+    are plain lists), through torch's weights-only unpickler with only NUMPY_ARRAY_GLOBALS allowed: anything else in the
     pickle (a call to os.system, any other global) is refused as a ConfigError, never executed."""
     try:
         with torch.serialization.safe_globals(NUMPY_ARRAY_GLOBALS):
