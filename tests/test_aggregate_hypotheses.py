@@ -73,7 +73,7 @@ OTHERS_WORSE = {"adam": [0.920, 0.921, 0.933, 0.925, 0.929, 0.922, 0.931, 0.927]
 
 
 def test_repository_hypotheses_load_and_unknown_top_level_keys_are_ignored(tmp_path):
-    assert [hypothesis.id for hypothesis in load_hypotheses(REPO / "experiments")] == ["H1", "H2", "H3"]
+    assert [hypothesis.id for hypothesis in load_hypotheses(REPO / "experiments")] == ["H1", "H2", "H3", "H3-human"]
     folder = tmp_path / "experiments" / "hypotheses"
     folder.mkdir(parents=True)
     text = (HYPOTHESES / "h2_generalisation.yaml").read_text()

@@ -110,7 +110,7 @@ BAD_INPUTS = [
     (["-m", "optimizer=sgd,adamx"], "unknown optimizer 'adamx'"),
     (["-m", "seed=0,1", "noise=symmetric", "noise.rate=0.2,1.2"], "noise.rate=1.2"),
     (["dataset=cifar1000"], "dataset=cifar10, cifar100, imagefolder, synthetic"),
-    (["noise=gaussian"], "noise=asymmetric, none, symmetric"),
+    (["noise=gaussian"], "noise=asymmetric, human, none, symmetric"),
     (["noise=symmetric", "noise.rate=1.0"], "noise.rate=1.0"),
     (["noise=symmetric", "noise.rate=-0.1"], "noise.rate=-0.1"),
     (["noise=none", "noise.rate=0.3"], "noise=symmetric"),

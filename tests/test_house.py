@@ -14,7 +14,7 @@ import yaml
 from conftest import CONF_DIR, REPO, compose_config
 from optbench import choices, rundir
 
-NAMING_KEYS = {"seed", "dataset", "optimizer", "noise", "noise.rate"}   # already levels of the run directory
+NAMING_KEYS = {"seed", "dataset", "optimizer", "noise", "noise.rate", "noise.label_set"}   # already levels of the run directory
 
 
 def loaded_modules(code: str) -> set[str]:
@@ -53,7 +53,8 @@ def test_the_directory_name_leaves_out_exactly_the_numbers_free_settings():
     excluded = set(hydra_node["job"]["config"]["override_dirname"]["exclude_keys"])
     assert all(rundir.is_numbers_free(key) for key in excluded - NAMING_KEYS)
     present = (numbers_free_keys_in() | numbers_free_keys_in("dataset=imagefolder", "dataset.root=x")
-               | numbers_free_keys_in("logger=[tensorboard,mlflow,wandb,csv]"))
+               | numbers_free_keys_in("logger=[tensorboard,mlflow,wandb,csv]")
+               | numbers_free_keys_in("noise=human", "noise.label_file=x"))
     assert present <= excluded, present - excluded
     # and nothing that changes the numbers is left out of the name
     assert not {key for key in excluded - NAMING_KEYS if not rundir.is_numbers_free(key)}

@@ -6,12 +6,12 @@ registries by the same tuples, and tests/test_house.py checks that each registry
 The optimizer names come from the optimizer registry (optbench/optimizers.py), itself standard library.
 """
 
-from optbench import optimizers
+from optbench import datasets, optimizers
 
-DATASETS = ("cifar10", "cifar100", "imagefolder", "synthetic")
+DATASETS = datasets.NAMES   # one descriptor each (optbench/datasets.py)
 # imagefolder gets a mapping when its class names are CIFAR's; that is checked once the data is loaded.
-DATASETS_WITH_ASYMMETRIC_MAPPING = ("cifar10", "cifar100", "imagefolder")
-NOISE_KINDS = ("none", "symmetric", "asymmetric")
+DATASETS_WITH_ASYMMETRIC_MAPPING = tuple(name for name, entry in datasets.DATASETS.items() if entry.asymmetric)
+NOISE_KINDS = ("none", "symmetric", "asymmetric", "human")   # human: a real annotators' label set (CIFAR-N)
 NOISE_VALIDATION = ("noisy", "clean")   # noise.validation: labels model selection sees under label noise
 TEST_EVERY = ("epoch", "improved")      # train.test_every: test after every epoch, or where validation improves
 ARCHITECTURES = ("resnet18",)

@@ -14,7 +14,7 @@ import re
 
 from omegaconf import DictConfig, OmegaConf
 
-from optbench import choices, optimizers
+from optbench import choices, datasets, optimizers
 from optbench.errors import ConfigError
 
 
@@ -118,8 +118,7 @@ def _validate_device(cfg: DictConfig) -> None:
 
 def _validate_dataset(cfg: DictConfig) -> None:
     name = cfg.dataset.name
-    if name not in choices.DATASETS:
-        _fail("dataset", name, f"choose dataset={', '.join(choices.DATASETS)}")
+    datasets.describe(name)   # an unknown dataset: one line naming the choices
     _whole_number(cfg, "dataset.val_size", 0, "hold out 0 or more images, e.g. dataset.val_size=5000")
     if cfg.dataset.train_subset is not None:
         _whole_number(cfg, "dataset.train_subset", 1, "keep at least one image per class, or null for all")
@@ -134,7 +133,7 @@ def _validate_dataset(cfg: DictConfig) -> None:
 def _validate_noise(cfg: DictConfig) -> None:
     kind = cfg.noise.name
     if kind not in choices.NOISE_KINDS:
-        _fail("noise", kind, "choose noise=none, symmetric or asymmetric")
+        _fail("noise", kind, "choose noise=" + ", ".join(choices.NOISE_KINDS))
     _number(cfg, "noise.rate", 0.0, 1.0, "the noise rate is a fraction in [0, 1), e.g. noise.rate=0.2", high_open=True)
     if kind == "none" and cfg.noise.rate != 0:
         _fail("noise.rate", cfg.noise.rate, "noise=none changes no label: add noise=symmetric or noise=asymmetric")
@@ -144,6 +143,26 @@ def _validate_noise(cfg: DictConfig) -> None:
                                               "or clean (the oracle)")
     if kind == "asymmetric" and cfg.dataset.name not in choices.DATASETS_WITH_ASYMMETRIC_MAPPING:
         _fail("noise", kind, f"dataset {cfg.dataset.name} has no asymmetric class mapping: use noise=symmetric")
+    if kind == "human":
+        _validate_human_noise(cfg)
+
+
+def _validate_human_noise(cfg: DictConfig) -> None:
+    """A label set the dataset has (a folder: any of the datasets it may be a copy of; its classes are checked
+    once it is listed), no rate (the set fixes which labels are wrong) and a label file path or null."""
+    label_sets = datasets.human_label_sets(cfg.dataset.name)
+    if not label_sets:
+        having = [name for name in datasets.NAMES if datasets.human_label_sets(name)]
+        _fail("noise", "human", f"dataset {cfg.dataset.name} has no human label sets: use dataset={', '.join(having)}")
+    label_set = OmegaConf.select(cfg, "noise.label_set")
+    if label_set not in label_sets:
+        _fail("noise.label_set", label_set, f"choose one of {', '.join(label_sets)} for dataset={cfg.dataset.name}")
+    if cfg.noise.rate != 0:
+        _fail("noise.rate", cfg.noise.rate, "noise=human takes its rate from the label set: leave noise.rate at 0 "
+                                            "and choose noise.label_set")
+    label_file = OmegaConf.select(cfg, "noise.label_file")
+    if label_file is not None and (not isinstance(label_file, str) or not label_file.strip()):
+        _fail("noise.label_file", label_file, "the path of a local copy of the label file, or null to fetch it")
 
 
 def _validate_optimizer(cfg: DictConfig) -> None:

@@ -21,7 +21,7 @@ from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_
 from optbench.device.gpu_per_job import gpu_for_job
 from optbench.device.sharing import parallel_jobs
 from optbench.errors import ConfigError
-from optbench.rundir import data_level
+from optbench.rundir import data_level, noise_level
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
 _HYDRA_FLAGS_WITH_VALUE = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--package", "-p",
@@ -70,6 +70,7 @@ def cfg_dataset_dir(cfg) -> str:
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
     OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_resolver, replace=True)
+    OmegaConf.register_new_resolver("optbench_noise_dir", noise_level, replace=True)
     # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)
     OmegaConf.register_new_resolver("optbench_gpu_for_job", gpu_for_job, replace=True)
     # hydra/launcher=parallel n_jobs: the runs at once that measured fastest on this kind of machine

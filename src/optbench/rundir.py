@@ -50,12 +50,20 @@ FINAL_STATUSES = (COMPLETED, DIVERGED)   # results: the same command skips them
 # the resume check and the aggregator's grouping all use this list; tests/test_house.py ties them together.
 NUMBERS_FREE_KEYS = (
     "paths", "device", "device_policy.num_workers", "device_policy.pin_memory", "device_policy.persistent_workers",
-    "device_policy.keep_awake", "device_policy.threads", "dataset.root", "dataset.download", "train.rerun", "train.progress_bar", "train.tensorboard",
+    "device_policy.keep_awake", "device_policy.threads", "dataset.root", "dataset.download",
+    "noise.label_file",   # a local copy of a human label file: refused unless its md5 is the official one
+    "train.rerun", "train.progress_bar", "train.tensorboard",
     "train.checkpoint_every", "train.divergence_factor", "train.eval_batch_size", "train.test_every",
     "train.mirror_every_s",
     "logger", "study",   # experiment trackers (conf/logger/) and the study tag they carry
 )
 RECORD_FORMAT = 1
+
+
+def noise_level(name: str, rate=0.0, label_set=None) -> str:
+    """The run directory's noise level: `symmetric-0.4`, `none-0.0`; human label noise names its label set
+    (`human-worst`), since the set, not a rate, says which labels are wrong (conf/config.yaml hydra.run.dir)."""
+    return f"{name}-{label_set}" if name == "human" else f"{name}-{rate}"
 
 
 def is_numbers_free(key: str) -> bool:

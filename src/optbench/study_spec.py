@@ -16,6 +16,7 @@ study carries its `HypothesisTest`. Standard library and PyYAML only.
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from optbench.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS_DIR = REPO / "experiments"
+HUMAN = "human"   # the noise kind whose settings are label sets (noise.label_set), not rates
 GRID_KEYS = ("optimizer", "seed", "dataset", "noise", "epochs")  # every study grid names these
 STUDY_KEYS = ("id", "title", "statement", "grid", "overrides", "tune", "tuned_by")   # a study file's keys
 HYPOTHESIS_KEYS = ("id", "title", "statement", "test", "study")           # a hypothesis file's keys
@@ -54,6 +56,7 @@ class HypothesisTest:
     curve_metric: str = "val/acc"           # the metrics.jsonl key compared with the target
     noise: str = ""                         # noise_drop: the noise kind
     rates: tuple[float, ...] = ()           # noise_drop: each rate is a required comparison
+    label_sets: tuple[str, ...] = ()        # noise_drop with noise: human: each label set is a required comparison
 
 
 @dataclass(frozen=True)
@@ -228,9 +231,10 @@ def _build_study(path: Path, fields: dict) -> Study:
 class PlannedSetting:
     """One dataset x noise setting a study plans, and the optimizers it runs there."""
     dataset: str
-    noise: str            # "none", "symmetric", ...
-    rate: float           # 0.0 for clean labels
+    noise: str            # "none", "symmetric", ..., "human"
+    rate: float           # 0.0 for clean labels; NaN for a human label set (its realised rate is known once run)
     optimizers: tuple[str, ...]
+    label_set: str = ""   # noise "human": the label set (aggre, worst, ...)
 
 
 def planned_settings(study: Study) -> list[PlannedSetting]:
@@ -239,8 +243,12 @@ def planned_settings(study: Study) -> list[PlannedSetting]:
     settings = []
     for entry in _as_list(study.grid["noise"]):
         entry = {"name": entry} if isinstance(entry, str) else entry
-        rates = [0.0] if entry["name"] == "none" else [float(rate) for rate in _as_list(entry.get("rate", 0.0))]
         chosen = tuple(str(name) for name in _as_list(entry.get("optimizer", optimizers)))
+        if entry["name"] == HUMAN:
+            settings += [PlannedSetting(str(dataset), HUMAN, math.nan, chosen, str(label_set))
+                         for dataset in _as_list(study.grid["dataset"]) for label_set in _as_list(entry["label_set"])]
+            continue
+        rates = [0.0] if entry["name"] == "none" else [float(rate) for rate in _as_list(entry.get("rate", 0.0))]
         settings += [PlannedSetting(str(dataset), str(entry["name"]), rate, chosen)
                      for dataset in _as_list(study.grid["dataset"]) for rate in rates]
     return settings
@@ -317,7 +325,7 @@ def parse_test(block, bad) -> HypothesisTest:
                           **{key: block[key] for key in ("metric", "better", "where", "alpha", "min_seeds",
                                                          "reference_metric", "curve_metric") if key in block},
                           fraction=block.get("fraction", 0.0), noise=block.get("noise", ""),
-                          rates=tuple(block.get("rates") or ()))
+                          rates=tuple(block.get("rates") or ()), label_sets=tuple(block.get("label_sets") or ()))
     _check_common(test, bad)
     _check_kind(test, block, bad)
     return test
@@ -337,10 +345,16 @@ def _check_common(test: HypothesisTest, bad) -> None:
 
 
 def _check_kind(test: HypothesisTest, block: dict, bad) -> None:
-    if test.kind == "noise_drop":
+    if test.kind == "noise_drop" and block.get("noise") == HUMAN:   # real label sets: the set fixes the rate
+        if not isinstance(block.get("label_sets"), list) or not test.label_sets or test.rates \
+                or not all(isinstance(name, str) for name in test.label_sets):
+            raise bad("noise_drop with test.noise: human needs test.label_sets (a list of label sets, e.g. "
+                      "[aggre, worst]) and no test.rates")
+    elif test.kind == "noise_drop":
         if not isinstance(block.get("noise"), str) or not isinstance(block.get("rates"), list) or not test.rates \
-                or not all(isinstance(rate, (int, float)) and 0 < rate < 1 for rate in test.rates):
-            raise bad("noise_drop needs test.noise (a noise kind) and test.rates (a list of rates in (0, 1))")
+                or not all(isinstance(rate, (int, float)) and 0 < rate < 1 for rate in test.rates) or test.label_sets:
+            raise bad("noise_drop needs test.noise (a noise kind) and test.rates (a list of rates in (0, 1)); "
+                      "test.label_sets only with test.noise: human")
     if test.kind == "epochs_to_fraction_of_reference":
         if isinstance(test.fraction, bool) or not isinstance(test.fraction, (int, float)) or not 0 < test.fraction <= 1:
             raise bad("epochs_to_fraction_of_reference needs test.fraction in (0, 1]")

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from optbench import datasets  # noqa: E402
 from optbench.aggregate.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank  # noqa: E402
 from optbench.aggregate.load import number  # noqa: E402
 from optbench.aggregate.stats import describe  # noqa: E402
@@ -289,7 +290,7 @@ def tick_label(in_setting: pd.DataFrame, arm: str) -> str:
 def base_setting(runs: pd.DataFrame) -> pd.Series:
     """The setting without its noise part: 'cifar10' or 'cifar10, epochs=100'."""
     def strip(row) -> str:
-        return row["setting"].replace(f", {noise_label(row['noise'], row['noise_rate'])}", "", 1)
+        return row["setting"].replace(f", {noise_label(row['noise'], row['noise_rate'], row.get('label_set'))}", "", 1)
     return runs.apply(strip, axis=1)
 
 
@@ -550,6 +551,41 @@ def tuning_legend(budget: dict, any_unfinished: bool) -> list:
         handles.append(Line2D([], [], color="grey", marker="x", linestyle="none",
                               label="run diverged/failed (no score: at bottom)"))
     return handles
+
+
+# ---- human label noise -----------------------------------------------------------------------------
+
+ANNOTATED_CELLS_UP_TO = 10   # classes whose cells get their percentage written in; more would not be legible
+
+
+def transition_heatmap(runs: pd.DataFrame, setting: str):
+    """Who was taken for whom under a human label set: P(given label | true class) on the training split, from
+    the transition matrix a run recorded (every run of a setting shares it: same label set, same split)."""
+    recorded = runs[(runs["setting"] == setting) & runs["transition_matrix"].map(lambda matrix: isinstance(matrix, list))]
+    if not len(recorded):
+        return None
+    first = recorded.iloc[0]
+    counts = np.asarray(first["transition_matrix"], dtype=float)
+    percent = 100 * counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    annotated = first.get("annotated_dataset")
+    names = list(datasets.DATASETS[annotated].classes) if annotated in datasets.DATASETS else []
+    size = len(counts)
+    figure, axis = plt.subplots(figsize=(6.4, 5.6), layout="constrained")
+    image = axis.imshow(percent, cmap="viridis", vmin=0, vmax=100)
+    figure.colorbar(image, ax=axis, label="% of the true class's training images")
+    if size <= ANNOTATED_CELLS_UP_TO:
+        for row, column in np.ndindex(size, size):
+            axis.text(column, row, f"{percent[row, column]:.0f}", ha="center", va="center", fontsize=7,
+                      color="black" if percent[row, column] > 50 else "white")
+    if names and size <= 20:
+        axis.set_xticks(range(size), names, rotation=60, ha="right")
+        axis.set_yticks(range(size), names)
+    axis.grid(False)
+    axis.set_xlabel("given (human) label")
+    axis.set_ylabel("true class")
+    wrong = 100 * (counts.sum() - np.trace(counts)) / max(counts.sum(), 1)
+    return finish(figure, f"Human label noise: {setting}\nrow = true class, column = the label training sees, "
+                          f"% of the row; {wrong:.2f} % wrong on the training split", [])
 
 
 def close(figure) -> None:

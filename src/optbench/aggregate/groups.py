@@ -87,9 +87,12 @@ def short_key(column: str) -> str:
     return column.removeprefix(CONFIG_PREFIX)
 
 
-def noise_label(noise: str, rate: float) -> str:
+def noise_label(noise: str, rate: float, label_set=None) -> str:
+    """'clean', 'symmetric 40%', or for human label noise its label set and realised rate: 'human worst 40.21%'."""
     if noise in (None, "none") or is_clean(rate):
         return "clean"
+    if isinstance(label_set, str) and label_set:
+        return f"{noise} {label_set} {float(rate) * 100:.10g}%"
     return f"{noise} {float(rate) * 100:.10g}%"
 
 
@@ -109,7 +112,7 @@ def setting_label(row, grouping: Grouping) -> str:
     """'cifar10, symmetric 20%, epochs=100': dataset, noise, then any other varying setting that is set."""
     extra = [f"{short_key(key)}={format_value(row[key])}" for key in grouping.setting_keys
              if key not in SETTING_IDENTITY and is_set(row[key])]
-    return ", ".join([str(row["dataset"]), noise_label(row["noise"], row["noise_rate"]), *extra])
+    return ", ".join([str(row["dataset"]), noise_label(row["noise"], row["noise_rate"], row.get("label_set")), *extra])
 
 
 def arm_label(row, grouping: Grouping) -> str:

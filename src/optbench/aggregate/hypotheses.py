@@ -7,7 +7,8 @@ objects with their defaults applied; this module only evaluates them. Three kind
 - `epochs_to_fraction_of_reference`: the subject reaches `fraction` x the reference optimizer's mean
   final validation accuracy in fewer epochs than the reference (a run that never reaches it is
   censored: tied worst in a rank-based permutation test, never given a made-up epoch);
-- `noise_drop`: the subject loses less of its metric than `versus` from clean data to each noise rate.
+- `noise_drop`: the subject loses less of its metric than `versus` from clean data to each noise rate, or
+  under real human label noise (`noise: human`) to each of its `label_sets` (CIFAR-N's aggre, worst, ...).
 Each test runs once per setting (dataset and any other varying setting) that holds runs of any optimizer
 it names; each setting x compared optimizer (x rate) is one required comparison.
 
@@ -32,7 +33,7 @@ import pandas as pd
 from optbench.aggregate.groups import SETTING_IDENTITY, noise_label, short_key
 from optbench.aggregate.load import epochs_to_reach, is_clean
 from optbench.aggregate.stats import compare, drop_test, holm
-from optbench.study_spec import Hypothesis, HypothesisTest, hypothesis_files, load_hypotheses, parse_hypothesis
+from optbench.study_spec import HUMAN, Hypothesis, HypothesisTest, hypothesis_files, load_hypotheses, parse_hypothesis
 
 __all__ = ["Context", "Hypothesis", "Verdict", "evaluate", "evaluate_all", "hypothesis_files", "load_hypotheses",
            "parse_hypothesis"]   # loading lives in optbench.study_spec, shared with the study runner
@@ -98,13 +99,16 @@ IDENTITY_WHERE = ("dataset", "noise", "noise_rate")   # the `where:` keys a plan
 
 
 def within_plan(runs: pd.DataFrame, planned: list) -> pd.DataFrame:
-    """With the study named, only its planned settings (dataset x noise x rate) are the family: runs of other
-    studies in the same folder (the noisy arm beside a clean-only study) stay out of its verdicts."""
+    """With the study named, only its planned settings (dataset x noise x rate, or x label set under human noise)
+    are the family: runs of other studies in the same folder (the noisy arm beside a clean-only study) stay out
+    of its verdicts."""
     if not planned:
         return runs
+    label_sets = runs["label_set"] if "label_set" in runs else pd.Series([None] * len(runs), index=runs.index)
     keep = [any(str(row.dataset) == setting.dataset and str(row.noise) == setting.noise
-                and same_value(row.noise_rate, setting.rate) for setting in planned)
-            for row in runs[["dataset", "noise", "noise_rate"]].itertuples()]
+                and (label_set == setting.label_set if setting.noise == HUMAN else same_value(row.noise_rate, setting.rate))
+                for setting in planned)
+            for row, label_set in zip(runs[["dataset", "noise", "noise_rate"]].itertuples(), label_sets)]
     return runs[keep]
 
 
@@ -114,7 +118,8 @@ def planned_but_absent(test: HypothesisTest, runs: pd.DataFrame, planned: list) 
     names = {test.subject, *test.versus}
     checks = []
     for setting in planned:
-        values = {"dataset": setting.dataset, "noise": setting.noise, "noise_rate": setting.rate}
+        values = {"dataset": setting.dataset, "noise": setting.noise, "noise_rate": setting.rate,
+                  "label_set": setting.label_set}
         wanted = all(any(same_value(values[key], choice) for choice in (choices if isinstance(choices, list)
                                                                          else [choices]))
                      for key, choices in test.where.items() if key in IDENTITY_WHERE)
@@ -122,7 +127,8 @@ def planned_but_absent(test: HypothesisTest, runs: pd.DataFrame, planned: list) 
             values.update(noise="", noise_rate=math.nan)
         if not wanted or not names & set(setting.optimizers) or has_runs(runs, values, names):
             continue
-        label = setting.dataset if test.kind == "noise_drop" else f"{setting.dataset}, {noise_label(setting.noise, setting.rate)}"
+        label = setting.dataset if test.kind == "noise_drop" else \
+            f"{setting.dataset}, {setting_noise_text(setting.noise, setting.rate, setting.label_set)}"
         if any(check.setting == label for check in checks):
             continue
         checks.append(Check(label, f"{test.subject} vs {', '.join(test.versus)}", "planned by the study", "missing",
@@ -133,10 +139,19 @@ def planned_but_absent(test: HypothesisTest, runs: pd.DataFrame, planned: list) 
 
 def has_runs(runs: pd.DataFrame, values: dict, names: set) -> bool:
     here = runs[(runs["dataset"].astype(str) == values["dataset"]) & runs["optimizer"].astype(str).isin(names)]
-    if values["noise"]:
+    if values["noise"] == HUMAN:
+        here = here[(here["noise"].astype(str) == HUMAN) & (here["label_set"] == values["label_set"])]
+    elif values["noise"]:
         here = here[(here["noise"].astype(str) == values["noise"])
                     & here["noise_rate"].map(lambda rate: same_value(rate, values["noise_rate"]))]
     return bool(len(here))
+
+
+def setting_noise_text(noise: str, rate: float, label_set: str = "") -> str:
+    """noise_label, and for a planned human label set without runs (its rate unknown yet) 'human worst'."""
+    if noise == HUMAN and math.isnan(rate):
+        return f"{HUMAN} {label_set}"
+    return noise_label(noise, rate, label_set or None)
 
 
 def apply_where(runs: pd.DataFrame, where: dict) -> pd.DataFrame:
@@ -368,13 +383,30 @@ def noise_drop_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context
         here = runs[runs["base"] == base]
         if not has_optimizers(here, subject, list(test.versus)):
             continue
+        if kind == HUMAN and not (here["noise"] == HUMAN).any():
+            continue   # human label sets exist for CIFAR data only: a dataset never run under them is not asked
         clean = here[here["noise_rate"].map(is_clean)]
-        for rate in test.rates:
-            noisy = here[(here["noise"] == kind) & here["noise_rate"].map(lambda value: same_value(value, rate))]
+        for noise_text, noisy in noisy_levels(test, here):
             for other_name in test.versus:
-                checks.append(drop_check(base, noise_label(kind, rate), clean, noisy, subject, other_name, metric,
+                checks.append(drop_check(base, noise_text, clean, noisy, subject, other_name, metric,
                                          alpha, min_seeds))
     return checks
+
+
+def noisy_levels(test: HypothesisTest, here: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(how the level reads, its runs) for each required noise level: a rate, or a human label set (named with
+    its realised rate once it has runs)."""
+    if test.noise == HUMAN:
+        levels = []
+        for label_set in test.label_sets:
+            noisy = here[(here["noise"] == HUMAN) & (here.get("label_set") == label_set)] if "label_set" in here \
+                else here.iloc[:0]
+            rate = float(noisy["noise_rate"].iloc[0]) if len(noisy) else math.nan
+            levels.append((setting_noise_text(HUMAN, rate, label_set), noisy))
+        return levels
+    return [(noise_label(test.noise, rate), here[(here["noise"] == test.noise)
+                                                 & here["noise_rate"].map(lambda value: same_value(value, rate))])
+            for rate in test.rates]
 
 
 def base_settings(runs: pd.DataFrame, setting_keys: list[str]) -> list[str]:

@@ -36,6 +36,8 @@ STATUSES = (*rundir.STATUSES, UNFINISHED)
 PRECISION_KEY = "cfg.device_policy.amp"   # the configured value, replaced by the one the run trained in   # the ones counted in their own table column; unreadable is "other"
 
 # The identity columns every run has, and the config keys they come from.
+HUMAN = "human"            # noise kind whose setting is a label set, identified by its realised rate
+HUMAN_RATE_DIGITS = 4      # realised rates rounded to 0.01 %: the seeds of one label set and split share it
 IDENTITY_SOURCES = {"dataset": "dataset.name", "noise": "noise.name", "noise_rate": "noise.rate",
                     "optimizer": "optimizer.name"}
 
@@ -101,6 +103,7 @@ def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.Da
     curve = pd.DataFrame(records)
     curve.insert(0, "run_id", run_id)
     row = {"run_id": run_id, "status": status, **identity(config, summary or {}),
+           **human_noise_facts(summary or {}),
            "seed": config.get("seed", (summary or {}).get("seed")),
            **headline_metrics(summary or {}, curve, target_acc), "notes": "; ".join(warnings)}
     if row["epochs_planned"] is None:   # no summary: the config says what was planned
@@ -220,7 +223,19 @@ def identity(config: dict, summary: dict) -> dict:
     values["noise_rate"] = float(values["noise_rate"]) if values["noise_rate"] is not None else 0.0
     if values["noise"] is None:
         values["noise"] = "none"
+    if values["noise"] == HUMAN:   # the label set fixes the rate: its realised rate on the training split
+        values["noise_rate"] = round(number(noise.get("realised_rate")), HUMAN_RATE_DIGITS)
     return values
+
+
+def human_noise_facts(summary: dict) -> dict:
+    """Human label noise (CIFAR-N): the label set and its transition matrix (true x given, training split).
+    Other runs add no column, so tables of folders without human label noise keep their columns."""
+    noise = summary.get("noise") or {}
+    if noise.get("kind") != HUMAN:
+        return {}
+    return {"label_set": noise.get("label_set"), "transition_matrix": noise.get("transition_matrix"),
+            "annotated_dataset": noise.get("annotated_dataset")}
 
 
 def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> dict:

@@ -50,7 +50,7 @@ from optbench.errors import ConfigError
 log = logging.getLogger(__name__)
 PRIMARY_LABEL = "test accuracy at best validation (%)"
 # Columns summary.csv leads with; the flattened config (cfg.*) follows.
-RUN_COLUMNS = ["run_id", "status", "setting", "arm", "dataset", "noise", "noise_rate", "optimizer", "seed",
+RUN_COLUMNS = ["run_id", "status", "setting", "arm", "dataset", "noise", "noise_rate", "label_set", "optimizer", "seed",
                "epochs_done", "epochs_planned", "best_epoch", "val_acc_best", "test_acc_at_best_val", "test_acc_at_best_clean_val", "final_val_acc",
                "final_test_acc", "best_test_acc", "final_train_loss", "final_train_acc", "epochs_to_target", "seconds_to_target",
                "wall_time_s", "train_time_s", "train_images_per_s", "realised_noise_rate", "num_parameters", "num_classes", "device",
@@ -267,7 +267,18 @@ def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, sett
     for setting in settings:
         planned.append((f"Memorization of noisy labels: {setting}", f"memorization_{slugs[setting]}",
                         lambda setting=setting: figure_makers.memorization_curves(runs, curves, setting, arms, style)))
+    for setting in human_settings(runs, settings):
+        planned.append((f"Human label noise, who was taken for whom: {setting}", f"transition_matrix_{slugs[setting]}",
+                        lambda setting=setting: figure_makers.transition_heatmap(runs, setting)))
     return draw_planned(out, planned, warnings)
+
+
+def human_settings(runs: pd.DataFrame, settings: list[str]) -> list[str]:
+    """The settings under human label noise whose runs recorded a transition matrix."""
+    if "transition_matrix" not in runs:
+        return []
+    recorded = runs[runs["transition_matrix"].map(lambda matrix: isinstance(matrix, list))]
+    return [setting for setting in settings if setting in set(recorded["setting"])]
 
 
 def draw_planned(out: OutputDir, planned: list, warnings: list[str]) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ import os
 import re
 from pathlib import Path
 
+from optbench import datasets
 from optbench.errors import ConfigError
 from optbench.rundir import identity, write_bytes_atomically
 
@@ -121,14 +122,20 @@ def synthetic_fingerprint(**parameters) -> str:
     return "synthetic-v1:" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
+# A descriptor's `fingerprint` (optbench/datasets.py) names one of these: (name, source options) -> fingerprint.
+FINGERPRINTS = {
+    "cifar": lambda name, options: cifar_fingerprint(name),
+    "imagefolder": lambda name, options: imagefolder_fingerprint(options.get("root"), options.get("image_size", 32),
+                                                                 data_dir=options.get("data_dir")),
+    "synthetic": lambda name, options: synthetic_fingerprint(**{key: options[key] for key in SYNTHETIC_KEYS
+                                                                if key in options}),
+}
+
+
 def data_fingerprint(name: str, **source_options) -> str:
-    """Identifies the images and labels a source gives, cheaply (no decoding): part of the run identity."""
-    if name == "imagefolder":
-        return imagefolder_fingerprint(source_options.get("root"), source_options.get("image_size", 32),
-                                       data_dir=source_options.get("data_dir"))
-    if name == "synthetic":
-        return synthetic_fingerprint(**{key: source_options[key] for key in SYNTHETIC_KEYS if key in source_options})
-    return cifar_fingerprint(name)
+    """Identifies the images and labels a source gives, cheaply (no decoding): part of the run identity.
+    An unknown dataset is a ConfigError naming the choices (datasets.describe), never a KeyError."""
+    return FINGERPRINTS[datasets.describe(name).fingerprint](name, source_options)
 
 
 def config_data_fingerprint(resolved_config: dict) -> str:

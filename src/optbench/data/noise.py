@@ -21,34 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from optbench.datasets import CIFAR10_ASYMMETRIC, CIFAR100_SUPERCLASSES
 from optbench.errors import ConfigError
 
-CIFAR10_ASYMMETRIC = {"truck": "automobile", "bird": "airplane", "deer": "horse", "cat": "dog", "dog": "cat"}
-
-# The 20 CIFAR-100 superclasses with their 5 classes each, from the dataset's description
-# (cs.toronto.edu/~kriz/cifar.html); superclasses in coarse-label order, names as torchvision spells them.
-CIFAR100_SUPERCLASSES = (
-    ("aquatic_mammals", ("beaver", "dolphin", "otter", "seal", "whale")),
-    ("fish", ("aquarium_fish", "flatfish", "ray", "shark", "trout")),
-    ("flowers", ("orchid", "poppy", "rose", "sunflower", "tulip")),
-    ("food_containers", ("bottle", "bowl", "can", "cup", "plate")),
-    ("fruit_and_vegetables", ("apple", "mushroom", "orange", "pear", "sweet_pepper")),
-    ("household_electrical_devices", ("clock", "keyboard", "lamp", "telephone", "television")),
-    ("household_furniture", ("bed", "chair", "couch", "table", "wardrobe")),
-    ("insects", ("bee", "beetle", "butterfly", "caterpillar", "cockroach")),
-    ("large_carnivores", ("bear", "leopard", "lion", "tiger", "wolf")),
-    ("large_man-made_outdoor_things", ("bridge", "castle", "house", "road", "skyscraper")),
-    ("large_natural_outdoor_scenes", ("cloud", "forest", "mountain", "plain", "sea")),
-    ("large_omnivores_and_herbivores", ("camel", "cattle", "chimpanzee", "elephant", "kangaroo")),
-    ("medium_mammals", ("fox", "porcupine", "possum", "raccoon", "skunk")),
-    ("non-insect_invertebrates", ("crab", "lobster", "snail", "spider", "worm")),
-    ("people", ("baby", "boy", "girl", "man", "woman")),
-    ("reptiles", ("crocodile", "dinosaur", "lizard", "snake", "turtle")),
-    ("small_mammals", ("hamster", "mouse", "rabbit", "shrew", "squirrel")),
-    ("trees", ("maple_tree", "oak_tree", "palm_tree", "pine_tree", "willow_tree")),
-    ("vehicles_1", ("bicycle", "bus", "motorcycle", "pickup_truck", "train")),
-    ("vehicles_2", ("lawn_mower", "rocket", "streetcar", "tank", "tractor")),
-)
+# The mappings' class facts live with each dataset's descriptor (optbench/datasets.py); re-exported here.
+__all__ = ["CIFAR100_SUPERCLASSES", "CIFAR10_ASYMMETRIC", "NoisyLabels", "apply_label_noise", "asymmetric_mapping"]
 
 
 @dataclass(frozen=True)

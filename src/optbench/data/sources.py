@@ -6,7 +6,7 @@
   tensors, checked on every load: a damaged cache is decoded again, with one warning line); a file that
   cannot be decoded is a ConfigError naming it;
 - `synthetic`: class prototypes plus pixel noise, generated from a fixed seed; learnable, offline.
-`data_fingerprint(name, ...)` (data/fingerprint.py, standard library only) identifies the data a run sees
+Which source serves a dataset is its descriptor's `loader` (optbench/datasets.py); `data_fingerprint(name, ...)` (data/fingerprint.py, standard library only) identifies the data a run sees
 without decoding it (the run identity); the folder listing is that module's too.
 """
 
@@ -15,6 +15,7 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from urllib.error import URLError
 
@@ -24,6 +25,7 @@ from PIL import Image, UnidentifiedImageError
 from torchvision.datasets import CIFAR10, CIFAR100
 from torchvision.transforms.v2.functional import pil_to_tensor, resize
 
+from optbench import datasets
 from optbench.data.fingerprint import data_fingerprint, imagefolder_fingerprint, list_image_folder  # noqa: F401 (data_fingerprint: re-exported)
 from optbench.errors import ConfigError
 from optbench.rundir import write_atomically
@@ -146,9 +148,17 @@ def _make_synthetic(data_dir: Path, num_classes: int = 10, train_size: int = 200
     return train, test, [f"class{index}" for index in range(num_classes)]
 
 
-SOURCES = {
-    "cifar10": lambda **options: _load_cifar("cifar10", **options),
-    "cifar100": lambda **options: _load_cifar("cifar100", **options),
-    "imagefolder": _load_imagefolder,
-    "synthetic": _make_synthetic,
+# A descriptor's `loader` (optbench/datasets.py) names one of these: given the dataset's name, its source function.
+LOADERS = {
+    "torchvision_cifar": lambda name: partial(_load_cifar, name),
+    "imagefolder": lambda name: _load_imagefolder,
+    "synthetic": lambda name: _make_synthetic,
 }
+
+
+def source_for(name: str):
+    """The source function of dataset `name`, by its descriptor; an unknown name is a ConfigError naming the choices."""
+    return LOADERS[datasets.describe(name).loader](name)
+
+
+SOURCES = {name: source_for(name) for name in datasets.NAMES}

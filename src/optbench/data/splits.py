@@ -14,15 +14,12 @@ import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 
-from optbench.data.sources import SOURCES, ImageSet
+from optbench import datasets
+from optbench.data.sources import ImageSet, source_for
 from optbench.errors import ConfigError
 
-# Per-channel mean and std of the official training sets (fractions of 255), as used by
-# kuangliu/pytorch-cifar and most CIFAR papers.
-NORMALISATION = {
-    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
-    "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
-}
+# Per-channel mean and std of the official training sets (fractions of 255): the descriptors' (optbench/datasets.py).
+NORMALISATION = {name: (entry.mean, entry.std) for name, entry in datasets.DATASETS.items() if entry.mean}
 
 
 @dataclass(frozen=True)
@@ -34,6 +31,10 @@ class DatasetSplits:
     classes: tuple[str, ...]
     mean: tuple[float, ...]  # per-channel, fraction of 255
     std: tuple[float, ...]
+    # Positions of the training and validation images in the source's training set (its order: torchvision's
+    # for CIFAR, the sorted listing for a folder): how per-image facts of the full set (human labels) map on.
+    train_index: np.ndarray | None = None
+    val_index: np.ndarray | None = None
 
     @property
     def num_classes(self) -> int:
@@ -43,15 +44,18 @@ class DatasetSplits:
 def load_splits(name: str, data_dir: str, val_size: int = 5000, train_subset: int | None = None,
                 split_seed: int = 0, mean=None, std=None, **source_options) -> DatasetSplits:
     """Load dataset `name`, hold out `val_size` for validation, keep `train_subset` for training."""
-    full_train, test, classes = SOURCES[name](data_dir=Path(data_dir), **source_options)
-    train, val = _split(full_train, val_size, train_subset, split_seed, len(classes))
+    full_train, test, classes = source_for(name)(data_dir=Path(data_dir), **source_options)
+    train_index, val_index = _split(full_train, val_size, train_subset, split_seed, len(classes))
+    train, val = _take(full_train, train_index), _take(full_train, val_index)
     if mean is None or std is None:
-        mean, std = NORMALISATION.get(name) or _channel_stats(train.images)
-    return DatasetSplits(name, train, val, test, tuple(classes), tuple(mean), tuple(std))
+        descriptor = datasets.describe(name)
+        mean, std = (descriptor.mean, descriptor.std) if descriptor.mean else _channel_stats(train.images)
+    return DatasetSplits(name, train, val, test, tuple(classes), tuple(mean), tuple(std), train_index, val_index)
 
 
 def _split(full_train: ImageSet, val_size: int, train_subset: int | None, split_seed: int,
-           num_classes: int) -> tuple[ImageSet, ImageSet]:
+           num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(training positions, validation positions) in the full training set, each in ascending order."""
     labels = full_train.labels.numpy()
     indices = np.arange(len(labels))
     if val_size > 0:
@@ -64,7 +68,7 @@ def _split(full_train: ImageSet, val_size: int, train_subset: int | None, split_
         _check_stratifiable("dataset.train_subset", train_subset, labels[indices], num_classes)
         indices, _ = train_test_split(indices, train_size=train_subset, stratify=labels[indices],
                                       random_state=split_seed)
-    return _take(full_train, np.sort(indices)), _take(full_train, np.sort(val_indices))
+    return np.sort(indices), np.sort(val_indices)
 
 
 def _check_stratifiable(key: str, size: int, labels: np.ndarray, num_classes: int) -> None:

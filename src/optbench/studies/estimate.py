@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig
 
-CIFAR_SIZES = {"cifar10": (50_000, 10_000), "cifar100": (50_000, 10_000)}  # (training images incl. validation, test)
+from optbench import datasets
+
 FORWARD_SHARE = 1 / 3  # evaluation forward pass vs a full training step (forward + backward ~ 3 forwards)
 
 
@@ -28,12 +29,10 @@ class Workload:
 
 def dataset_sizes(dataset: DictConfig) -> tuple[int, int, int] | None:
     """(training, validation, test) images of a run's dataset; None when unknown before loading (imagefolder)."""
-    if dataset.name == "synthetic":
-        full_train, test = int(dataset.train_size), int(dataset.test_size)
-    elif dataset.name in CIFAR_SIZES:
-        full_train, test = CIFAR_SIZES[dataset.name]
-    else:
+    sizes = datasets.official_sizes(dataset)
+    if sizes is None:
         return None
+    full_train, test = sizes
     val = int(dataset.val_size)
     train = full_train - val
     if dataset.get("train_subset"):
@@ -46,7 +45,7 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
     if sizes is None:
         return None
     train, val, test = sizes
-    num_classes = 100 if cfg.dataset.name == "cifar100" else int(cfg.dataset.get("num_classes", 10))
+    num_classes = datasets.num_classes(cfg.dataset) or 10   # known whenever the sizes are
     shape = (str(cfg.device), cfg.model.name, int(cfg.model.width), num_classes, int(cfg.batch_size))
     return Workload(shape, train, val + test, max(0, int(cfg.epochs) - epochs_done))
 

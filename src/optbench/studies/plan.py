@@ -88,7 +88,9 @@ def _as_list(value) -> list:
 
 
 def noise_settings(grid: dict) -> list[dict[str, list[str]]]:
-    """One entry per noise setting: `[{name: none}, {name: symmetric, rate: [0.2, 0.4]}]` (or `none`, or a name).
+    """One entry per noise setting: `[{name: none}, {name: symmetric, rate: [0.2, 0.4]}]` (or `none`, or a name);
+    human label noise names its label sets, and may point at a local copy of the label file:
+    `{name: human, label_set: [aggre, worst], label_file: ../shared/data/cifar-n/CIFAR-10_human.pt}`.
     An entry's `optimizer: [lion, adamw]` runs that setting for those of the grid's optimizers only."""
     settings = []
     for entry in _as_list(grid["noise"]):
@@ -96,6 +98,12 @@ def noise_settings(grid: dict) -> list[dict[str, list[str]]]:
         values = {"noise": [str(entry["name"])]}
         if "rate" in entry and entry["name"] != "none":
             values["noise.rate"] = [format_value(rate) for rate in _as_list(entry["rate"])]
+        if entry["name"] == "human" and "label_set" not in entry:
+            raise ConfigError("grid.noise entry human needs label_set: e.g. {name: human, label_set: [aggre, worst]}")
+        if "label_set" in entry:   # noise: human: `{name: human, label_set: [aggre, worst]}`
+            values["noise.label_set"] = [str(name) for name in _as_list(entry["label_set"])]
+        if "label_file" in entry:  # a local copy of the human label file (md5-checked; not part of the identity)
+            values["noise.label_file"] = [str(entry["label_file"])]
         if "optimizer" in entry:
             chosen = [str(name) for name in _as_list(entry["optimizer"])]
             outside = sorted(set(chosen) - {str(name) for name in _as_list(grid["optimizer"])})

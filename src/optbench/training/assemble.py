@@ -15,6 +15,7 @@ from dataclasses import dataclass, is_dataclass
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from optbench.data.human_labels import HumanNoise, human_noise
 from optbench.data.noise import NoisyLabels, apply_label_noise
 from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, channel_tensor, num_train_batches
 from optbench.data.splits import DatasetSplits, load_splits
@@ -50,6 +51,7 @@ class Run:
     pipeline: DevicePipeline | DataLoaderPipeline  # the training batches of each epoch
     mean: torch.Tensor
     std: torch.Tensor
+    human: HumanNoise | None = None   # noise=human: the label set put on the images (summary.json records it)
 
 
 def choose_device(cfg: DictConfig) -> torch.device:
@@ -99,9 +101,7 @@ def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = Non
     device = choose_device(cfg)
     splits = load_splits(data_dir=cfg.paths.data_dir, **OmegaConf.to_container(cfg.dataset, resolve=True))
     policy = choose_policy(cfg, device, splits, started_policy)  # before seeding: timing draws random weights
-    noisy = apply_label_noise(splits.train.labels, cfg.noise.name, cfg.noise.rate, splits.classes,
-                              cfg.noise.seed, splits.name)
-    noisy_val_labels = noisy_validation_labels(cfg, splits)
+    noisy, noisy_val_labels, human = draw_label_noise(cfg, splits)
     seed_everything(cfg.seed)  # before building the model: its initial weights come from the seed
     model = build_model(cfg.model.name, splits.num_classes, cfg.model.width).to(device, memory_format=policy.memory_format)
     steps_per_epoch = num_train_batches(len(splits.train), cfg.batch_size)
@@ -118,7 +118,19 @@ def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = Non
         pipeline = DataLoaderPipeline(splits.train.images, noisy.labels, cfg.batch_size, cfg.seed, splits.mean,
                                       splits.std, device, policy.num_workers, policy.pin_memory, policy.persistent_workers)
     return Run(cfg, run_id, device, policy, splits_on_device, noisy_on_device, noisy_val_labels, model, step_model,
-               optimizer, policy.grad_scaler_for_run(), scheduler, pipeline, mean, std)
+               optimizer, policy.grad_scaler_for_run(), scheduler, pipeline, mean, std, human)
+
+
+def draw_label_noise(cfg: DictConfig, splits: DatasetSplits) -> tuple[NoisyLabels, torch.Tensor | None, HumanNoise | None]:
+    """(training labels, validation labels under the noisy protocol or None, the human label set or None)."""
+    if cfg.noise.name == "human":
+        human = human_noise(splits, cfg.noise.label_set, cfg.paths.data_dir, OmegaConf.select(cfg, "dataset.root"),
+                            cfg.noise.get("label_file"), bool(cfg.dataset.get("download", True)))
+        validation = None if cfg.noise.get("validation", "noisy") == "clean" or not len(splits.val) else human.val_labels
+        return human.train, validation, human
+    noisy = apply_label_noise(splits.train.labels, cfg.noise.name, cfg.noise.rate, splits.classes,
+                              cfg.noise.seed, splits.name)
+    return noisy, noisy_validation_labels(cfg, splits), None
 
 
 def noisy_validation_labels(cfg: DictConfig, splits: DatasetSplits) -> torch.Tensor | None:

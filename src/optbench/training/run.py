@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from optbench import rundir
 from optbench.config import validate
 from optbench.data.fingerprint import run_identity as run_identity_of
+from optbench.data.human_labels import transition_matrix
 from optbench.device.awake import kept_awake
 from optbench.device.policy import release_device_memory
 from optbench.errors import ConfigError
@@ -166,6 +167,9 @@ def _first_summary(run: Run) -> dict:
         noise["validation"] = {"labels": "noisy", "realised_rate": wrong / len(splits.val), "num_noisy": wrong}
     elif cfg.noise.name != "none":
         noise["validation"] = {"labels": "clean"}
+    if run.human is not None:   # real annotators' labels: which set, whose, and who was mistaken for whom
+        noise.update(label_set=run.human.label_set, annotated_dataset=run.human.source,
+                     transition_matrix=transition_matrix(splits.train.labels, run.noisy.labels, splits.num_classes))
     model = {"name": cfg.model.name, "width": cfg.model.width,
              "num_parameters": sum(parameter.numel() for parameter in run.model.parameters())}
     return initial_summary(cfg, run.run_id, dataset, noise, model, str(run.device), run.policy.as_dict())

@@ -58,7 +58,8 @@ def setting_name(cfg, run_path: Path) -> str:
     try:
         return str(Path(run_path).resolve().relative_to(Path(cfg.paths.results_dir).resolve()).parent)
     except ValueError:
-        return f"{cfg.dataset.name}/{cfg.noise.name}-{cfg.noise.rate}/{cfg.optimizer.name}"
+        noise = rundir.noise_level(cfg.noise.name, cfg.noise.rate, cfg.noise.get("label_set"))
+        return f"{cfg.dataset.name}/{noise}/{cfg.optimizer.name}"
 
 
 def numeric_metrics(record: dict) -> dict[str, float]:

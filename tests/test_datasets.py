@@ -1,0 +1,71 @@
+"""Dataset descriptors (optbench/datasets.py): one entry per dataset, read by validation, the estimate, the
+device timing's input shape and the data wing; an unknown dataset is one line, never a KeyError."""
+
+import dataclasses
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import compose_config
+from optbench import choices, datasets
+from optbench.config import validate
+from optbench.data.fingerprint import FINGERPRINTS, data_fingerprint
+from optbench.data.sources import LOADERS
+from optbench.data.splits import NORMALISATION, load_splits
+from optbench.errors import ConfigError
+from optbench.studies.estimate import dataset_sizes, workload
+
+
+def test_every_descriptor_names_a_loader_and_a_fingerprint_that_exist():
+    assert choices.DATASETS == datasets.NAMES
+    for entry in datasets.DATASETS.values():
+        assert entry.loader in LOADERS and entry.fingerprint in FINGERPRINTS, entry.name
+    assert NORMALISATION["cifar10"] == (datasets.DATASETS["cifar10"].mean, datasets.DATASETS["cifar10"].std)
+    assert datasets.DATASETS["cifar100"].num_classes == 100 and len(datasets.CIFAR10_CLASSES) == 10
+
+
+@pytest.mark.parametrize("attempt", [
+    lambda: validate(compose_config(["dataset.name=mnist"])),
+    lambda: data_fingerprint("mnist"),
+    lambda: load_splits(name="mnist", data_dir="unused"),
+], ids=["validation", "fingerprint", "loading"])
+def test_an_unknown_dataset_is_one_line_naming_the_choices(attempt):
+    with pytest.raises(ConfigError) as refused:
+        attempt()
+    assert "dataset=mnist: not a known dataset; choose dataset=cifar10, cifar100, imagefolder, synthetic" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_estimate_reads_sizes_and_classes_from_the_descriptor():
+    cifar100 = compose_config(["dataset=cifar100", "dataset.train_subset=10000"])
+    assert dataset_sizes(cifar100.dataset) == (10_000, 5_000, 10_000)
+    assert workload(cifar100, 0).shape[3] == 100
+    synthetic = compose_config(["dataset=synthetic", "dataset.num_classes=4", "dataset.train_size=300"])
+    assert dataset_sizes(synthetic.dataset) == (100, 200, 500) and workload(synthetic, 0).shape[3] == 4
+    assert dataset_sizes(compose_config(["dataset=imagefolder", "dataset.root=x"]).dataset) is None
+
+
+def test_the_input_shape_for_device_timing_comes_from_the_descriptor_or_the_config():
+    assert datasets.image_shape(compose_config([]).dataset) == (3, 32, 32)
+    assert datasets.image_shape(compose_config(["dataset=synthetic", "dataset.image_size=16"]).dataset) == (3, 16, 16)
+    assert datasets.image_shape(compose_config(["dataset=imagefolder", "dataset.image_size=64"]).dataset) == (3, 64, 64)
+
+
+def test_human_label_sets_come_from_the_descriptors():
+    assert set(datasets.human_label_sets("cifar10")) == {"aggre", "random1", "random2", "random3", "worst"}
+    assert set(datasets.human_label_sets("cifar100")) == {"noisy"}
+    assert datasets.human_label_sets("imagefolder")["worst"].name == "cifar10"   # a folder may copy either
+    assert datasets.human_label_sets("synthetic") == {}
+
+
+def test_a_new_dataset_is_one_descriptor(monkeypatch, tmp_path):
+    """A descriptor reusing the synthetic loader: validated, fingerprinted and loaded with no other change."""
+    tiny = dataclasses.replace(datasets.DATASETS["synthetic"], name="tiny")
+    monkeypatch.setitem(datasets.DATASETS, "tiny", tiny)
+    cfg = compose_config(["dataset=synthetic", "dataset.name=tiny", "dataset.train_size=60", "dataset.test_size=20",
+                          "dataset.val_size=10"])
+    validate(cfg)
+    options = OmegaConf.to_container(cfg.dataset)
+    assert data_fingerprint(**options).startswith("synthetic-v1:")
+    splits = load_splits(data_dir=tmp_path, **options)
+    assert (len(splits.train), len(splits.val), len(splits.test)) == (50, 10, 20) and splits.name == "tiny"
