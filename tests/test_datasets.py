@@ -42,7 +42,32 @@ def test_the_estimate_reads_sizes_and_classes_from_the_descriptor():
     assert workload(cifar100, 0).shape[3] == 100
     synthetic = compose_config(["dataset=synthetic", "dataset.num_classes=4", "dataset.train_size=300"])
     assert dataset_sizes(synthetic.dataset) == (100, 200, 500) and workload(synthetic, 0).shape[3] == 4
-    assert dataset_sizes(compose_config(["dataset=imagefolder", "dataset.root=x"]).dataset) is None
+    assert dataset_sizes(compose_config(["dataset=imagefolder", "dataset.root=x"]).dataset) is None   # not a folder
+
+
+def test_the_estimate_counts_a_folder_of_images_from_its_listing(tmp_path):
+    for split, per_class in (("train", 7), ("test", 3)):
+        for name in ("cat", "dog", "frog"):
+            (tmp_path / split / name).mkdir(parents=True)
+            for index in range(per_class):
+                (tmp_path / split / name / f"{index}.png").write_bytes(b"")
+    folder = compose_config(["dataset=imagefolder", f"dataset.root={tmp_path}", "dataset.val_size=6"])
+    assert dataset_sizes(folder.dataset) == (21 - 6, 6, 9)
+    assert workload(folder, 0).shape[3] == 3 and workload(folder, 0).eval_images == 6 + 9
+
+
+def test_two_estimates_on_one_machine_use_one_measurement(tmp_path, monkeypatch):
+    from optbench.device import fastest
+    from optbench.studies import estimate
+
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
+    timed = []
+    monkeypatch.setattr(fastest, "images_per_second", lambda device, model: timed.append(model) or 500.0 + len(timed))
+    shape = ("cpu", "resnet18", 8, 10, 32)
+    first, second = estimate.measure_rates({shape}), estimate.measure_rates({shape})
+    assert first == second == {shape: ("cpu", 501.0)} and len(timed) == 1
+    assert (tmp_path / estimate.RATE_CACHE).is_file()
+    assert estimate.measure_rates({("cpu", "resnet18", 16, 10, 32)}) and len(timed) == 2   # another shape: measured
 
 
 def test_the_input_shape_for_device_timing_comes_from_the_descriptor_or_the_config():

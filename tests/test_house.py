@@ -97,7 +97,7 @@ PACKAGE = REPO / "src" / "optbench"
 LAYERS = {
     "contract": {"optbench", "optbench.rundir", "optbench.choices", "optbench.errors", "optbench.durations",
                  "optbench.optimizers", "optbench.decisions", "optbench.predictions", "optbench.tuning_record",
-                 "optbench.study_spec"},
+                 "optbench.study_spec", "optbench.datasets"},
     "foundation": {"optbench.data", "optbench.device", "optbench.config", "optbench.hydra_glue"},
     "wing": {"optbench.training", "optbench.studies", "optbench.aggregate"},
 }

@@ -240,14 +240,19 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
         print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
         return
     rates = estimate.measure_rates({load.shape for load in work})
-    seconds = sum(estimate.seconds_left(load, rates[load.shape][1]) for load in work)
+    from optbench.device.fastest import cache_path   # torch is loaded by now: the rates were measured or read
+    seconds = sum(estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0]) for load in work)
     print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
           + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
     for (requested, model, width, classes, batch), (device, rate) in sorted(rates.items()):
         print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
-              f"batch {batch} (5 timed steps on random data, optbench.device.fastest.images_per_second)")
-    print("  per epoch: training images / rate + (validation + test images) / (3 x rate); "
-          "data loading and start-up not included")
+              f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
+              "delete it to measure again)")
+        if estimate.BUSY_WHEN_MEASURED.get(device, 0.0) > 1.0:
+            print(f"  the machine was busy while this rate was measured (load {estimate.BUSY_WHEN_MEASURED[device]:.1f} "
+                  f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine")
+        print(f"  per epoch: training images / rate + (validation + test images) / "
+              f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included")
     if unknown:
         print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
 

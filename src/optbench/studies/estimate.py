@@ -2,12 +2,16 @@
 
 For every distinct (device, model, width, classes, batch size) among the runs still to do, train a
 few steps on random data (`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take
-the images/s. One epoch then costs its training images / rate, plus its validation and test images
-/ (3 x rate) (a forward pass is about a third of a training step), and a run costs its remaining
-epochs of that. The estimate ignores data loading and start-up, so it is a lower bound on a busy
-machine, and it is the serial time: a parallel launcher divides it by its concurrent jobs.
+the images/s, cached per machine and shape (`$OPTBENCH_CACHE_DIR/estimate-rates.json`, as device=fastest
+caches its timing), so two estimates on one machine agree. One epoch then costs its training images /
+rate, plus its validation and test images / (EVAL_SPEEDUP x rate), and a run costs its remaining epochs
+of that. A folder of images (dataset=imagefolder) is counted from its listing. The estimate ignores data
+loading and start-up, so it is a lower bound on a busy machine, and it is the serial time: a parallel
+launcher divides it by its concurrent jobs.
 """
 
+import functools
+import os
 from dataclasses import dataclass
 
 from omegaconf import DictConfig
@@ -15,6 +19,11 @@ from omegaconf import DictConfig
 from optbench import datasets
 
 FORWARD_SHARE = 1 / 3  # evaluation forward pass vs a full training step (forward + backward ~ 3 forwards)
+# Evaluated images per second over trained ones, per device. CPU: measured 7.1x inside one run with BatchNorm
+# folded and the CPU's evaluation batch (benchmarks/study_time.py, docs/benchmarks.md "A study's epoch");
+# elsewhere the forward-pass share (a forward is about a third of a training step).
+EVAL_SPEEDUP = {"cpu": 7.0}
+RATE_CACHE = "estimate-rates.json"
 
 
 @dataclass(frozen=True)
@@ -29,10 +38,10 @@ class Workload:
 
 def dataset_sizes(dataset: DictConfig) -> tuple[int, int, int] | None:
     """(training, validation, test) images of a run's dataset; None when unknown before loading (imagefolder)."""
-    sizes = datasets.official_sizes(dataset)
+    sizes = datasets.official_sizes(dataset) or folder_sizes(dataset.get("root"))
     if sizes is None:
         return None
-    full_train, test = sizes
+    full_train, test = sizes[:2]
     val = int(dataset.val_size)
     train = full_train - val
     if dataset.get("train_subset"):
@@ -40,34 +49,75 @@ def dataset_sizes(dataset: DictConfig) -> tuple[int, int, int] | None:
     return train, val, test
 
 
+@functools.lru_cache(maxsize=8)   # a study plans many runs on one folder: list it once
+def folder_sizes(root) -> tuple[int, int, int] | None:
+    """(training images, test images, classes) of an ImageFolder copy; None without a usable root."""
+    from optbench.data.fingerprint import list_image_folder
+    from optbench.errors import ConfigError
+
+    if not root:
+        return None
+    try:
+        classes, train, test = list_image_folder(root)
+    except (ConfigError, OSError):
+        return None
+    return len(train), len(test), len(classes)
+
+
 def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
     sizes = dataset_sizes(cfg.dataset)
     if sizes is None:
         return None
     train, val, test = sizes
-    num_classes = datasets.num_classes(cfg.dataset) or 10   # known whenever the sizes are
+    folder = None if datasets.official_sizes(cfg.dataset) else folder_sizes(cfg.dataset.get("root"))
+    num_classes = datasets.num_classes(cfg.dataset) or (folder[2] if folder else 10)
     shape = (str(cfg.device), cfg.model.name, int(cfg.model.width), num_classes, int(cfg.batch_size))
     return Workload(shape, train, val + test, max(0, int(cfg.epochs) - epochs_done))
 
 
 def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float]]:
-    """shape -> (device measured on, training images/s), measured once per shape."""
-    from optbench.device.fastest import fastest_device, images_per_second  # torch: only when an estimate is asked for
+    """shape -> (device measured on, training images/s): from the cache of this machine, else measured once
+    and cached (a missing or damaged cache only costs a new measurement). A measurement taken while other
+    processes kept the cores busy is kept too, and `busy_when_measured` says so."""
+    from optbench.device import fastest   # torch: only when an estimate is asked for
     from optbench.device.policy import resolve_device
     from optbench.training.timing import timed_model
 
-    rates = {}
+    cache, rates = fastest.read_cache(RATE_CACHE), {}
     for shape in sorted(shapes):
         requested, model_name, width, num_classes, batch_size = shape
         model = timed_model(model_name, width, num_classes, batch_size)
         if requested == "fastest":
-            device = fastest_device(model)[0]
+            device = fastest.fastest_device(model)[0]
         else:
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
-        rates[shape] = (str(device), images_per_second(device, model))
+        key = fastest.cache_key([device], model)
+        if not isinstance(cache.get(key), dict):
+            cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": machine_load()}
+            fastest.write_cache(cache, RATE_CACHE)
+        rates[shape] = (str(device), cache[key]["images_per_s"])
+        BUSY_WHEN_MEASURED[str(device)] = max(BUSY_WHEN_MEASURED.get(str(device), 0.0), cache[key]["load"] or 0.0)
     return rates
 
 
-def seconds_left(work: Workload, rate: float) -> float:
-    return work.epochs_left * (work.train_images / rate + work.eval_images * FORWARD_SHARE / rate)
+BUSY_WHEN_MEASURED: dict[str, float] = {}   # device -> load per core while its cached rate was measured
+
+
+def machine_load() -> float | None:
+    """The 1-minute load average per usable core (above 1: other processes were competing for the cores)."""
+    from optbench.device.sharing import usable_cores
+
+    try:
+        return os.getloadavg()[0] / usable_cores()
+    except (AttributeError, OSError):
+        return None
+
+
+def eval_speedup(device: str) -> float:
+    """Evaluated over trained images per second on `device` ('' when unknown: a forward pass's share)."""
+    return EVAL_SPEEDUP.get(device.split(":")[0], 1 / FORWARD_SHARE)
+
+
+def seconds_left(work: Workload, rate: float, device: str = "") -> float:
+    return work.epochs_left * (work.train_images / rate + work.eval_images / (eval_speedup(device) * rate))
 
