@@ -63,11 +63,11 @@ def test_two_estimates_on_one_machine_use_one_measurement(tmp_path, monkeypatch)
     monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
     timed = []
     monkeypatch.setattr(fastest, "images_per_second", lambda device, model: timed.append(model) or 500.0 + len(timed))
-    shape = ("cpu", "resnet18", 8, 10, 32)
+    shape = ("cpu", "resnet18", 8, 10, 32, 3, 32)
     first, second = estimate.measure_rates({shape}), estimate.measure_rates({shape})
     assert first == second == {shape: ("cpu", 501.0)} and len(timed) == 1
     assert (tmp_path / estimate.RATE_CACHE).is_file()
-    assert estimate.measure_rates({("cpu", "resnet18", 16, 10, 32)}) and len(timed) == 2   # another shape: measured
+    assert estimate.measure_rates({("cpu", "resnet18", 8, 10, 32, 3, 16)}) and len(timed) == 2   # another shape: measured
 
 
 def test_the_input_shape_for_device_timing_comes_from_the_descriptor_or_the_config():

@@ -244,7 +244,7 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     seconds = sum(estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0]) for load in work)
     print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
           + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
-    for (requested, model, width, classes, batch), (device, rate) in sorted(rates.items()):
+    for (requested, model, width, classes, batch, *_), (device, rate) in sorted(rates.items()):
         print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
               f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
               "delete it to measure again)")

@@ -30,7 +30,7 @@ RATE_CACHE = "estimate-rates.json"
 class Workload:
     """One run's remaining work."""
 
-    shape: tuple            # (device, model name, width, classes, batch size): what the rate depends on
+    shape: tuple            # (device, model name, width, classes, batch size, channels, image size): what the rate depends on
     train_images: int       # per epoch
     eval_images: int        # validation + test, per epoch
     epochs_left: int
@@ -71,7 +71,8 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
     train, val, test = sizes
     folder = None if datasets.official_sizes(cfg.dataset) else folder_sizes(cfg.dataset.get("root"))
     num_classes = datasets.num_classes(cfg.dataset) or (folder[2] if folder else 10)
-    shape = (str(cfg.device), cfg.model.name, int(cfg.model.width), num_classes, int(cfg.batch_size))
+    channels, image_size, _ = datasets.image_shape(cfg.dataset)
+    shape = (str(cfg.device), cfg.model.name, int(cfg.model.width), num_classes, int(cfg.batch_size), channels, image_size)
     return Workload(shape, train, val + test, max(0, int(cfg.epochs) - epochs_done))
 
 
@@ -85,8 +86,8 @@ def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float]]:
 
     cache, rates = fastest.read_cache(RATE_CACHE), {}
     for shape in sorted(shapes):
-        requested, model_name, width, num_classes, batch_size = shape
-        model = timed_model(model_name, width, num_classes, batch_size)
+        requested, model_name, width, num_classes, batch_size, channels, image_size = shape
+        model = timed_model(model_name, width, num_classes, batch_size, channels, image_size)
         if requested == "fastest":
             device = fastest.fastest_device(model)[0]
         else:

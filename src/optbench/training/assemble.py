@@ -15,6 +15,7 @@ from dataclasses import dataclass, is_dataclass
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from optbench import datasets
 from optbench.data.human_labels import HumanNoise, human_noise
 from optbench.data.noise import NoisyLabels, apply_label_noise
 from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, channel_tensor, num_train_batches
@@ -56,8 +57,12 @@ class Run:
 
 def choose_device(cfg: DictConfig) -> torch.device:
     def measure_fastest() -> torch.device:
-        # Timed at 10 classes: the head's size barely changes the speed, and the data is not loaded yet.
-        return fastest_device(timed_model(cfg.model.name, cfg.model.width, 10, cfg.batch_size))[0]
+        # The data is not loaded yet: the descriptor's classes and image shape (10 classes for a folder of
+        # images; the head's size barely changes the speed).
+        channels, image_size, _ = datasets.image_shape(cfg.dataset)
+        classes = datasets.num_classes(cfg.dataset) or 10
+        return fastest_device(timed_model(cfg.model.name, cfg.model.width, classes, cfg.batch_size, channels,
+                                          image_size))[0]
 
     return resolve_device(cfg.device, fastest=measure_fastest)
 
