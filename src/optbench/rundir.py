@@ -66,6 +66,13 @@ def noise_level(name: str, rate=0.0, label_set=None) -> str:
     return f"{name}-{label_set}" if name == "human" else f"{name}-{rate}"
 
 
+def is_run_dir(folder) -> bool:
+    """A folder that holds a run: its record, its summary, or only Hydra's config (a run that never wrote either)."""
+    folder = Path(folder)
+    return any((folder / name).is_file() for name in (RECORD_FILE, SUMMARY_FILE)) or \
+        (folder / HYDRA_DIR / "config.yaml").is_file()
+
+
 def is_numbers_free(key: str) -> bool:
     """True for a dotted config key under NUMBERS_FREE_KEYS (`paths.data_dir` is under `paths`)."""
     return any(key == free or key.startswith(free + ".") for free in NUMBERS_FREE_KEYS)

@@ -7,7 +7,7 @@ fix (the CLI prints it and exits 2) and returns the results folder and the outpu
 from pathlib import Path
 
 from optbench.errors import ConfigError
-from optbench.rundir import HYDRA_DIR, SUMMARY_FILE
+from optbench.rundir import is_run_dir
 
 
 def check_inputs(results_dir: Path, out_dir: Path | None, target_acc: float, alpha: float) -> tuple[Path, Path]:
@@ -31,7 +31,3 @@ def check_inputs(results_dir: Path, out_dir: Path | None, target_acc: float, alp
         raise ConfigError(f"--out {out_dir} is a run directory or inside one ({inside}): give a separate folder, "
                           f"e.g. {results_dir}/aggregate")
     return results_dir, out_dir
-
-
-def is_run_dir(folder: Path) -> bool:
-    return (folder / SUMMARY_FILE).is_file() or (folder / HYDRA_DIR / "config.yaml").is_file()

@@ -27,7 +27,6 @@ from optbench.errors import DamagedRunFile
 from optbench.rundir import HYDRA_DIR, METRICS_FILE, RECORD_FILE, SUMMARY_FILE, flatten
 
 HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
-RUN_MARKERS = (RECORD_FILE, SUMMARY_FILE)   # with .hydra/config.yaml: what makes a folder a run directory
 
 # Statuses a run can have; only "completed" runs enter means and statistics.
 UNFINISHED = "unfinished"   # no summary.json: never started, or killed before epoch 0
@@ -57,7 +56,7 @@ def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
     skip = skip.resolve() if skip else None
     for folder, subfolders, files in os.walk(results_dir):
         here = Path(folder)
-        if any(name in files for name in RUN_MARKERS) or (here / HYDRA_CONFIG).is_file():
+        if rundir.is_run_dir(here):
             found.append(here)
             subfolders.clear()   # a run directory holds no other runs (tensorboard/ and .hydra/ are its own)
             continue
