@@ -80,7 +80,7 @@ def test_status_of_a_study_not_started_says_when_the_time_is_known(tmp_path, cap
     assert study_cli.main([str(study), "--status", "--set", *SMALL, f"paths.results_dir={results}"]) == 0
     out = capsys.readouterr().out
     assert out.count("\nnew ") == 4 and "0 of 4 runs finished" in out and "0 of 4 epochs (0%)" in out
-    assert f"remaining: 4 epochs; the time is known once a run has trained an epoch (python src/study.py tiny" in out
+    assert "remaining: 4 epochs; the time is known once a run has trained an epoch (python src/study.py tiny" in out
     assert not results.exists()
 
 
