@@ -108,10 +108,11 @@ def test_the_study_plans_human_label_sets_in_their_own_directories():
         ("none", ""), ("human", "aggre"), ("human", "worst")}
 
 
-def test_the_cpu_study_plans_clean_aggre_and_worst_runs_with_the_shared_label_file(capsys):
+def test_the_cpu_study_plans_clean_aggre_and_worst_runs_with_the_shared_label_file(capsys, tmp_path):
     from optbench.studies.cli import main
 
-    main(["human_noise_cpu", "--dry-run", "--no-estimate"])
+    # An empty results folder: the plan must not depend on the runs this checkout happens to hold.
+    main(["human_noise_cpu", "--dry-run", "--no-estimate", "--set", f"paths.results_dir={tmp_path}"])
     planned = capsys.readouterr().out.split("study human_noise_cpu:")[1]
     assert "18 runs in 4 sweep(s)" in planned and "warning" not in planned
     for level in ("none-0.0", "human-aggre", "human-worst"):
