@@ -1,4 +1,7 @@
-"""Label-noise models applied to the training split only (validation and test stay clean).
+"""Synthetic label-noise models: a draw over one split's labels (test labels are never touched).
+
+The run applies a draw to the training split and, under the default noisy-validation protocol
+(`noise.validation=noisy`), an independent one to the validation split (training/assemble.py).
 
 `apply_label_noise(clean_labels, kind, rate, classes, seed, dataset)` returns `NoisyLabels`: the
 labels training sees, a mask of the flipped samples and the realised rate.
