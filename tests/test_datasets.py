@@ -65,7 +65,7 @@ def test_two_estimates_on_one_machine_use_one_measurement(tmp_path, monkeypatch)
     monkeypatch.setattr(fastest, "images_per_second", lambda device, model: timed.append(model) or 500.0 + len(timed))
     shape = ("cpu", "resnet18", 8, 10, 32, 3, 32)
     first, second = estimate.measure_rates({shape}), estimate.measure_rates({shape})
-    assert first == second == {shape: ("cpu", 501.0)} and len(timed) == 1
+    assert first == second and first[shape][:2] == ("cpu", 501.0) and len(timed) == 1
     assert (tmp_path / estimate.RATE_CACHE).is_file()
     assert estimate.measure_rates({("cpu", "resnet18", 8, 10, 32, 3, 16)}) and len(timed) == 2   # another shape: measured
 

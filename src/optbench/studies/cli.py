@@ -244,12 +244,12 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     seconds = sum(estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0]) for load in work)
     print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
           + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
-    for (requested, model, width, classes, batch, *_), (device, rate) in sorted(rates.items()):
+    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(rates.items()):
         print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
               f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
               "delete it to measure again)")
-        if estimate.BUSY_WHEN_MEASURED.get(device, 0.0) > 1.0:
-            print(f"  the machine was busy while this rate was measured (load {estimate.BUSY_WHEN_MEASURED[device]:.1f} "
+        if (load or 0.0) > 1.0:
+            print(f"  the machine was busy while this rate was measured (load {load:.1f} "
                   f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine")
         print(f"  per epoch: training images / rate + (validation + test images) / "
               f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included")

@@ -76,10 +76,10 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
     return Workload(shape, train, val + test, max(0, int(cfg.epochs) - epochs_done))
 
 
-def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float]]:
-    """shape -> (device measured on, training images/s): from the cache of this machine, else measured once
-    and cached (a missing or damaged cache only costs a new measurement). A measurement taken while other
-    processes kept the cores busy is kept too, and `busy_when_measured` says so."""
+def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float, float | None]]:
+    """shape -> (device measured on, training images/s, load per core while it was measured): from the cache
+    of this machine, else measured once and cached (a missing or damaged cache only costs a new
+    measurement). A load above 1 says other processes kept the cores busy: the rate is too low."""
     from optbench.device import fastest   # torch: only when an estimate is asked for
     from optbench.device.policy import resolve_device
     from optbench.training.timing import timed_model
@@ -96,12 +96,8 @@ def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float]]:
         if not isinstance(cache.get(key), dict):
             cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": machine_load()}
             fastest.write_cache(cache, RATE_CACHE)
-        rates[shape] = (str(device), cache[key]["images_per_s"])
-        BUSY_WHEN_MEASURED[str(device)] = max(BUSY_WHEN_MEASURED.get(str(device), 0.0), cache[key]["load"] or 0.0)
+        rates[shape] = (str(device), cache[key]["images_per_s"], cache[key]["load"])
     return rates
-
-
-BUSY_WHEN_MEASURED: dict[str, float] = {}   # device -> load per core while its cached rate was measured
 
 
 def machine_load() -> float | None:
