@@ -149,3 +149,21 @@ def test_a_hypothesis_heading_for_rejection_is_kept_going_not_abandoned():
     design = Design(LOOKS, ALPHA, 1)
     heading_the_other_way = decide([-2.8], 1, design)
     assert heading_the_other_way.decision == "continue" and "rejected" in heading_the_other_way.reason
+
+
+def test_later_looks_train_only_the_optimizers_the_open_hypotheses_compare():
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from optbench.studies.sequential import study_for_look
+    from optbench.study_spec import Study
+
+    study = Study("s", "t", "s", Path("s.yaml"), {"optimizer": ["sgd", "adam", "adamw", "lion", "muon"],
+                                                  "seed": [0, 1, 2], "epochs": 8})
+    h1 = SimpleNamespace(id="H1", test=SimpleNamespace(subject="lion", versus=("adamw",)))
+    h2 = SimpleNamespace(id="H2", test=SimpleNamespace(subject="sgd", versus=("adam", "adamw", "lion", "muon")))
+    both = study_for_look(study, 6, [h1, h2])
+    assert both.grid == {**study.grid, "seed": [0, 1, 2, 3, 4, 5]}
+    only_h1 = study_for_look(study, 10, [h1])   # H2 decided: sgd, adam and muon get no more seeds
+    assert only_h1.grid["optimizer"] == ["adamw", "lion"] and only_h1.grid["seed"] == list(range(10))
+    assert only_h1.grid["epochs"] == 8 and study.grid["seed"] == [0, 1, 2]

@@ -236,7 +236,11 @@ def sequential_section(parts: ReportParts) -> str:
     """Each look of a study run until decided (`study.py --until-decided`): seeds, and each decision."""
     if not parts.sequential:
         return ""
-    lines = ["## Sequential decisions", ""]
+    lines = ["## Sequential decisions", "",
+             "These studies added seeds at pre-set looks until each hypothesis was decided. Their decisions below "
+             "are the tests that keep the error at alpha; the verdicts above test the final seeds as if their "
+             "number had been fixed in advance, which over-states the evidence once seeds were added because "
+             "the answer was not yet clear. Where the two differ, the decision below is the one to report.", ""]
     for record in parts.sequential:
         lines += [f"Study `{record['study']}`, looks at {', '.join(map(str, record['looks']))} seeds: {record['rule']}.", ""]
         rows = [{"look": entry["look"] + 1, "seeds": entry["seeds"], "hypothesis": name,

@@ -1,7 +1,8 @@
 """`python src/study.py NAME --until-decided --max-seeds 16`: add seeds at pre-set looks until decided.
 
 The study's own seeds are the first look; later looks add seeds (the next integers) up to --max-seeds
-(default looks 3, 6, 10, 16: optbench.aggregate.sequential). At each look the runs are trained as
+(default looks 3, 6, 10, 16: optbench.aggregate.sequential), for the optimizers the hypotheses still open
+compare (a decided hypothesis's other arms get no more seeds). At each look the runs are trained as
 ordinary runs in their deterministic directories (finished ones skipped), the results folder is read
 as the aggregator reads it, each open hypothesis is evaluated, and the group-sequential rule says
 continue, stop for efficacy (supported), rejected, stop for futility, or undecided at the last look.
@@ -40,6 +41,21 @@ def seeds_at(study: Study, count: int) -> list[int]:
 
 def with_seeds(study: Study, count: int) -> Study:
     return dataclasses.replace(study, grid={**study.grid, "seed": seeds_at(study, count)})
+
+
+def needed_optimizers(study: Study, hypotheses) -> list:
+    """The grid's optimizers that the hypotheses still open compare: once the others' hypotheses are decided,
+    more seeds of them would decide nothing, so later looks train only these (in the grid's order)."""
+    grid = study.grid.get("optimizer")
+    listed = list(grid) if isinstance(grid, (list, tuple)) else [grid]
+    named = {name for hypothesis in hypotheses for name in (hypothesis.test.subject, *hypothesis.test.versus)}
+    return [optimizer for optimizer in listed if optimizer in named] or listed
+
+
+def study_for_look(study: Study, count: int, open_hypotheses) -> Study:
+    """The study's runs at a look of `count` seeds, for the optimizers the open hypotheses compare."""
+    seeded = with_seeds(study, count)
+    return dataclasses.replace(seeded, grid={**seeded.grid, "optimizer": needed_optimizers(study, open_hypotheses)})
 
 
 def chosen_hypotheses(study: Study, experiments_dir: Path, names: list[str]):
@@ -102,12 +118,13 @@ def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -
     print(f"study {study.id} until decided: looks at {', '.join(map(str, looks))} seeds; {RULE}")
     if args.dry_run:   # the next look's runs; nothing trained, nothing decided
         look = min(decisions.looks_done(record), len(looks) - 1)
-        return run_study(with_seeds(study, looks[look]), args, tuned)
+        return run_study(study_for_look(study, looks[look], open_hypotheses(hypotheses, record) or hypotheses),
+                         args, tuned)
     for look in range(decisions.looks_done(record), len(looks)):
-        open_ones = [hypothesis for hypothesis in hypotheses if hypothesis.id not in decisions.stopped(record)]
+        open_ones = open_hypotheses(hypotheses, record)
         if not open_ones:
             break
-        status = run_study(with_seeds(study, looks[look]), args, tuned)
+        status = run_study(study_for_look(study, looks[look], open_ones), args, tuned)
         if status:
             return status
         taken = look_decisions(results_dir, open_ones, record, look, planned_settings(study))
@@ -117,6 +134,10 @@ def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -
             print(f"look {look + 1} ({looks[look]} seeds): {name}: {entry['decision']}: {entry['reason']}")
     print_summary(record, path)
     return 0
+
+
+def open_hypotheses(hypotheses, record: dict) -> list:
+    return [hypothesis for hypothesis in hypotheses if hypothesis.id not in decisions.stopped(record)]
 
 
 def print_summary(record: dict, path: Path) -> None:
