@@ -4,8 +4,9 @@
     python scripts/readme_study.py --check   # exit 1 when README's block differs from the docs (the tests run this)
 
 The block is a few columns of the aggregator's own results table (tables/results.csv, formatted by the
-aggregator's display_table), then the hypotheses' verdict table as report.md gives it; the full tables
-and every other output stay in docs/cpu-study/report.md.
+aggregator's display_table), the hypotheses' verdict table as report.md gives it, and the final decision
+of each hypothesis a study run until decided took (its decision record in docs/cpu-study/runs); the full
+tables and every other output stay in docs/cpu-study/report.md.
 """
 
 import argparse
@@ -17,12 +18,15 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
+from optbench import decisions  # noqa: E402
+from optbench.aggregate.report import decided_over  # noqa: E402
 from optbench.aggregate.tables import display_table, to_markdown  # noqa: E402
 
 README = REPO / "README.md"
 STUDY_DOCS = REPO / "docs" / "cpu-study"
 RESULTS_CSV = STUDY_DOCS / "tables" / "results.csv"
 REPORT = STUDY_DOCS / "report.md"
+PUBLISHED_RUNS = STUDY_DOCS / "runs"
 VERDICTS_HEADING = "## Hypotheses"
 BEGIN = "<!-- cpu-study table: written by `python scripts/readme_study.py` from docs/cpu-study; do not edit -->"
 END = "<!-- end of cpu-study table -->"
@@ -48,9 +52,24 @@ def verdicts_markdown(report: Path = REPORT) -> str:
     return "\n".join(after[start:end]) + "\n"
 
 
+def decisions_markdown(runs: Path = PUBLISHED_RUNS) -> str:
+    """One row per hypothesis of each study run until decided: its final decision and the seeds it spent."""
+    rows = []
+    for path in decisions.find_records(runs):
+        record = decisions.read(path)
+        rows += [{"study": record["study"], "hypothesis": name, "settings": decided_over(entry),
+                  "decision": f"**{entry['decision'].upper()}**", "seeds spent": entry["seeds"], "why": entry["reason"]}
+                 for name, entry in sorted(decisions.stopped(record).items())]
+    return to_markdown(pd.DataFrame(rows)) + "\n" if rows else ""
+
+
 def study_block() -> str:
-    return table_markdown() + "\nHypotheses (experiments/hypotheses/), as the report judges them at this scale:\n\n" + \
+    block = table_markdown() + "\nHypotheses (experiments/hypotheses/), as the report judges them at this scale:\n\n" + \
         verdicts_markdown()
+    decided = decisions_markdown()
+    if decided:
+        block += "\nDecided by adding seeds until decided (the sequential rule, O'Brien-Fleming alpha spending):\n\n" + decided
+    return block
 
 
 def with_block(readme_text: str, block: str) -> str:

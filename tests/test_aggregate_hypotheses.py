@@ -176,6 +176,20 @@ def test_h3_with_paired_seeds_compares_per_seed_drops_with_the_paired_t_test(tmp
     assert at_20["exact_p"] == pytest.approx(sign_flip_p(lion_drops, adamw_drops), rel=1e-12) == 0.25
 
 
+def test_h3_means_beside_the_test_are_taken_on_the_seeds_it_tested(tmp_path):
+    """Clean seeds with no noisy run (a study continued on clean data only) enter no per-seed drop, so they
+    must not move the clean means, drops and n shown beside the test either."""
+    noise_study(tmp_path, rates=(0.2,))
+    write_study(tmp_path, {"lion": [0.50, 0.52], "adamw": [0.99, 0.98]}, seeds=(3, 4))   # clean only
+    at_20 = verdict(tmp_path, "h3_noise_robustness.yaml").checks[0].numbers
+    lion_drops = [c - n for c, n in zip(LION_CLEAN, LION_20)]
+    adamw_drops = [c - n for c, n in zip(ADAMW_CLEAN, ADAMW_20)]
+    assert (at_20["n_subject_clean"], at_20["n_other_clean"], at_20["n_subject_noisy"]) == (3, 3, 3)
+    assert at_20["mean_subject_clean"] == pytest.approx(mean(LION_CLEAN))
+    assert at_20["drop_subject"] == pytest.approx(mean(lion_drops)) and at_20["drop_other"] == pytest.approx(mean(adamw_drops))
+    assert at_20["difference"] == pytest.approx(mean(lion_drops) - mean(adamw_drops))
+
+
 def test_h3_supported_with_seven_seeds_smaller_drops_on_every_one(tmp_path):
     """Two required comparisons, each significant in the stated direction (intersection-union); the exact
     sign-flip tests agree (2/128 = 0.016 each)."""

@@ -23,7 +23,7 @@ def test_committed_tables_are_what_the_committed_runs_give(tmp_path):
     from optbench.aggregate import aggregate
 
     outcome = aggregate(STUDY_DOCS / "runs", tmp_path, TARGET_ACC, REPO / "experiments", draw_figures=False)
-    assert outcome.runs == 21                          # the 5 x 3 clean runs and 2 x 3 noisy ones; trials set aside
+    assert outcome.runs == 44   # clean: 6 seeds of sgd, adam, muon, 10 of adamw, lion; 2 x 3 noisy; trials set aside
     committed = sorted(path.relative_to(STUDY_DOCS) for path in STUDY_DOCS.glob("tables/*.csv"))
     assert committed == sorted(path.relative_to(tmp_path) for path in tmp_path.glob("tables/*.csv"))
     for table in [*committed, "summary.csv"]:
@@ -71,4 +71,21 @@ def test_aggregating_published_runs_into_the_folder_that_holds_them_sets_the_tun
     shutil.copytree(STUDY_DOCS / "runs", tmp_path / "study" / "runs")
     outcome = aggregate(tmp_path / "study" / "runs", tmp_path / "study", TARGET_ACC, REPO / "experiments",
                         draw_figures=False)
-    assert outcome.runs == 21
+    assert outcome.runs == 44
+
+
+def test_the_block_lists_each_final_sequential_decision(tmp_path):
+    from optbench import decisions
+
+    record = decisions.new_record("demo", (3, 6), 0.05, "rule", {})
+    record = decisions.add_look(record, 0, 3, {"H2": {"decision": "rejected", "reason": "crossed", "seeds": 3,
+                                                      "z": {"cifar10, clean: sgd vs muon": -5.0}},
+                                               "H1": {"decision": "continue", "reason": "cp", "seeds": 3}})
+    record = decisions.add_look(record, 1, 6, {"H1": {"decision": "supported", "reason": "crossed", "seeds": 6,
+                                                      "z": {"cifar10, clean: lion vs adamw": 3.0}}})
+    decisions.write(decisions.record_path(tmp_path, "demo"), record)
+    rows = readme_study.decisions_markdown(tmp_path).strip().splitlines()[2:]
+    assert [row.split("|")[2:6] for row in rows] == [
+        [" H1           ", " cifar10, clean ", " **SUPPORTED** ", " 6             "],
+        [" H2           ", " cifar10, clean ", " **REJECTED**  ", " 3             "]]
+    assert readme_study.decisions_markdown(tmp_path / "none") == ""

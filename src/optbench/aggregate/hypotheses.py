@@ -32,7 +32,7 @@ import pandas as pd
 
 from optbench.aggregate.groups import SETTING_IDENTITY, noise_label, short_key
 from optbench.aggregate.load import epochs_to_reach, is_clean
-from optbench.aggregate.stats import compare, drop_test, holm
+from optbench.aggregate.stats import compare, drop_test, holm, paired_cells
 from optbench.study_spec import HUMAN, Hypothesis, HypothesisTest, hypothesis_files, load_hypotheses, parse_hypothesis
 
 __all__ = ["Context", "Hypothesis", "Verdict", "evaluate", "evaluate_all", "hypothesis_files", "load_hypotheses",
@@ -183,7 +183,9 @@ def decide(hypothesis: Hypothesis, checks: list[Check], test: HypothesisTest) ->
     same rule on the exact tests' p values is kept beside it as a check that assumes no normality."""
     if not checks:
         names = ", ".join([test.subject, *test.versus])
-        return Verdict(hypothesis, INCONCLUSIVE, f"missing runs: no setting has runs of {names} to compare", checks)
+        under = f" under human label noise ({', '.join(test.label_sets)})" if test.noise == HUMAN else ""
+        return Verdict(hypothesis, INCONCLUSIVE, f"missing runs: no setting has runs of {names}{under} to compare",
+                       checks)
     verdict, reason = rule(checks, test.alpha, "p")
     exact_verdict, _ = rule(checks, test.alpha, "exact_p")
     return Verdict(hypothesis, verdict, reason, checks, exact_verdict=exact_verdict)
@@ -428,7 +430,7 @@ def drop_check(base: str, noise_text: str, clean: pd.DataFrame, noisy: pd.DataFr
                for (_, state), arm in cells.items() if arm.label is None]
     if missing:
         return Check(base, name, expected, "missing", detail="; ".join(missing))
-    values = {key: values_by_seed(arm, metric) for key, arm in cells.items()}
+    values = paired_cells({key: values_by_seed(arm, metric) for key, arm in cells.items()})
     drop_subject, drop_other, result = drop_test(values, alpha)
     numbers = {**{f"mean_{who}_{state}": float(series.mean()) for (who, state), series in values.items()},
                **{f"n_{who}_{state}": len(series) for (who, state), series in values.items()},

@@ -240,15 +240,23 @@ def sequential_section(parts: ReportParts) -> str:
              "These studies added seeds at pre-set looks until each hypothesis was decided. Their decisions below "
              "are the tests that keep the error at alpha; the verdicts above test the final seeds as if their "
              "number had been fixed in advance, which over-states the evidence once seeds were added because "
-             "the answer was not yet clear. Where the two differ, the decision below is the one to report.", ""]
+             "the answer was not yet clear. A decision is taken over its study's planned settings (*settings*), which can be "
+             "fewer than a verdict's family above. Where the two differ on the same settings, the decision below "
+             "is the one to report.", ""]
     for record in parts.sequential:
         lines += [f"Study `{record['study']}`, looks at {', '.join(map(str, record['looks']))} seeds: {record['rule']}.", ""]
         rows = [{"look": entry["look"] + 1, "seeds": entry["seeds"], "hypothesis": name,
-                 "decision": decision["decision"], "why": decision["reason"],
+                 "settings": decided_over(decision), "decision": decision["decision"], "why": decision["reason"],
                  "seeds spent": decision.get("seeds", entry["seeds"])}
                 for entry in record["decisions"] for name, decision in entry["hypotheses"].items()]
         lines += [to_markdown(pd.DataFrame(rows)) if rows else "_No look taken yet._", ""]
     return "\n".join(lines)
+
+
+def decided_over(decision: dict) -> str:
+    """The settings a look's decision compared in (its study's plan, which can be narrower than the family of
+    the verdicts above: a study continued on clean data decides over the clean setting only)."""
+    return "; ".join(dict.fromkeys(key.rsplit(": ", 1)[0] for key in decision.get("z", {}))) or "—"
 
 
 # ---- tables, figures, pairwise tests, problem runs ----------------------------------------------------

@@ -359,6 +359,18 @@ def contrast(cells: list[tuple[float, Description]]) -> Contrast:
     return Contrast(estimate, math.sqrt(variance), df, statistic, float(2 * stats.t.sf(abs(statistic), df)))
 
 
+def paired_cells(values: dict) -> dict:
+    """The four cells of a drop comparison on the seeds all four ran, when at least two: the per-seed drops are
+    tested on those seeds only, so the means shown beside the test are taken on them too (a clean seed with
+    no noisy run, or one the other optimizer never ran, would otherwise move a mean the test never saw)."""
+    if not all(series.index.is_unique for series in values.values()):
+        return values
+    common = sorted(set.intersection(*(set(series.dropna().index) for series in values.values())))
+    if len(common) < 2:
+        return values
+    return {key: series.loc[common] for key, series in values.items()}
+
+
 def drop_test(values: dict, alpha: float = ALPHA) -> tuple[float, float, Comparison]:
     """(subject's drop, other's drop, the test of subject drop - other drop).
 
