@@ -167,3 +167,5 @@ def test_later_looks_train_only_the_optimizers_the_open_hypotheses_compare():
     only_h1 = study_for_look(study, 10, [h1])   # H2 decided: sgd, adam and muon get no more seeds
     assert only_h1.grid["optimizer"] == ["adamw", "lion"] and only_h1.grid["seed"] == list(range(10))
     assert only_h1.grid["epochs"] == 8 and study.grid["seed"] == [0, 1, 2]
+    no_axis = Study("s", "t", "s", Path("s.yaml"), {"seed": [0, 1, 2]})   # the optimizer comes from overrides
+    assert study_for_look(no_axis, 6, [h1]).grid == {"seed": [0, 1, 2, 3, 4, 5]}

@@ -240,9 +240,9 @@ def sequential_section(parts: ReportParts) -> str:
              "These studies added seeds at pre-set looks until each hypothesis was decided. Their decisions below "
              "are the tests that keep the error at alpha; the verdicts above test the final seeds as if their "
              "number had been fixed in advance, which over-states the evidence once seeds were added because "
-             "the answer was not yet clear. A decision is taken over its study's planned settings (*settings*), which can be "
-             "fewer than a verdict's family above. Where the two differ on the same settings, the decision below "
-             "is the one to report.", ""]
+             "the answer was not yet clear. A decision is taken over its study's planned settings (*settings*), "
+             "which can be fewer than a verdict's family above. Where the two differ on the same settings, the "
+             "decision below is the one to report.", ""]
     for record in parts.sequential:
         lines += [f"Study `{record['study']}`, looks at {', '.join(map(str, record['looks']))} seeds: {record['rule']}.", ""]
         rows = [{"look": entry["look"] + 1, "seeds": entry["seeds"], "hypothesis": name,

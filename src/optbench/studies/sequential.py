@@ -46,7 +46,7 @@ def with_seeds(study: Study, count: int) -> Study:
 def needed_optimizers(study: Study, hypotheses) -> list:
     """The grid's optimizers that the hypotheses still open compare: once the others' hypotheses are decided,
     more seeds of them would decide nothing, so later looks train only these (in the grid's order)."""
-    grid = study.grid.get("optimizer")
+    grid = study.grid["optimizer"]
     listed = list(grid) if isinstance(grid, (list, tuple)) else [grid]
     named = {name for hypothesis in hypotheses for name in (hypothesis.test.subject, *hypothesis.test.versus)}
     return [optimizer for optimizer in listed if optimizer in named] or listed
@@ -55,6 +55,8 @@ def needed_optimizers(study: Study, hypotheses) -> list:
 def study_for_look(study: Study, count: int, open_hypotheses) -> Study:
     """The study's runs at a look of `count` seeds, for the optimizers the open hypotheses compare."""
     seeded = with_seeds(study, count)
+    if "optimizer" not in study.grid:   # one optimizer from the overrides or defaults: nothing to narrow
+        return seeded
     return dataclasses.replace(seeded, grid={**seeded.grid, "optimizer": needed_optimizers(study, open_hypotheses)})
 
 
