@@ -68,6 +68,9 @@ def test_two_estimates_on_one_machine_use_one_measurement(tmp_path, monkeypatch)
     assert first == second and first[shape][:2] == ("cpu", 501.0) and len(timed) == 1
     assert (tmp_path / estimate.RATE_CACHE).is_file()
     assert estimate.measure_rates({("cpu", "resnet18", 8, 10, 32, 3, 16)}) and len(timed) == 2   # another shape: measured
+    cache = fastest.read_cache(estimate.RATE_CACHE)
+    fastest.write_cache({key: {"load": 0.5} for key in cache}, estimate.RATE_CACHE)   # entries without their rate
+    assert estimate.measure_rates({shape})[shape][:2] == ("cpu", 503.0) and len(timed) == 3   # measured again
 
 
 def test_the_input_shape_for_device_timing_comes_from_the_descriptor_or_the_config():

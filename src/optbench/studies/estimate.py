@@ -93,10 +93,10 @@ def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float, float | N
         else:
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
         key = fastest.cache_key([device], model)
-        if not isinstance(cache.get(key), dict):
+        if not (isinstance(cache.get(key), dict) and "images_per_s" in cache[key]):   # absent or damaged
             cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": machine_load()}
             fastest.write_cache(cache, RATE_CACHE)
-        rates[shape] = (str(device), cache[key]["images_per_s"], cache[key]["load"])
+        rates[shape] = (str(device), cache[key]["images_per_s"], cache[key].get("load"))
     return rates
 
 
