@@ -30,8 +30,8 @@ from optbench.errors import ConfigError
 from optbench.device.fastest import fastest_device
 from optbench.training.models import build_model
 from optbench.training.timing import timed_model
-from optbench import optimizers
-from optbench.choices import OPTIMIZERS
+from optbench.registry import optimizers
+from optbench.registry.choices import OPTIMIZERS
 from optbench.training.optim import build_optimizer, set_mode
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"

@@ -36,7 +36,7 @@ def run_mode(mode: str, args: argparse.Namespace, results: Path) -> list[dict]:
                  "model.width=16", f"epochs={args.epochs}", "optimizer=adamw", "seed=0", "device=cpu",
                  "train.progress_bar=false", f"paths.results_dir={results}", *MODES[mode]]
     code = ("import sys, json; sys.path.insert(0, 'src')\n"
-            "from optbench.hydra_glue import register_resolvers; register_resolvers()\n"
+            "from optbench.config.hydra_glue import register_resolvers; register_resolvers()\n"
             "from hydra import compose, initialize_config_dir\n"
             "from optbench.training import evaluate\n"
             "from optbench.training.run import train\n"

@@ -104,7 +104,7 @@ def run_harness(args, extra_overrides: tuple[str, ...] = ()) -> dict:
     """The harness's training images/s; `extra_overrides` come last, so they win over --harness-override."""
     from hydra import compose, initialize_config_dir
 
-    from optbench.hydra_glue import register_resolvers
+    from optbench.config.hydra_glue import register_resolvers
     from optbench.training.run import train
 
     register_resolvers()

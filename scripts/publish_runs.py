@@ -21,15 +21,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench import decisions, rundir, tuning_record  # noqa: E402
-from optbench.aggregate.load import find_run_dirs  # noqa: E402
+from optbench.formats import decision_record, tuning_record  # noqa: E402
+from optbench import rundir  # noqa: E402
+from optbench.analysis.load import find_run_dirs  # noqa: E402
 from optbench.errors import DamagedRunFile  # noqa: E402
 from optbench.training.mirror import copy_atomically, copy_small_files  # noqa: E402  the mirror's copy: same files
+from optbench.formats import run_summary
 
 
 def status_of(run_dir: Path) -> str:
     try:
-        summary = rundir.RunDir(run_dir).read_summary()
+        summary = run_summary.read(run_dir)
     except DamagedRunFile:
         return "unreadable"
     return summary.get("status", "unknown") if summary else "no summary"
@@ -45,7 +47,7 @@ def publish(source: Path, destination: Path) -> collections.Counter:
         if (run_dir / rundir.SUMMARY_FILE).is_file():
             copy_atomically(run_dir / rundir.SUMMARY_FILE, target / rundir.SUMMARY_FILE)
         statuses[status_of(run_dir)] += 1
-    for record in [*tuning_record.find_records(source, skip=destination), *decisions.find_records(source, skip=destination)]:
+    for record in [*tuning_record.find_records(source, skip=destination), *decision_record.find_records(source, skip=destination)]:
         target = destination / record.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         copy_atomically(record, target)

@@ -18,9 +18,9 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench import decisions  # noqa: E402
-from optbench.aggregate.report import decided_over  # noqa: E402
-from optbench.aggregate.tables import display_table, to_markdown  # noqa: E402
+from optbench.formats import decision_record  # noqa: E402
+from optbench.analysis.report import decided_over  # noqa: E402
+from optbench.analysis.tables import display_table, to_markdown  # noqa: E402
 
 README = REPO / "README.md"
 STUDY_DOCS = REPO / "docs" / "cpu-study"
@@ -55,11 +55,11 @@ def verdicts_markdown(report: Path = REPORT) -> str:
 def decisions_markdown(runs: Path = PUBLISHED_RUNS) -> str:
     """One row per hypothesis of each study run until decided: its final decision and the seeds it spent."""
     rows = []
-    for path in decisions.find_records(runs):
-        record = decisions.read(path)
+    for path in decision_record.find_records(runs):
+        record = decision_record.read(path)
         rows += [{"study": record["study"], "hypothesis": name, "settings": decided_over(entry),
                   "decision": f"**{entry['decision'].upper()}**", "seeds spent": entry["seeds"], "why": entry["reason"]}
-                 for name, entry in sorted(decisions.stopped(record).items())]
+                 for name, entry in sorted(decision_record.stopped(record).items())]
     return to_markdown(pd.DataFrame(rows)) + "\n" if rows else ""
 
 

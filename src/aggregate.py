@@ -14,10 +14,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from optbench.aggregate.inputs import check_inputs
+from optbench.analysis.inputs import check_inputs
 from optbench.errors import ConfigError
-from optbench.rundir import FINAL_STATUSES
-from optbench.study_spec import find_study, planned_settings
+from optbench.formats.run_summary import FINAL_STATUSES
+from optbench.specs.study_spec import find_study, planned_settings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_EXPERIMENTS = REPO / "experiments"
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     try:
         check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)   # a typo fails before the slow imports
         planned = planned_settings(find_study(args.study, experiments or DEFAULT_EXPERIMENTS)) if args.study else None
-        from optbench.aggregate import aggregate  # pandas, scipy, matplotlib: a few seconds
+        from optbench.analysis import aggregate  # pandas, scipy, matplotlib: a few seconds
 
         outcome = aggregate(args.results_dir, args.out, args.target_acc, experiments, args.alpha,
                             command=shlex.join(["python", "src/aggregate.py", *argv]), draw_figures=not args.no_figures,

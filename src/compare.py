@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from optbench import rundir
+from optbench import fileio
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
@@ -49,7 +50,7 @@ def figure_path(wanted: Path | None, run_ids: tuple[str, str]) -> Path:
 def main(argv: list[str]) -> int:
     try:
         args = parse_args(argv)
-        from optbench.aggregate.compare import read_compared
+        from optbench.analysis.run_pair import read_compared
 
         a, b = read_compared(args.run_a, "RUN_A"), read_compared(args.run_b, "RUN_B")
         if a.path.resolve() == b.path.resolve():
@@ -66,7 +67,7 @@ def report(a, b, path: Path) -> None:
     """The two tables on stdout, the figure into `path` (written whole or not at all)."""
     from tabulate import tabulate
 
-    from optbench.aggregate.compare import config_differences, curves_figure, headline_rows, run_label
+    from optbench.analysis.run_pair import config_differences, curves_figure, headline_rows, run_label
 
     numbers, numbers_free = config_differences(a, b)
     labels = {"A": run_label("A", a, numbers), "B": run_label("B", b, numbers)}
@@ -80,7 +81,7 @@ def report(a, b, path: Path) -> None:
     print()
     print(tabulate(headline_rows(a, b), headers=["", "A", "B"], tablefmt="simple", disable_numparse=True))
     figure = curves_figure(a, b, labels)
-    rundir.write_atomically(path, lambda handle: figure.savefig(handle, format=path.suffix.lower()[1:], dpi=150))
+    fileio.write_atomically(path, lambda handle: figure.savefig(handle, format=path.suffix.lower()[1:], dpi=150))
     print(f"\nfigure: {path}")
 
 

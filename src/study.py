@@ -1,4 +1,4 @@
-"""Run a study from experiments/ as plain Hydra multiruns of src/train.py; see optbench/study_cli.py.
+"""Run a study from experiments/ as plain Hydra multiruns of src/train.py; see optbench/study_command.py.
 
     python src/study.py --list
     python src/study.py full --dry-run
@@ -8,7 +8,7 @@
 import sys
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
-from optbench.studies.cli import main
+from optbench.studies.study_command import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

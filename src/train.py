@@ -5,7 +5,7 @@
     python src/train.py --cfg job optimizer=muon          # print the composed config
 
 Every run lands in its deterministic directory under results/ (see conf/config.yaml);
-`hydra.run.dir=DIR` puts it in DIR instead. Exit statuses: optbench/training/cli.py.
+`hydra.run.dir=DIR` puts it in DIR instead. Exit statuses: optbench/training/train_command.py.
 """
 
 import os
@@ -19,8 +19,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
-from optbench.hydra_glue import register_resolvers
-from optbench.training.cli import deferred_exit_status, hydra_files, preflight, run_job, sweep_end_line
+from optbench.config.hydra_glue import register_resolvers
+from optbench.training.train_command import deferred_exit_status, hydra_files, preflight, run_job, sweep_end_line
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 register_resolvers()

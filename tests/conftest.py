@@ -11,7 +11,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from optbench.hydra_glue import register_resolvers
+from optbench.config.hydra_glue import register_resolvers
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"

@@ -83,7 +83,7 @@ def test_real_tiny_runs_end_to_end(real_results, tmp_path):
 
 
 def test_messy_study_report_shows_every_status_and_keeps_user_files(tmp_path):
-    from optbench.aggregate import aggregate
+    from optbench.analysis import aggregate
 
     results = tmp_path / "results"
     realistic_study(results, seeds=(0, 1), rates=(0.0, 0.2), epochs=6)
@@ -103,7 +103,7 @@ def test_messy_study_report_shows_every_status_and_keeps_user_files(tmp_path):
 
 
 def test_stale_outputs_of_an_earlier_aggregation_are_removed_but_nothing_else(tmp_path):
-    from optbench.aggregate.output import OutputDir
+    from optbench.analysis.output import OutputDir
 
     out = tmp_path / "out"
     first = OutputDir(out)

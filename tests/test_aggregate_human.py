@@ -8,10 +8,10 @@ import pytest
 
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
-from optbench.aggregate.hypotheses import Context, evaluate, parse_hypothesis
-from optbench.aggregate.pipeline import analyse
+from optbench.analysis.hypotheses import Context, evaluate, parse_hypothesis
+from optbench.analysis.pipeline import analyse
 from optbench.errors import ConfigError
-from optbench.study_spec import PlannedSetting
+from optbench.specs.study_spec import PlannedSetting
 
 H3_HUMAN = REPO / "experiments" / "hypotheses" / "h3_noise_robustness_human.yaml"
 RATES = {"aggre": 0.090133, "worst": 0.402111}   # realised on the training split (as summary.json records them)
@@ -54,7 +54,7 @@ def test_each_label_set_is_a_setting_named_by_kind_set_and_realised_rate(tmp_pat
 
 
 def test_the_report_draws_each_label_sets_transition_matrix(tmp_path):
-    from optbench.aggregate import aggregate
+    from optbench.analysis import aggregate
 
     human_study(tmp_path / "results")
     outcome = aggregate(tmp_path / "results", tmp_path / "out", experiments_dir=REPO / "experiments")
@@ -101,7 +101,7 @@ def test_a_human_noise_drop_test_needs_label_sets(tmp_path):
 
 
 def test_the_study_plans_human_label_sets_in_their_own_directories():
-    from optbench.study_spec import find_study, planned_settings
+    from optbench.specs.study_spec import find_study, planned_settings
 
     study = find_study("H3-human", REPO / "experiments")
     assert {(setting.noise, setting.label_set) for setting in planned_settings(study)} == {
@@ -109,7 +109,7 @@ def test_the_study_plans_human_label_sets_in_their_own_directories():
 
 
 def test_the_cpu_study_plans_clean_aggre_and_worst_runs_with_the_shared_label_file(capsys, tmp_path):
-    from optbench.studies.cli import main
+    from optbench.studies.study_command import main
 
     if not (REPO.parent / "shared" / "data" / "cifar10-jpeg").is_dir():
         pytest.skip("the study plans on ../shared/data/cifar10-jpeg, which this checkout has not beside it")

@@ -14,8 +14,8 @@ from scipy.special import betainc
 
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, record, write_run
-from optbench.aggregate.hypotheses import Context, evaluate, load_hypotheses, parse_hypothesis
-from optbench.aggregate.pipeline import analyse
+from optbench.analysis.hypotheses import Context, evaluate, load_hypotheses, parse_hypothesis
+from optbench.analysis.pipeline import analyse
 from optbench.errors import ConfigError
 
 HYPOTHESES = REPO / "experiments" / "hypotheses"
@@ -338,7 +338,7 @@ def test_a_configuration_chosen_among_several_on_the_same_seeds_is_marked_post_s
 
 
 def test_a_difference_of_exactly_zero_is_tied_not_opposite():
-    from optbench.aggregate.hypotheses import classify
+    from optbench.analysis.hypotheses import classify
 
     assert classify(0.0, 1.0, "higher", 0.05) == "tied"
     assert classify(-0.001, 0.5, "higher", 0.05) == "opposite, not significant"
@@ -347,7 +347,7 @@ def test_a_difference_of_exactly_zero_is_tied_not_opposite():
 def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path):
     """The family is the plan: H3's study plans CIFAR-10 and CIFAR-100; runs of CIFAR-10 alone are not the
     whole answer, and the verdict names the absent dataset instead of leaving it out."""
-    from optbench.study_spec import find_study, planned_settings
+    from optbench.specs.study_spec import find_study, planned_settings
 
     noise_study(tmp_path)
     analysis = analyse(tmp_path)
@@ -366,7 +366,7 @@ def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path
 
 def test_with_the_study_named_runs_outside_its_plan_stay_out_of_the_verdict(tmp_path):
     """A clean-only study beside noisy runs in the same folder: H1's family is the study's clean setting."""
-    from optbench.study_spec import PlannedSetting
+    from optbench.specs.study_spec import PlannedSetting
 
     h1_verdict(tmp_path, [(2, 4), (2, 5), (3, 5)])
     for seed in range(3):

@@ -10,12 +10,12 @@ import shutil
 import pytest
 
 from fixtures.aggregate.fake_runs import ramp_records, record, write_run
-from optbench import rundir
-from optbench.aggregate.groups import REPLICATE_KEYS, is_excluded
-from optbench.aggregate.load import IDENTITY_SOURCES
-from optbench.aggregate.pipeline import analyse
-from optbench.aggregate.stats import pairwise
-from optbench.aggregate.tables import completed, display_table, problem_runs, results_table
+from optbench import identity
+from optbench.analysis.groups import REPLICATE_KEYS, is_excluded
+from optbench.analysis.load import IDENTITY_SOURCES
+from optbench.analysis.pipeline import analyse
+from optbench.analysis.stats import pairwise
+from optbench.analysis.tables import completed, display_table, problem_runs, results_table
 
 T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)   # t(0.975, 2), closed form
 
@@ -234,9 +234,9 @@ def test_a_folder_with_only_a_record_is_a_run_that_never_finished_an_epoch(tmp_p
 
 def test_grouping_excludes_exactly_the_numbers_free_keys_and_the_replicate_axes():
     keys = ["seed", "noise.seed", "optimizer.lr", "epochs", "model.width", "dataset.val_size", "hydra.job.name",
-            *rundir.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in rundir.NUMBERS_FREE_KEYS)]
+            *identity.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in identity.NUMBERS_FREE_KEYS)]
     excluded = {key for key in keys if is_excluded(f"cfg.{key}")} - set(IDENTITY_SOURCES.values())
-    expected = {*rundir.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in rundir.NUMBERS_FREE_KEYS), *REPLICATE_KEYS}
+    expected = {*identity.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in identity.NUMBERS_FREE_KEYS), *REPLICATE_KEYS}
     assert excluded == expected
     assert REPLICATE_KEYS == ("seed", "noise.seed")
     assert all(is_excluded(f"cfg.{key}") for key in IDENTITY_SOURCES.values())
@@ -296,9 +296,10 @@ def test_seconds_to_target_sum_each_epoch_up_to_the_first_that_reaches_it(tmp_pa
 def test_every_metric_a_hypothesis_or_tuning_can_name_is_a_column_of_a_real_run(tiny_config, tmp_path):
     """The aggregator's metric names (study_spec.METRICS, SELECTION_METRICS) against the columns load.py
     produces from a run the training wing really wrote: a renamed summary key or column fails here."""
-    from optbench.aggregate.load import load_runs
-    from optbench.studies.tuning import score_of
-    from optbench.study_spec import METRICS, SELECTION_METRICS
+    from optbench.analysis.load import load_runs
+    from optbench.studies.tuning_protocol import score_of
+    from optbench.specs.study_spec import SELECTION_METRICS
+    from optbench.specs.hypothesis_spec import METRICS
     from optbench.training.run import train
 
     summary = train(tiny_config(), tmp_path / "results" / "run")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optbench.aggregate.robust import (costs, improvement_table, iqm, iqm_table, profile, profile_table,
+from optbench.analysis.robust import (costs, improvement_table, iqm, iqm_table, profile, profile_table,
                                        stratified_interval, pooled_iqm, win_probability)
 
 
@@ -137,7 +137,7 @@ def test_profile_table_gives_epochs_and_seconds():
 
 
 def test_figures_say_when_nobody_reaches_the_target_and_always_name_the_wall_time_unit():
-    from optbench.aggregate import figures
+    from optbench.analysis import figures
 
     runs = pd.DataFrame({"setting": ["s"] * 4, "arm": ["a", "a", "b", "b"], "optimizer": ["a", "a", "b", "b"],
                          "status": "completed", "seed": [0, 1, 0, 1], "noise_rate": 0.0,

@@ -14,8 +14,8 @@ import pytest
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 from fixtures.aggregate.fake_tuning import Trial, write_tuning_study
-from optbench.aggregate import aggregate
-from optbench.aggregate.tuning import EDGE_MARKER, edge_text
+from optbench.analysis import aggregate
+from optbench.analysis.tuning_report import EDGE_MARKER, edge_text
 
 sys.path.insert(0, str(REPO / "src"))
 import aggregate as aggregate_cli  # noqa: E402  src/aggregate.py

@@ -7,8 +7,8 @@ import pytest
 
 from fixtures.aggregate.fake_runs import ramp_records, write_predictions, write_run
 
-from optbench.aggregate import aggregate
-from optbench.aggregate.variance import bootstrap_differences, comparison_row, decompose
+from optbench.analysis import aggregate
+from optbench.analysis.variance import bootstrap_differences, comparison_row, decompose
 
 
 def test_a_hand_computed_case():

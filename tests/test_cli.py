@@ -15,11 +15,11 @@ import torch
 from omegaconf import OmegaConf
 
 from conftest import CONF_DIR, REPO, TINY, compose_config
-from optbench.choices import OPTIMIZERS
+from optbench.registry.choices import OPTIMIZERS
 from optbench.errors import ConfigError
-from optbench.optimizers import REGISTRY
-from optbench.training.cli import preflight
-from optbench.config import validate
+from optbench.registry.optimizers import REGISTRY
+from optbench.training.train_command import preflight
+from optbench.config.validation import validate
 
 GROUP_OPTIONS = [(group.name, option.stem) for group in sorted(CONF_DIR.iterdir()) if group.is_dir()
                  for option in sorted(group.glob("*.yaml"))]

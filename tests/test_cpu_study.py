@@ -20,7 +20,7 @@ TARGET_ACC = 0.5   # README's aggregate line: --target-acc 0.5
 
 
 def test_committed_tables_are_what_the_committed_runs_give(tmp_path):
-    from optbench.aggregate import aggregate
+    from optbench.analysis import aggregate
 
     outcome = aggregate(STUDY_DOCS / "runs", tmp_path, TARGET_ACC, REPO / "experiments", draw_figures=False)
     assert outcome.runs == 44   # clean: 6 seeds of sgd, adam, muon, 10 of adamw, lion; 2 x 3 noisy; trials set aside
@@ -66,7 +66,7 @@ def test_aggregating_published_runs_into_the_folder_that_holds_them_sets_the_tun
     skipped as the aggregator's own output (that once counted the 50 tuning trials as main runs)."""
     import shutil
 
-    from optbench.aggregate import aggregate
+    from optbench.analysis import aggregate
 
     shutil.copytree(STUDY_DOCS / "runs", tmp_path / "study" / "runs")
     outcome = aggregate(tmp_path / "study" / "runs", tmp_path / "study", TARGET_ACC, REPO / "experiments",
@@ -75,15 +75,15 @@ def test_aggregating_published_runs_into_the_folder_that_holds_them_sets_the_tun
 
 
 def test_the_block_lists_each_final_sequential_decision(tmp_path):
-    from optbench import decisions
+    from optbench.formats import decision_record
 
-    record = decisions.new_record("demo", (3, 6), 0.05, "rule", {})
-    record = decisions.add_look(record, 0, 3, {"H2": {"decision": "rejected", "reason": "crossed", "seeds": 3,
+    record = decision_record.new_record("demo", (3, 6), 0.05, "rule", {})
+    record = decision_record.add_look(record, 0, 3, {"H2": {"decision": "rejected", "reason": "crossed", "seeds": 3,
                                                       "z": {"cifar10, clean: sgd vs muon": -5.0}},
                                                "H1": {"decision": "continue", "reason": "cp", "seeds": 3}})
-    record = decisions.add_look(record, 1, 6, {"H1": {"decision": "supported", "reason": "crossed", "seeds": 6,
+    record = decision_record.add_look(record, 1, 6, {"H1": {"decision": "supported", "reason": "crossed", "seeds": 6,
                                                       "z": {"cifar10, clean: lion vs adamw": 3.0}}})
-    decisions.write(decisions.record_path(tmp_path, "demo"), record)
+    decision_record.write(decision_record.record_path(tmp_path, "demo"), record)
     rows = readme_study.decisions_markdown(tmp_path).strip().splitlines()[2:]
     assert [row.split("|")[2:6] for row in rows] == [
         [" H1           ", " cifar10, clean ", " **SUPPORTED** ", " 6             "],

@@ -1,4 +1,4 @@
-"""Dataset descriptors (optbench/datasets.py): one entry per dataset, read by validation, the estimate, the
+"""Dataset descriptors (optbench/registry/datasets.py): one entry per dataset, read by validation, the estimate, the
 device timing's input shape and the data wing; an unknown dataset is one line, never a KeyError."""
 
 import dataclasses
@@ -7,8 +7,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import compose_config
-from optbench import choices, datasets
-from optbench.config import validate
+from optbench.registry import choices, datasets
+from optbench.config.validation import validate
 from optbench.data.fingerprint import FINGERPRINTS, data_fingerprint
 from optbench.data.sources import LOADERS
 from optbench.data.splits import NORMALISATION, load_splits

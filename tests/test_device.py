@@ -19,7 +19,7 @@ from optbench.device.policy import (DeviceFacts, apply_policy, cpu_bf16_instruct
                                     out_of_memory_as_error, resolve_device)
 from optbench.device import sharing
 from optbench.device.sharing import joblib_jobs
-from optbench.training.cli import run_job
+from optbench.training.train_command import run_job
 from optbench.training.steps import train_step
 from optbench.training.timing import timed_model
 from optbench.errors import ConfigError, OutOfMemory

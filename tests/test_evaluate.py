@@ -69,7 +69,7 @@ def test_test_every_improved_tests_where_validation_improves_and_keeps_the_headl
 
 
 def test_a_bad_test_every_is_one_line(tiny_config):
-    from optbench.config import validate
+    from optbench.config.validation import validate
     from optbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="train.test_every=sometimes: choose epoch or improved"):

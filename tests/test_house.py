@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from conftest import CONF_DIR, REPO, compose_config
-from optbench import choices, rundir
+from optbench.registry import choices
+from optbench import identity
 
 NAMING_KEYS = {"seed", "dataset", "optimizer", "noise", "noise.rate", "noise.label_set"}   # already levels of the run directory
 
@@ -26,14 +27,14 @@ def loaded_modules(code: str) -> set[str]:
 
 
 @pytest.mark.parametrize("code", [
-    "from optbench.studies.cli import main\nmain(['--list'])",
-    "from optbench.studies.cli import main\nmain(['full', '--dry-run', '--no-estimate'])",
-    "from optbench.studies.cli import main\nmain(['full', '--status'])",
-    "from pathlib import Path\nfrom optbench.hydra_glue import register_resolvers\nregister_resolvers()\n"
-    "from optbench.training.cli import preflight\n"
+    "from optbench.studies.study_command import main\nmain(['--list'])",
+    "from optbench.studies.study_command import main\nmain(['full', '--dry-run', '--no-estimate'])",
+    "from optbench.studies.study_command import main\nmain(['full', '--status'])",
+    "from pathlib import Path\nfrom optbench.config.hydra_glue import register_resolvers\nregister_resolvers()\n"
+    "from optbench.training.train_command import preflight\n"
     "assert preflight(['-m', 'optimizer=sgd,adam,adamw,lion,muon', 'seed=0,1,2', 'dataset=cifar10,cifar100'], "
     "Path('../conf')) == 30",
-    "from optbench import optimizers, choices\nassert choices.OPTIMIZERS == optimizers.NAMES",
+    "from optbench.registry import optimizers, choices\nassert choices.OPTIMIZERS == optimizers.NAMES",
 ], ids=["study --list", "study full --dry-run --no-estimate", "study full --status", "preflight of a 30-run sweep",
       "the optimizer registry"])
 @pytest.mark.slow
@@ -44,20 +45,20 @@ def test_planning_and_checking_import_no_torch(code):
 def numbers_free_keys_in(*overrides: str) -> set[str]:
     from omegaconf import OmegaConf
 
-    flat = rundir.flatten(OmegaConf.to_container(compose_config(list(overrides)), resolve=True))
-    return {key for key in flat if rundir.is_numbers_free(key)}
+    flat = identity.flatten(OmegaConf.to_container(compose_config(list(overrides)), resolve=True))
+    return {key for key in flat if identity.is_numbers_free(key)}
 
 
 def test_the_directory_name_leaves_out_exactly_the_numbers_free_settings():
     hydra_node = yaml.safe_load((CONF_DIR / "config.yaml").read_text())["hydra"]
     excluded = set(hydra_node["job"]["config"]["override_dirname"]["exclude_keys"])
-    assert all(rundir.is_numbers_free(key) for key in excluded - NAMING_KEYS)
+    assert all(identity.is_numbers_free(key) for key in excluded - NAMING_KEYS)
     present = (numbers_free_keys_in() | numbers_free_keys_in("dataset=imagefolder", "dataset.root=x")
                | numbers_free_keys_in("logger=[tensorboard,mlflow,wandb,csv]")
                | numbers_free_keys_in("noise=human", "noise.label_file=x"))
     assert present <= excluded, present - excluded
     # and nothing that changes the numbers is left out of the name
-    assert not {key for key in excluded - NAMING_KEYS if not rundir.is_numbers_free(key)}
+    assert not {key for key in excluded - NAMING_KEYS if not identity.is_numbers_free(key)}
 
 
 def test_identity_ignores_exactly_the_numbers_free_settings():
@@ -67,10 +68,10 @@ def test_identity_ignores_exactly_the_numbers_free_settings():
     moved = OmegaConf.to_container(compose_config(["paths.results_dir=elsewhere", "device=cpu",
                                                    "train.eval_batch_size=8", "train.progress_bar=false"]), resolve=True)
     changed = OmegaConf.to_container(compose_config(["optimizer.lr=0.3"]), resolve=True)
-    assert rundir.identity(plain, "d") == rundir.identity(moved, "d")
-    assert rundir.identity_differences(rundir.identity(plain, "d"), rundir.identity(changed, "d")) == [
+    assert identity.identity(plain, "d") == identity.identity(moved, "d")
+    assert identity.identity_differences(identity.identity(plain, "d"), identity.identity(changed, "d")) == [
         "optimizer.lr: 0.1 -> 0.3"]
-    assert rundir.identity_differences(rundir.identity(plain, "d"), rundir.identity(plain, "e")) == ["the data differ"]
+    assert identity.identity_differences(identity.identity(plain, "d"), identity.identity(plain, "e")) == ["the data differ"]
 
 
 def test_the_registries_cover_the_names_config_accepts():
@@ -95,17 +96,16 @@ def test_the_registries_cover_the_names_config_accepts():
 PACKAGE = REPO / "src" / "optbench"
 # Each top-level module or package of optbench, by layer (lowest first). A new one must be placed here.
 LAYERS = {
-    "contract": {"optbench", "optbench.rundir", "optbench.choices", "optbench.errors", "optbench.durations",
-                 "optbench.optimizers", "optbench.decisions", "optbench.predictions", "optbench.tuning_record",
-                 "optbench.study_spec", "optbench.datasets"},
-    "foundation": {"optbench.data", "optbench.device", "optbench.config", "optbench.hydra_glue"},
-    "wing": {"optbench.training", "optbench.studies", "optbench.aggregate"},
+    "contract": {"optbench", "optbench.errors", "optbench.durations", "optbench.fileio", "optbench.identity",
+                 "optbench.rundir", "optbench.registry", "optbench.formats", "optbench.specs"},
+    "foundation": {"optbench.data", "optbench.device", "optbench.config"},
+    "wing": {"optbench.training", "optbench.studies", "optbench.analysis"},
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
 # A wing may use another only along these arrows: a study estimates with the training wing's model and
 # decides with the aggregator's verdicts; training and the aggregator stand alone.
-WING_ARROWS = {"optbench.training": set(), "optbench.aggregate": set(),
-               "optbench.studies": {"optbench.training", "optbench.aggregate"}}
+WING_ARROWS = {"optbench.training": set(), "optbench.analysis": set(),
+               "optbench.studies": {"optbench.training", "optbench.analysis"}}
 
 
 def part_of(module: str) -> str:
@@ -164,21 +164,21 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     fastest = copy / "device" / "fastest.py"
     fastest.write_text(fastest.read_text() + "\n\ndef late():\n    from optbench.training.models import build_model\n")
-    glue = copy / "hydra_glue.py"
+    glue = copy / "config" / "hydra_glue.py"
     glue.write_text(glue.read_text().replace("from optbench.rundir import", "from optbench.studies import launchers\n"
                                              "from optbench.rundir import"))
-    (copy / "aggregate" / "late.py").write_text("from ..studies import plan\n")
+    (copy / "analysis" / "late.py").write_text("from ..studies import plan\n")
     (copy / "newcomer.py").write_text("")
     assert layering_violations(copy) == [
-        "optbench.aggregate.late imports optbench.studies: optbench.aggregate does not use optbench.studies "
+        "optbench.analysis.late imports optbench.studies: optbench.analysis does not use optbench.studies "
         "(tests/test_house.py WING_ARROWS)",
-        "optbench.aggregate.late imports optbench.studies.plan: optbench.aggregate does not use optbench.studies "
+        "optbench.analysis.late imports optbench.studies.plan: optbench.analysis does not use optbench.studies "
         "(tests/test_house.py WING_ARROWS)",
+        "optbench.config.hydra_glue imports optbench.studies: a lower layer takes what it needs from above as an argument",
+        "optbench.config.hydra_glue imports optbench.studies.launchers: a lower layer takes what it needs from above as an "
+        "argument",
         "optbench.device.fastest imports optbench.training.models: a lower layer takes what it needs from above "
         "as an argument",
-        "optbench.hydra_glue imports optbench.studies: a lower layer takes what it needs from above as an argument",
-        "optbench.hydra_glue imports optbench.studies.launchers: a lower layer takes what it needs from above as an "
-        "argument",
         "optbench.newcomer: place optbench.newcomer in a layer of tests/test_house.py LAYERS"]
 
 
@@ -186,9 +186,9 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
 # A file's name (or glob) as a literal belongs to the module that owns its format; others use its constants.
 FORMAT_OWNERS = {"record.json": "optbench.rundir", "summary.json": "optbench.rundir",
                  "metrics.jsonl": "optbench.rundir", "checkpoint.pt": "optbench.rundir",
-                 "predictions.npz": "optbench.rundir", "tuning-*.json": "optbench.tuning_record",
-                 "sequential-*.json": "optbench.decisions"}
-FORMAT_PREFIXES = {"tuning-": "optbench.tuning_record", "sequential-": "optbench.decisions"}
+                 "predictions.npz": "optbench.rundir", "tuning-*.json": "optbench.formats.tuning_record",
+                 "sequential-*.json": "optbench.formats.decision_record"}
+FORMAT_PREFIXES = {"tuning-": "optbench.formats.tuning_record", "sequential-": "optbench.formats.decision_record"}
 
 
 def file_names_spelled_out(package: Path) -> list[str]:
@@ -212,8 +212,8 @@ def test_each_file_format_is_named_only_by_the_module_that_owns_it():
 
 
 def test_the_tuning_record_the_runner_writes_is_what_the_aggregator_reads(tmp_path):
-    from optbench import tuning_record
-    from optbench.aggregate.tuning import read_tuning
+    from optbench.formats import tuning_record
+    from optbench.analysis.tuning_report import read_tuning
 
     run = {"run_dir": "synthetic/none-0.0/lion/seed0", "seed": 0, "status": "completed", "score": 0.4}
     record = {"format": tuning_record.FORMAT, "study": "tune_demo", "optimizers": {"lion": {

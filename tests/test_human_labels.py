@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from conftest import REPO, compose_config
-from optbench import datasets
-from optbench.config import validate
+from optbench.registry import datasets
+from optbench.config.validation import validate
 from optbench.data import human_labels
 from optbench.data.human_labels import folder_order, human_noise, label_file_path, read_label_arrays
 from optbench.data.sources import ImageSet

@@ -19,8 +19,9 @@ from PIL import Image
 
 from conftest import REPO, TINY, compose_config
 from optbench import rundir
+from optbench import identity
 from optbench.errors import ConfigError
-from optbench.hydra_glue import dataset_dir_name
+from optbench.config.hydra_glue import dataset_dir_name
 from optbench.training.run import train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -58,7 +59,7 @@ def test_record_holds_the_config_and_its_identity_and_is_written_once(tiny_confi
     run_dir = tmp_path / "run"
     summary = train(tiny_config(), run_dir)
     record = json.loads((run_dir / rundir.RECORD_FILE).read_text())
-    assert record["run_id"] == summary["run_id"] == rundir.run_id(record["identity"])
+    assert record["run_id"] == summary["run_id"] == identity.run_id(record["identity"])
     assert record["config"]["optimizer"]["name"] == "sgd" and record["identity"]["data"].startswith("synthetic")
     assert "paths.results_dir" not in record["identity"]["config"] and "optimizer.lr" in record["identity"]["config"]
     before = snapshot(run_dir)
@@ -178,7 +179,7 @@ def test_runs_named_by_the_older_path_hash_are_found_and_used(tmp_path):
 def test_published_cpu_study_is_done_from_a_copy_of_the_data_at_another_path(tmp_path, real_cifar10_root, capsys):
     """docs/cpu-study/runs (named when the data lived at ../shared/data/cifar10-jpeg) planned against a copy
     of the data elsewhere: all 21 main runs are done, none new."""
-    from optbench.studies import cli as study_cli
+    from optbench.studies import study_command
 
     copy = tmp_path / "elsewhere" / "cifar10-jpeg"
     copy.parent.mkdir()
@@ -186,7 +187,7 @@ def test_published_cpu_study_is_done_from_a_copy_of_the_data_at_another_path(tmp
         pytest.skip("cannot hard-link the real data into the test folder")   # another file system
     argv = ["cpu_demo", "--dry-run", "--no-estimate", "--set", f"paths.results_dir={REPO / 'docs/cpu-study/runs'}",
             f"dataset.root={copy}", f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}"]
-    assert study_cli.main(argv) == 0
+    assert study_command.main(argv) == 0
     out = capsys.readouterr().out
     assert "50 runs in 10 sweep(s): 50 done, 0 unfinished, 0 new" in out   # the tuning study
     assert "21 runs in 7 sweep(s): 21 done, 0 unfinished, 0 new" in out
@@ -250,7 +251,7 @@ def test_flag_style_arguments_get_the_override_form_in_one_line(tmp_path):
 def test_the_rename_script_gives_older_levels_their_content_names(tmp_path):
     """scripts/rename_data_levels.py: the published runs' path-hash level gets its content name, their
     tuning record follows, and the aggregator still finds the 44 main runs with the 50 trials set aside."""
-    from optbench.aggregate import aggregate
+    from optbench.analysis import aggregate
 
     runs = tmp_path / "runs"
     shutil.copytree(REPO / "docs" / "cpu-study" / "runs", runs)

@@ -12,7 +12,7 @@ import torch
 from conftest import compose_config
 from test_resume import RESUME_RUN, interrupt_after, read_metrics, without_timings
 
-from optbench.config import validate
+from optbench.config.validation import validate
 from optbench.errors import ConfigError, RunInterrupted
 from optbench.training import mirror
 from optbench.training.run import train

@@ -1,4 +1,4 @@
-"""Every registered optimizer (optbench/optimizers.py), each from its conf/optimizer/<name>.yaml: the registry
+"""Every registered optimizer (optbench/registry/optimizers.py), each from its conf/optimizer/<name>.yaml: the registry
 and the configs agree, it builds its parameter groups, lowers the loss on a tiny problem, and its state
 survives a checkpoint so that the restored optimizer takes exactly the next step. A new optimizer is one
 config plus one registry entry, and every test here covers it."""
@@ -15,7 +15,7 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 from torch import nn
 
-from optbench import choices, optimizers
+from optbench.registry import choices, optimizers
 from optbench.studies.search_space import load_space
 from optbench.training.models import build_model
 from optbench.training.optim import build_optimizer, set_mode

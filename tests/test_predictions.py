@@ -4,7 +4,7 @@ predictions of its validation-selected epoch (the accuracy summary.json reports)
 import numpy as np
 import pytest
 
-from optbench import predictions
+from optbench.formats import predictions
 from optbench.errors import DamagedRunFile
 from optbench.training.run import train
 

@@ -41,7 +41,7 @@ def test_records_are_copied_checkpoints_are_not_and_every_status_is_kept(tmp_pat
 
 
 def test_the_aggregator_gives_the_same_tables_from_the_published_copy(tmp_path):
-    from optbench.aggregate import aggregate
+    from optbench.analysis import aggregate
 
     results, published = tmp_path / "results", tmp_path / "runs"
     small_study(results)

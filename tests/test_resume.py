@@ -17,16 +17,16 @@ from omegaconf import OmegaConf
 
 from conftest import REPO, TINY, compose_config
 
-from optbench.choices import OPTIMIZERS
-from optbench.optimizers import REGISTRY
+from optbench.registry.choices import OPTIMIZERS
+from optbench.registry.optimizers import REGISTRY
 from optbench.training import steps as engine
-from optbench.training.cli import deferred_exit_status, run_job
+from optbench.training.train_command import deferred_exit_status, run_job
 from optbench.errors import ConfigError, RunDirectoryBusy, RunInterrupted
-from optbench import predictions
+from optbench.formats import predictions
 from optbench.rundir import RunDir
 from optbench.training import checkpoint
 from optbench.training.run import train
-from optbench.training.summary import divergence
+from optbench.training.progress import divergence
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 # 600 images less 100 for validation, in batches of 50: 10 steps per epoch.
@@ -373,7 +373,7 @@ def test_a_failing_run_in_a_multirun_is_recorded_and_the_sweep_goes_on(tmp_path,
     assert run_job(config(tmp_path, "epochs=1"), tmp_path / "fine", multirun=True) == 0
     assert json.loads((tmp_path / "fine" / "summary.json").read_text())["status"] == "completed"
     assert deferred_exit_status() == 1
-    monkeypatch.setattr("optbench.training.cli._deferred_exit_status", 0)
+    monkeypatch.setattr("optbench.training.train_command._deferred_exit_status", 0)
 
 
 def test_a_failing_single_run_raises_and_records_failed(tmp_path, monkeypatch):

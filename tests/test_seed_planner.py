@@ -1,4 +1,4 @@
-"""The seed planner (optbench.aggregate.seeds, `study.py --plan-seeds`): seed counts against the issue's
+"""The seed planner (optbench.analysis.seed_planner, `study.py --plan-seeds`): seed counts against the issue's
 simulated table, the sd's upper bound by hand, a plan from pilot runs with known numbers, and the CLI."""
 
 import math
@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
-from optbench.aggregate.seeds import exact_floor, sd_upper_bound, seeds_for_power
+from optbench.analysis.seed_planner import exact_floor, sd_upper_bound, seeds_for_power
 
 SQRT2 = math.sqrt(2)
 
@@ -50,7 +50,7 @@ def write_hypothesis(experiments, versus="adam"):
 
 def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
     from optbench.studies.pilot import plans_from_pilot
-    from optbench.study_spec import find_study
+    from optbench.specs.study_spec import find_study
 
     pilot(tmp_path / "pilot")
     write_hypothesis(tmp_path / "experiments")
@@ -67,7 +67,7 @@ def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
 
 def test_a_pilot_pointing_against_the_claim_says_so(tmp_path):
     from optbench.studies.pilot import plans_from_pilot
-    from optbench.study_spec import find_study
+    from optbench.specs.study_spec import find_study
 
     pilot(tmp_path / "pilot", gap=-0.01)
     write_hypothesis(tmp_path / "experiments")

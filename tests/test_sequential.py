@@ -1,4 +1,4 @@
-"""The group-sequential rule (optbench.aggregate.sequential), simulated: under the null "supported" and
+"""The group-sequential rule (optbench.analysis.sequential_rule), simulated: under the null "supported" and
 "rejected" each stay at or below alpha over all looks; under a real effect it stops earlier on average than
 the fixed design's maximum seeds. Each simulated study is per-seed differences of m comparisons, tested at
 each look by the paired t-test the aggregator uses, its p turned into a signed z as the study does."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from optbench.aggregate.sequential import (FUTILITY, REJECTED, SUPPORTED, UNDECIDED, Design, boundaries, decide,
+from optbench.analysis.sequential_rule import (FUTILITY, REJECTED, SUPPORTED, UNDECIDED, Design, boundaries, decide,
                                            looks_for, signed_z, spent)
 
 ALPHA = 0.05
@@ -77,22 +77,22 @@ def test_a_hopeless_comparison_stops_for_futility():
 # ---- the decision record and the study loop -------------------------------------------------------------------
 
 def test_a_decision_once_taken_is_kept_at_later_looks(tmp_path):
-    from optbench import decisions
+    from optbench.formats import decision_record
 
-    record = decisions.new_record("s", (3, 6), ALPHA, "rule", {})
-    record = decisions.add_look(record, 0, 3, {"H1": {"decision": "futility", "reason": "r", "seeds": 3},
+    record = decision_record.new_record("s", (3, 6), ALPHA, "rule", {})
+    record = decision_record.add_look(record, 0, 3, {"H1": {"decision": "futility", "reason": "r", "seeds": 3},
                                                "H2": {"decision": "continue", "reason": "r", "seeds": 3}})
-    record = decisions.add_look(record, 1, 6, {"H1": {"decision": "supported", "reason": "more data", "seeds": 6},
+    record = decision_record.add_look(record, 1, 6, {"H1": {"decision": "supported", "reason": "more data", "seeds": 6},
                                                "H2": {"decision": "supported", "reason": "r", "seeds": 6}})
     assert record["decisions"][1]["hypotheses"]["H1"]["decision"] == "futility"
-    assert decisions.stopped(record) == {"H1": {"decision": "futility", "reason": "r", "seeds": 3},
+    assert decision_record.stopped(record) == {"H1": {"decision": "futility", "reason": "r", "seeds": 3},
                                          "H2": {"decision": "supported", "reason": "r", "seeds": 6}}
-    path = decisions.record_path(tmp_path, "s")
-    decisions.write(path, record)
-    assert decisions.read(path) == record and not list(tmp_path.glob(".*tmp"))
+    path = decision_record.record_path(tmp_path, "s")
+    decision_record.write(path, record)
+    assert decision_record.read(path) == record and not list(tmp_path.glob(".*tmp"))
     path.write_text("{torn")
     with pytest.raises(Exception, match="not a readable decision record"):
-        decisions.read(path)
+        decision_record.read(path)
 
 
 STUDY = """id: seqtiny
@@ -155,8 +155,8 @@ def test_later_looks_train_only_the_optimizers_the_open_hypotheses_compare():
     from pathlib import Path
     from types import SimpleNamespace
 
-    from optbench.studies.sequential import study_for_look
-    from optbench.study_spec import Study
+    from optbench.studies.until_decided import study_for_look
+    from optbench.specs.study_spec import Study
 
     study = Study("s", "t", "s", Path("s.yaml"), {"optimizer": ["sgd", "adam", "adamw", "lion", "muon"],
                                                   "seed": [0, 1, 2], "epochs": 8})

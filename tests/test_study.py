@@ -9,13 +9,13 @@ import yaml
 from hydra import compose, initialize_config_dir
 
 from conftest import CONF_DIR, TINY, compose_config
-from optbench.choices import OPTIMIZERS
-from optbench.optimizers import REGISTRY
+from optbench.registry.choices import OPTIMIZERS
+from optbench.registry.optimizers import REGISTRY
 from optbench.errors import ConfigError
-from optbench.studies import cli as study_cli, tuning
+from optbench.studies import study_command, tuning_protocol
 from optbench.device.gpu_per_job import gpu_for_job
 from optbench.studies.plan import quasirandom_trials
-from optbench.study_spec import find_study, study_files
+from optbench.specs.study_spec import find_study, study_files
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
 
@@ -67,15 +67,15 @@ def test_hypothesis_studies_hold_the_runs_their_test_needs(hypothesis):
 
 def test_tuning_grid_scales_each_default():
     tune = find_study("tune_lr_wd").tune
-    lion = tuning.grid_values(compose_config(["optimizer=lion"]).optimizer, tune)
+    lion = tuning_protocol.grid_values(compose_config(["optimizer=lion"]).optimizer, tune)
     assert lion["optimizer.lr"] == ["1e-05", "3e-05", "0.0001", "0.0003", "0.001"]
     assert lion["optimizer.weight_decay"] == ["0.01", "0.1", "1"]
-    adam = tuning.grid_values(compose_config(["optimizer=adam"]).optimizer, tune)
+    adam = tuning_protocol.grid_values(compose_config(["optimizer=adam"]).optimizer, tune)
     assert "optimizer.weight_decay" not in adam  # Adam's default of 0 stays 0
 
 
 def test_the_grid_method_keeps_a_learning_rate_free_optimizers_lr():
-    prodigy = tuning.grid_values(compose_config(["optimizer=prodigy"]).optimizer, find_study("tune_lr_wd").tune)
+    prodigy = tuning_protocol.grid_values(compose_config(["optimizer=prodigy"]).optimizer, find_study("tune_lr_wd").tune)
     assert list(prodigy) == ["optimizer.weight_decay"]   # lr stays 1.0
 
 
@@ -85,13 +85,13 @@ def test_the_2026_study_compares_every_registered_optimizer_under_its_own_schedu
     assert study.grid["optimizer"] == list(OPTIMIZERS) and study.tuned_by == "tune_optimizers_2026"
     assert {key: study.grid[key] for key in ("seed", "dataset", "noise", "epochs")} == \
         {key: find_study("full").grid[key] for key in ("seed", "dataset", "noise", "epochs")}   # full's protocol
-    planned = study_cli.plan(study, CONF_DIR, [f"paths.results_dir={tmp_path}"], "basic", False)
+    planned = study_command.plan(study, CONF_DIR, [f"paths.results_dir={tmp_path}"], "basic", False)
     runs = [run for _, sweep_runs in planned for run in sweep_runs]
     assert len(runs) == len(OPTIMIZERS) * 3 * 2
     for run in runs:   # every run validated; each under the schedule its registry entry gives it
         assert run.cfg.scheduler.name == REGISTRY[run.cfg.optimizer.name].default_schedule
     core = {str(run.run_dir) for run in runs if run.cfg.optimizer.name in find_study("full").grid["optimizer"]}
-    full = study_cli.plan(find_study("full"), CONF_DIR, [f"paths.results_dir={tmp_path}"], "basic", False)
+    full = study_command.plan(find_study("full"), CONF_DIR, [f"paths.results_dir={tmp_path}"], "basic", False)
     assert core == {str(run.run_dir) for _, sweep_runs in full for run in sweep_runs}   # shared, never re-trained
 
 
@@ -111,7 +111,7 @@ def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys):
     variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
     write_summary(results / "synthetic/none-0.0/sgd" / variant / "seed0", "completed")
     write_summary(results / "synthetic/symmetric-0.2/adam" / variant / "seed1", "running", epochs_done=0)
-    status = study_cli.main([str(study), "--dry-run", "--set", *SMALL, f"paths.results_dir={results}"])
+    status = study_command.main([str(study), "--dry-run", "--set", *SMALL, f"paths.results_dir={results}"])
     out = capsys.readouterr().out
     assert status == 0
     assert "8 runs in 2 sweep(s): 1 done, 1 unfinished, 6 new" in out
@@ -125,7 +125,7 @@ def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys):
 @pytest.mark.slow
 def test_full_study_dry_run_has_thirty_runs_in_the_default_directories(tmp_path, capsys):
     results = tmp_path / "results"
-    assert study_cli.main(["full", "--dry-run", "--no-estimate", "--set", f"paths.results_dir={results}"]) == 0
+    assert study_command.main(["full", "--dry-run", "--no-estimate", "--set", f"paths.results_dir={results}"]) == 0
     out = capsys.readouterr().out
     assert "30 runs in 1 sweep(s): 0 done, 0 unfinished, 30 new" in out
     assert f"{results}/cifar100/none-0.0/muon/seed2\n" in out  # epochs=200 is the default: no extra directory level
@@ -138,14 +138,14 @@ def test_full_study_dry_run_has_thirty_runs_in_the_default_directories(tmp_path,
     (["--select-tuned", "full"], "not a tuning study"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
-    assert study_cli.main(argv) == 2
+    assert study_command.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
 
 
 def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):
     study = write_study(tmp_path / "typo.yaml", synthetic_grid(optimizer=["sgd", "lino"]))
-    assert study_cli.main([str(study), "--dry-run"]) == 2
+    assert study_command.main([str(study), "--dry-run"]) == 2
     error = capsys.readouterr().err   # one line; tuned configs (conf/optimizer/tuned/...) are listed after the five
     assert error.startswith("error: unknown optimizer 'lino': choose optimizer=" + ", ".join(sorted(OPTIMIZERS)))
     assert error.count("\n") == 1 and "tuned/cpu_demo/lion" in error
@@ -155,12 +155,12 @@ def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):
 def test_study_runs_end_to_end_then_skips_finished_runs(tmp_path, capsys):
     study = write_study(tmp_path / "one.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
     argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
-    assert study_cli.main(argv) == 0  # launches `python src/train.py -m ...` as a subprocess
+    assert study_command.main(argv) == 0  # launches `python src/train.py -m ...` as a subprocess
     summaries = list((tmp_path / "results").rglob("summary.json"))
     assert len(summaries) == 1 and json.loads(summaries[0].read_text())["status"] == "completed"
     aggregate = f"aggregate with: python src/aggregate.py {tmp_path / 'results'}"
     assert capsys.readouterr().out.splitlines()[-1] == f"study one: 1 completed, 0 diverged, 0 failed, 0 skipped; {aggregate}"
-    assert study_cli.main(argv) == 0
+    assert study_command.main(argv) == 0
     out = capsys.readouterr().out
     assert "1 runs in 1 sweep(s): 1 done" in out and "all 1 runs finished, skipped" in out
     assert out.splitlines()[-1] == f"study one: 0 completed, 0 diverged, 0 failed, 1 skipped; {aggregate}"
@@ -174,7 +174,7 @@ def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
                         tune={"lr_factors": [0.1, 1, 10], "weight_decay_factors": [1, 10]})
     results = tmp_path / "results"
     argv = ["--conf-dir", str(conf), "--set", *SMALL, f"paths.results_dir={results}"]
-    runs = [run for _, sweep_runs in study_cli.plan(study_cli.find_study(str(study)), conf, argv[3:], "basic", False)
+    runs = [run for _, sweep_runs in study_command.plan(study_command.find_study(str(study)), conf, argv[3:], "basic", False)
             for run in sweep_runs]
     assert len(runs) == 2 * 3 * 2 * 2
     for run in runs:  # lion wins at 10x its lr and 1x its weight decay; sgd at 0.1x, 10x
@@ -184,11 +184,11 @@ def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
     first = runs[0].run_dir / "summary.json"
     finished = first.read_text()
     write_summary(runs[0].run_dir, "running", val_acc=0.99)  # unfinished: no winner until every run is done
-    assert study_cli.main(["--select-tuned", str(study), *argv]) == 2
+    assert study_command.main(["--select-tuned", str(study), *argv]) == 2
     assert "1 tuning run(s) not finished" in capsys.readouterr().err
     assert not (conf / "optimizer" / "tuned" / "lion.yaml").exists()
     first.write_text(finished)
-    assert study_cli.main(["--select-tuned", str(study), *argv]) == 0
+    assert study_command.main(["--select-tuned", str(study), *argv]) == 0
     text = (conf / "optimizer" / "tuned" / "lion.yaml").read_text()
     assert "val_acc_best (validation, never test): 0.8050, mean of 2 seed(s)" in text
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
@@ -198,11 +198,11 @@ def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
     assert (sgd.name, sgd.lr, sgd.weight_decay, sgd.momentum) == ("sgd", 0.01, 0.005, 0.9)
     capsys.readouterr()
     main_study = write_study(tmp_path / "main.yaml", synthetic_grid(optimizer=["lion"], seed=[0]))
-    assert study_cli.main([str(main_study), "--tuned", "--dry-run", "--no-estimate", *argv]) == 0
+    assert study_command.main([str(main_study), "--tuned", "--dry-run", "--no-estimate", *argv]) == 0
     assert "optimizer=tuned/lion" in capsys.readouterr().out
     (conf / "optimizer" / "tuned" / "sgd.yaml").unlink()
     sgd_study = write_study(tmp_path / "main_sgd.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
-    assert study_cli.main([str(sgd_study), "--tuned", "--dry-run", *argv]) == 2
+    assert study_command.main([str(sgd_study), "--tuned", "--dry-run", *argv]) == 2
     assert "no tuned config for sgd" in capsys.readouterr().err
 
 
@@ -227,7 +227,7 @@ def test_a_run_failing_in_a_launcher_worker_is_named_and_the_study_exits_non_zer
     small = [override for override in SMALL if not override.startswith("dataset.")]
     argv = [str(study), "--launcher", launcher, "--set", *small, f"dataset.root={images}", "dataset.val_size=2",
             f"paths.results_dir={results}", f"paths.data_dir={tmp_path / 'data'}"]
-    assert study_cli.main(argv) == status
+    assert study_command.main(argv) == status
     errors = capsys.readouterr().err
     assert "run not finished:" in errors and "no summary.json" in errors and str(results) in errors
     assert "1 of 1 runs did not finish" in errors
@@ -245,11 +245,11 @@ def test_a_planned_directory_holding_another_experiment_is_its_own_state_and_nev
     [(_, [planned])] = plan(find_study(str(study)), CONF_DIR, argv[2:], "basic", False)
     train(tiny_config("optimizer.lr=0.5"), planned.run_dir)   # another experiment, finished, in the planned directory
     before = {path: path.read_bytes() for path in planned.run_dir.rglob("*") if path.is_file()}
-    assert study_cli.main([*argv, "--dry-run", "--no-estimate"]) == 0
+    assert study_command.main([*argv, "--dry-run", "--no-estimate"]) == 0
     out = capsys.readouterr().out
     assert "1 runs in 1 sweep(s): 0 done, 0 unfinished, 0 new, 1 holding another experiment" in out
     assert f"other experiment {planned.run_dir} (optimizer.lr: 0.5 -> 0.1)" in out
-    assert study_cli.main(argv) == 2
+    assert study_command.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {planned.run_dir} holds another experiment") and err.count("\n") == 1
     assert {path: path.read_bytes() for path in planned.run_dir.rglob("*") if path.is_file()} == before
@@ -273,15 +273,15 @@ def test_grid_values_hydra_respells_name_the_directories_hydra_makes(tmp_path, c
     study = write_study(tmp_path / "tune.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]),
                         tune={"lr_factors": [1, 1.0e+12], "weight_decay_factors": [1]})
     argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
-    assert study_cli.main(argv) == 0   # the 1e11 run diverges: a result
-    assert study_cli.main([*argv, "--dry-run", "--no-estimate"]) == 0
+    assert study_command.main(argv) == 0   # the 1e11 run diverges: a result
+    assert study_command.main([*argv, "--dry-run", "--no-estimate"]) == 0
     out = capsys.readouterr().out
     assert "2 runs in 1 sweep(s): 2 done, 0 unfinished, 0 new" in out and "optimizer.lr=100000000000.0" in out
 
 
 def test_a_misspelt_key_in_a_hypothesis_test_block_is_refused(tmp_path):
     """`metrc:` was ignored and the default metric tested."""
-    from optbench.study_spec import parse_hypothesis
+    from optbench.specs.hypothesis_spec import parse_hypothesis
 
     (tmp_path / "h9.yaml").write_text("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, "
                                       "versus: adam, metrc: final_test_acc}\n")
@@ -291,15 +291,15 @@ def test_a_misspelt_key_in_a_hypothesis_test_block_is_refused(tmp_path):
 
 
 def test_a_plus_key_in_a_study_override_is_refused(capsys):
-    assert study_cli.main(["smoke", "--dry-run", "--no-estimate", "--set", "+epoch=1"]) == 2
+    assert study_command.main(["smoke", "--dry-run", "--no-estimate", "--set", "+epoch=1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: +epoch=1: epoch is not a setting") and err.count("\n") == 1
 
 
 def test_the_study_name_is_accepted_after_set_overrides(capsys):
     """`--set epochs=1 smoke` answered "name a study": --set took the name."""
-    assert study_cli.main(["--set", "epochs=1", "smoke", "--dry-run", "--no-estimate"]) == 0
+    assert study_command.main(["--set", "epochs=1", "smoke", "--dry-run", "--no-estimate"]) == 0
     assert "study smoke:" in capsys.readouterr().out
-    assert study_cli.main(["H1", "--set", "epochs=1", "smoke", "--dry-run"]) == 2
+    assert study_command.main(["H1", "--set", "epochs=1", "smoke", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --set takes KEY=VALUE overrides, not smoke") and err.count("\n") == 1

@@ -10,7 +10,9 @@ from omegaconf import OmegaConf
 from conftest import compose_config
 from test_study import SMALL, synthetic_grid, write_study
 from optbench import rundir
-from optbench.studies import cli as study_cli
+from optbench import identity
+from optbench.formats import run_record
+from optbench.studies import study_command
 
 VARIANT = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=2,model.width=8"
 
@@ -44,9 +46,9 @@ def study_with_every_state(tmp_path):
     other = run_path(results, "adam", 2)                                 # another experiment's record
     cfg = compose_config([*SMALL, "dataset=synthetic", "optimizer=adam", "seed=2", "epochs=2", "optimizer.lr=0.5",
                           f"paths.results_dir={results}"])
-    identity = rundir.identity(OmegaConf.to_container(cfg, resolve=True), "data")
+    run_identity = identity.identity(OmegaConf.to_container(cfg, resolve=True), "data")
     other.mkdir(parents=True)
-    rundir.RunDir(other).write_record(rundir.new_record({}, identity, "2026-01-01T00:00:00+00:00"))
+    run_record.write(other, run_record.new_record({}, run_identity, "2026-01-01T00:00:00+00:00"))
     return study, results
 
 
@@ -54,7 +56,7 @@ def test_status_shows_each_runs_state_best_accuracy_progress_and_time_left(study
     study, results = study_with_every_state
     with rundir.RunDir(run_path(results, "adam", 0)).lock():   # a trainer at work on it
         before = snapshot(results)
-        assert study_cli.main([str(study), "--status", "--set", *SMALL, f"paths.results_dir={results}"]) == 0
+        assert study_command.main([str(study), "--status", "--set", *SMALL, f"paths.results_dir={results}"]) == 0
         assert snapshot(results) == before   # looking changes no byte
     out = capsys.readouterr().out
     rows = {line.split()[-1]: line.split() for line in out.splitlines() if line.startswith(("completed", "diverged", "failed",
@@ -77,7 +79,7 @@ def test_status_shows_each_runs_state_best_accuracy_progress_and_time_left(study
 def test_status_of_a_study_not_started_says_when_the_time_is_known(tmp_path, capsys):
     study = write_study(tmp_path / "tiny.yaml", synthetic_grid())
     results = tmp_path / "results"
-    assert study_cli.main([str(study), "--status", "--set", *SMALL, f"paths.results_dir={results}"]) == 0
+    assert study_command.main([str(study), "--status", "--set", *SMALL, f"paths.results_dir={results}"]) == 0
     out = capsys.readouterr().out
     assert out.count("\nnew ") == 4 and "0 of 4 runs finished" in out and "0 of 4 epochs (0%)" in out
     assert "remaining: 4 epochs; the time is known once a run has trained an epoch (python src/study.py tiny" in out
@@ -85,6 +87,6 @@ def test_status_of_a_study_not_started_says_when_the_time_is_known(tmp_path, cap
 
 
 def test_status_of_an_unknown_study_is_one_error_line(capsys):
-    assert study_cli.main(["no_such_study", "--status"]) == 2
+    assert study_command.main(["no_such_study", "--status"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown study 'no_such_study'") and err.count("\n") == 1

@@ -148,8 +148,8 @@ def test_loggers_are_not_part_of_a_runs_identity(tmp_path):
     ("logger.wandb.mode=sometimes", "logger.wandb.mode=sometimes: choose offline"),
 ])
 def test_a_bad_logger_choice_is_one_line(tmp_path, override, message):
-    from optbench.config import validate
-    from optbench.hydra_glue import check_groups
+    from optbench.config.validation import validate
+    from optbench.config.hydra_glue import check_groups
     from conftest import CONF_DIR
 
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):

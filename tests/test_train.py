@@ -8,8 +8,8 @@ import pytest
 
 from conftest import compose_config
 
-from optbench.choices import OPTIMIZERS
-from optbench.optimizers import REGISTRY
+from optbench.registry.choices import OPTIMIZERS
+from optbench.registry.optimizers import REGISTRY
 from optbench.training.run import train
 
 EPOCH_KEYS = {"epoch", "lr", "time_s", "train/loss", "train/acc", "train/images", "train/time_s",

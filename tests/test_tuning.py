@@ -11,8 +11,8 @@ import yaml
 from scipy.stats import qmc
 
 from conftest import CONF_DIR, TINY
-from optbench.studies import cli as study_cli, search_space
-from optbench.study_spec import find_study, load_study
+from optbench.studies import study_command, search_space
+from optbench.specs.study_spec import find_study, load_study
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
 LION = (search_space.Range("lr", 1e-5, 1e-3, "log"), search_space.Range("weight_decay", 0.01, 1.0, "log"))
@@ -83,7 +83,7 @@ def test_edges_warn_only_in_the_outer_tenth():
 ])
 def test_bad_tune_blocks_are_one_line(tmp_path, capsys, tune, message):
     study = write_study(tmp_path / "bad.yaml", tune)
-    assert study_cli.main([str(study), "--dry-run", "--no-estimate", "--set", *SMALL,
+    assert study_command.main([str(study), "--dry-run", "--no-estimate", "--set", *SMALL,
                            f"paths.results_dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
@@ -93,7 +93,7 @@ def test_a_search_space_must_cover_every_optimizer(tmp_path, capsys):
     space = tmp_path / "space.yaml"
     space.write_text(yaml.safe_dump({"optimizers": {"lion": {"lr": {"low": 1e-5, "high": 1e-3, "scale": "log"}}}}))
     study = write_study(tmp_path / "t.yaml", {"space": str(space)})
-    assert study_cli.main([str(study), "--dry-run", "--no-estimate", "--set", *SMALL]) == 2
+    assert study_command.main([str(study), "--dry-run", "--no-estimate", "--set", *SMALL]) == 2
     assert "has no ranges for sgd" in capsys.readouterr().err
 
 
@@ -105,17 +105,17 @@ def test_top_k_reruns_and_the_winner_by_mean_over_all_seeds(tmp_path, capsys):
     study_path = write_study(tmp_path / "tq.yaml", {"output": "tuned/tq"}, optimizer=["lion"])
     argv = ["--conf-dir", str(conf), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}"]
     study = find_study(str(study_path))
-    trial_sweep, trials = study_cli.plan(study, conf, argv[3:], "basic", False)[0]
+    trial_sweep, trials = study_command.plan(study, conf, argv[3:], "basic", False)[0]
     assert [run.trial.index for run in trials] == [0, 1, 2, 3]
     seed0 = {0: 0.50, 1: 0.70, 2: 0.65, 3: 0.20}   # trial 1 leads on seed 0 ...
     for run in trials:
         finish(run.run_dir, seed0[run.trial.index], wall_time_s=100)
-    (_, _), (confirm, reruns) = study_cli.plan(study, conf, argv[3:], "basic", False)
+    (_, _), (confirm, reruns) = study_command.plan(study, conf, argv[3:], "basic", False)
     assert [trial.index for trial in confirm.trials] == [1, 2] and not confirm.pending
     assert sorted((run.trial.index, run.cfg.seed) for run in reruns) == [(1, 1), (1, 2), (2, 1), (2, 2)]
     for run in reruns:   # ... but trial 2 is better on the two confirm seeds, and on the mean of three
         finish(run.run_dir, {1: 0.55, 2: 0.68}[run.trial.index], wall_time_s=50)
-    assert study_cli.main(["--select-tuned", str(study_path), *argv]) == 0
+    assert study_command.main(["--select-tuned", str(study_path), *argv]) == 0
     tuned = (conf / "optimizer" / "tuned" / "tq" / "lion.yaml").read_text()
     winner = trials[2].trial.values
     assert f"lr: {float(winner['optimizer.lr'])}" in tuned and "trial 2." in tuned
@@ -138,15 +138,15 @@ def test_the_record_and_config_warn_when_the_winner_sits_at_an_edge(tmp_path, ca
                                                     "confirm_seeds": [1]}, optimizer=["lion"])
     argv = ["--conf-dir", str(conf), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}"]
     study = find_study(str(study_path))
-    _, trials = study_cli.plan(study, conf, argv[3:], "basic", False)[0]
+    _, trials = study_command.plan(study, conf, argv[3:], "basic", False)[0]
     edge = min(trials, key=lambda run: float(run.trial.values["optimizer.lr"]))  # the smallest lr trial wins
     for run in trials:
         finish(run.run_dir, 0.9 if run is edge else 0.5)
-    for run in study_cli.plan(study, conf, argv[3:], "basic", False)[1][1]:
+    for run in study_command.plan(study, conf, argv[3:], "basic", False)[1][1]:
         finish(run.run_dir, 0.9)
     lr = float(edge.trial.values["optimizer.lr"])
     expects_warning = LION[0].to_unit(lr) < 0.1   # the lowest of 8 Sobol lrs may or may not sit in the outer tenth
-    assert study_cli.main(["--select-tuned", str(study_path), *argv]) == 0
+    assert study_command.main(["--select-tuned", str(study_path), *argv]) == 0
     out = capsys.readouterr().out
     record = json.loads((tmp_path / "results" / "tuning-te.json").read_text())["optimizers"]["lion"]
     assert bool(record["edges"]) == expects_warning == ("warning: lion: optimizer.lr" in out)
@@ -154,7 +154,7 @@ def test_the_record_and_config_warn_when_the_winner_sits_at_an_edge(tmp_path, ca
 
 def test_dry_run_lists_every_trial_and_the_budget(tmp_path, capsys):
     study = write_study(tmp_path / "td.yaml", {})
-    assert study_cli.main([str(study), "--dry-run", "--no-estimate", "--set", *SMALL,
+    assert study_command.main([str(study), "--dry-run", "--no-estimate", "--set", *SMALL,
                            f"paths.results_dir={tmp_path}"]) == 0
     out = capsys.readouterr().out
     expected = search_space.trials(search_space.load_space(CONF_DIR.parent / "experiments" / "search_spaces" /
@@ -166,7 +166,7 @@ def test_dry_run_lists_every_trial_and_the_budget(tmp_path, capsys):
 
 
 def test_grid_tuning_still_plans_and_warns_at_the_grid_edge():
-    from optbench.studies.tuning import grid_edges
+    from optbench.studies.tuning_protocol import grid_edges
     space = {"optimizer.lr": {"values": [0.01, 0.1, 1.0], "scale": "grid"}}
     assert "low edge of the grid" in grid_edges(space, {"optimizer.lr": 0.01})[0]
     assert grid_edges(space, {"optimizer.lr": 0.1}) == []
@@ -186,13 +186,13 @@ def test_a_half_done_tuning_study_resumes_and_tuned_by_runs_the_main_study(tmp_p
         "optimizer": ["lion"], "seed": [0], "dataset": ["synthetic"], "noise": [{"name": "none"}], "epochs": 2}}))
     argv = ["--set", *SMALL, "train.progress_bar=false", f"paths.results_dir={results}"]
     try:
-        assert study_cli.main([str(tune), *argv]) == 0          # 2 trials, then the top one on seed 1
+        assert study_command.main([str(tune), *argv]) == 0          # 2 trials, then the top one on seed 1
         summaries = sorted(results.rglob("summary.json"))
         assert len(summaries) == 3
         shutil.rmtree(summaries[0].parent)                      # a trial lost ...
         kept = {path: path.stat().st_mtime_ns for path in summaries[1:]}
         capsys.readouterr()
-        assert study_cli.main([str(main), *argv]) == 0          # ... is run again, the rest skipped
+        assert study_command.main([str(main), *argv]) == 0          # ... is run again, the rest skipped
         out = capsys.readouterr().out
         assert "2 runs in 2 sweep(s): 1 done, 0 unfinished, 1 new" in out   # the top-k waits for the lost trial
         assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items())
@@ -218,7 +218,7 @@ def test_schedule_free_and_prodigy_go_through_tuning_and_a_tuned_by_study(tmp_pa
         "noise": [{"name": "none"}], "epochs": 2}}))
     argv = ["--set", *SMALL, "train.progress_bar=false", f"paths.results_dir={results}"]
     try:
-        assert study_cli.main([str(main), *argv]) == 0   # tunes, selects, then runs the main study
+        assert study_command.main([str(main), *argv]) == 0   # tunes, selects, then runs the main study
         records = [json.loads(path.read_text()) for path in results.rglob("record.json")]
         assert len(records) == 2 * (2 + 1) + 2
         for record in records:

@@ -15,9 +15,10 @@ import os
 import re
 from pathlib import Path
 
-from optbench import datasets
+from optbench.registry import datasets
 from optbench.errors import ConfigError
-from optbench.rundir import identity, write_bytes_atomically
+from optbench.fileio import write_bytes_atomically
+from optbench.identity import identity
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")  # torchvision's
 # The md5 sums torchvision checks the CIFAR files against (CIFAR10/CIFAR100.train_list + test_list;
@@ -122,7 +123,7 @@ def synthetic_fingerprint(**parameters) -> str:
     return "synthetic-v1:" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-# A descriptor's `fingerprint` (optbench/datasets.py) names one of these: (name, source options) -> fingerprint.
+# A descriptor's `fingerprint` (optbench/registry/datasets.py) names one of these: (name, source options) -> fingerprint.
 FINGERPRINTS = {
     "cifar": lambda name, options: cifar_fingerprint(name),
     "imagefolder": lambda name, options: imagefolder_fingerprint(options.get("root"), options.get("image_size", 32),
@@ -145,7 +146,7 @@ def config_data_fingerprint(resolved_config: dict) -> str:
 
 
 def run_identity(resolved_config: dict, fingerprint: str | None = None) -> dict:
-    """A run's identity (rundir.identity) from its resolved config (hydra node removed): training records it,
+    """A run's identity (identity.identity) from its resolved config (hydra node removed): training records it,
     the study planner compares it with the record of each planned run's directory. `fingerprint`: the
     data's, when the caller has it already (a planner fingerprints each dataset once)."""
     return identity(resolved_config, fingerprint or config_data_fingerprint(resolved_config))

@@ -25,7 +25,7 @@ from urllib.error import URLError
 import numpy as np
 import torch
 
-from optbench import datasets
+from optbench.registry import datasets
 from optbench.data.fingerprint import list_image_folder
 from optbench.data.noise import NoisyLabels
 from optbench.errors import ConfigError

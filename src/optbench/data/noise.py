@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from optbench.datasets import CIFAR10_ASYMMETRIC, CIFAR100_SUPERCLASSES
+from optbench.registry.datasets import CIFAR10_ASYMMETRIC, CIFAR100_SUPERCLASSES
 from optbench.errors import ConfigError
 
-# The mappings' class facts live with each dataset's descriptor (optbench/datasets.py); re-exported here.
+# The mappings' class facts live with each dataset's descriptor (optbench/registry/datasets.py); re-exported here.
 __all__ = ["CIFAR100_SUPERCLASSES", "CIFAR10_ASYMMETRIC", "NoisyLabels", "apply_label_noise", "asymmetric_mapping"]
 
 

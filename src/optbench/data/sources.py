@@ -6,7 +6,7 @@
   tensors, checked on every load: a damaged cache is decoded again, with one warning line); a file that
   cannot be decoded is a ConfigError naming it;
 - `synthetic`: class prototypes plus pixel noise, generated from a fixed seed; learnable, offline.
-Which source serves a dataset is its descriptor's `loader` (optbench/datasets.py); `data_fingerprint(name, ...)` (data/fingerprint.py, standard library only) identifies the data a run sees
+Which source serves a dataset is its descriptor's `loader` (optbench/registry/datasets.py); `data_fingerprint(name, ...)` (data/fingerprint.py, standard library only) identifies the data a run sees
 without decoding it (the run identity); the folder listing is that module's too.
 """
 
@@ -25,10 +25,10 @@ from PIL import Image, UnidentifiedImageError
 from torchvision.datasets import CIFAR10, CIFAR100
 from torchvision.transforms.v2.functional import pil_to_tensor, resize
 
-from optbench import datasets
+from optbench.registry import datasets
 from optbench.data.fingerprint import data_fingerprint, imagefolder_fingerprint, list_image_folder  # noqa: F401 (data_fingerprint: re-exported)
 from optbench.errors import ConfigError
-from optbench.rundir import write_atomically
+from optbench.fileio import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def _make_synthetic(data_dir: Path, num_classes: int = 10, train_size: int = 200
     return train, test, [f"class{index}" for index in range(num_classes)]
 
 
-# A descriptor's `loader` (optbench/datasets.py) names one of these: given the dataset's name, its source function.
+# A descriptor's `loader` (optbench/registry/datasets.py) names one of these: given the dataset's name, its source function.
 LOADERS = {
     "torchvision_cifar": lambda name: partial(_load_cifar, name),
     "imagefolder": lambda name: _load_imagefolder,

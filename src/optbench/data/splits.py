@@ -14,11 +14,11 @@ import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 
-from optbench import datasets
+from optbench.registry import datasets
 from optbench.data.sources import ImageSet, source_for
 from optbench.errors import ConfigError
 
-# Per-channel mean and std of the official training sets (fractions of 255): the descriptors' (optbench/datasets.py).
+# Per-channel mean and std of the official training sets (fractions of 255): the descriptors' (optbench/registry/datasets.py).
 NORMALISATION = {name: (entry.mean, entry.std) for name, entry in datasets.DATASETS.items() if entry.mean}
 
 

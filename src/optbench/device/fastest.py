@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, synchronise
-from optbench.rundir import write_bytes_atomically
+from optbench.fileio import write_bytes_atomically
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "fastest-device.json"

@@ -1,6 +1,6 @@
 """One GPU per job when a parallel launcher runs several jobs side by side on one machine.
 
-`${optbench_gpu_for_job:}` (GPU_PER_JOB_DEVICE; registered by `optbench.hydra_glue.register_resolvers`,
+`${optbench_gpu_for_job:}` (GPU_PER_JOB_DEVICE; registered by `optbench.config.hydra_glue.register_resolvers`,
 added as the `device` of every job by the study planner for `--launcher parallel`) resolves to the
 device of a job: each worker process claims the first free GPU with an flock on
 `<tmp>/optbench-gpu-<N>.lock` and keeps it for its life (joblib reuses its workers, so a worker runs

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 import optbench
-from optbench.choices import DEVICE_CHOICES
+from optbench.registry.choices import DEVICE_CHOICES
 from optbench.device.sharing import usable_cores
 from optbench.errors import ConfigError, OutOfMemory
 

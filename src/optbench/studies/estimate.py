@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig
 
-from optbench import datasets
+from optbench.registry import datasets
 
 FORWARD_SHARE = 1 / 3  # evaluation forward pass vs a full training step (forward + backward ~ 3 forwards)
 # Evaluated images per second over trained ones, per device. CPU: measured 7.1x inside one run with BatchNorm

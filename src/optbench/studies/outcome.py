@@ -10,14 +10,15 @@ started), or whose summary names another run id than the planned one. Standard l
 from pathlib import Path
 
 from optbench.errors import DamagedRunFile
-from optbench.rundir import COMPLETED, DIVERGED, FINAL_STATUSES, RunDir
+from optbench.formats.run_summary import COMPLETED, DIVERGED, FINAL_STATUSES
+from optbench.formats import run_summary
 
 
 def run_outcome(run_dir: Path, expected_run_id: str | None = None) -> str:
     """summary.json's status, `no summary.json`, `unreadable summary.json`, or `other experiment` when the
     summary names another run than the one planned for this directory."""
     try:
-        summary = RunDir(run_dir).read_summary()
+        summary = run_summary.read(run_dir)
     except DamagedRunFile:
         return "unreadable summary.json"
     if summary is None:

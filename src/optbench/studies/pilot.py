@@ -1,20 +1,21 @@
 """`python src/study.py H2 --plan-seeds --pilot results/`: how many seeds a study's hypotheses need.
 
 The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator does
-(optbench.aggregate); optbench.aggregate.seeds turns each required comparison's spread into the seeds it
+(optbench.analysis); optbench.analysis.seed_planner turns each required comparison's spread into the seeds it
 needs, checks the hypothesis-level figure by simulation and prices the extra runs. A hypothesis study
 (H1, H2, H3) plans its own hypothesis; any other study plans every hypothesis in experiments/hypotheses/.
 """
 
 from pathlib import Path
 
-from optbench.aggregate.hypotheses import Context, apply_where, evaluate
-from optbench.aggregate.pipeline import analyse
-from optbench.aggregate.seeds import SeedPlan, comparison_units, plan_seeds, plan_table
-from optbench.aggregate.tables import to_markdown
-from optbench.aggregate.tuning import read_tuning
+from optbench.analysis.hypotheses import Context, apply_where, evaluate
+from optbench.analysis.pipeline import analyse
+from optbench.analysis.seed_planner import SeedPlan, comparison_units, plan_seeds, plan_table
+from optbench.analysis.tables import to_markdown
+from optbench.analysis.tuning_report import read_tuning
 from optbench.errors import ConfigError
-from optbench.study_spec import Hypothesis, Study, load_hypotheses
+from optbench.specs.study_spec import Study
+from optbench.specs.hypothesis_spec import Hypothesis, load_hypotheses
 
 
 def hypotheses_of(study: Study, experiments_dir: Path) -> list[Hypothesis]:

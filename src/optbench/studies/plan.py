@@ -21,17 +21,21 @@ from pathlib import Path
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from optbench import optimizers
-from optbench.config import validate
+from optbench.registry import optimizers
+from optbench.config.validation import validate
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
-from optbench.hydra_glue import cfg_dataset_dir, check_added_keys, compose_checked, format_value, multirun_jobs, parse_overrides
+from optbench.config.hydra_glue import cfg_dataset_dir, check_added_keys, compose_checked, format_value, multirun_jobs, parse_overrides
 from optbench.data.fingerprint import config_data_fingerprint, run_identity
-from optbench.rundir import FINAL_STATUSES, RunDir, check_creatable, identity_differences, run_id
-from optbench.studies import search_space, tuning
+from optbench.formats.run_summary import FINAL_STATUSES
+from optbench.identity import identity_differences, run_id
+from optbench.rundir import RunDir, check_creatable
+from optbench.studies import search_space, tuning_protocol
 from optbench.studies.launchers import launcher_overrides
 from optbench.studies.search_space import Trial
-from optbench.study_spec import EXPERIMENTS_DIR, Study
+from optbench.specs.study_spec import EXPERIMENTS_DIR, Study
+from optbench.formats import run_record
+from optbench.formats import run_summary
 
 
 OTHER_EXPERIMENT = "other experiment"   # the directory's record.json names another run: never launched over
@@ -170,7 +174,7 @@ def confirm_sweep(trial_sweep: Sweep, runs: list[PlannedRun], study: Study) -> S
     tune = study.tune
     values = merge(trial_sweep.values, {"seed": [format_value(seed) for seed in tune.confirm_seeds]})
     label = trial_sweep.label.replace(f", {len(trial_sweep.trials)} trials", f", top {tune.top_k} trials")
-    best = tuning.top_trials(runs, tune.select_on, tune.top_k)
+    best = tuning_protocol.top_trials(runs, tune.select_on, tune.top_k)
     if best is None:
         return Sweep(values, label, list(trial_sweep.hydra_overrides), pending=(
             f"top {tune.top_k} of {len(trial_sweep.trials)} trials on seeds {list(tune.confirm_seeds)}: "
@@ -214,9 +218,9 @@ def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str,
         if study.tune and study.tune.method == "quasirandom":
             trials_for = quasirandom_trials(study)
         elif study.tune:
-            per_optimizer = lambda name: tuning.grid_values(compose_checked([f"optimizer={name}"], conf_dir).optimizer, study.tune)
+            per_optimizer = lambda name: tuning_protocol.grid_values(compose_checked([f"optimizer={name}"], conf_dir).optimizer, study.tune)
         elif tuned:
-            per_optimizer = lambda name: tuning.tuned_values(conf_dir, name, tuned if isinstance(tuned, str) else "tuned")
+            per_optimizer = lambda name: tuning_protocol.tuned_values(conf_dir, name, tuned if isinstance(tuned, str) else "tuned")
         per_optimizer = with_own_schedules(per_optimizer, _as_list(study.grid["optimizer"]), defaults.scheduler.name)
         sweeps = plan_sweeps(study, default_epochs, extra, per_optimizer, trials_for)
         planned = [(sweep, _plan_sweep(sweep, conf_dir, launcher)) for sweep in sweeps]
@@ -252,7 +256,7 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
     run = PlannedRun(list(overrides), run_dir, with_hydra_removed, "new")
     directory = RunDir(run_dir)
     try:
-        summary, record = directory.read_summary(), directory.read_record()
+        summary, record = run_summary.read(directory.path), run_record.read(directory.path)
     except DamagedRunFile as error:
         summary, record = {"status": f"unreadable: {error}"}, None
     if record is not None:

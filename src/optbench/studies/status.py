@@ -17,14 +17,17 @@ from omegaconf import OmegaConf
 from tabulate import tabulate
 
 from optbench import rundir
+from optbench import identity
+from optbench.formats import run_summary
 from optbench.durations import format_duration
 from optbench.errors import DamagedRunFile
 from optbench.studies import estimate
 from optbench.studies.plan import PlannedRun, Sweep, plan
-from optbench.study_spec import Study, find_study
+from optbench.specs.study_spec import Study, find_study
+from optbench.formats import run_record
 
 NEW, OTHER, UNREADABLE = "new", "other experiment", "unreadable"
-TO_TRAIN = (NEW, rundir.RUNNING, rundir.INTERRUPTED, rundir.FAILED)   # what the study command will still train
+TO_TRAIN = (NEW, run_summary.RUNNING, run_summary.INTERRUPTED, run_summary.FAILED)   # what the study command will still train
 
 
 @dataclass
@@ -41,7 +44,7 @@ class RunState:
         return int(self.run.cfg.epochs)
 
     def epoch_column(self) -> str:
-        if self.state == rundir.RUNNING:
+        if self.state == run_summary.RUNNING:
             return f"epoch {min(self.epochs_done + 1, self.epochs_planned)} of {self.epochs_planned}"
         return f"{self.epochs_done}/{self.epochs_planned}"
 
@@ -50,21 +53,21 @@ def run_state(run: PlannedRun) -> RunState:
     """The state of one planned run, from its record.json, summary.json and lock."""
     directory = rundir.RunDir(run.run_dir)
     try:
-        record, summary = directory.read_record(), directory.read_summary()
+        record, summary = run_record.read(directory.path), run_summary.read(directory.path)
     except DamagedRunFile as error:
         return RunState(run, UNREADABLE, detail=str(error))
     if record is not None:
-        wanted = rundir.identity(OmegaConf.to_container(run.cfg, resolve=True), "")["config"]
-        differences = rundir.identity_differences({"config": record.get("identity", {}).get("config", {})},
+        wanted = identity.identity(OmegaConf.to_container(run.cfg, resolve=True), "")["config"]
+        differences = identity.identity_differences({"config": record.get("identity", {}).get("config", {})},
                                                   {"config": wanted})
         if differences:
             return RunState(run, OTHER, detail="; ".join(differences[:2]))
     if summary is None:
-        return RunState(run, rundir.RUNNING if rundir.is_being_trained(run.run_dir) else NEW)
+        return RunState(run, run_summary.RUNNING if rundir.is_being_trained(run.run_dir) else NEW)
     state = str(summary.get("status"))
     detail = str(summary.get("error") or "")
-    if state == rundir.RUNNING and not rundir.is_being_trained(run.run_dir):
-        state, detail = rundir.INTERRUPTED, "its process is gone: the study command resumes it"
+    if state == run_summary.RUNNING and not rundir.is_being_trained(run.run_dir):
+        state, detail = run_summary.INTERRUPTED, "its process is gone: the study command resumes it"
     best = summary.get("best") or {}
     return RunState(run, state, int(summary.get("epochs_done") or 0), best.get("val/acc"),
                     float(summary.get("wall_time_s") or 0.0), detail)
@@ -130,16 +133,16 @@ def shown_path(run_dir: Path, root: Path | None) -> str:
 
 def progress_line(states: list[RunState]) -> str:
     counts = Counter(state.state for state in states)
-    finished = counts[rundir.COMPLETED] + counts[rundir.DIVERGED]
+    finished = counts[run_summary.COMPLETED] + counts[run_summary.DIVERGED]
     epochs_planned = sum(state.epochs_planned for state in states)
     # a diverged run is finished: its remaining epochs will never be trained
-    epochs_done = sum(state.epochs_planned if state.state == rundir.DIVERGED else min(state.epochs_done, state.epochs_planned)
+    epochs_done = sum(state.epochs_planned if state.state == run_summary.DIVERGED else min(state.epochs_done, state.epochs_planned)
                       for state in states if state.state != OTHER)
-    others = ", ".join(f"{counts[name]} {name}" for name in (rundir.RUNNING, rundir.INTERRUPTED, rundir.FAILED, OTHER,
+    others = ", ".join(f"{counts[name]} {name}" for name in (run_summary.RUNNING, run_summary.INTERRUPTED, run_summary.FAILED, OTHER,
                                                              UNREADABLE, NEW) if counts[name])
     share = f" ({100 * epochs_done / epochs_planned:.0f}%)" if epochs_planned else ""
-    return (f"progress: {finished} of {len(states)} runs finished ({counts[rundir.COMPLETED]} completed, "
-            f"{counts[rundir.DIVERGED]} diverged)" + (f"; {others}" if others else "")
+    return (f"progress: {finished} of {len(states)} runs finished ({counts[run_summary.COMPLETED]} completed, "
+            f"{counts[run_summary.DIVERGED]} diverged)" + (f"; {others}" if others else "")
             + f"; {epochs_done} of {epochs_planned} epochs{share}")
 
 

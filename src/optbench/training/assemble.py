@@ -15,7 +15,7 @@ from dataclasses import dataclass, is_dataclass
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from optbench import datasets
+from optbench.registry import datasets
 from optbench.data.human_labels import HumanNoise, human_noise
 from optbench.data.noise import NoisyLabels, apply_label_noise
 from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, channel_tensor, num_train_batches

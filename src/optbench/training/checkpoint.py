@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from optbench.errors import ConfigError
-from optbench.rundir import write_atomically
+from optbench.fileio import write_atomically
 from optbench.training.rng import capture_rng_states, restore_rng_states
 from optbench.training.steps import EpochProgress
 

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 from optbench.rundir import LOG_FILE
-from optbench.training.summary import headline
+from optbench.training.progress import headline
 
 log = logging.getLogger("optbench")
 details = logging.getLogger("optbench.details")   # train.log only: the console gets the one-line version

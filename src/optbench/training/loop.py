@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from optbench import predictions, rundir
+from optbench.formats import predictions
+from optbench.formats import run_summary
 from optbench.device.policy import out_of_memory_as_error, synchronise
 from optbench.errors import RunInterrupted
 from optbench.rundir import RunDir
@@ -29,7 +30,8 @@ from optbench.training.evaluate import epoch_record
 from optbench.training.optim import set_mode
 from optbench.training.signals import stop_requests
 from optbench.training.steps import EpochProgress, train_epoch
-from optbench.training.summary import best_so_far, divergence, update_summary
+from optbench.training.progress import best_so_far, divergence, update_summary
+from optbench.formats import metrics_log
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +73,10 @@ class LoopState:
 def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
     """`run_mirror`: a training/mirror.py Mirror copying the run directory out, or None."""
     cfg, summary = run.cfg, state.summary
-    summary.update(status=rundir.RUNNING, error=None)
+    summary.update(status=run_summary.RUNNING, error=None)
     if run_mirror:
         run_mirror.attach(summary)
-    run_dir.write_summary(summary)
+    run_summary.write(run_dir.path, summary)
     trackers = open_trackers(cfg, run_dir, run.run_id, state.records)   # conf/logger/: each fails alone
     try:
         with stop_requests() as stop:
@@ -85,17 +87,17 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
                 if diverged:
                     break
             else:
-                summary["status"] = rundir.COMPLETED
+                summary["status"] = run_summary.COMPLETED
     except (RunInterrupted, KeyboardInterrupt):
-        summary["status"] = rundir.INTERRUPTED
+        summary["status"] = run_summary.INTERRUPTED
         raise
     except Exception as error:
-        summary.update(status=rundir.FAILED, error=f"{type(error).__name__}: {error}")
+        summary.update(status=run_summary.FAILED, error=f"{type(error).__name__}: {error}")
         raise
     finally:
         summary["wall_time_s"] = state.clock.total()
         _write_predictions(run, run_dir, state)
-        run_dir.write_summary(summary)
+        run_summary.write(run_dir.path, summary)
         trackers.finish(summary["status"])
     return summary
 
@@ -115,7 +117,7 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, tracker
                                                                  best_so_far(summary))
     state.progress, state.partial_seconds = None, 0.0
     state.records.append(record)
-    run_dir.append_metrics(record)
+    metrics_log.append(run_dir.path, record)
     console.log_epoch(record, cfg.epochs)
     trackers.log_epoch(record)
     update_summary(summary, record, state.clock.total())
@@ -123,14 +125,14 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, tracker
         state.selected_predictions = (epoch, test_predicted)
     diverged_at = divergence(record, first_nonfinite_batch, cfg.train.divergence_factor, run.splits.num_classes)
     if diverged_at:
-        summary.update(status=rundir.DIVERGED, diverged_at=diverged_at)
+        summary.update(status=run_summary.DIVERGED, diverged_at=diverged_at)
         log.warning("diverged at epoch %d: %s (train loss %s)", epoch, diverged_at["reason"], record["train/loss"])
         return True
     if stop.signal or _checkpoint_due(cfg, epoch):
         _save(run, run_dir, state)
     if stop.signal:
         raise RunInterrupted(stop.signal)
-    run_dir.write_summary(summary)
+    run_summary.write(run_dir.path, summary)
     return False
 
 

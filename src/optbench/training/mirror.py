@@ -18,8 +18,12 @@ import time
 from pathlib import Path
 
 from optbench import rundir
+from optbench import fileio
+from optbench import identity
+from optbench.formats import run_summary
 from optbench.errors import ConfigError
 from optbench.rundir import RunDir
+from optbench.formats import run_record
 
 log = logging.getLogger(__name__)
 SMALL_FILES = (rundir.RECORD_FILE, rundir.METRICS_FILE, rundir.LOG_FILE, rundir.PREDICTIONS_FILE)   # summary.json last, alone
@@ -35,7 +39,7 @@ def mirror_path(mirror_dir: str | Path, run_path: Path, results_dir: str | Path)
 def copy_atomically(source: Path, target: Path) -> None:
     """Copy `source` over `target` through rundir's atomic writer (temporary sibling, fsync, rename)."""
     with open(source, "rb") as reader:
-        rundir.write_atomically(target, lambda writer: shutil.copyfileobj(reader, writer, 1 << 20))
+        fileio.write_atomically(target, lambda writer: shutil.copyfileobj(reader, writer, 1 << 20))
 
 
 def copy_small_files(source: Path, target: Path) -> None:
@@ -95,12 +99,12 @@ class Mirror:
             self._prepare_target()
             copy_small_files(self.local.path, self.target)
             self.status["last_epoch_mirrored"] = epoch
-            self.local.write_summary(summary)
+            run_summary.write(self.local.path, summary)
             copy_atomically(self.local.summary_path, self.target / rundir.SUMMARY_FILE)
         except OSError as error:
             self.status["last_epoch_mirrored"] = previous
             self._record_error(error, "the run's files")
-            self.local.write_summary(summary)
+            run_summary.write(self.local.path, summary)
 
     def _start_checkpoint_copy(self, epochs_done: int | None, background: bool = True) -> None:
         source = self.local.checkpoint_path
@@ -164,15 +168,15 @@ def from_config(cfg, local: RunDir) -> Mirror | None:
 def _epochs_done(directory: RunDir, resumable_only: bool = False) -> int:
     """Epochs done by the run in `directory`; with `resumable_only`, 0 unless a checkpoint or a final
     status backs them (a mirror whose checkpoint copies all failed is not worth restoring)."""
-    summary = directory.read_summary() or {}
-    if resumable_only and not (directory.checkpoint_path.exists() or summary.get("status") in rundir.FINAL_STATUSES):
+    summary = run_summary.read(directory.path) or {}
+    if resumable_only and not (directory.checkpoint_path.exists() or summary.get("status") in run_summary.FINAL_STATUSES):
         return 0
     return int(summary.get("epochs_done") or 0)
 
 
 def needs_restore(local: RunDir, mirrored: RunDir) -> bool:
     """The local directory holds no run, or fewer epochs than the mirror."""
-    if local.read_record() is None and not local.holds_results():
+    if run_record.read(local.path) is None and not local.holds_results():
         return True
     return _epochs_done(local) < _epochs_done(mirrored, resumable_only=True)
 
@@ -193,15 +197,15 @@ def restore(mirror: Mirror, wanted: dict) -> bool:
     A mirror holding another experiment is refused (ConfigError, nothing copied). A local directory holding
     another experiment is left alone: the local identity check refuses it next."""
     mirrored = RunDir(mirror.target)
-    record = mirrored.read_record()
+    record = run_record.read(mirrored.path)
     if record is None:
         return False
-    changed = rundir.identity_differences(record.get("identity", {}), wanted)
+    changed = identity.identity_differences(record.get("identity", {}), wanted)
     if changed:
         raise ConfigError(f"mirror {mirror.target} holds another experiment ({'; '.join(changed[:3])}): choose "
                           "another paths.mirror_dir, or train.rerun=true to replace it")
-    local_record = mirror.local.read_record()
-    if local_record is not None and rundir.identity_differences(local_record.get("identity", {}), wanted):
+    local_record = run_record.read(mirror.local.path)
+    if local_record is not None and identity.identity_differences(local_record.get("identity", {}), wanted):
         return False
     if not needs_restore(mirror.local, mirrored):
         return False

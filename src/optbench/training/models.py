@@ -50,7 +50,7 @@ class CifarResNet(nn.Module):
         return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(features, 1), 1))
 
 
-BLOCKS_PER_STAGE = {"resnet18": (2, 2, 2, 2)}   # keyed by optbench.choices.ARCHITECTURES
+BLOCKS_PER_STAGE = {"resnet18": (2, 2, 2, 2)}   # keyed by optbench.registry.choices.ARCHITECTURES
 
 
 def build_model(name: str, num_classes: int, width: int = 64) -> CifarResNet:

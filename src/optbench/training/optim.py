@@ -5,7 +5,7 @@ decay on 1-D parameters, i.e. norms and biases, unless asked), then instantiates
 its Hydra `_target_` (`_partial_: true`), so any torch.optim or pytorch-optimizer class works by
 overriding `optimizer._target_`. Muon (`param_groups: muon`) gets Muon on the hidden conv/linear
 weights and its built-in AdamW on the stem, head, norms and biases, as Muon's authors prescribe.
-An optimizer with its own warmup (optbench/optimizers.py: Schedule-Free) gets `optimizer.warmup_fraction`
+An optimizer with its own warmup (optbench/registry/optimizers.py: Schedule-Free) gets `optimizer.warmup_fraction`
 as its warmup argument in steps of the run. `set_mode(optimizer, training)` switches an optimizer that
 has train and eval modes (Schedule-Free evaluates its averaged iterate), and is a no-op for the others.
 `build_scheduler(...)` wraps `lr_factor(step, ...)`, a pure function of the iteration.
@@ -19,7 +19,7 @@ from hydra.utils import instantiate
 from torch import nn
 
 from optbench.errors import ConfigError
-from optbench.optimizers import spec_of
+from optbench.registry.optimizers import spec_of
 
 def build_param_groups(model: nn.Module, scheme: str = "standard", decay_norms_and_biases: bool = False) -> list[dict]:
     no_decay = {} if decay_norms_and_biases else {"weight_decay": 0.0}

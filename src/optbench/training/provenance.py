@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from optbench import optimizers
+from optbench.registry import optimizers
 
 # torch and the optimizers' libraries (the registry's), whose versions can change a run's numbers
 LIBRARIES = tuple(dict.fromkeys(("torch", "torchvision", *optimizers.libraries(), "hydra-core", "numpy")))

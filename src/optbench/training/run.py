@@ -20,7 +20,10 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from optbench import rundir
-from optbench.config import validate
+from optbench import identity
+from optbench.formats import run_record
+from optbench.formats import run_summary
+from optbench.config.validation import validate
 from optbench.data.fingerprint import run_identity as run_identity_of
 from optbench.data.human_labels import transition_matrix
 from optbench.device.awake import kept_awake
@@ -30,7 +33,8 @@ from optbench.rundir import RunDir
 from optbench.training import checkpoint, console, mirror
 from optbench.training.assemble import Run, prepare
 from optbench.training.loop import LoopState, fit
-from optbench.training.summary import failed, initial_summary
+from optbench.training.progress import failed, initial_summary
+from optbench.formats import metrics_log
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +48,13 @@ def run_identity(cfg: DictConfig) -> tuple[dict, dict]:
 
 def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
     """The directory's record when it matches `wanted`; None when it holds no run; else a ConfigError."""
-    record = run_dir.read_record()
+    record = run_record.read(run_dir.path)
     if record is None:
         if run_dir.holds_results():
             raise ConfigError(f"{run_dir.path} holds results without a record.json (made by an older optbench, "
                               "or damaged): move it away, or train.rerun=true to start this run over")
         return None
-    changed = rundir.identity_differences(record.get("identity", {}), wanted)
+    changed = identity.identity_differences(record.get("identity", {}), wanted)
     if changed:
         shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
         raise ConfigError(f"{run_dir.path} holds another experiment ({shown}): give this run another directory "
@@ -66,8 +70,8 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
     run_mirror = _open_mirror(cfg, directory, wanted)
     record = None if cfg.train.rerun else check_identity(directory, wanted)
     if record is not None:
-        previous = directory.read_summary()
-        if previous and previous.get("status") in rundir.FINAL_STATUSES:
+        previous = run_summary.read(directory.path)
+        if previous and previous.get("status") in run_summary.FINAL_STATUSES:
             log.info(console.final_line(previous, directory.path, skipped=True))
             return previous
     with directory.lock():
@@ -110,15 +114,15 @@ def _fit_and_mirror(run: Run, directory: RunDir, state: LoopState, run_mirror: m
 def _prepare(cfg: DictConfig, directory: RunDir, record: dict | None, resolved: dict, wanted: dict,
              hydra_files: dict[str, str] | None) -> Run:
     """prepare(); bad input (ConfigError) leaves the directory as it was, a crash is recorded as failed."""
-    started_policy = (directory.read_summary() or {}).get("device_policy") if record is not None else None
+    started_policy = (run_summary.read(directory.path) or {}).get("device_policy") if record is not None else None
     try:
-        return prepare(cfg, rundir.run_id(wanted), started_policy)
+        return prepare(cfg, identity.run_id(wanted), started_policy)
     except ConfigError:
         raise
     except Exception as error:
         if record is None:
             _start(directory, resolved, wanted, hydra_files)
-        directory.write_summary(failed(directory.read_summary(), error))
+        run_summary.write(directory.path, failed(run_summary.read(directory.path), error))
         raise
 
 
@@ -126,7 +130,7 @@ def _start(directory: RunDir, resolved: dict, wanted: dict, hydra_files: dict[st
     """A new run (or train.rerun=true): drop an earlier attempt, write the record and .hydra/ once."""
     directory.clear_results()
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    directory.write_record(rundir.new_record(resolved, wanted, created))
+    run_record.write(directory.path, run_record.new_record(resolved, wanted, created))
     directory.metrics_path.write_text("")
     if hydra_files:
         (directory.path / rundir.HYDRA_DIR).mkdir(exist_ok=True)
@@ -146,10 +150,10 @@ def _checked_checkpoint(run: Run, directory: RunDir) -> dict | None:
 def _resume_state(run: Run, directory: RunDir, saved: dict | None) -> LoopState | None:
     """The loop state of the checked checkpoint `saved`, with metrics.jsonl trimmed to it; None when there is none."""
     if saved is None:
-        directory.replace_metrics([])   # unfinished without a checkpoint: start over within the same record
+        metrics_log.replace(directory.path, [])   # unfinished without a checkpoint: start over within the same record
         return None
     progress = checkpoint.restore(saved, run.model, run.optimizer, run.scheduler, run.scaler)
-    directory.replace_metrics(saved["metrics"])
+    metrics_log.replace(directory.path, saved["metrics"])
     batches_done = progress.batches_done if progress else 0
     log.info("resuming %s after epoch %d%s", directory.path, saved["epochs_done"],
              f" and {batches_done} batches of the next" if batches_done else "")

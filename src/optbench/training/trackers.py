@@ -7,7 +7,7 @@ setting as tags. A tracker run is keyed by the run id and the record's start tim
 continues its tracker run (MLflow: found by its tags; W&B: the same run id), while a fresh start
 (train.rerun=true, a new record) gets a new one. A tracker that fails (server gone, disk full, package
 missing) is logged once and switched off: the run itself never fails for it, and its directory keeps
-every number. Trackers are numbers-free: `logger` is in rundir.NUMBERS_FREE_KEYS.
+every number. Trackers are numbers-free: `logger` is in identity.NUMBERS_FREE_KEYS.
 """
 
 import csv
@@ -19,12 +19,16 @@ import time
 from pathlib import Path
 
 from optbench import rundir
+from optbench import fileio
+from optbench import identity
+from optbench.formats import run_summary
 from optbench.rundir import RunDir
+from optbench.formats import run_record
 
 log = logging.getLogger(__name__)
 # Tracker status of a finished run: MLflow's run statuses; diverged is a result, so it finished.
-MLFLOW_STATUS = {rundir.COMPLETED: "FINISHED", rundir.DIVERGED: "FINISHED", rundir.FAILED: "FAILED",
-                 rundir.INTERRUPTED: "KILLED", rundir.RUNNING: "KILLED"}
+MLFLOW_STATUS = {run_summary.COMPLETED: "FINISHED", run_summary.DIVERGED: "FINISHED", run_summary.FAILED: "FAILED",
+                 run_summary.INTERRUPTED: "KILLED", run_summary.RUNNING: "KILLED"}
 
 
 def chosen_loggers(cfg) -> dict:
@@ -39,13 +43,13 @@ class TrackerRun:
     """What every tracker says about one run: its key, name, parameters and tags."""
 
     def __init__(self, cfg, run_dir: RunDir, run_id: str):
-        record = run_dir.read_record() or {}
+        record = run_record.read(run_dir.path) or {}
         created = str(record.get("created", ""))
         self.run_id = run_id
         # the tracker run's key: the run id and when its record was written (a fresh start gets a new one)
         self.key = f"{run_id}-{''.join(char for char in created if char.isdigit())[:14]}"
         self.params = {key: value if isinstance(value, str) else json.dumps(value)
-                       for key, value in rundir.flatten(record.get("config", {})).items()}
+                       for key, value in identity.flatten(record.get("config", {})).items()}
         self.setting = setting_name(cfg, run_dir.path)
         self.name = f"{self.setting}/seed{cfg.seed}"
         self.tags = {"optbench.run_id": run_id, "optbench.attempt": created, "optbench.setting": self.setting,
@@ -112,7 +116,7 @@ class CsvTracker:
         writer = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.rows)
-        rundir.write_bytes_atomically(self.path, text.getvalue().encode())
+        fileio.write_bytes_atomically(self.path, text.getvalue().encode())
 
     def finish(self, status: str) -> None:
         pass
@@ -204,7 +208,7 @@ class WandbTracker:
 
     def finish(self, status: str) -> None:
         self.run.summary["optbench.status"] = status
-        self.run.finish(exit_code=0 if status in rundir.FINAL_STATUSES else 1)
+        self.run.finish(exit_code=0 if status in run_summary.FINAL_STATUSES else 1)
 
 
 TRACKERS = {tracker.name: tracker for tracker in (TensorBoardTracker, CsvTracker, MlflowTracker, WandbTracker)}

@@ -1,0 +1,316 @@
+"""Scan a results folder into two tidy tables: one row per run, and one row per (run, epoch).
+
+`load_runs(results_dir, target_acc)` finds every run directory (a folder holding record.json,
+summary.json, or .hydra/config.yaml alone: a run that never wrote a summary) and reads it through the
+run-directory contract (optbench.rundir): the config from record.json, the harness's own record
+written once when the run started; only a run without one (made by an older optbench) falls back to
+Hydra's .hydra/config.yaml, which may have been rewritten since, and says so. It never writes
+anything. Meaning comes from the files, never from the folder names. Damaged input (a torn last line
+of metrics.jsonl, an unreadable summary or record) becomes a note on that run and a warning, not an
+exception, so one bad run cannot hide the rest. Run directories a tuning study lists (`set_aside`,
+from tuning.py) are counted and not read. Grouping (which config keys separate runs) is
+`groups.py`'s job.
+"""
+
+import datetime
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from optbench import rundir
+from optbench.formats import run_summary
+from optbench.errors import DamagedRunFile
+from optbench.identity import flatten
+from optbench.rundir import HYDRA_DIR, METRICS_FILE, RECORD_FILE, SUMMARY_FILE
+from optbench.formats import metrics_log
+from optbench.formats import run_record
+
+HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
+
+# Statuses a run can have; only "completed" runs enter means and statistics.
+UNFINISHED = "unfinished"   # no summary.json: never started, or killed before epoch 0
+UNREADABLE = "unreadable"   # summary.json or record.json exists but cannot be read (copied mid-write, edited by hand)
+STATUSES = (*run_summary.STATUSES, UNFINISHED)
+PRECISION_KEY = "cfg.device_policy.amp"   # the configured value, replaced by the one the run trained in   # the ones counted in their own table column; unreadable is "other"
+
+# The identity columns every run has, and the config keys they come from.
+HUMAN = "human"            # noise kind whose setting is a label set, identified by its realised rate
+HUMAN_RATE_DIGITS = 4      # realised rates rounded to 0.01 %: the seeds of one label set and split share it
+IDENTITY_SOURCES = {"dataset": "dataset.name", "noise": "noise.name", "noise_rate": "noise.rate",
+                    "optimizer": "optimizer.name"}
+
+
+@dataclass
+class LoadedRuns:
+    runs: pd.DataFrame                  # one row per run: identity, status, headline metrics, flattened config
+    curves: pd.DataFrame                # one row per (run, epoch): run_id plus every metrics.jsonl key
+    config_keys: list[str]              # flattened config columns present in `runs`
+    warnings: list[str] = field(default_factory=list)
+    set_aside: list[str] = field(default_factory=list)   # run ids left out as tuning trials
+
+
+def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
+    """Every run directory below `results_dir`, sorted; `skip` (the aggregator's own output) is not entered."""
+    found = []
+    skip = skip.resolve() if skip else None
+    for folder, subfolders, files in os.walk(results_dir):
+        here = Path(folder)
+        if rundir.is_run_dir(here):
+            found.append(here)
+            subfolders.clear()   # a run directory holds no other runs (tensorboard/ and .hydra/ are its own)
+            continue
+        subfolders[:] = sorted(name for name in subfolders
+                               if not name.startswith(".") and (skip is None or (here / name).resolve() != skip))
+    return sorted(found)
+
+
+def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None,
+              set_aside: frozenset[Path] = frozenset()) -> LoadedRuns:
+    """Every run below `results_dir` except those whose resolved path is in `set_aside` (tuning trials),
+    which are only counted."""
+    rows, curve_frames, warnings, set_aside_ids = [], [], [], []
+    for run_dir in find_run_dirs(results_dir, skip):
+        run_id = run_dir.relative_to(results_dir).as_posix() or "."
+        if set_aside and run_dir.resolve() in set_aside:
+            set_aside_ids.append(run_id)
+            continue
+        row, curve, run_warnings = read_run(run_dir, run_id, target_acc)
+        rows.append(row)
+        curve_frames.append(curve)
+        warnings.extend(f"{run_id}: {message}" for message in run_warnings)
+    fill_unknown_precision(rows)
+    runs = pd.DataFrame(rows)
+    config_keys = sorted({key for row in rows for key in row if key.startswith("cfg.")})
+    for key in config_keys:  # keep config values as written (4 stays 4, a missing key stays None, not NaN)
+        runs[key] = pd.Series([row.get(key) for row in rows], index=runs.index, dtype=object)
+    curves = pd.concat([frame for frame in curve_frames if len(frame)] or [pd.DataFrame({"run_id": [], "epoch": []})],
+                       ignore_index=True)
+    return LoadedRuns(runs=runs, curves=curves, config_keys=config_keys, warnings=warnings, set_aside=set_aside_ids)
+
+
+def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.DataFrame, list[str]]:
+    warnings: list[str] = []
+    summary, summary_damaged = read_summary(run_dir, warnings)
+    config, record_damaged = read_config(run_dir, warnings)
+    records = read_epochs(run_dir, warnings)
+    status = UNREADABLE if summary_damaged or record_damaged else run_status(summary)
+    if config is None:
+        config = config_from_summary(summary or {})
+        warnings.append("no record.json and no .hydra/config.yaml: grouping uses the few settings summary.json records")
+    warnings.extend(consistency_warnings(run_dir, status, summary or {}, records))
+    curve = pd.DataFrame(records)
+    curve.insert(0, "run_id", run_id)
+    row = {"run_id": run_id, "status": status, **identity(config, summary or {}),
+           **human_noise_facts(summary or {}),
+           "seed": config.get("seed", (summary or {}).get("seed")),
+           **headline_metrics(summary or {}, curve, target_acc), "notes": "; ".join(warnings)}
+    if row["epochs_planned"] is None:   # no summary: the config says what was planned
+        row["epochs_planned"] = config.get("epochs")
+    row.update({f"cfg.{key}": value for key, value in config.items()})
+    row.update(precision_used(summary or {}))
+    return row, curve, warnings
+
+
+def precision_used(summary: dict) -> dict:
+    """The precision the run trained in, over the configured one: `device_policy.amp: null` resolves per
+    machine (bf16 on one CPU or GPU, fp32 on another), so seeds trained at different precisions must split
+    into different settings, never be averaged together because their configs both said null."""
+    used = (summary.get("device_policy") or {}).get("amp")
+    return {PRECISION_KEY: used, "precision_known": True} if used is not None else {"precision_known": False}
+
+
+def fill_unknown_precision(rows: list[dict]) -> None:
+    """A run that never wrote summary.json has not resolved its precision yet: when every run that did used
+    one precision, count it with them rather than as a setting of its own."""
+    used = {row.get(PRECISION_KEY) for row in rows if row["precision_known"]}
+    for row in rows:
+        if not row.pop("precision_known") and len(used) == 1:
+            row[PRECISION_KEY] = next(iter(used))
+
+
+def run_status(summary: dict | None) -> str:
+    return str((summary or {}).get("status") or UNFINISHED)
+
+
+def consistency_warnings(run_dir: Path, status: str, summary: dict, records: list[dict]) -> list[str]:
+    """What a reader of the numbers should know about this run's files."""
+    warnings = []
+    selected_by = (summary.get("best") or {}).get("selected_by")
+    if selected_by not in (None, "val/acc"):
+        warnings.append(f"no validation split: 'best' is chosen by {selected_by}, so test acc at best val is not "
+                        f"validation-selected")
+    if status == "running":
+        written = datetime.datetime.fromtimestamp((run_dir / SUMMARY_FILE).stat().st_mtime, datetime.timezone.utc)
+        warnings.append(f"status 'running': still training, or killed before it could record an end "
+                        f"(summary.json last written {written:%Y-%m-%d %H:%M} UTC)")
+    epochs_done = number(summary.get("epochs_done"))
+    epochs_done = int(epochs_done) if math.isfinite(epochs_done) else 0
+    if epochs_done and not records:
+        warnings.append("metrics.jsonl missing or empty: no curves, no epochs-to-target")
+    elif len(records) < epochs_done:
+        warnings.append(f"metrics.jsonl has {len(records)} epochs, summary.json says {epochs_done}")
+    return warnings
+
+
+def read_config(run_dir: Path, warnings: list[str]) -> tuple[dict | None, bool]:
+    """(the run's resolved config flattened to dotted keys, whether record.json is damaged). From
+    record.json; from .hydra/config.yaml (which Hydra may have rewritten since the run started) only
+    for a run without a readable record, to label it; None when neither is there."""
+    try:
+        record = run_record.read(run_dir)
+    except DamagedRunFile as error:
+        warnings.append(f"{error}; run counted as '{UNREADABLE}', labelled from {HYDRA_CONFIG}")
+        return read_hydra_config(run_dir / HYDRA_CONFIG, warnings), True
+    if record is not None and isinstance(record.get("config"), dict):
+        return flatten(record["config"]), False
+    config = read_hydra_config(run_dir / HYDRA_CONFIG, warnings)
+    if config is not None:
+        warnings.append(f"no {RECORD_FILE} (an older run): config read from {HYDRA_CONFIG}, which may not be "
+                        f"the config the run trained with")
+    return config, False
+
+
+def read_hydra_config(path: Path, warnings: list[str]) -> dict | None:
+    """Hydra's resolved config, flattened; None when there is none or it cannot be read."""
+    if not path.is_file():
+        return None
+    try:
+        config = OmegaConf.load(path)
+    except Exception as error:  # a hand-edited or truncated YAML file: say so, keep going
+        warnings.append(f"{HYDRA_CONFIG} unreadable ({type(error).__name__})")
+        return None
+    try:
+        plain = OmegaConf.to_container(config, resolve=True)
+    except Exception:  # an interpolation whose resolver is not registered here: keep the literal text
+        plain = OmegaConf.to_container(config, resolve=False)
+    return flatten(plain)
+
+
+def config_from_summary(summary: dict) -> dict:
+    """The settings summary.json itself records, for a run whose .hydra/ folder is missing."""
+    dataset, noise, model = (summary.get(key) or {} for key in ("dataset", "noise", "model"))
+    return {key: value for key, value in {
+        "dataset.name": dataset.get("name"), "noise.name": noise.get("kind"), "noise.rate": noise.get("rate"),
+        "optimizer.name": summary.get("optimizer"), "seed": summary.get("seed"), "epochs": summary.get("epochs_planned"),
+        "model.name": model.get("name"), "model.width": model.get("width")}.items() if value is not None}
+
+
+def read_summary(run_dir: Path, warnings: list[str]) -> tuple[dict | None, bool]:
+    """(summary.json, whether it exists but cannot be read); a damaged one is a warning, not an exception."""
+    try:
+        return run_summary.read(run_dir), False
+    except DamagedRunFile as error:
+        warnings.append(f"{error}; run counted as '{UNREADABLE}'")
+        return None, True
+
+
+def read_epochs(run_dir: Path, warnings: list[str]) -> list[dict]:
+    """One dict per epoch. A line that is not JSON (a torn last line after a crash) is skipped with a warning."""
+    records, bad = metrics_log.read(run_dir)   # accepts the NaN tokens older runs wrote
+    if bad:
+        warnings.append(f"{METRICS_FILE}: {bad} line(s) not valid JSON (torn write?); ignored")
+    return [record for record in records if "epoch" in record]
+
+
+def identity(config: dict, summary: dict) -> dict:
+    """dataset, noise, noise_rate, optimizer: from the config, else from summary.json."""
+    noise = summary.get("noise") or {}
+    fallback = {"dataset": (summary.get("dataset") or {}).get("name"), "noise": noise.get("kind"),
+                "noise_rate": noise.get("rate"), "optimizer": summary.get("optimizer")}
+    values = {column: config.get(source, fallback[column]) for column, source in IDENTITY_SOURCES.items()}
+    values["noise_rate"] = float(values["noise_rate"]) if values["noise_rate"] is not None else 0.0
+    if values["noise"] is None:
+        values["noise"] = "none"
+    if values["noise"] == HUMAN:   # the label set fixes the rate: its realised rate on the training split
+        values["noise_rate"] = round(number(noise.get("realised_rate")), HUMAN_RATE_DIGITS)
+    return values
+
+
+def human_noise_facts(summary: dict) -> dict:
+    """Human label noise (CIFAR-N): the label set and its transition matrix (true x given, training split).
+    Other runs add no column, so tables of folders without human label noise keep their columns."""
+    noise = summary.get("noise") or {}
+    if noise.get("kind") != HUMAN:
+        return {}
+    return {"label_set": noise.get("label_set"), "transition_matrix": noise.get("transition_matrix"),
+            "annotated_dataset": noise.get("annotated_dataset")}
+
+
+def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> dict:
+    best, final = summary.get("best") or {}, summary.get("final") or {}
+    oracle = summary.get("best_clean_val") or {}   # under label noise only: the epoch chosen on clean labels
+    noise, model = summary.get("noise") or {}, summary.get("model") or {}
+    return {
+        "epochs_done": summary.get("epochs_done", len(curve)),
+        "epochs_planned": summary.get("epochs_planned"),
+        "best_epoch": best.get("epoch"),
+        "val_acc_best": number(best.get("val/acc")),
+        "test_acc_at_best_val": number(best.get("test/acc")),   # the headline: selected as a practitioner can
+        "test_acc_at_best_clean_val": number(oracle.get("test/acc")),
+        "final_val_acc": number(final.get("val/acc")),
+        "final_test_acc": number(final.get("test/acc")),
+        "final_train_loss": number(final.get("train/loss")),
+        "final_train_acc": number(final.get("train/acc")),
+        # The best test accuracy over all epochs is chosen by looking at the test set: optimistic.
+        "best_test_acc": column_max(curve, "test/acc", fallback=best.get("test/acc")),
+        "epochs_to_target": epochs_to_reach(curve, "val/acc", target_acc),
+        "seconds_to_target": seconds_to_reach(curve, "val/acc", target_acc),
+        "wall_time_s": number(summary.get("wall_time_s")),
+        "train_time_s": number(summary.get("train_time_s")),
+        "train_images_per_s": number(summary.get("train_images_per_s")),
+        "realised_noise_rate": number(noise.get("realised_rate")),
+        "num_parameters": model.get("num_parameters"),
+        "num_classes": number((summary.get("dataset") or {}).get("num_classes")),   # chance = 1 / num_classes
+        "device": summary.get("device"),
+        "git_commit": (summary.get("git") or {}).get("commit"),
+        "error": summary.get("error") or diverged_text(summary.get("diverged_at")),
+    }
+
+
+def diverged_text(diverged_at) -> str | None:
+    """summary.json's diverged_at {"epoch", "train/loss"} as one line for the report."""
+    if not isinstance(diverged_at, dict):
+        return None
+    return f"diverged at epoch {diverged_at.get('epoch')}: train loss {diverged_at.get('train/loss')}"
+
+
+def number(value) -> float:
+    """A float, NaN for missing or non-numeric values (so pandas sees one numeric column)."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def column_max(curve: pd.DataFrame, column: str, fallback=None) -> float:
+    if column in curve and curve[column].notna().any():
+        return float(curve[column].max())
+    return number(fallback)
+
+
+def epochs_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
+    """The first epoch whose `column` >= target; NaN when never reached (or no curve)."""
+    if column not in curve or not len(curve):
+        return math.nan
+    reached = curve.loc[curve[column] >= target, "epoch"]
+    return float(reached.min()) if len(reached) else math.nan
+
+
+def seconds_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
+    """Wall-clock seconds (per-epoch `time_s`, training and evaluation, summed) up to and including the
+    first epoch whose `column` >= target; NaN when never reached or not timed."""
+    epoch = epochs_to_reach(curve, column, target)
+    if math.isnan(epoch) or "time_s" not in curve:
+        return math.nan
+    return float(curve.loc[curve["epoch"] <= epoch, "time_s"].sum())
+
+
+def is_clean(noise_rate) -> bool:
+    return bool(np.isclose(float(noise_rate), 0.0))

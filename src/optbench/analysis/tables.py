@@ -1,0 +1,289 @@
+"""Result tables: one row per setting x optimizer arm, as numbers (CSV) and as text (Markdown, LaTeX).
+
+`results_table(runs, ...)` counts runs by status and summarises completed runs only: test accuracy
+at the best-validation epoch (mean, sd, 95 % CI; under label noise the validation labels are the
+protocol's, noisy by default: the headline), test accuracy at the best clean-validation epoch (the
+oracle, summary.json `best_clean_val`, present only under noise), final test accuracy, best test accuracy over epochs
+(optimistic: chosen by looking at the test set), final train loss, epochs to a target validation
+accuracy, wall time, throughput, and a rank within the setting with the Holm-adjusted p-value against
+the top arm. The rank counts diverged and failed runs at their recorded score (or chance): an optimizer
+that diverged on two of three seeds does not rank by its one survivor.
+`display_table` turns that into the columns a paper shows (accuracies in %); `to_markdown` and
+`to_latex` render it. Diverged, failed, interrupted, running and unfinished runs are counted in their
+own columns and never enter a mean.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from optbench.analysis.groups import Grouping, short_key
+from optbench.analysis.load import STATUSES, UNREADABLE
+from optbench.analysis.robust import scored_runs
+from optbench.analysis.stats import describe
+from optbench.durations import format_duration
+
+PRIMARY_METRIC = "test_acc_at_best_val"
+# Metrics summarised as mean, sd (and for the primary one a 95 % CI) over completed runs.
+SUMMARISED = ["test_acc_at_best_val", "test_acc_at_best_clean_val", "final_test_acc", "best_test_acc", "final_train_loss", "epochs_to_target",
+              "wall_time_s", "train_images_per_s"]
+NOT_COMPLETED = [status for status in STATUSES if status != "completed"]
+
+
+def completed(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[runs["status"] == "completed"]
+
+
+def status_counts(group: pd.DataFrame) -> dict:
+    counts = {status: int((group["status"] == status).sum()) for status in STATUSES}
+    counts["other"] = int((~group["status"].isin(STATUSES)).sum())   # unreadable summary, unknown status
+    return counts
+
+
+def results_table(runs: pd.DataFrame, grouping: Grouping, settings: list[str], arms: list[str],
+                  pairwise: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for setting in settings:
+        in_setting = runs[runs["setting"] == setting]
+        for arm in arms:
+            group = in_setting[in_setting["arm"] == arm]
+            if len(group):
+                rows.append(summarise_group(group, grouping))
+    table = pd.DataFrame(rows)
+    return add_ranking(table, runs, pairwise)
+
+
+def summarise_group(group: pd.DataFrame, grouping: Grouping) -> dict:
+    first = group.iloc[0]
+    row = {"setting": first["setting"], "arm": first["arm"],
+           **{short_key(key): first[key] for key in grouping.group_keys}, "runs": len(group), **status_counts(group)}
+    done = completed(group)
+    row["seeds"] = len(done)
+    for metric in SUMMARISED:
+        summary = describe(done[metric])
+        row[f"{metric}_mean"], row[f"{metric}_std"] = summary.mean, summary.std
+        if metric == PRIMARY_METRIC:
+            row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = summary.ci_low, summary.ci_high
+    row["reached_target"] = int(done["epochs_to_target"].notna().sum())
+    return row
+
+
+def add_ranking(table: pd.DataFrame, runs: pd.DataFrame, pairwise: pd.DataFrame) -> pd.DataFrame:
+    """Rank arms within each setting by mean test accuracy at best validation with diverged and failed runs
+    scored (1 = best), and give each arm's p-value against the top arm, Holm-adjusted over every pair of
+    the setting (the top arm is chosen after looking, so the raw p would overstate): a rank is only
+    meaningful when that p is small."""
+    if not len(table):
+        return table
+    table = table.copy()
+    scored = scored_runs(runs, PRIMARY_METRIC)
+    score = scored.groupby(["setting", "arm"])[PRIMARY_METRIC].mean()
+    table["score_mean"] = [score.get((setting, arm), math.nan) for setting, arm in zip(table["setting"], table["arm"])]
+    mean = "score_mean"
+    table["rank"] = table.groupby("setting")[mean].rank(ascending=False, method="min")
+    table["p_vs_best"] = math.nan
+    for setting, group in table.groupby("setting", sort=False):
+        if group[mean].notna().sum() < 2:
+            continue
+        best_arm = group.loc[group[mean].idxmax(), "arm"]
+        for index, arm in group["arm"].items():
+            if arm != best_arm:
+                table.loc[index, "p_vs_best"] = pair_p_value(pairwise, setting, arm, best_arm)
+    return table
+
+
+def pair_p_value(pairwise: pd.DataFrame, setting: str, arm_a: str, arm_b: str) -> float:
+    if not len(pairwise):
+        return math.nan
+    match = pairwise[(pairwise["setting"] == setting) & (pairwise["metric"] == PRIMARY_METRIC)
+                     & (((pairwise["arm_a"] == arm_a) & (pairwise["arm_b"] == arm_b))
+                        | ((pairwise["arm_a"] == arm_b) & (pairwise["arm_b"] == arm_a)))]
+    return float(match["p_holm"].iloc[0]) if len(match) else math.nan
+
+
+# ---- text rendering -------------------------------------------------------------------------------
+
+def percent(value: float, digits: int = 2) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{100 * value:.{digits}f}"
+
+
+def mean_sd(mean: float, sd: float, scale: float = 100.0, digits: int = 2, pm: str = "±") -> str:
+    """'91.23 ± 0.41'; one run gives '91.23 (n=1)'; nothing gives 'n/a'."""
+    if not np.isfinite(mean):
+        return "n/a"
+    text = f"{scale * mean:.{digits}f}"
+    return f"{text} {pm} {scale * sd:.{digits}f}" if np.isfinite(sd) else f"{text} (n=1)"
+
+
+def interval(low: float, high: float, scale: float = 100.0, digits: int = 2, bounds=(0.0, 1.0)) -> str:
+    """'[90.12, 93.40]'; clipped to `bounds` (an accuracy's t interval can reach below 0 % at small n)."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "n/a"
+    low, high = np.clip([low, high], *bounds)
+    return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+
+
+def p_text(value: float) -> str:
+    if not np.isfinite(value):
+        return "n/a"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def not_completed_text(row) -> str:
+    parts = [f"{row[status]} {status}" for status in NOT_COMPLETED if row.get(status, 0)]
+    if row.get("other", 0):
+        parts.append(f"{row['other']} {UNREADABLE}/other")
+    return ", ".join(parts) or "none"
+
+
+def display_table(table: pd.DataFrame, target_acc: float, pm: str = "±") -> pd.DataFrame:
+    """The paper-facing columns of `results_table`, as text (accuracies in %)."""
+    rows = []
+    # Under label noise: the oracle (epoch chosen on clean validation labels) beside the headline.
+    oracle = "test_acc_at_best_clean_val_mean" in table and bool(table["test_acc_at_best_clean_val_mean"].notna().any())
+    for _, row in table.iterrows():
+        rows.append({
+            "optimizer": row["arm"],
+            "seeds": f"{row['seeds']}/{row['runs']}",
+            "test acc @ best val (%)": mean_sd(row["test_acc_at_best_val_mean"], row["test_acc_at_best_val_std"], pm=pm),
+            "95% CI (%)": interval(row["test_acc_at_best_val_ci_low"], row["test_acc_at_best_val_ci_high"]),
+            **({"test acc @ best clean val (%, oracle)": mean_sd(row["test_acc_at_best_clean_val_mean"],
+                                                                 row["test_acc_at_best_clean_val_std"], pm=pm)}
+               if oracle else {}),
+            "final test acc (%)": mean_sd(row["final_test_acc_mean"], row["final_test_acc_std"], pm=pm),
+            "best test acc (%, optimistic)": mean_sd(row["best_test_acc_mean"], row["best_test_acc_std"], pm=pm),
+            "final train loss": mean_sd(row["final_train_loss_mean"], row["final_train_loss_std"], 1.0, 3, pm=pm),
+            f"epochs to val acc ≥ {100 * target_acc:g}%": epochs_text(row),
+            "wall time": format_duration(row["wall_time_s_mean"]),
+            "throughput (img/s)": "n/a" if not np.isfinite(row["train_images_per_s_mean"])
+            else f"{row['train_images_per_s_mean']:,.0f}",
+            "not completed": not_completed_text(row),
+            "rank": "n/a" if not np.isfinite(row["rank"]) else f"{int(row['rank'])}",
+            "p vs best (Holm)": "—" if row["rank"] == 1 else p_text(row["p_vs_best"]),
+        })
+    return pd.DataFrame(rows)
+
+
+def epochs_text(row) -> str:
+    """Mean epochs over the runs that reached the target, and how many did ('never' when none)."""
+    reached, seeds = int(row["reached_target"]), int(row["seeds"])
+    if seeds == 0:
+        return "n/a"
+    if reached == 0:
+        return f"never (0/{seeds})"
+    text = f"{row['epochs_to_target_mean']:.1f}"
+    if np.isfinite(row["epochs_to_target_std"]):
+        text += f" ± {row['epochs_to_target_std']:.1f}"
+    return f"{text} ({reached}/{seeds} reached)"
+
+
+def pairwise_display(pairwise: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for _, row in pairwise.iterrows():
+        rows.append({
+            "A": row["arm_a"], "B": row["arm_b"], "n (A, B)": n_text(row),
+            "mean A (%)": percent(row["mean_a"]), "mean B (%)": percent(row["mean_b"]),
+            "A − B (pp) [95% CI]": difference_interval(row["difference"], row["ci_low"], row["ci_high"]),
+            "test": row["test"], "p": p_text(row["p_value"]), "p (Holm)": p_text(row["p_holm"]),
+            "exact p (smallest possible)": exact_text(row["exact_p"], row["exact_min_p"]),
+            "effect": effect_text(row["effect_size"], row["effect_kind"]),
+            "power": power_text(row),
+        })
+    return pd.DataFrame(rows)
+
+
+def n_text(row) -> str:
+    return f"{row['n_a']}, {row['n_b']}" + (f" ({row['n_pairs']} paired)" if row.get("n_pairs") else "")
+
+
+def difference_interval(difference: float, low: float, high: float, scale: float = 100.0) -> str:
+    """'+1.20 [-0.40, +2.80]' in points; a difference of exactly 0 is 'tied'."""
+    if not np.isfinite(difference):
+        return "n/a"
+    if difference == 0:
+        return "0.00 (tied)"
+    text = f"{scale * difference:+.2f}"
+    return text + (f" [{scale * low:+.2f}, {scale * high:+.2f}]" if np.isfinite(low) and np.isfinite(high) else "")
+
+
+def exact_text(p: float, smallest: float) -> str:
+    return "n/a" if not np.isfinite(p) else f"{p_text(p)} ({p_text(smallest)})"
+
+
+def effect_text(size: float, kind: str) -> str:
+    return "n/a" if not np.isfinite(size) else f"{kind} = {size:.2f}"
+
+
+def power_text(row, scale: float = 100.0, unit: str = "pp") -> str:
+    """The primary test's power against the observed effect, and the smallest effect it detects 80 % of the
+    time at this n and spread; or why there is no test."""
+    if not np.isfinite(row["p_value"]):
+        return row.get("note") or "no test"
+    parts = []
+    if np.isfinite(row["power"]):
+        parts.append(f"{100 * row['power']:.0f}% at the observed effect")
+    if np.isfinite(row["min_detectable_difference"]):
+        parts.append(f"detects ≥ {scale * row['min_detectable_difference']:.2f} {unit} "
+                     f"({row['effect_kind']} ≥ {row['min_detectable_d']:.1f}) at 80%")
+    elif row["power"] == 0:
+        parts.append("the test cannot reach alpha at this n")
+    if row.get("note"):
+        parts.append(row["note"])
+    return "; ".join(parts)
+
+
+def problem_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every run that is not a clean completed run, or whose files needed a warning."""
+    flagged = runs[(runs["status"] != "completed") | (runs["notes"].fillna("") != "")]
+    columns = ["run_id", "setting", "arm", "seed", "status", "epochs_done", "epochs_planned", "error", "notes"]
+    return flagged[columns].reset_index(drop=True)
+
+
+def problem_display(problems: pd.DataFrame) -> pd.DataFrame:
+    shown = problems.copy()
+    shown["epochs"] = [f"{done}/{planned}" for done, planned in
+                       zip(shown["epochs_done"].map(integer_text), shown["epochs_planned"].map(integer_text))]
+    shown["detail"] = [join_text(error, notes) for error, notes in zip(shown["error"], shown["notes"])]
+    shown["seed"] = shown["seed"].map(integer_text)
+    return shown[["run_id", "setting", "arm", "seed", "status", "epochs", "detail"]]
+
+
+def integer_text(value) -> str:
+    try:
+        return str(int(value))
+    except (TypeError, ValueError):
+        return "?"
+
+
+def join_text(*parts) -> str:
+    return "; ".join(str(part) for part in parts if isinstance(part, str) and part)
+
+
+# ---- Markdown and LaTeX ----------------------------------------------------------------------------
+
+def to_markdown(table: pd.DataFrame) -> str:
+    if not len(table):
+        return "_(none)_\n"
+    escaped = table.map(lambda value: str(value).replace("|", "\\|"))
+    return escaped.to_markdown(index=False, disable_numparse=True) + "\n"
+
+
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 "±": r"$\pm$", "≥": r"$\geq$", "−": r"$-$", "—": "---", "<": r"$<$", ">": r"$>$"}
+
+
+def latex_escape(text) -> str:
+    return "".join(LATEX_SPECIAL.get(character, character) for character in str(text))
+
+
+def to_latex(table: pd.DataFrame, caption: str, label: str) -> str:
+    """A booktabs table scaled to the text width (needs \\usepackage{booktabs,graphicx}); every cell escaped."""
+    header = " & ".join(latex_escape(column) for column in table.columns) + r" \\"
+    body = [" & ".join(latex_escape(value) for value in row) + r" \\" for row in table.itertuples(index=False)]
+    return "\n".join([r"% needs \usepackage{booktabs,graphicx}", r"\begin{table}[ht]", r"\centering",
+                      rf"\caption{{{latex_escape(caption)}}}", rf"\label{{{label}}}",
+                      r"\resizebox{\linewidth}{!}{%",
+                      r"\begin{tabular}{" + "l" * len(table.columns) + "}", r"\toprule", header, r"\midrule",
+                      *body, r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""])

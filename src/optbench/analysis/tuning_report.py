@@ -1,0 +1,213 @@
+"""Tuning records: what each tuning study tried, what it cost, which runs it owns, where its winners sit.
+
+After selecting tuned hyperparameters the study runner writes one JSON file per tuning study at
+`<results_dir>/tuning-<study id>.json`. `read_tuning(results_dir)` finds every such file below the
+results folder (recursively) and returns the studies, the resolved run directories they list and
+warnings. Those run directories are tuning trials, not the study's runs: the pipeline sets them aside
+before loading, so they enter no main table, test, verdict or figure (even a trial whose directory a
+main study shares: its score chose the winner, so it is biased upward). A file that cannot be read,
+has another `format` or lacks a required field is a warning naming the file and is otherwise ignored
+(any runs it lists then stay in the main comparison). `tuning_table(studies)` gives one row per (study,
+optimizer): trials, runs, epochs trained, device-hours (summed from the listed runs' wall times) and
+devices, the winning values, the winner's validation score over its seeds, and any edge warning.
+This module only reads and summarises; figures.py draws the search and report.py writes the section.
+
+The file's format (its name, format number and required fields, and the one reader and writer) is
+optbench/formats/tuning_record.py's; the study runner writes through the same module.
+"""
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from optbench.formats import tuning_record
+from optbench.analysis.load import number
+
+# A winner within this fraction of the searched range (in the scale's own units: decades for log) of a
+# bound may have a better value beyond it: the search should have gone further.
+EDGE_FRACTION = 0.1
+EDGE_MARKER = "at edge of search space"
+IGNORED = "ignored (any runs it lists stay in the main comparison)"
+
+
+@dataclass
+class TuningStudy:
+    source: str                   # the JSON file, as found below the results folder
+    record: dict                  # its checked content (the contract above)
+    run_dirs: frozenset[Path]     # resolved run directories its trials list
+    edges: dict[str, list[str]]   # per optimizer: the winner's values at an edge of the space, as sentences
+
+    @property
+    def name(self) -> str:
+        return self.record["study"]
+
+    @property
+    def optimizers(self) -> dict[str, dict]:
+        return self.record["optimizers"]
+
+
+@dataclass
+class TuningRecords:
+    studies: list[TuningStudy]
+    warnings: list[str]
+
+    @property
+    def run_dirs(self) -> frozenset[Path]:
+        return frozenset().union(*(study.run_dirs for study in self.studies))
+
+    def seeds_tuned_on(self) -> dict[str, set[int]]:
+        """Per optimizer, every seed a tuning trial ran: main runs on those seeds are tested post-selection."""
+        seeds: dict[str, set[int]] = {}
+        for study in self.studies:
+            for name, entry in study.optimizers.items():
+                seeds.setdefault(name, set()).update(int(run["seed"]) for trial in entry["trials"]
+                                                     for run in trial["runs"] if run.get("seed") is not None)
+        return seeds
+
+
+def read_tuning(results_dir: Path, skip: Path | None = None) -> TuningRecords:
+    studies, warnings = [], []
+    for path in tuning_record.find_records(results_dir, skip):
+        source = path.relative_to(results_dir).as_posix()
+        try:
+            study = read_tuning_file(path, source)
+        except ValueError as error:
+            warnings.append(f"{source}: {error}: {IGNORED}")
+            continue
+        studies.append(study)
+        warnings.extend(study_warnings(study))
+    return TuningRecords(studies, warnings)
+
+
+def read_tuning_file(path: Path, source: str) -> TuningStudy:
+    """One checked tuning file; ValueError saying what is wrong when it is unreadable or off the contract."""
+    record = tuning_record.read(path)
+    run_dirs = frozenset((path.parent / run["run_dir"]).resolve() for entry in record["optimizers"].values()
+                         for trial in entry["trials"] for run in trial["runs"])
+    edges = {name: winner_edges(entry) for name, entry in record["optimizers"].items()}
+    return TuningStudy(source=source, record=record, run_dirs=run_dirs, edges=edges)
+
+
+# ---- edges and cost --------------------------------------------------------------------------------
+
+def winner_edges(entry: dict) -> list[str]:
+    """The runner's `edges` when the file has them, else this module's rule on the winner's values."""
+    if isinstance(entry.get("edges"), list):
+        return [str(text) for text in entry["edges"]]
+    winner = entry.get("winner") or {}
+    return [text for key, bounds in entry["space"].items()
+            if (text := edge_text(key, (winner.get("values") or {}).get(key), bounds))]
+
+
+def edge_text(key: str, value, bounds) -> str:
+    """'optimizer.lr = 1.02e-05 sits at the low edge of [1e-05, 0.001] (log): widen the range', or ''."""
+    if not isinstance(bounds, dict):
+        return ""
+    scale = bounds.get("scale", "linear")
+    grid = [number(item) for item in bounds.get("values") or []] if scale == "grid" else []
+    low, high = (min(grid), max(grid)) if len(grid) > 1 else (number(bounds.get("low")), number(bounds.get("high")))
+    value = number(value)
+    if not all(math.isfinite(item) for item in (value, low, high)) or low >= high or (scale == "log" and low <= 0):
+        return ""   # nothing searched, or not numbers: no edge to speak of
+    if scale == "grid":
+        position = 0.0 if value <= low else 1.0 if value >= high else 0.5   # an end of the grid, or inside it
+    elif scale == "log":
+        position = (math.log10(value) - math.log10(low)) / (math.log10(high) - math.log10(low)) if value > 0 else 0.0
+    else:
+        position = (value - low) / (high - low)
+    side = "low" if position <= EDGE_FRACTION else "high" if position >= 1 - EDGE_FRACTION else ""
+    fix = "extend the grid" if scale == "grid" else "widen the range"
+    return f"{key} = {value:.3g} sits at the {side} edge of [{low:g}, {high:g}] ({scale}): {fix}" if side else ""
+
+
+def listed_runs(entry: dict) -> list[dict]:
+    return [run for trial in entry["trials"] for run in trial["runs"] if isinstance(run, dict)]
+
+
+def run_totals(entry: dict) -> dict:
+    """runs, epochs trained, device-hours and devices, from the runs the trials list."""
+    runs = listed_runs(entry)
+    seconds = [number(run.get("wall_time_s")) for run in runs]
+    epochs = [number(run.get("epochs_done")) for run in runs]
+    return {"runs": len(runs), "epochs_trained": int(sum(value for value in epochs if math.isfinite(value))),
+            "device_hours": sum(value for value in seconds if math.isfinite(value)) / 3600,
+            "devices": ", ".join(sorted({str(run["device"]) for run in runs if run.get("device")}))}
+
+
+def study_warnings(study: TuningStudy) -> list[str]:
+    """Winners at an edge of the space, and totals in the file that its listed runs do not add up to."""
+    warnings = []
+    for name, entry in study.optimizers.items():
+        warnings += [f"{study.source}, {name}: {EDGE_MARKER}: {text}" for text in study.edges[name]]
+        totals = run_totals(entry)
+        for key in ("runs", "epochs_trained", "device_hours"):
+            stated = number(entry.get(key))
+            # device_hours in the file may be rounded: 5 % or 0.01 h apart is agreement
+            if math.isfinite(stated) and not math.isclose(stated, totals[key], rel_tol=0.05, abs_tol=0.01):
+                warnings.append(f"{study.source}, {name}: the file says {key} {stated:g}, its listed runs add up to "
+                                f"{totals[key]:.4g}; the tuning table uses the listed runs")
+    return warnings
+
+
+# ---- the table -------------------------------------------------------------------------------------
+
+def tuning_table(studies: list[TuningStudy]) -> pd.DataFrame:
+    """One row per (study, optimizer): cost, winner and edge, as numbers (tables/tuning.csv)."""
+    rows = [optimizer_row(study, name, entry) for study in studies for name, entry in study.optimizers.items()]
+    return pd.DataFrame(rows)
+
+
+def optimizer_row(study: TuningStudy, name: str, entry: dict) -> dict:
+    winner = entry.get("winner") or {}
+    scores = [number(score) for score in winner.get("scores") or []]
+    values = winner.get("values") or {}
+    return {"study": study.name, "file": study.source, "optimizer": name, "method": study.record.get("method"),
+            "select_on": study.record.get("select_on"), "trials": len(entry["trials"]), **run_totals(entry),
+            "winner": ", ".join(f"{key}={value_text(value)}" for key, value in values.items()),
+            "winner_mean": number(winner.get("mean")), "winner_sd": number(winner.get("sd")),
+            "winner_n": len(winner.get("seeds") or scores), "edge": "; ".join(study.edges[name])}
+
+
+def score_text(mean: float, sd: float, n: int) -> str:
+    """'42.00 ± 1.00 (n=3)': the winner's validation score over its seeds, in %."""
+    if not math.isfinite(mean):
+        return "n/a"
+    spread = f" ± {100 * sd:.2f}" if math.isfinite(sd) else ""
+    return f"{100 * mean:.2f}{spread} (n={n})"
+
+
+def value_text(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def tuning_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The Markdown columns of `tuning_table`: scores in %, the edge marked."""
+    shown = pd.DataFrame({
+        "study": table["study"], "optimizer": table["optimizer"], "trials": table["trials"], "runs": table["runs"],
+        "epochs trained": table["epochs_trained"],
+        "device-hours": table["device_hours"].map(lambda hours: f"{hours:.3g}"), "devices": table["devices"],
+        "winner": [text.replace("optimizer.", "") or "none (no trial finished)" for text in table["winner"]],
+        "validation score (%)": [score_text(mean, sd, n) for mean, sd, n in
+                                 zip(table["winner_mean"], table["winner_sd"], table["winner_n"])],
+        "edge": [f"**{EDGE_MARKER}**: {text}" if text else "" for text in table["edge"]]})
+    return shown
+
+
+# ---- the protocol in one sentence ------------------------------------------------------------------
+
+def seeds_text(seeds) -> str:
+    return ", ".join(str(seed) for seed in seeds) if isinstance(seeds, list) and seeds else "?"
+
+
+def protocol_sentence(study: TuningStudy) -> str:
+    """'Quasirandom search (sobol sampler, seed 0): 8 trials x 4 epochs per optimizer on seed 0; ...'."""
+    record, budget = study.record, study.record.get("budget") or {}
+    sampler = f" ({record['sampler']} sampler, seed {record.get('sampler_seed')})" if record.get("sampler") else ""
+    rerun = ""
+    if budget.get("top_k") and budget.get("confirm_seeds"):
+        rerun = f"; the top {budget['top_k']} trials rerun on seeds {seeds_text(budget['confirm_seeds'])}"
+    return (f"{str(record.get('method') or 'unnamed').capitalize()} search{sampler}: {budget.get('trials', '?')} "
+            f"trials x {budget.get('epochs', '?')} epochs per optimizer on seed {seeds_text(budget.get('trial_seeds'))}"
+            f"{rerun}; the winner is chosen on validation (`{record.get('select_on', '?')}`), never on test.")

@@ -1,0 +1,68 @@
+"""A run's identity: every setting that can change its numbers, the one list of those that cannot, its id.
+
+Standard library only. **Identity** is the resolved config flattened to dotted keys, less
+`NUMBERS_FREE_KEYS` (the one list of settings that cannot change a run's numbers), plus a fingerprint of
+the data (data/fingerprint.py). Training records it in record.json; skipping, resuming, the mirror and
+the study planner compare it, so a run directory only ever holds one experiment; the aggregator groups
+runs on the keys it keeps. conf/config.yaml's `exclude_keys` (what names a run directory) is derived
+from the same list.
+"""
+
+import hashlib
+import json
+
+# Settings that do not change a run's numbers: where files go, logging and trackers, checkpoint cadence, the device
+# choice and its data-loading knobs (the device policy that does change numbers is recorded in summary.json),
+# and dataset.root, which the data fingerprint covers. The directory name (conf/config.yaml exclude_keys),
+# the resume check and the aggregator's grouping all use this list.
+NUMBERS_FREE_KEYS = (
+    "paths", "device", "device_policy.num_workers", "device_policy.pin_memory", "device_policy.persistent_workers",
+    "device_policy.keep_awake", "device_policy.threads", "dataset.root", "dataset.download",
+    "noise.label_file",   # a local copy of a human label file: refused unless its md5 is the official one
+    "train.rerun", "train.progress_bar", "train.tensorboard",
+    "train.checkpoint_every", "train.divergence_factor", "train.eval_batch_size", "train.test_every",
+    "train.mirror_every_s",
+    "logger", "study",   # experiment trackers (conf/logger/) and the study tag they carry
+)
+
+
+def is_numbers_free(key: str) -> bool:
+    """True for a dotted config key under NUMBERS_FREE_KEYS (`paths.data_dir` is under `paths`)."""
+    return any(key == free or key.startswith(free + ".") for free in NUMBERS_FREE_KEYS)
+
+
+def flatten(tree: dict, prefix: str = "") -> dict:
+    """{'a': {'b': 1}, 'c': [1, 2]} -> {'a.b': 1, 'c': '[1, 2]'}: lists as JSON text, so values stay
+    hashable (the aggregator groups on them) and compare by content."""
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        elif isinstance(value, (list, tuple)):
+            flat[name] = json.dumps(value)
+        else:
+            flat[name] = value
+    return flat
+
+
+def identity(resolved_config: dict, data_fingerprint: str) -> dict:
+    """What a run's numbers depend on: the flattened config less NUMBERS_FREE_KEYS, and the data."""
+    config = {key: value for key, value in flatten(resolved_config).items() if not is_numbers_free(key)}
+    return {"config": dict(sorted(config.items())), "data": data_fingerprint}
+
+
+def run_id(run_identity: dict) -> str:
+    """A short stable hash of an identity: equal identities, equal ids."""
+    canonical = json.dumps(run_identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def identity_differences(recorded: dict, wanted: dict) -> list[str]:
+    """'key: recorded -> wanted' for each config key that differs, and 'the data differ' when they do."""
+    then, now = recorded.get("config", {}), wanted.get("config", {})
+    changed = [f"{key}: {then.get(key)!r} -> {now.get(key)!r}" for key in sorted(then.keys() | now.keys())
+               if then.get(key) != now.get(key)]
+    if recorded.get("data") != wanted.get("data"):
+        changed.append("the data differ")
+    return changed

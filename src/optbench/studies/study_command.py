@@ -1,0 +1,329 @@
+"""`python src/study.py`: run a study (plain Hydra multiruns of src/train.py), list it, or select tuned values.
+
+    python src/study.py full                         # every run of the study; finished runs are skipped
+    python src/study.py H3 --dry-run                 # each run: overrides, directory, done/unfinished/new; time estimate
+    python src/study.py H3 --status                  # a table of the runs as they stand, progress, time left
+    python src/study.py full --launcher parallel     # joblib, local processes (slurm, local: submitit)
+    python src/study.py H1 --set epochs=1 dataset=synthetic model.width=8   # extra Hydra overrides (smoke tests)
+    python src/study.py tune_lr_wd && python src/study.py --select-tuned tune_lr_wd
+    python src/study.py full --tuned                 # the tuned lr / weight decay of conf/optimizer/tuned/
+    python src/study.py cpu_demo                     # `tuned_by: tune_cpu_demo`: tune, select, then the study
+    python src/study.py H2 --plan-seeds --pilot results/   # seeds each hypothesis needs, from pilot runs
+    python src/study.py H2 --until-decided --max-seeds 16   # add seeds at looks 3, 6, 10, 16 until decided
+
+Every run of every sweep is composed and validated before anything starts, so a bad study or
+override is one line `error: ...` and exit status 2. Runs land in their deterministic directories
+(conf/config.yaml); a sweep whose runs are all finished is not started at all, and within a sweep
+train() skips finished runs and resumes unfinished ones. After each sweep every run whose summary.json
+is not completed or diverged is named (studies/outcome.py); the exit status is the worst of the sweeps',
+and 1 when a run did not finish.
+"""
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from hydra import initialize_config_dir
+from omegaconf import OmegaConf
+
+from optbench.registry.choices import LAUNCHERS
+from optbench.durations import format_duration
+from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
+from optbench.config.hydra_glue import compose_checked, register_resolvers
+from optbench.studies import estimate, outcome, tuning_protocol
+from optbench.studies import status as live_status
+from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
+from optbench.specs.study_spec import EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning, study_files
+
+CONF_DIR = REPO / "conf"
+TRAIN_SCRIPT = REPO / "src" / "train.py"
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints usage over several lines; the contract is one
+        raise ConfigError(f"{message} (python src/study.py --help)")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = _OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("study", nargs="?", help="study id or file stem (see experiments/README.md), or a .yaml path")
+    parser.add_argument("--dry-run", action="store_true", help="list the runs and estimate the time; run nothing")
+    parser.add_argument("--status", action="store_true", help="one table of the runs as they stand, progress and "
+                                                              "time left (studies/status.py); run nothing")
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="basic", help="conf/hydra/launcher/ (basic: serial)")
+    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="extra Hydra overrides for every run (hydra.* ones reach the launcher)")
+    parser.add_argument("--tuned", action="store_true", help="use conf/optimizer/tuned/<name>.yaml for each optimizer")
+    parser.add_argument("--select-tuned", metavar="STUDY", help="pick the best lr / weight decay of a tuning study")
+    parser.add_argument("--no-estimate", action="store_true", help="--dry-run without the measured time estimate")
+    parser.add_argument("--list", action="store_true", help="list the studies")
+    parser.add_argument("--plan-seeds", action="store_true",
+                        help="from the runs in --pilot, the seeds each hypothesis needs (studies/pilot.py); runs nothing")
+    parser.add_argument("--pilot", type=Path, metavar="DIR", help="results folder of the pilot runs (--plan-seeds)")
+    parser.add_argument("--delta", type=float, metavar="EFFECT",
+                        help="effect to detect, in points for accuracies (--plan-seeds; default: the pilot's)")
+    parser.add_argument("--until-decided", action="store_true",
+                        help="add seeds at pre-set looks until the hypotheses are decided (studies/sequential.py)")
+    parser.add_argument("--max-seeds", type=int, default=16, metavar="N", help="the last look (--until-decided)")
+    parser.add_argument("--hypotheses", nargs="+", metavar="ID",
+                        help="the hypotheses --until-decided decides (default: the study's, or all)")
+    parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
+    parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
+    args = parser.parse_args(argv)
+    bare = [value for value in args.set if "=" not in value and not value.startswith(("~", "+"))]
+    if bare:   # `--set epochs=1 smoke`: --set took the study name; a name is accepted anywhere
+        if args.study or len(bare) > 1:
+            raise ConfigError(f"--set takes KEY=VALUE overrides, not {' '.join(bare)}: name one study, before or "
+                              "after the overrides (python src/study.py smoke --set epochs=1)")
+        args.study, args.set = bare[0], [value for value in args.set if value != bare[0]]
+    if not (args.study or args.select_tuned or args.list):
+        raise ConfigError("name a study (python src/study.py --list shows them)")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    register_resolvers()
+    try:
+        args = parse_args(argv)
+        if args.list:
+            return list_studies(args.experiments)
+        if args.status and args.study:
+            return live_status.show(find_study(args.study, args.experiments), args)
+        if args.select_tuned:
+            return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
+        study = find_study(args.study, args.experiments)
+        if args.plan_seeds:
+            if args.pilot is None:
+                raise ConfigError("--plan-seeds needs --pilot DIR, the results folder of the pilot runs")
+            from optbench.studies.pilot import plan_seeds_command   # pandas and scipy: only when asked
+
+            return plan_seeds_command(study, args.pilot, args.experiments, args.delta)
+        if study.tuned_by:
+            return run_tuned_by(study, args)
+        return run_main(study, args, args.tuned)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
+    """Plan, print, and (unless --dry-run) launch; a quasi-random tuning study is planned again after its
+    trials ran, because its top-k reruns are known only then."""
+    runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
+    print_plan(study, runs_by_sweep)
+    if args.dry_run:
+        if not args.no_estimate:
+            print_estimate(runs_by_sweep, args.launcher)
+        return 0
+    refuse_other_experiments(runs_by_sweep)
+    tally = Counter()
+    status = launch(runs_by_sweep, args.launcher, tally, study.id)
+    if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
+        runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
+        print(f"study {study.id}: the trials have run; the top-k reruns are planned now")
+        print_plan(study, runs_by_sweep)
+        refuse_other_experiments(runs_by_sweep)
+        status = max(status, launch(runs_by_sweep, args.launcher, tally, study.id))
+    results_dirs = sorted({str(run.cfg.paths.results_dir) for _, runs in runs_by_sweep for run in runs})
+    print(f"study {study.id}: {outcome.tally_line(tally)}; aggregate with: python src/aggregate.py "
+          + " ".join(shlex.quote(path) for path in results_dirs), flush=True)
+    return status
+
+
+def refuse_other_experiments(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
+    """A planned directory whose record names another run: refused before any sweep starts (exit 2)."""
+    others = [run for _, runs in runs_by_sweep for run in runs if run.status == OTHER_EXPERIMENT]
+    if others:
+        more = f" (and {len(others) - 1} more, listed above)" if len(others) > 1 else ""
+        raise ConfigError(f"{others[0].run_dir} holds another experiment ({others[0].detail}){more}: move it away "
+                          "(or delete it) so this study's run can use the directory, then run the study again")
+
+
+def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
+    """A main study with `tuned_by:`: run its tuning study, select the winners, then run it with them."""
+    tuning_study = find_study(study.tuned_by, args.experiments)
+    if not tuning_study.tune:
+        raise ConfigError(f"{study.source}: tuned_by: {study.tuned_by} is not a tuning study (it has no `tune:` block)")
+    if args.tuned:
+        raise ConfigError(f"study {study.id} takes its tuned values from {tuning_study.id} (tuned_by): drop --tuned")
+    print(f"study {study.id} is tuned by {tuning_study.id}: tuning first")
+    shared = seeds_shared_with_tuning(study, tuning_study)
+    if shared:
+        print(f"warning: seeds {', '.join(map(str, shared))} of {study.id} also tuned {tuning_study.id}: its tests "
+              f"will be post-selection; give the main study seeds the tuning does not use", file=sys.stderr)
+    status = run_study(tuning_study, args, False)
+    output = tuning_study.tune.output
+    if args.dry_run:
+        ready = all((args.conf_dir / "optimizer" / output / f"{name}.yaml").is_file() for name in study.grid["optimizer"])
+        if not ready:
+            # Its budget does not depend on the tuned values: show it with the defaults in their place.
+            print(f"study {study.id}: planned once `python src/study.py --select-tuned {tuning_study.id}` has written "
+                  f"conf/optimizer/{output}/; its budget, with the default values standing in for the tuned ones:")
+            return run_study(study, args, False)
+        print(f"study {study.id}, with the tuned values now in conf/optimizer/{output}/ (tuning may still change them)")
+        return run_main(study, args, output)
+    if status:
+        print(f"study {study.id}: not started, its tuning study {tuning_study.id} did not finish", file=sys.stderr)
+        return status
+    select_tuned(tuning_study, args.conf_dir, args.set)
+    return run_main(study, args, output)
+
+
+def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
+    """The study once, or, with --until-decided, look by look until its hypotheses are decided."""
+    if not args.until_decided:
+        return run_study(study, args, tuned)
+    if args.max_seeds < 2:
+        raise ConfigError(f"--max-seeds {args.max_seeds}: give at least 2 (a test needs two seeds per arm)")
+    from optbench.studies.until_decided import run_until_decided   # pandas and scipy: only when asked
+
+    planned = plan(study, args.conf_dir, args.set, args.launcher, tuned)
+    results_dir = Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
+    return run_until_decided(study, args, tuned, run_study, results_dir)
+
+
+def list_studies(experiments_dir: Path) -> int:
+    for path in study_files(experiments_dir):
+        study = load_study(path)
+        print(f"{study.id:<12} {path.relative_to(experiments_dir.parent)}: {study.statement}")
+    return 0
+
+
+# ---------------------------------------------------------------- planning: sweeps, runs, directories, statuses
+
+def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
+    counts = Counter(run.status for _, runs in runs_by_sweep for run in runs)
+    total = sum(counts.values())
+    print(f"study {study.id}: {study.statement}")
+    others = f", {counts[OTHER_EXPERIMENT]} holding another experiment" if counts[OTHER_EXPERIMENT] else ""
+    print(f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts['done']} done, "
+          f"{counts['unfinished']} unfinished, {counts['new']} new{others}")
+    for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
+        if sweep.pending:
+            print(f"sweep {number} ({sweep.label}): {sweep.pending}")
+            continue
+        print(f"sweep {number} ({sweep.label}): python src/train.py -m "
+              f"{' '.join(shlex.quote(override) for override in sweep.command_overrides())}")
+        for trial in sweep.trials:
+            print(f"  trial {trial.index}: {' '.join(trial.overrides())}")
+        for run in runs:
+            detail = f" ({run.detail})" if run.detail else ""
+            print(f"  {run.status:<10} {run.run_dir}{detail}")
+    if study.tune:
+        print_budget(study, runs_by_sweep)
+
+
+def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
+    """Runs and epochs per optimizer, the reruns still to be chosen included: the budget is the same for all."""
+    runs_per_optimizer: Counter = Counter()
+    epochs = 0
+    for sweep, runs in runs_by_sweep:
+        name = sweep.values["optimizer"][0] if len(sweep.values["optimizer"]) == 1 else "all"
+        runs_per_optimizer[name] += len(runs) or study.tune.top_k * len(sweep.runs_without_trials())
+        epochs = max([epochs, *(int(run.cfg.epochs) for run in runs)])
+    print(f"tuning budget ({study.tune.method}), per optimizer: "
+          + ", ".join(f"{name} {count} runs x {epochs} epochs" for name, count in runs_per_optimizer.items())
+          + f"; {sum(runs_per_optimizer.values())} runs, {sum(runs_per_optimizer.values()) * epochs} epochs in all")
+
+
+def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
+    to_do = [run for _, runs in runs_by_sweep for run in runs if run.status != "done"]
+    work = [(run, estimate.workload(run.cfg, run.epochs_done)) for run in to_do]
+    unknown = [run for run, load in work if load is None]
+    work = [load for _, load in work if load is not None]
+    if not work:
+        print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
+        return
+    rates = estimate.measure_rates({load.shape for load in work})
+    from optbench.device.fastest import cache_path   # torch is loaded by now: the rates were measured or read
+    seconds = sum(estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0]) for load in work)
+    print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
+          + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
+    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(rates.items()):
+        print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
+              f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
+              "delete it to measure again)")
+        if (load or 0.0) > 1.0:
+            print(f"  the machine was busy while this rate was measured (load {load:.1f} "
+                  f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine")
+        print(f"  per epoch: training images / rate + (validation + test images) / "
+              f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included")
+    if unknown:
+        print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
+
+
+# ---------------------------------------------------------------- running
+
+def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str, tally: Counter,
+           study_id: str = "") -> int:
+    """Run each sweep, then name every run of it that did not finish: a launcher that runs jobs elsewhere
+    (joblib, submitit, SLURM) exits 0 when one of its runs failed, so summary.json is what counts, and
+    only a summary naming the planned run id. `tally` gains each run's ending (and skipped, for runs
+    already done)."""
+    worst = 0
+    for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
+        if sweep.pending:
+            print(f"sweep {number}: waits: {sweep.pending}")
+            continue
+        tally["skipped"] += sum(run.status == "done" for run in runs)
+        if all(run.status == "done" for run in runs):
+            print(f"sweep {number}: all {len(runs)} runs finished, skipped")
+            continue
+        command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
+        print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
+        status = subprocess.call(command, cwd=os.getcwd(), env=job_environment(study_id))
+        launched = [run for run in runs if run.status != "done"]
+        outcomes = [outcome.run_outcome(run.run_dir, planned_run_id(run.cfg)) for run in launched]
+        tally.update(outcome.tally(outcomes))
+        not_done = [(run.run_dir, what) for run, what in zip(launched, outcomes)
+                    if what.split(":")[0] not in outcome.FINAL_STATUSES]
+        for run_dir, what in not_done:
+            print(f"sweep {number}: run not finished: {run_dir}: {what}", file=sys.stderr)
+        if not_done:
+            print(f"sweep {number}: {len(not_done)} of {len(runs)} runs did not finish", file=sys.stderr, flush=True)
+            status = max(status, EXIT_FAILED)
+        if status == EXIT_BAD_INPUT:
+            return status  # the same input would be refused by every later sweep too
+        worst = max(worst, status)
+    return worst
+
+
+def job_environment(study_id: str = "") -> dict[str, str]:
+    """This process's environment with this checkout's src/ first on PYTHONPATH: jobs that start a fresh
+    Python elsewhere (submitit's pickled callables on SLURM) then import the same optbench as the sweep.
+    OPTBENCH_STUDY names the study for the runs' experiment trackers (conf/config.yaml `study`)."""
+    env = dict(os.environ)
+    if study_id:
+        env["OPTBENCH_STUDY"] = study_id
+    source = str(REPO / "src")
+    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and path != source]
+    env["PYTHONPATH"] = os.pathsep.join([source, *paths])
+    return env
+
+
+# ---------------------------------------------------------------- selecting tuned values
+
+def select_tuned(study: Study, conf_dir: Path, extra: list[str]) -> int:
+    if not study.tune:
+        raise ConfigError(f"study {study.id} is not a tuning study (it has no `tune:` block)")
+    runs_by_sweep = plan(study, conf_dir, extra, "basic", tuned=False)
+    if any(sweep.pending for sweep, _ in runs_by_sweep):
+        raise ConfigError(f"study {study.id}: the top-k reruns have not run yet: run `python src/study.py {study.id}` first")
+    runs = [run for _, sweep_runs in runs_by_sweep for run in sweep_runs]
+    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+        defaults = {name: OmegaConf.to_container(compose_checked([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
+                    for name in dict.fromkeys(str(run.cfg.optimizer.name) for run in runs)}
+    selections = tuning_protocol.select(runs, study, defaults)
+    for path in tuning_protocol.write_tuned_configs(selections, defaults, study, conf_dir):
+        best = selections[path.stem].winner
+        values = ", ".join(f"{key.removeprefix('optimizer.')} {value:g}" for key, value in best.values.items())
+        print(f"{path}: {values}; {study.tune.select_on} {best.mean:.4f} (mean of {len(best.scores)} seed(s))")
+    print(f"tuning record: {tuning_protocol.write_record(selections, study, Path(runs[0].cfg.paths.results_dir))}")
+    for selection in selections.values():
+        for warning in selection.edges:
+            print(f"warning: {selection.optimizer}: {warning}")
+    return 0

@@ -1,0 +1,324 @@
+"""Fair tuning: score the trials, pick the winners on validation, write the tuned configs and the record.
+
+Two methods, chosen by a tuning study's `tune.method` (optbench/specs/study_spec.py parses the block):
+- `grid` (the first protocol, kept): every optimizer's default `optimizer.lr` and
+  `optimizer.weight_decay` (conf/optimizer/<name>.yaml) times `lr_factors` x `weight_decay_factors`;
+  a default weight decay of 0 stays 0. The winner is the grid point with the best mean score over seeds.
+- `quasirandom` (AlgoPerf's external tuning): `trials` points per optimizer from a search space file
+  (studies/search_space.py) on the grid's seeds; the `top_k` trials by that score are rerun on
+  `confirm_seeds`; the winner is the top-k trial with the best mean over all its seeds, so one seed's
+  luck cannot pick it. Ties go to the earlier trial (deterministic).
+Scores are validation accuracy (`select_on`), never test; a diverged run scores 0 and loses fairly.
+
+`select(...)` returns per optimizer the winner and the trials behind it; `write_tuned_configs` writes
+`conf/optimizer/<output>/<name>.yaml` (the default config with the winning values and a provenance
+header: study, space, trials, seeds, scores, date), and `write_record` writes
+`<results_dir>/tuning-<study id>.json` through optbench/formats/tuning_record.py (the format, which the aggregator
+reads through too) for the tuning table, the figure and the edge warning. Main studies use the winners with
+`--tuned` or `tuned_by:` (`tuned_values` spells out every tuned key so the runs get their own directory).
+"""
+
+import datetime
+import os
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from optbench.registry import optimizers
+from optbench.formats import tuning_record
+from optbench.errors import ConfigError, DamagedRunFile
+from optbench.config.hydra_glue import format_value
+from optbench.fileio import write_bytes_atomically
+from optbench.formats.run_summary import FINAL_STATUSES
+from optbench.studies import search_space
+from optbench.specs.study_spec import EXPERIMENTS_DIR, SELECTION_METRICS, Study, Tuning
+from optbench.formats import run_summary
+
+SEARCHED = ("lr", "weight_decay")   # what the grid method scales
+
+
+def grid_values(defaults: DictConfig, tune: Tuning) -> dict[str, list[str]]:
+    """`optimizer.lr` and `optimizer.weight_decay` values for one optimizer: its default times each factor."""
+    values = {}
+    spec = optimizers.spec_of(str(defaults.name))
+    for key, factors in (("lr", tune.lr_factors), ("weight_decay", tune.weight_decay_factors)):
+        default = OmegaConf.select(defaults, key)
+        if default is None or float(default) == 0.0:
+            continue  # nothing to scale (Adam's weight decay is 0 on purpose)
+        if key == "lr" and spec is not None and spec.lr_free:
+            continue  # learning-rate-free (Prodigy): lr stays 1.0, the grid searches weight decay only
+        scaled = [format_value(float(default) * float(factor)) for factor in factors or [1]]
+        values[f"optimizer.{key}"] = list(dict.fromkeys(scaled))  # unique, in grid order
+    return values
+
+
+def read_score(run_dir: Path, select_on: str) -> float | None:
+    """The selection metric of a finished run (0 for a diverged one); None while it is unfinished, missing
+    or unreadable."""
+    return score_of(_finished_summary(run_dir), select_on)
+
+
+def score_of(summary: dict | None, select_on: str) -> float | None:
+    if summary is None:
+        return None
+    section, key = SELECTION_METRICS[select_on]
+    record = summary.get(section) or {}
+    if summary["status"] == "diverged" or key not in record:
+        return 0.0
+    return float(record[key])
+
+
+def _finished_summary(run_dir: Path) -> dict | None:
+    try:
+        summary = run_summary.read(run_dir)
+    except DamagedRunFile:
+        return None
+    return summary if summary is not None and summary.get("status") in FINAL_STATUSES else None
+
+
+# ---------------------------------------------------------------- what was tried, and what won
+
+@dataclass
+class Point:
+    """One point of the search (a grid cell or a quasi-random trial) and its runs on every seed."""
+    values: dict[str, float]          # override key -> value: {"optimizer.lr": 0.001, ...}
+    index: int                        # trial number, or the cell's place in the grid
+    runs: list = field(default_factory=list)         # PlannedRun of this point, every seed
+    first_scores: list[float] = field(default_factory=list)   # on the grid's seeds (ranks the trials)
+    confirm_scores: list[float] = field(default_factory=list)  # on the confirm seeds (top-k only)
+    top_k: bool = False
+
+    @property
+    def scores(self) -> list[float]:
+        return self.first_scores + self.confirm_scores
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.scores)
+
+
+@dataclass
+class Selection:
+    """One optimizer's tuning: every point, the winner, and the warnings about its search space."""
+    optimizer: str
+    points: list[Point]
+    winner: Point
+    edges: list[str]
+    space: dict                       # key -> {low, high, scale} or {values, scale: grid}
+
+
+def point_values(run, keys) -> dict[str, float]:
+    return {f"optimizer.{key}": float(run.cfg.optimizer[key]) for key in keys
+            if OmegaConf.select(run.cfg.optimizer, key) is not None}
+
+
+def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
+    """Runs -> points per optimizer; raises when a run is unfinished (a winner needs every score)."""
+    scores = {run.run_dir: read_score(run.run_dir, study.tune.select_on) for run in runs}
+    unfinished = [run for run in runs if scores[run.run_dir] is None]
+    if unfinished:
+        raise ConfigError(f"study {study.id}: {len(unfinished)} tuning run(s) not finished ({unfinished[0].run_dir}): "
+                          f"run `python src/study.py {study.id}` until every run is done, then select")
+    confirm_seeds = set(study.tune.confirm_seeds)
+    points: dict[tuple, Point] = {}
+    for run in runs:
+        index = run.trial.index if run.trial is not None else None
+        values = point_values(run, _keys(run))
+        key = (run.cfg.optimizer.name, index if index is not None else tuple(sorted(values.items())))
+        point = points.setdefault(key, Point(values, index if index is not None else len(points)))
+        point.runs.append(run)
+        (point.confirm_scores if run.cfg.seed in confirm_seeds else point.first_scores).append(scores[run.run_dir])
+    by_optimizer = defaultdict(list)
+    for (optimizer, _), point in points.items():
+        point.top_k = bool(point.confirm_scores)
+        by_optimizer[optimizer].append(point)
+    return by_optimizer
+
+
+def _keys(run) -> list[str]:
+    return [key.removeprefix("optimizer.") for key in run.trial.values] if run.trial is not None else list(SEARCHED)
+
+
+def top_trials(runs: list, select_on: str, k: int) -> list[search_space.Trial] | None:
+    """The k trials with the best mean score on their seeds; None while any of them is unfinished."""
+    scores: dict[int, list[float]] = defaultdict(list)
+    trials = {}
+    for run in runs:
+        score = read_score(run.run_dir, select_on)
+        if score is None:
+            return None
+        scores[run.trial.index].append(score)
+        trials[run.trial.index] = run.trial
+    ranked = sorted(scores, key=lambda index: (-statistics.fmean(scores[index]), index))
+    return [trials[index] for index in ranked[:k]]
+
+
+def winner(points: list[Point]) -> Point:
+    """Quasi-random: the best mean over all seeds among the top-k; grid: the best mean point.
+    Ties go to the earlier trial, then (grid) the smaller learning rate: the safer step."""
+    candidates = [point for point in points if point.top_k] or points
+    return min(candidates, key=lambda point: (-point.mean, point.index, point.values.get("optimizer.lr", 0)))
+
+
+def select(runs: list, study: Study, defaults: dict[str, dict]) -> dict[str, Selection]:
+    """`runs`: every PlannedRun of the tuning study; `defaults`: each optimizer's default config node."""
+    spaces = _spaces(study, defaults)
+    selections = {}
+    for optimizer, points in sorted(group_points(runs, study).items()):
+        best = winner(points)
+        ranges = spaces[optimizer]
+        edge_warnings = search_space.edges(ranges, best.values) if isinstance(ranges, tuple) else \
+            grid_edges(ranges, best.values)
+        space = {f"optimizer.{r.key}": r.as_dict() for r in ranges} if isinstance(ranges, tuple) else ranges
+        selections[optimizer] = Selection(optimizer, points, best, edge_warnings, space)
+    return selections
+
+
+def _spaces(study: Study, defaults: dict[str, dict]) -> dict:
+    if study.tune.method == "quasirandom":
+        return search_space.load_space(study.tune.space_path(EXPERIMENTS_DIR))
+    return {name: {key: {"values": [float(value) for value in values], "scale": "grid"}
+                   for key, values in grid_values(OmegaConf.create(node), study.tune).items()}
+            for name, node in defaults.items()}
+
+
+def grid_edges(space: dict, values: dict[str, float]) -> list[str]:
+    """A grid winner on the first or last value of a dimension that had more than one."""
+    warnings = []
+    for key, dimension in space.items():
+        grid = sorted(dimension["values"])
+        value = values.get(key)
+        if len(grid) > 1 and value is not None and value in (grid[0], grid[-1]):
+            side = "low" if value == grid[0] else "high"
+            warnings.append(f"{key} = {value:g} sits at the {side} edge of the grid {[f'{v:g}' for v in grid]}: "
+                            "widen the grid")
+    return warnings
+
+
+# ---------------------------------------------------------------- writing the outcome
+
+def tuned_config_text(default_node: dict, selection: Selection, study: Study,
+                      today: datetime.date | None = None) -> str:
+    """The YAML of conf/optimizer/<output>/<name>.yaml: the default node with the winning values."""
+    node = dict(default_node)
+    for key, value in selection.winner.values.items():
+        node[key.removeprefix("optimizer.")] = value
+    best = selection.winner
+    tune = study.tune
+    searched = (f"{tune.trials} {tune.sampler} trials (seed {tune.sampler_seed}) from search space {tune.space}, "
+                f"top {tune.top_k} rerun on seeds {list(tune.confirm_seeds)}") if tune.method == "quasirandom" else \
+        f"grid lr x {list(tune.lr_factors)}, weight_decay x {list(tune.weight_decay_factors)} around the defaults"
+    header = [
+        f"# Tuned {selection.optimizer}: written by `python src/study.py --select-tuned {study.id}` on "
+        f"{(today or datetime.date.today()).isoformat()}.",
+        f"# Study {study.id} ({study.source.name}): {searched};",
+        f"# {study.grid.get('epochs')} epochs, seeds {study.grid.get('seed')}, dataset {study.grid.get('dataset')}, "
+        f"overrides {list(study.overrides)}.",
+        f"# Selected on {tune.select_on} (validation, never test): {best.mean:.4f}, mean of {len(best.scores)} "
+        f"seed(s) {[round(score, 4) for score in best.scores]}"
+        + (f"; trial {best.index}." if tune.method == "quasirandom" else "."),
+        *(f"# Warning: {warning}." for warning in selection.edges),
+        f"# Use: python src/study.py STUDY --tuned  (or optimizer={tune.output}/{selection.optimizer}; name stays "
+        f"'{selection.optimizer}' so the hypotheses' tests still find it).",
+    ]
+    tuned_keys = {key.removeprefix("optimizer.") for key in selection.winner.values}
+    body = OmegaConf.to_yaml(OmegaConf.create(node))
+    return "\n".join(header) + "\n" + with_origins(body, tuned_keys, selection.optimizer, study.id)
+
+
+def with_origins(body: str, tuned_keys: set[str], optimizer: str, study_id: str) -> str:
+    """Each top-level value line of `body` with a comment saying where its value comes from, as every
+    default in conf/ carries one: the tuning study, or the optimizer's default file (which says why)."""
+    lines = []
+    for line in body.splitlines():
+        key, colon, value = line.partition(":")
+        if colon and value.strip() and not line.startswith((" ", "-")):
+            origin = f"tuned by {study_id}" if key in tuned_keys else f"default, conf/optimizer/{optimizer}.yaml"
+            line = f"{line}  # {origin}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def write_tuned_configs(selections: dict[str, Selection], default_nodes: dict[str, dict], study: Study,
+                        conf_dir: Path) -> list[Path]:
+    """Write each tuned config; one whose content is unchanged but for the date is left as it is."""
+    folder = Path(conf_dir) / "optimizer" / study.tune.output
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, selection in sorted(selections.items()):
+        path = folder / f"{name}.yaml"
+        text = tuned_config_text(default_nodes[name], selection, study)
+        if not path.is_file() or _undated(path.read_text()) != _undated(text):
+            write_bytes_atomically(path, text.encode())
+        written.append(path)
+    return written
+
+
+def _undated(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("# Tuned "))
+
+
+def record(selections: dict[str, Selection], study: Study, results_dir: Path) -> dict:
+    """The tuning record the aggregator reads (format: optbench/formats/tuning_record.py)."""
+    tune = study.tune
+    quasirandom = tune.method == "quasirandom"
+    return {
+        "format": tuning_record.FORMAT, "study": study.id, "method": tune.method,
+        "sampler": tune.sampler if quasirandom else None, "sampler_seed": tune.sampler_seed if quasirandom else None,
+        "select_on": tune.select_on, "date": datetime.date.today().isoformat(),
+        "budget": {"trials": tune.trials if quasirandom else None, "epochs": study.grid.get("epochs"),
+                   "trial_seeds": study.grid.get("seed"), "confirm_seeds": list(tune.confirm_seeds),
+                   "top_k": tune.top_k if quasirandom else None},
+        "optimizers": {name: _optimizer_record(selection, results_dir, tune.select_on)
+                       for name, selection in selections.items()},
+    }
+
+
+def _optimizer_record(selection: Selection, results_dir: Path, select_on: str) -> dict:
+    runs = [_run_record(run, results_dir, select_on) for point in selection.points for run in point.runs]
+    best = selection.winner
+    return {
+        "space": selection.space,
+        "trials": [{"index": point.index, "values": point.values, "score": statistics.fmean(point.first_scores),
+                    "top_k": point.top_k, "runs": [_run_record(run, results_dir, select_on) for run in point.runs]}
+                   for point in selection.points],
+        "winner": {"index": best.index, "values": best.values, "mean": best.mean,
+                   "sd": statistics.stdev(best.scores) if len(best.scores) > 1 else None,
+                   "seeds": [int(run.cfg.seed) for run in best.runs], "scores": best.scores},
+        "edges": selection.edges,
+        "runs": len(runs), "epochs_trained": sum(run["epochs_done"] for run in runs),
+        "device_hours": sum(run["wall_time_s"] for run in runs) / 3600,
+        "devices": sorted({run["device"] for run in runs if run["device"]}),
+    }
+
+
+def _run_record(run, results_dir: Path, select_on: str) -> dict:
+    summary = _finished_summary(run.run_dir) or {}
+    device = summary.get("device")
+    return {"run_dir": os.path.relpath(run.run_dir, results_dir), "seed": int(run.cfg.seed),
+            "status": summary.get("status"), "score": score_of(summary or None, select_on),
+            "wall_time_s": float(summary.get("wall_time_s") or 0.0), "epochs_done": int(summary.get("epochs_done") or 0),
+            "device": device if isinstance(device, str) else None}
+
+
+def write_record(selections: dict[str, Selection], study: Study, results_dir: Path) -> Path:
+    return tuning_record.write(results_dir, record(selections, study, Path(results_dir)))
+
+
+def tuned_values(conf_dir: Path, optimizer: str, output: str = "tuned") -> dict[str, list[str]]:
+    """The overrides `--tuned` adds for one optimizer: its tuned config, plus every value that differs from
+    the default spelled out, so the run directory differs from the default run's (and says what was used)."""
+    path = Path(conf_dir) / "optimizer" / output / f"{optimizer}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"no tuned config for {optimizer} ({path}): run the tuning study, then "
+                          "`python src/study.py --select-tuned <tuning study>`")
+    tuned = OmegaConf.to_container(OmegaConf.load(path))
+    default = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "optimizer" / f"{optimizer}.yaml"))
+    values = {"optimizer": [f"{output}/{optimizer}"], "optimizer.lr": [format_value(float(tuned["lr"]))]}
+    for key, value in tuned.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (key in SEARCHED or value != default.get(key)):
+            values[f"optimizer.{key}"] = [format_value(float(value))]
+    return values

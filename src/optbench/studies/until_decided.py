@@ -1,0 +1,151 @@
+"""`python src/study.py NAME --until-decided --max-seeds 16`: add seeds at pre-set looks until decided.
+
+The study's own seeds are the first look; later looks add seeds (the next integers) up to --max-seeds
+(default looks 3, 6, 10, 16: optbench.analysis.sequential_rule), for the optimizers the hypotheses still open
+compare (a decided hypothesis's other arms get no more seeds). At each look the runs are trained as
+ordinary runs in their deterministic directories (finished ones skipped), the results folder is read
+as the aggregator reads it, each open hypothesis is evaluated, and the group-sequential rule says
+continue, stop for efficacy (supported), rejected, stop for futility, or undecided at the last look.
+Every look is appended to `sequential-<study>.json` beside the runs (optbench.formats.decision_record): a stopped
+or killed study resumes from it, and a decision once taken is never re-decided. The design (looks,
+boundaries) is fixed in the record at the first look.
+"""
+
+import dataclasses
+from pathlib import Path
+
+from optbench.formats import decision_record
+from optbench.analysis.hypotheses import Context, evaluate
+from optbench.analysis.pipeline import analyse
+from optbench.analysis.sequential_rule import CONTINUE, Design, decide, looks_for, signed_z
+from optbench.analysis.tuning_report import read_tuning
+from optbench.errors import ConfigError
+from optbench.studies.pilot import hypotheses_of
+from optbench.specs.study_spec import Study, planned_settings
+
+RULE = ("group-sequential, Lan-DeMets O'Brien-Fleming-type alpha spending (Lan & DeMets 1983); supported when every "
+        "comparison crosses the efficacy bound, rejected when one crosses the alpha/m bound the other way, futility "
+        "when under the current trend neither has a conditional power of 10 % (Lan & Wittes 1988)")
+
+
+def own_seeds(study: Study) -> list[int]:
+    seeds = study.grid["seed"]
+    return [int(seed) for seed in (seeds if isinstance(seeds, (list, tuple)) else [seeds])]
+
+
+def seeds_at(study: Study, count: int) -> list[int]:
+    """The study's seeds, then the next integers after its largest, up to `count`."""
+    own = own_seeds(study)
+    return (own + list(range(max(own) + 1, max(own) + 1 + count)))[:count]
+
+
+def with_seeds(study: Study, count: int) -> Study:
+    return dataclasses.replace(study, grid={**study.grid, "seed": seeds_at(study, count)})
+
+
+def needed_optimizers(study: Study, hypotheses) -> list:
+    """The grid's optimizers that the hypotheses still open compare: once the others' hypotheses are decided,
+    more seeds of them would decide nothing, so later looks train only these (in the grid's order)."""
+    grid = study.grid["optimizer"]
+    listed = list(grid) if isinstance(grid, (list, tuple)) else [grid]
+    named = {name for hypothesis in hypotheses for name in (hypothesis.test.subject, *hypothesis.test.versus)}
+    return [optimizer for optimizer in listed if optimizer in named] or listed
+
+
+def study_for_look(study: Study, count: int, open_hypotheses) -> Study:
+    """The study's runs at a look of `count` seeds, for the optimizers the open hypotheses compare."""
+    seeded = with_seeds(study, count)
+    if "optimizer" not in study.grid:   # one optimizer from the overrides or defaults: nothing to narrow
+        return seeded
+    return dataclasses.replace(seeded, grid={**seeded.grid, "optimizer": needed_optimizers(study, open_hypotheses)})
+
+
+def chosen_hypotheses(study: Study, experiments_dir: Path, names: list[str]):
+    hypotheses = hypotheses_of(study, experiments_dir)
+    if not names:
+        return hypotheses
+    known = {hypothesis.id.lower(): hypothesis for hypothesis in hypotheses}
+    unknown = [name for name in names if name.lower() not in known]
+    if unknown:
+        raise ConfigError(f"--hypotheses {unknown[0]}: not one of {', '.join(known[key].id for key in known)}")
+    return [known[name.lower()] for name in names]
+
+
+def design_record(study: Study, hypotheses, looks: tuple[int, ...]) -> dict:
+    """A new record; each hypothesis's boundaries depend on its number of required comparisons, known once
+    it is evaluated, so they are stored at the first look (hypothesis_design)."""
+    alpha = hypotheses[0].test.alpha if hypotheses else 0.05
+    return decision_record.new_record(study.id, looks, alpha, RULE, {})
+
+
+def hypothesis_design(record: dict, hypothesis, comparisons: int) -> Design:
+    """The design stored for this hypothesis, or a new one (stored) from its comparisons at the first look."""
+    stored = record["hypotheses"].get(hypothesis.id)
+    if stored is None:
+        design = Design(tuple(record["looks"]), hypothesis.test.alpha, comparisons)
+        record["hypotheses"][hypothesis.id] = {"comparisons": comparisons, "efficacy": list(design.efficacy),
+                                               "rejection": list(design.rejection)}
+        return design
+    return Design(tuple(record["looks"]), hypothesis.test.alpha, int(stored["comparisons"]))
+
+
+def look_decisions(results_dir: Path, hypotheses, record: dict, look: int, planned: list) -> dict:
+    """Each open hypothesis's decision at this look, over the study's planned settings only."""
+    tuning = read_tuning(results_dir)
+    analysis = analyse(results_dir, set_aside=tuning.run_dirs)
+    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on(), planned)
+    taken = {}
+    for hypothesis in hypotheses:
+        verdict = evaluate(hypothesis, context)
+        design = hypothesis_design(record, hypothesis, len(verdict.checks))
+        z = {f"{check.setting}: {check.comparison}": signed_z(check.numbers.get("p", float("nan")),
+                                                              check.numbers.get("difference", float("nan")),
+                                                              check.better)
+             for check in verdict.checks}
+        decision = decide(list(z.values()), look, design)
+        taken[hypothesis.id] = {"decision": decision.decision, "reason": decision.reason, "seeds": design.looks[look],
+                                "conditional_power": decision.conditional_power,
+                                "z": {key: value for key, value in z.items()}}
+    return taken
+
+
+def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -> int:
+    """`run_study(study, args, tuned)` trains a study's runs (cli.run_study); `results_dir` is where they land."""
+    hypotheses = chosen_hypotheses(study, args.experiments, args.hypotheses or [])
+    path = decision_record.record_path(results_dir, study.id)
+    record = decision_record.read(path)
+    if record is None:
+        record = design_record(study, hypotheses, looks_for(len(own_seeds(study)), args.max_seeds))
+    looks = tuple(record["looks"])
+    print(f"study {study.id} until decided: looks at {', '.join(map(str, looks))} seeds; {RULE}")
+    if args.dry_run:   # the next look's runs; nothing trained, nothing decided
+        look = min(decision_record.looks_done(record), len(looks) - 1)
+        return run_study(study_for_look(study, looks[look], open_hypotheses(hypotheses, record) or hypotheses),
+                         args, tuned)
+    for look in range(decision_record.looks_done(record), len(looks)):
+        open_ones = open_hypotheses(hypotheses, record)
+        if not open_ones:
+            break
+        status = run_study(study_for_look(study, looks[look], open_ones), args, tuned)
+        if status:
+            return status
+        taken = look_decisions(results_dir, open_ones, record, look, planned_settings(study))
+        record = decision_record.add_look(record, look, looks[look], taken)
+        decision_record.write(path, record)
+        for name, entry in record["decisions"][-1]["hypotheses"].items():
+            print(f"look {look + 1} ({looks[look]} seeds): {name}: {entry['decision']}: {entry['reason']}")
+    print_summary(record, path)
+    return 0
+
+
+def open_hypotheses(hypotheses, record: dict) -> list:
+    return [hypothesis for hypothesis in hypotheses if hypothesis.id not in decision_record.stopped(record)]
+
+
+def print_summary(record: dict, path: Path) -> None:
+    final = decision_record.stopped(record)
+    latest = record["decisions"][-1]["seeds"] if record["decisions"] else 0
+    for name in record["hypotheses"]:
+        entry = final.get(name, {"decision": CONTINUE, "reason": "not decided yet", "seeds": latest})
+        print(f"{name}: {entry['decision']} ({entry['reason']}); seeds spent: {entry['seeds']}")
+    print(f"decision record: {path}")
