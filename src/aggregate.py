@@ -2,7 +2,7 @@
 
     python src/aggregate.py results/                       # writes results/aggregate/report.md and the rest
     python src/aggregate.py results/ --out paper/ --target-acc 0.93 --experiments experiments/
-    python src/aggregate.py results/ --study full          # verdicts over the settings the study planned
+    python src/aggregate.py results/ --study full          # the study's hypotheses, on the settings it planned
 
 Reads run directories (summary.json, metrics.jsonl, .hydra/config.yaml) and never changes them; writes
 only into --out. Bad input gives one line `error: ...` naming the fix and exit status 2.
@@ -17,7 +17,7 @@ from pathlib import Path
 from optbench.analysis.inputs import check_inputs
 from optbench.errors import ConfigError
 from optbench.formats.run_summary import FINAL_STATUSES
-from optbench.specs.study_spec import find_study, planned_settings
+from optbench.specs.study_spec import find_study
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_EXPERIMENTS = REPO / "experiments"
@@ -36,8 +36,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "each hypothesis file sets its own")
     parser.add_argument("--no-figures", action="store_true", help="tables, statistics and verdicts only (faster)")
     parser.add_argument("--study", default=None, help="the study that made these runs (a name under "
-                        "experiments/studies/ or a hypothesis id): a planned setting with no runs is then named "
-                        "as missing in the verdicts instead of being left out")
+                        "experiments/studies/ or a hypothesis id): only the hypotheses it tests are judged, on the "
+                        "settings it planned, and a planned setting with no runs is named as missing")
     return parser.parse_args(argv)
 
 
@@ -56,12 +56,12 @@ def main(argv: list[str]) -> int:
         experiments = shown(DEFAULT_EXPERIMENTS)
     try:
         check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)   # a typo fails before the slow imports
-        planned = planned_settings(find_study(args.study, experiments or DEFAULT_EXPERIMENTS)) if args.study else None
+        study = find_study(args.study, experiments or DEFAULT_EXPERIMENTS) if args.study else None
         from optbench.analysis import aggregate  # pandas, scipy, matplotlib: a few seconds
 
         outcome = aggregate(args.results_dir, args.out, args.target_acc, experiments, args.alpha,
                             command=shlex.join(["python", "src/aggregate.py", *argv]), draw_figures=not args.no_figures,
-                            planned=planned)
+                            study=study)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -163,15 +163,20 @@ def test_keys_that_only_differ_between_optimizers_or_datasets_add_no_group(tmp_p
     assert analysis.grouping.group_keys == ["dataset", "noise", "noise_rate", "optimizer"]
 
 
-def test_epochs_to_target_is_the_first_epoch_at_or_above_it(tmp_path):
+def test_epochs_to_target_is_the_crossing_interpolated_between_evaluations(tmp_path):
+    """Validation accuracy 0.5 after epoch 1, 0.91 after epoch 2: 0.9 is reached 0.4 / 0.41 of the way through
+    epoch 2 (linear between the two evaluations), not at the whole epoch 2."""
     root = tmp_path / "results"
     write_run(root, [record(1, 0.5, 0.5, 1.0), record(2, 0.91, 0.9, 0.5), record(3, 0.95, 0.94, 0.3)], seed=0)
     write_run(root, [record(1, 0.5, 0.5, 1.0), record(2, 0.8, 0.8, 0.5), record(3, 0.85, 0.84, 0.3)], seed=1)
+    write_run(root, [record(1, 0.93, 0.9, 1.0), record(2, 0.95, 0.9, 0.5), record(3, 0.96, 0.9, 0.3)],
+              seed=2)   # already there at its first evaluation: nothing before it to interpolate from
     analysis, table = results_for(root, target_acc=0.9)
-    assert sorted(analysis.runs["epochs_to_target"].fillna(-1)) == [-1, 2]
-    assert table.loc["sgd", "reached_target"] == 1
+    by_seed = analysis.runs.set_index("seed")["epochs_to_target"]
+    assert by_seed[0] == pytest.approx(1 + 0.4 / 0.41) and math.isnan(by_seed[1]) and by_seed[2] == 1.0
+    assert table.loc["sgd", "reached_target"] == 2
     shown = display_table(table.reset_index(), 0.9).set_index("optimizer")
-    assert shown.loc["sgd", "epochs to val acc ≥ 90%"] == "2.0 (1/2 reached)"
+    assert shown.loc["sgd", "epochs to val acc ≥ 90%"] == "1.5 ± 0.7 (2/3 reached)"
 
 
 def test_best_test_accuracy_is_the_optimistic_maximum_and_best_val_picks_the_epoch(tmp_path):
@@ -282,12 +287,14 @@ def test_headline_oracle_and_final_test_accuracy_side_by_side_under_noise(tmp_pa
     assert "test acc @ best clean val (%, oracle)" not in display_table(clean_table.reset_index(), 0.9)
 
 
-def test_seconds_to_target_sum_each_epoch_up_to_the_first_that_reaches_it(tmp_path):
+def test_seconds_to_target_sum_each_epoch_up_to_the_interpolated_crossing(tmp_path):
+    """0.80 after epoch 1 (12 s), 0.91 after epoch 2 (11 s): 0.9 is reached 0.1 / 0.11 of the way through epoch 2,
+    so after 12 s + (0.1 / 0.11) x 11 s = 22 s."""
     root = tmp_path / "results"
     write_run(root, [record(1, 0.80, 0.8, 1.0, epoch_seconds=12.0), record(2, 0.91, 0.9, 0.5, epoch_seconds=11.0),
                      record(3, 0.95, 0.9, 0.4, epoch_seconds=10.0)])
     run = analyse(root, 0.9).runs.iloc[0]
-    assert (run["epochs_to_target"], run["seconds_to_target"]) == (2, 23.0)
+    assert (run["epochs_to_target"], run["seconds_to_target"]) == pytest.approx((1 + 0.1 / 0.11, 22.0))
     assert math.isnan(analyse(root, 0.99).runs.iloc[0]["seconds_to_target"])
 
 

@@ -5,21 +5,27 @@ Hypothesis files (experiments/hypotheses/*.yaml, schema in experiments/README.md
 objects with their defaults applied; this module only evaluates them. Three kinds of test:
 - `metric_comparison`: the subject optimizer's metric is higher (or lower) than each `versus` one's;
 - `epochs_to_fraction_of_reference`: the subject reaches `fraction` x the reference optimizer's mean
-  final validation accuracy in fewer epochs than the reference (a run that never reaches it is
-  censored: tied worst in a rank-based permutation test, never given a made-up epoch);
+  final validation accuracy in fewer epochs than the reference, each run's crossing interpolated between
+  evaluations (load.epochs_to_reach), so runs crossing within the same epoch are told apart (a run whose
+  curve never reaches it is censored: tied worst in a rank-based permutation test, never given a made-up
+  epoch; a run with no curve is missing data, not a failure);
 - `noise_drop`: the subject loses less of its metric than `versus` from clean data to each noise rate, or
   under real human label noise (`noise: human`) to each of its `label_sets` (CIFAR-N's aggre, worst, ...).
-Each test runs once per setting (dataset and any other varying setting) that holds runs of any optimizer
-it names; each setting x compared optimizer (x rate) is one required comparison.
+Each test runs once per setting (dataset and any other varying setting) of its scope that holds runs of any
+optimizer it names; each setting x compared optimizer (x rate) is one required comparison. The scope (which
+settings, and whether a sequential decision rules) is chosen by optbench.analysis.verdicts; `Context.planned`
+carries it here.
 
 Verdict rule (tests: stats.compare; paired t on per-seed differences, the exact test beside it):
 supported when every required comparison goes in the stated direction with p < alpha, each on its own
 (the intersection-union test, Berger 1982); rejected when any is significant in the opposite direction
 after Holm's adjustment over the required comparisons; inconclusive otherwise: a comparison not
-significant or tied, missing runs (named), no spread to test (named), or fewer than `min_seeds`
-completed seeds in an arm of a setting in the family. The family is every setting matching `where:` in
-which any optimizer the test names has runs (of any status), so a missing arm is named, never dropped.
-Only completed runs enter the tests. When an optimizer has several arms in a setting (an LR sweep) the
+significant or tied, missing runs (named), no spread to test (named), or a test on fewer than
+`min_seeds` seeds: the pairs of a paired test, else each arm's runs with a value (a completed run without
+the metric, or a seed the other arm lacks, is not a seed of the test). Arms are paired on their shared
+seeds when they share at least `min_seeds`, else compared unpaired (stats.compare). The family is every
+setting of the scope matching `where:` in which any optimizer the test names has runs (of any status), so
+a missing arm is named, never dropped. Only completed runs enter the tests. When an optimizer has several arms in a setting (an LR sweep) the
 arm with the best mean validation accuracy is used (selection on validation, never on test) and the
 comparison is marked post-selection, since the same seeds chose it.
 """
@@ -65,6 +71,7 @@ class Verdict:
     reason: str
     checks: list[Check]
     exact_verdict: str = ""         # the same rule on the exact tests' p values (no normality assumed)
+    runs: pd.DataFrame | None = None   # the runs of its family: its optimizers in the settings it was judged on
 
 
 # ---- evaluation --------------------------------------------------------------------------------------
@@ -77,7 +84,8 @@ class Context:
     curves: pd.DataFrame
     setting_keys: list[str]
     tuned_on: dict = field(default_factory=dict)
-    planned: list = field(default_factory=list)   # study_spec.PlannedSetting of the study that made the runs, if named
+    planned: list = field(default_factory=list)   # study_spec.PlannedSetting of the study that tests it: its scope
+    seeds: tuple = ()                              # only these seeds (a sequential look's); empty: every seed
 
 
 def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict]:
@@ -87,12 +95,29 @@ def evaluate_all(hypotheses: list[Hypothesis], context: Context) -> list[Verdict
 def evaluate(hypothesis: Hypothesis, context: Context) -> Verdict:
     test = hypothesis.test
     runs = within_plan(apply_where(context.runs, test.where), context.planned)
+    if context.seeds:
+        runs = runs[runs["seed"].map(lambda seed: pd.notna(seed) and int(seed) in set(context.seeds))]
     runs = runs.assign(tuned_seed=[int(seed) in context.tuned_on.get(str(optimizer), ()) if pd.notna(seed) else False
                                    for seed, optimizer in zip(runs["seed"], runs["optimizer"])])
     evaluators = {"metric_comparison": metric_comparison_checks,
                   "epochs_to_fraction_of_reference": epochs_to_reference_checks, "noise_drop": noise_drop_checks}
     checks = evaluators[test.kind](test, runs, context) + planned_but_absent(test, runs, context.planned)
-    return decide(hypothesis, checks, test)
+    verdict = decide(hypothesis, checks, test)
+    verdict.runs = family_runs(test, runs)
+    return verdict
+
+
+def family_runs(test: HypothesisTest, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs a verdict rests on: its optimizers, and for a noise drop only the clean and required noise levels."""
+    mine = runs[runs["optimizer"].astype(str).isin([test.subject, *test.versus])]
+    if test.kind != "noise_drop":
+        return mine
+    if test.noise == HUMAN:
+        noisy = (mine["noise"] == HUMAN) & mine.get("label_set", pd.Series(None, index=mine.index)).isin(test.label_sets)
+    else:
+        noisy = (mine["noise"] == test.noise) & mine["noise_rate"].map(
+            lambda rate: any(same_value(rate, wanted) for wanted in test.rates))
+    return mine[mine["noise_rate"].map(is_clean) | noisy]
 
 
 IDENTITY_WHERE = ("dataset", "noise", "noise_rate")   # the `where:` keys a planned setting can be checked on
@@ -284,9 +309,21 @@ def has_optimizers(runs: pd.DataFrame, subject: str, others: list[str]) -> bool:
     return bool(set(runs["optimizer"].astype(str)) & {subject, *others})
 
 
-def too_few(arms: list[Arm], min_seeds: int) -> str:
-    small = [f"{arm.label} has {len(arm.runs)} completed seed(s)" for arm in arms if len(arm.runs) < min_seeds]
+def too_few(result, labels: tuple[str, str], min_seeds: int) -> str:
+    """The test's own seeds against min_seeds: its pairs when paired, else each side's values (a drop contrast: the
+    side's smaller cell). Completed runs are not the count: one without the metric, a seed the other arm lacks
+    or a seed run twice is not one more seed of the test."""
+    if result.n_pairs:
+        return "" if result.n_pairs >= min_seeds else f"{result.n_pairs} paired seeds in the test (need {min_seeds})"
+    small = [f"{label} has {n} seed(s) in the test" for label, n in zip(labels, (result.n_a, result.n_b))
+             if n < min_seeds]
     return "; ".join(small) + (f" (need {min_seeds})" if small else "")
+
+
+def without_value(arm: Arm, column: str, what: str) -> str:
+    """A note naming the completed runs of the arm that have no value to test (they are left out, not counted)."""
+    count = int(arm.runs[column].astype(float).isna().sum()) if column in arm.runs else 0
+    return f"{count} completed {arm.label} run(s) have no {what}: left out of the test" if count else ""
 
 
 # ---- the three kinds of test -------------------------------------------------------------------------
@@ -310,21 +347,25 @@ def arm_pairs(test: HypothesisTest, runs: pd.DataFrame):
 
 
 def comparison_check(setting: str, mine: Arm, other: Arm, metric: str, better: str, alpha: float, min_seeds: int,
-                     expected: str, numbers_extra: dict | None = None) -> Check:
+                     expected: str, numbers_extra: dict | None = None, what: str = "") -> Check:
+    """`what`: how a missing value of `metric` reads in a note (default: the metric's name)."""
     name = f"{mine.label or mine.optimizer} vs {other.label or other.optimizer}"
     missing = [arm.problem for arm in (mine, other) if arm.label is None]
     if missing:
         return Check(setting, name, expected, "missing", detail="; ".join(missing))
-    result = compare(values_by_seed(mine, metric), values_by_seed(other, metric), alpha)
+    result = compare(values_by_seed(mine, metric), values_by_seed(other, metric), alpha, min_pairs=min_seeds,
+                     names=(mine.label, other.label))
     numbers = {**comparison_numbers(result), **(numbers_extra or {})}
-    return tested_check(Check(setting, name, expected, "", numbers, better=better), result, [mine, other], min_seeds,
-                        alpha)
+    gaps = [without_value(arm, metric, what or metric) for arm in (mine, other)]
+    return tested_check(Check(setting, name, expected, "", numbers, better=better), result, [mine, other],
+                        (mine.label, other.label), min_seeds, alpha, gaps)
 
 
-def tested_check(check: Check, result, arms: list[Arm], min_seeds: int, alpha: float) -> Check:
-    """Outcome from the primary test; too few completed seeds in any arm, or no spread, is "not testable"."""
-    small = too_few(arms, min_seeds)
-    notes = [part for arm in arms for part in arm.note.split("; ")] + [result.note]
+def tested_check(check: Check, result, arms: list[Arm], labels: tuple[str, str], min_seeds: int, alpha: float,
+                 notes: list[str] = ()) -> Check:
+    """Outcome from the primary test; a test on fewer than min_seeds seeds, or no spread, is "not testable"."""
+    small = too_few(result, labels, min_seeds)
+    notes = [part for arm in arms for part in arm.note.split("; ")] + list(notes) + [result.note]
     check.detail = "; ".join(filter(None, dict.fromkeys([small, *notes])))   # each note once
     check.numbers["post_selection"] = any(arm.note.startswith("post-selection") for arm in arms)
     check.outcome = ("not testable" if small else
@@ -359,7 +400,8 @@ def epochs_to_reference_checks(test: HypothesisTest, runs: pd.DataFrame, context
                               note=reference.note)
         check = comparison_check(setting, mine_timed, reference_timed, "epochs", "lower", alpha, min_seeds, expected,
                                  {"target": target, "censored_subject": mine_censored,
-                                  "censored_other": reference_censored})
+                                  "censored_other": reference_censored},
+                                 what=f"complete {curve_metric} curve (missing data, not a failure to reach the target)")
         if mine_censored or reference_censored:
             check.detail = "; ".join(filter(None, [check.detail, f"never reached the target (censored, tied worst "
                                                    f"on ranks): {mine_censored} {mine.label}, "
@@ -369,11 +411,26 @@ def epochs_to_reference_checks(test: HypothesisTest, runs: pd.DataFrame, context
 
 
 def epochs_to_target(runs: pd.DataFrame, curves: pd.DataFrame, column: str, target: float) -> tuple[list[float], int]:
-    """Per run, the first epoch with `column` >= target; a run that never gets there is right-censored
-    (+inf: it needed more than its budget, how much more is unknown) and the test compares ranks."""
-    epochs = [epochs_to_reach(curves[curves["run_id"] == run["run_id"]], column, target) for _, run in runs.iterrows()]
-    epochs = [math.inf if math.isnan(value) else value for value in epochs]
+    """(per run, the epoch `column` first reaches the target, interpolated between evaluations; how many are
+    censored). A run whose curve covers every epoch it trained and never gets there is right-censored (+inf: it
+    needed more than its budget, how much more is unknown) and the test compares ranks. A run with no curve, or
+    one shorter than its epochs that does not reach it, is missing data (NaN): it may have got there unseen, so it
+    is left out, never counted as a failure."""
+    epochs = []
+    for _, run in runs.iterrows():
+        curve = curves[curves["run_id"] == run["run_id"]]
+        reached = epochs_to_reach(curve, column, target)
+        evaluated = int(curve[column].notna().sum()) if column in curve else 0
+        complete = evaluated > 0 and evaluated >= number_or_zero(run.get("epochs_done"))
+        epochs.append(reached if not math.isnan(reached) else math.inf if complete else math.nan)
     return epochs, sum(math.isinf(value) for value in epochs)
+
+
+def number_or_zero(value) -> float:
+    try:
+        return float(value) if pd.notna(value) else 0.0
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def noise_drop_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context) -> list[Check]:
@@ -430,12 +487,13 @@ def drop_check(base: str, noise_text: str, clean: pd.DataFrame, noisy: pd.DataFr
                for (_, state), arm in cells.items() if arm.label is None]
     if missing:
         return Check(base, name, expected, "missing", detail="; ".join(missing))
-    values = paired_cells({key: values_by_seed(arm, metric) for key, arm in cells.items()})
-    drop_subject, drop_other, result = drop_test(values, alpha)
+    values, seeds_note = paired_cells({key: values_by_seed(arm, metric) for key, arm in cells.items()}, min_seeds)
+    drop_subject, drop_other, result = drop_test(values, alpha, min_seeds)
     numbers = {**{f"mean_{who}_{state}": float(series.mean()) for (who, state), series in values.items()},
                **{f"n_{who}_{state}": len(series) for (who, state), series in values.items()},
                **comparison_numbers(result), "drop_subject": drop_subject, "drop_other": drop_other}
     if result.test not in ("none", "Welch-Satterthwaite contrast"):
         numbers["test"] = f"{result.test} on per-seed drops"
+    gaps = [without_value(arm, metric, metric) for arm in cells.values()]
     return tested_check(Check(base, name, expected, "", numbers, better="lower"), result, list(cells.values()),
-                        min_seeds, alpha)
+                        (subject, other), min_seeds, alpha, [*gaps, seeds_note])

@@ -295,21 +295,50 @@ def column_max(curve: pd.DataFrame, column: str, fallback=None) -> float:
     return number(fallback)
 
 
-def epochs_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
-    """The first epoch whose `column` >= target; NaN when never reached (or no curve)."""
+def crossing(curve: pd.DataFrame, column: str, target: float) -> tuple[float, float, float] | None:
+    """(epoch before, epoch at, fraction of the way) where `column` first reaches `target`: the last evaluation
+    below it and the first at or above it, the target reached that fraction of the way between their values
+    (linear interpolation). The first evaluation already there has nothing before it: (its epoch, its epoch, 0).
+    None when never reached (or no curve)."""
     if column not in curve or not len(curve):
+        return None
+    points = curve[["epoch", column]].astype(float).dropna().sort_values("epoch")
+    epochs, values = points["epoch"].to_numpy(), points[column].to_numpy()
+    reached = np.flatnonzero(values >= target)
+    if not len(reached):
+        return None
+    at = int(reached[0])
+    if at == 0:
+        return float(epochs[0]), float(epochs[0]), 0.0
+    before, after = values[at - 1], values[at]
+    return float(epochs[at - 1]), float(epochs[at]), float((target - before) / (after - before))
+
+
+def epochs_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
+    """The epoch at which `column` first reaches `target`, interpolated between evaluations (`crossing`): a value
+    that rises from 0.40 after epoch 2 to 0.60 after epoch 3 reaches 0.55 at epoch 2.75, so two runs that both
+    cross during epoch 3 are told apart, and whole-epoch steps do not make seeds tie. NaN when never reached."""
+    found = crossing(curve, column, target)
+    if found is None:
         return math.nan
-    reached = curve.loc[curve[column] >= target, "epoch"]
-    return float(reached.min()) if len(reached) else math.nan
+    before, at, fraction = found
+    return before + fraction * (at - before)
 
 
 def seconds_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
-    """Wall-clock seconds (per-epoch `time_s`, training and evaluation, summed) up to and including the
-    first epoch whose `column` >= target; NaN when never reached or not timed."""
-    epoch = epochs_to_reach(curve, column, target)
-    if math.isnan(epoch) or "time_s" not in curve:
+    """Wall-clock seconds (per-epoch `time_s`, training and evaluation, summed) to the interpolated crossing: every
+    epoch up to the last evaluation below the target, and the same fraction of the epochs to the first one at or
+    above it. NaN when never reached or not timed."""
+    found = crossing(curve, column, target)
+    if found is None or "time_s" not in curve:
         return math.nan
-    return float(curve.loc[curve["epoch"] <= epoch, "time_s"].sum())
+    before, at, fraction = found
+    times = curve[["epoch", "time_s"]].astype(float)
+    if at == before:   # reached at the first evaluation: the time through it
+        return float(times.loc[times["epoch"] <= at, "time_s"].sum())
+    done = times.loc[times["epoch"] <= before, "time_s"].sum()
+    crossing_epochs = times.loc[(times["epoch"] > before) & (times["epoch"] <= at), "time_s"].sum()
+    return float(done + fraction * crossing_epochs)
 
 
 def is_clean(noise_rate) -> bool:

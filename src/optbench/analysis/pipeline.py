@@ -7,7 +7,10 @@ the figures, and write everything into `out_dir` (never into a run directory):
                                      and its full setting (names.py)
     tables/results.{csv,md,tex}      per setting x optimizer
     tables/pairwise.{csv,md,tex}     tests between optimizers
-    tables/hypotheses.csv            every required comparison behind each verdict
+    tables/verdicts.csv              one verdict per hypothesis and scope (verdicts.py): the sequential decision
+                                     where its study ran until decided, else the fixed-design verdict; and the
+                                     hypotheses not tested here
+    tables/hypotheses.csv            every required comparison behind each verdict (the fixed-design evaluation)
     tables/robust.{csv,md}           IQM with stratified bootstrap intervals, per setting and across settings
     tables/improvement.{csv,md}      probability of improvement P(A > B) of each pair, with its interval
     tables/profiles.{csv,md}         performance profiles: settings reached within tau x the best cost
@@ -35,7 +38,7 @@ from optbench.analysis import figures as figure_makers
 from optbench.analysis import robust
 from optbench.analysis.variance import variance_display, variance_table
 from optbench.analysis.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
-from optbench.analysis.hypotheses import Context, evaluate_all, hypothesis_files, load_hypotheses
+from optbench.analysis.hypotheses import Context, hypothesis_files, load_hypotheses
 from optbench.analysis.inputs import check_inputs
 from optbench.analysis.load import load_runs
 from optbench.analysis.names import constant_keys, file_stems, settings_index, short_name
@@ -45,7 +48,9 @@ from optbench.analysis.stats import ALPHA, pairwise
 from optbench.analysis.tables import (PRIMARY_METRIC, completed, display_table, pairwise_display, problem_display,
                                        problem_runs, results_table, to_latex, to_markdown)
 from optbench.analysis.tuning_report import TuningRecords, read_tuning, tuning_display, tuning_table
+from optbench.analysis.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.errors import ConfigError
+from optbench.specs.study_spec import Study
 
 log = logging.getLogger(__name__)
 PRIMARY_LABEL = "test accuracy at best validation (%)"
@@ -98,9 +103,9 @@ def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None
 
 def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float = 0.9,
               experiments_dir: Path | None = None, alpha: float = ALPHA, command: str = "",
-              draw_figures: bool = True, planned: list | None = None) -> Outcome:
-    """`planned`: the settings of the study that made the runs (study_spec.planned_settings), when known: a
-    verdict's family is then the plan, and a planned setting with no runs is named as missing."""
+              draw_figures: bool = True, study: Study | None = None) -> Outcome:
+    """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
+    each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py)."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
     hypotheses, hypotheses_note = read_hypotheses(experiments_dir)
     skip = own_output(results_dir, out_dir)
@@ -110,7 +115,10 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     warnings.extend(tuning.warnings)
     tests = pairwise(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
     results = results_table(runs, analysis.grouping, settings, arms, tests)
-    verdicts, hypotheses_note = judge(hypotheses, hypotheses_note, analysis, tuning.seeds_tuned_on(), planned or [])
+    sequential = read_decision_records(results_dir, skip, warnings)
+    judgements, untested, hypotheses_note = judge_hypotheses(hypotheses, hypotheses_note, analysis,
+                                                             tuning.seeds_tuned_on(), sequential, study,
+                                                             experiments_dir, warnings)
     out = OutputDir(out_dir)
     write_summary_csv(out, runs)
     out.write_text("settings.csv", settings_index(runs, settings, analysis.stems).to_csv(index=False))
@@ -120,36 +128,49 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     variance, variance_warnings = variance_table(runs, results_dir, settings, arms)
     warnings.extend(variance_warnings)
     table_files += write_variance_table(out, variance)
-    if verdicts:
+    if judgements or untested:
+        out.write_text("tables/verdicts.csv", verdict_table(judgements, untested).to_csv(index=False))
+        table_files.append("tables/verdicts.csv")
+    if judgements:
         out.write_text("tables/hypotheses.csv", pd.DataFrame(
-            [row for verdict in verdicts for row in verdict_rows(verdict)]).to_csv(index=False))
+            [row for judgement in judgements for row in verdict_rows(judgement.fixed)]).to_csv(index=False))
         table_files.append("tables/hypotheses.csv")
     drawn = write_figures(out, runs, analysis.curves, settings, arms, analysis.stems, warnings) \
         if draw_figures and len(runs) else []
     tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
-    sequential = read_decision_records(results_dir, skip, warnings)
     parts = ReportParts(
         results_dir=str(results_dir), command=command or f"aggregate({results_dir})",
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         target_acc=target_acc, alpha=alpha, runs=runs, results=results, pairwise=tests, problems=problem_runs(runs),
-        verdicts=verdicts, hypotheses_note=hypotheses_note, figures=drawn, table_files=table_files,
+        judgements=judgements, untested=untested, hypotheses_note=hypotheses_note, figures=drawn,
+        table_files=table_files,
         robust=robust_results, tuning=tuning_parts, sequential=sequential, variance=variance,
         varying_keys=[short_key(key) for key in analysis.grouping.varying_config],
         constant_keys=constant_keys(runs), warnings=warnings)
     report = out.write_text("report.md", render_report(parts))
     out.finish()
     return Outcome(report=report, runs=len(runs), written=list(out.written),
-                   verdicts={verdict.hypothesis.id: verdict.verdict for verdict in verdicts}, warnings=warnings)
+                   verdicts=verdicts_by_name(judgements), warnings=warnings)
 
 
-def judge(hypotheses: list, hypotheses_note: str, analysis: Analysis, tuned_on: dict[str, set[int]],
-          planned: list) -> tuple[list, str]:
-    """The verdicts, and the note on where the hypotheses came from; none when every run is a tuning trial.
-    `tuned_on`: per optimizer, the seeds its tuning ran (comparisons on them are marked post-selection)."""
+def verdicts_by_name(judgements: list[Judgement]) -> dict[str, str]:
+    """Hypothesis id -> verdict; a hypothesis judged in more than one scope is named with its study."""
+    ids = [judgement.hypothesis.id for judgement in judgements]
+    return {(name if ids.count(name) == 1 else f"{name} ({judgement.scope.study or 'folder'})"): judgement.verdict
+            for name, judgement in zip(ids, judgements)}
+
+
+def judge_hypotheses(hypotheses: list, hypotheses_note: str, analysis: Analysis, tuned_on: dict[str, set[int]],
+                     records: list[dict], study: Study | None, experiments_dir: Path | None,
+                     warnings: list[str]) -> tuple[list[Judgement], list[NotTested], str]:
+    """The verdicts (verdicts.judge), the hypotheses not tested, and the note on where the hypotheses came from;
+    none when every run is a tuning trial. `tuned_on`: per optimizer, the seeds its tuning ran (comparisons on
+    them are marked post-selection)."""
     if not len(analysis.runs):
-        return [], f"{hypotheses_note} Every run here is a tuning trial: no verdicts."
-    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuned_on, planned)
-    return evaluate_all(hypotheses, context), hypotheses_note
+        return [], [], f"{hypotheses_note} Every run here is a tuning trial: no verdicts."
+    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
+    judgements, untested = judge(hypotheses, context, records, study, experiments_dir, warnings)
+    return judgements, untested, hypotheses_note
 
 
 def own_output(results_dir: Path, out_dir: Path) -> Path | None:

@@ -1,7 +1,11 @@
 """report.md: the answer in one page, with the verdicts, tables and figures it rests on.
 
 `render_report(parts)` returns Markdown: run counts by status and the rule that only completed runs
-enter means; each hypothesis with its verdict and the numbers behind every required comparison;
+enter means; one verdict table (a row per hypothesis and scope: the sequential decision where its study ran
+until decided, else the fixed-design verdict; analysis/verdicts.py), the hypotheses not tested in one line,
+then each hypothesis with the numbers behind every required comparison (labelled the fixed-design evaluation
+where a sequential decision is the verdict) and, for an inconclusive one, the seeds that would decide it;
+the looks of the sequential studies;
 the results table per setting; the figures (relative links to figures/*.png, PDFs beside them);
 the pairwise tests; where each comparison's variance comes from (seeds or test images); every run
 that did not complete or needed a warning; the tuning studies (protocol, cost, winners, edge warnings,
@@ -15,12 +19,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from optbench.analysis.hypotheses import Check, Verdict, apply_where
+from optbench.analysis.hypotheses import Check, Verdict
 from optbench.analysis.seed_planner import comparison_units, plan_seeds, plan_table
 from optbench.analysis.tables import (NOT_COMPLETED, difference_interval, display_table, exact_text, p_text,
                                        pairwise_display, power_text, problem_display, to_markdown)
 from optbench.analysis.tuning_report import TuningStudy, protocol_sentence, tuning_display
 from optbench.analysis.variance import RESAMPLES, variance_display
+from optbench.analysis.verdicts import SEQUENTIAL, Judgement, NotTested, rule_text, scope_text, seeds_text
 
 VERDICT_MARK = {"supported": "SUPPORTED", "rejected": "REJECTED", "inconclusive": "INCONCLUSIVE"}
 
@@ -44,7 +49,8 @@ class ReportParts:
     results: pd.DataFrame               # tables.results_table
     pairwise: pd.DataFrame              # stats.pairwise
     problems: pd.DataFrame              # tables.problem_runs
-    verdicts: list[Verdict]
+    judgements: list[Judgement]         # verdicts.judge: one verdict per hypothesis and scope
+    untested: list[NotTested]           # hypotheses not tested by the named study or by these runs
     hypotheses_note: str                # where hypotheses came from, or why there are none
     figures: list[tuple[str, str]]      # (caption, png path relative to report.md)
     table_files: list[str]
@@ -105,47 +111,73 @@ def set_aside_note(parts: ReportParts) -> list[str]:
 # ---- hypotheses ---------------------------------------------------------------------------------------
 
 def hypotheses_section(parts: ReportParts) -> str:
-    lines = ["## Hypotheses", "", parts.hypotheses_note, ""]
-    if parts.verdicts:
-        lines += ["| hypothesis | verdict | why |", "|---|---|---|"]
-        lines += [f"| {verdict.hypothesis.id} {verdict.hypothesis.title} | **{VERDICT_MARK[verdict.verdict]}** | "
-                  f"{verdict.reason.replace('|', '/')} |" for verdict in parts.verdicts]
+    lines = ["## Hypotheses", "", parts.hypotheses_note, "",
+             "Each hypothesis is judged once, on the settings of the study that tests it (*judged on*): the study "
+             "run until decided whose decision record is here, else the study named with `--study`, else every "
+             "setting here that matches its `where:`. Where its study ran until decided, the sequential decision "
+             "is the verdict; the fixed-design evaluation of the same runs is in the hypothesis's section below.", ""]
+    if parts.judgements:
+        lines += ["| hypothesis | judged on | verdict | rule | seeds | why |", "|---|---|---|---|---|---|"]
+        lines += [f"| {judgement.hypothesis.id} {judgement.hypothesis.title} | {scope_text(judgement)} | "
+                  f"**{VERDICT_MARK[judgement.verdict]}** | {rule_text(judgement)} | {seeds_text(judgement)} | "
+                  f"{judgement.reason.replace('|', '/')} |" for judgement in parts.judgements]
         lines.append("")
-    for verdict in parts.verdicts:
-        lines += verdict_block(verdict, parts.alpha)
-        if verdict.verdict == "inconclusive":
-            lines += seed_plan_lines(verdict, parts.runs)
+    lines += untested_lines(parts.untested)
+    for judgement in parts.judgements:
+        lines += judgement_block(judgement, parts.alpha)
+        if judgement.verdict == "inconclusive":
+            lines += seed_plan_lines(judgement.fixed)
     return "\n".join(lines)
 
 
-def seed_plan_lines(verdict: Verdict, runs: pd.DataFrame) -> list[str]:
-    """How many seeds would decide it (aggregate/seeds.py), as `python src/study.py ID --plan-seeds` prints."""
+def untested_lines(untested: list[NotTested]) -> list[str]:
+    """One line naming the hypotheses not tested here, grouped by why."""
+    if not untested:
+        return []
+    by_why: dict[str, list[str]] = {}
+    for entry in untested:
+        by_why.setdefault(entry.why, []).append(entry.hypothesis.id)
+    return ["Not judged here: " + "; ".join(f"{', '.join(names)} ({why})" for why, names in by_why.items()) + ".", ""]
+
+
+def seed_plan_lines(verdict: Verdict) -> list[str]:
+    """How many seeds would decide it (analysis/seed_planner.py), as `python src/study.py ID --plan-seeds` prints,
+    from the runs and settings the verdict was judged on."""
     test = verdict.hypothesis.test
-    mine = apply_where(runs, test.where)
-    mine = mine[mine["optimizer"].astype(str).isin([test.subject, *test.versus])]
-    plan = plan_seeds(verdict, mine)
+    plan = plan_seeds(verdict, verdict.runs)
     if not plan.comparisons:
         return []
     scale, unit = comparison_units(test)
-    return [f"**Seeds needed** (these runs as a pilot: paired t, 80 % power against the observed effect, the sd at "
-            f"its 80 % upper bound; `python src/study.py {verdict.hypothesis.id} --plan-seeds --pilot DIR`):", "",
+    return [f"**Seeds needed** (these runs as a pilot, on the settings judged above: paired t, 80 % power against the "
+            f"observed effect, the sd at its 80 % upper bound; `python src/study.py {verdict.hypothesis.id} "
+            f"--plan-seeds --pilot DIR`):", "",
             to_markdown(plan_table(plan, scale, unit)), plan.advice() + ".", ""]
 
 
-def verdict_block(verdict: Verdict, alpha: float) -> list[str]:
-    hypothesis = verdict.hypothesis
-    lines = [f"### {hypothesis.id}: {hypothesis.title}: {VERDICT_MARK[verdict.verdict]}", "",
-             f"> {hypothesis.statement}", "", f"*Defined in* `{hypothesis.source}`. {verdict.reason}.", ""]
+def judgement_block(judgement: Judgement, alpha: float) -> list[str]:
+    """The hypothesis's section: its verdict and why, then the comparisons behind it. Under a sequential decision
+    those are the fixed-design evaluation of the same runs, labelled as such: not a second verdict."""
+    hypothesis, verdict = judgement.hypothesis, judgement.fixed
+    lines = [f"### {hypothesis.id}: {hypothesis.title}: {VERDICT_MARK[judgement.verdict]}", "",
+             f"> {hypothesis.statement}", "",
+             f"*Defined in* `{hypothesis.source}`. *Judged on* {scope_text(judgement)}, by the {rule_text(judgement)}: "
+             f"{judgement.reason}.", ""]
+    if judgement.scope.rule == SEQUENTIAL:
+        lines += [f"Fixed-design evaluation of the same runs (the {judgement.seeds_spent} seeds of that look), for "
+                  f"reference only: it treats a seed count chosen by looking at the data as fixed in advance, so it "
+                  f"over-states the evidence and is not the verdict. The comparisons at a fixed alpha: "
+                  f"{verdict.reason}.", ""]
     if verdict.checks:
         lines.append(to_markdown(pd.DataFrame(verdict_rows(verdict))))
-    lines += verdict_notes(verdict)
+    lines += verdict_notes(verdict, sequential=judgement.scope.rule == SEQUENTIAL)
     return lines
 
 
-def verdict_notes(verdict: Verdict) -> list[str]:
-    """The exact tests' verdict where it differs, post-selection, and how to read an inconclusive verdict."""
+def verdict_notes(verdict: Verdict, sequential: bool = False) -> list[str]:
+    """The exact tests' verdict where it differs (not under a sequential decision, whose rule is the verdict),
+    post-selection, and how to read an inconclusive verdict."""
     lines = []
-    if verdict.exact_verdict and verdict.exact_verdict != verdict.verdict:
+    if verdict.exact_verdict and verdict.exact_verdict != verdict.verdict and not sequential:
         floors = sorted({check.numbers.get("exact_min_p") for check in verdict.checks
                          if np.isfinite(check.numbers.get("exact_min_p", math.nan))})
         floor = f" (their smallest possible p here: {', '.join(p_text(p) for p in floors)})" if floors else ""
@@ -155,7 +187,7 @@ def verdict_notes(verdict: Verdict) -> list[str]:
         lines += ["Post-selection: some configurations were chosen by validation accuracy on seeds they are tested "
                   "on here (among several arms in the folder, or by a tuning study whose record is in it), which "
                   "favours them; confirm on seeds the selection did not see.", ""]
-    if verdict.verdict == "inconclusive":
+    if verdict.verdict == "inconclusive" and not sequential:
         lines += ["Inconclusive says these runs cannot decide, not that the optimizers are equal. Look at each "
                   "comparison's interval and *detects*: an interval that straddles 0 but is narrow rules out large "
                   "differences; a *detects* value larger than the differences you care about says more seeds are "
@@ -233,16 +265,14 @@ def drop_text(numbers: dict, who: str, metric: str) -> str:
 
 
 def sequential_section(parts: ReportParts) -> str:
-    """Each look of a study run until decided (`study.py --until-decided`): seeds, and each decision."""
+    """Each look of a study run until decided (`study.py --until-decided`): seeds, and each decision: the record
+    behind the sequential verdicts above."""
     if not parts.sequential:
         return ""
     lines = ["## Sequential decisions", "",
-             "These studies added seeds at pre-set looks until each hypothesis was decided. Their decisions below "
-             "are the tests that keep the error at alpha; the verdicts above test the final seeds as if their "
-             "number had been fixed in advance, which over-states the evidence once seeds were added because "
-             "the answer was not yet clear. A decision is taken over its study's planned settings (*settings*), "
-             "which can be fewer than a verdict's family above. Where the two differ on the same settings, the "
-             "decision below is the one to report.", ""]
+             "These studies added seeds at pre-set looks until each hypothesis was decided, each look on its own "
+             "seeds and on the study's planned settings (*settings*). The decision a hypothesis stopped at is its "
+             "verdict in the table above; this is the record of every look.", ""]
     for record in parts.sequential:
         lines += [f"Study `{record['study']}`, looks at {', '.join(map(str, record['looks']))} seeds: {record['rule']}.", ""]
         rows = [{"look": entry["look"] + 1, "seeds": entry["seeds"], "hypothesis": name,
@@ -254,8 +284,7 @@ def sequential_section(parts: ReportParts) -> str:
 
 
 def decided_over(decision: dict) -> str:
-    """The settings a look's decision compared in (its study's plan, which can be narrower than the family of
-    the verdicts above: a study continued on clean data decides over the clean setting only)."""
+    """The settings a look's decision compared in (its study's plan)."""
     return "; ".join(dict.fromkeys(key.rsplit(": ", 1)[0] for key in decision.get("z", {}))) or "—"
 
 
@@ -403,17 +432,21 @@ def method_section(parts: ReportParts) -> str:
         "(summary.json `best_clean_val`, noisy runs only): it stops just before memorisation, so it is optimistic.",
         "- **final test acc**: test accuracy after the last epoch. **best test acc (optimistic)**: the highest "
         "test accuracy over all epochs, i.e. selected on test.",
-        f"- **epochs to val acc ≥ {100 * parts.target_acc:g}%**: first epoch whose validation accuracy reaches "
-        "the target (`--target-acc`); runs that never reach it are counted as *not reached*, not averaged.",
+        f"- **epochs to val acc ≥ {100 * parts.target_acc:g}%**: when validation accuracy reaches the target "
+        "(`--target-acc`), interpolated linearly between the last evaluation below it and the first at or above "
+        "it (the first evaluation's epoch when it is already there); runs that never reach it are counted as "
+        "*not reached*, not averaged.",
         "- **mean ± sd**: sample standard deviation (ddof = 1). **95% CI**: mean ± t(0.975, n−1)·sd/√n.",
         "- **wall time**: whole run including evaluation; **throughput**: training images per second.",
         f"- **Tests**: {TEST_RULE} Pairwise tables' *significant* uses Holm-adjusted p within each setting.",
         f"- **Verdicts**: {VERDICT_RULE} Rules and file format: experiments/README.md, section Hypotheses.", ""])
 
 
-TEST_RULE = ("Seeds that both arms ran are paired (a seed fixes initialisation, data order and noise draw for every "
-             "optimizer): the primary test is the paired t-test on the per-seed differences, which assumes they "
-             "are roughly normal; arms whose seeds do not pair get Welch's t-test. An arm whose runs (or per-seed "
+TEST_RULE = ("Seeds that both arms ran are paired when they share at least 3 (a seed fixes initialisation, data order "
+             "and noise draw for every optimizer): the primary test is the paired t-test on the per-seed differences "
+             "on those seeds, which assumes they are roughly normal; arms sharing fewer seeds get Welch's t-test on "
+             "all their runs. A seed run twice counts once, at the mean of its runs, and *n* counts the values the "
+             "test used. An arm whose runs (or per-seed "
              "differences) are all equal has no spread and is *not testable*, never p = 0. Beside it, the exact "
              "sign-flip (or permutation) test assumes nothing but cannot go below its smallest possible p "
              "(3 paired seeds: 0.25). Runs that never reach a target are censored and compared by the exact test "
@@ -421,9 +454,11 @@ TEST_RULE = ("Seeds that both arms ran are paired (a seed fixes initialisation, 
 VERDICT_RULE = ("**supported** when every required comparison goes in the stated direction with p < alpha, each on "
                 "its own (intersection-union test, Berger 1982); **rejected** when any is significant in the "
                 "opposite direction after Holm over the required comparisons; **inconclusive** otherwise, "
-                "including missing runs, no spread, ties, and fewer than `min_seeds` (default 3) completed seeds in "
-                "a required arm of any setting of the family (every setting matching `where:` in which an "
-                "optimizer the hypothesis names has runs). The exact tests' verdict is given where it differs.")
+                "including missing runs, no spread, ties, and a test on fewer than `min_seeds` (default 3) seeds "
+                "(its pairs, or an arm's runs with a value) in any setting of the family (every setting of the "
+                "hypothesis's scope matching `where:` in which an optimizer it names has runs). The exact tests' "
+                "verdict is given where it differs. Where the study that tests a hypothesis ran until decided, its "
+                "sequential decision is the verdict instead.")
 
 
 def warnings_section(parts: ReportParts) -> str:

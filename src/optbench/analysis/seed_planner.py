@@ -4,11 +4,15 @@
 each required comparison, the spread of its per-seed differences. A 2-degree-of-freedom sd is very noisy,
 so the plan uses its one-sided 80 % upper confidence bound (Browne 1995, "On the use of a pilot sample for
 sample size determination"): sd * sqrt((n - 1) / chi2.ppf(0.2, n - 1)). The effect to detect is the one
-observed, or `delta` (in the metric's units) when given. Then:
+observed, or `delta` (in the metric's units) when given. The plan is for a paired design (the same seeds for
+every arm); from a pilot whose seeds did not pair, the sd of one seed's difference is that of independent runs:
+sqrt(2) x the pooled sd for two arms, 2 x the cells' rms sd for a difference of drops (four runs per seed). Then:
 - the seeds one comparison needs for 80 % power with the paired t-test at alpha;
-- the seeds the whole hypothesis needs: "supported" needs every one of its m comparisons
+- the seeds the whole hypothesis needs: "supported" needs every one of its m required comparisons
   (intersection-union), so each needs power 0.8^(1/m) (treating them as independent), checked by a
-  bounded simulation of the verdict rule at that n;
+  bounded simulation of the verdict rule at that n. m counts every required comparison: one the pilot
+  cannot size (no runs there, no spread) is planned with the largest sd of the others when `delta` is given
+  and said so, and leaves the hypothesis unplanned (naming it) when not;
 - the exact test's floor: fewer seeds than the smallest n with 2 / 2^n < alpha can never pass it;
 - the cost of the extra runs in device-hours, from the pilot runs' measured wall times.
 """
@@ -54,6 +58,8 @@ class SeedPlan:
     exact_floor: int                # the fewest seeds with which the exact test can reach alpha at all
     hours_per_seed: float           # device-hours one more seed costs (every arm x setting of the hypothesis)
     n_pilot: int
+    unsized: tuple[str, ...] = ()   # required comparisons the pilot cannot size and the plan could not either
+    required: int = 1               # m: the hypothesis's required comparisons, sized or not
 
     @property
     def extra_hours(self) -> float:
@@ -68,15 +74,23 @@ class SeedPlan:
         if against:
             return (f"{self.hypothesis}: the pilot points against it ({', '.join(against)}); more seeds would test "
                     f"whether it is rejected, not support it (give --delta to plan for an effect in the stated direction)")
+        if self.unsized:
+            return (f"{self.hypothesis}: the pilot cannot size {'; '.join(self.unsized)}, a required comparison "
+                    f"(no runs or no spread there); run the pilot there, or give --delta to plan it with the largest sd "
+                    f"of the others")
         if self.seeds_needed is None:
             return (f"{self.hypothesis}: at least one comparison's effect is too small to detect with {MAX_SEEDS} seeds; "
                     f"plan for a larger effect (--delta) or drop the claim")
         needed = max(self.seeds_needed, 2)
         more = max(0, needed - self.n_pilot)
         exact = (f"; the exact test needs at least {self.exact_floor} to agree" if needed < self.exact_floor else "")
+        borrowed = [row.comparison for row in self.comparisons if row.n_pilot == 0]
+        unpriced = (f", not counting {'; '.join(borrowed)}, which has no pilot runs to price and was planned with the "
+                    f"largest sd of the others" if borrowed else "")
         return (f"{self.hypothesis}: run {needed} seeds ({more} more than the pilot's {self.n_pilot}, "
-                f"about {self.extra_hours:.3g} device-hours) for {100 * TARGET_POWER:.0f} % power to support it "
-                f"(simulated: {100 * self.simulated_power:.0f} %){exact}")
+                f"about {self.extra_hours:.3g} device-hours{unpriced}) for {100 * TARGET_POWER:.0f} % power to "
+                f"support it with all {self.required} required comparisons (simulated: "
+                f"{100 * self.simulated_power:.0f} %){exact}")
 
 
 def comparison_units(test) -> tuple[float, str]:
@@ -108,6 +122,12 @@ def exact_floor(alpha: float, comparisons: int = 1) -> int:
     return next(n for n in range(2, 64) if 2 / 2 ** n < alpha / comparisons)
 
 
+def independent_runs_per_difference(numbers: dict) -> int:
+    """How many independent runs one seed's difference holds when the pilot's seeds did not pair: two (one per
+    arm), or four for a difference of drops compared by the contrast of its four cells."""
+    return 4 if numbers.get("test") == "Welch-Satterthwaite contrast" else 2
+
+
 def plan_comparison(check, alpha: float, comparisons: int, delta: float | None) -> ComparisonPlan | None:
     """None when the check has no spread to plan from (missing, or fewer than 2 paired seeds)."""
     numbers = check.numbers
@@ -116,14 +136,16 @@ def plan_comparison(check, alpha: float, comparisons: int, delta: float | None) 
     if n < 2 or not np.isfinite(spread) or spread <= 0:
         return None
     if not numbers.get("n_pairs"):
-        spread *= math.sqrt(2)   # unpaired: the sd of a difference of two independent runs
+        # unpaired: the sd of a difference of independent runs, each with the pooled (or rms) sd: sqrt(k) x it
+        spread *= math.sqrt(independent_runs_per_difference(numbers))
     upper = sd_upper_bound(spread, n)
     difference = float(numbers.get("difference", math.nan))
     against = delta is None and difference != 0 and (difference > 0) != (check.better == "higher")
     effect = math.nan if against else (abs(delta) if delta is not None else abs(difference))
     per_comparison = TARGET_POWER ** (1 / comparisons)
     notes = ["against the claim" if against else "",
-             "" if numbers.get("n_pairs") else "seeds did not pair: planned as paired from the pooled sd"]
+             "" if numbers.get("n_pairs") else f"seeds did not pair: planned as paired, one seed's difference taken as "
+                                               f"{independent_runs_per_difference(numbers)} independent runs"]
     return ComparisonPlan(check.setting, check.comparison, n, difference, spread, upper, effect,
                           seeds_for_power(effect / upper, alpha, TARGET_POWER),
                           seeds_for_power(effect / upper, alpha, per_comparison),
@@ -153,19 +175,36 @@ def hours_per_seed(runs: pd.DataFrame) -> float:
     return float(done.groupby(["setting", "arm"])["wall_time_s"].mean().sum() / 3600)
 
 
+def borrowed_plan(check, like: ComparisonPlan, alpha: float, comparisons: int, delta: float) -> ComparisonPlan:
+    """A required comparison the pilot cannot size, planned for `delta` with the sd of `like` (the largest of the
+    others): n_pilot 0 says it has no pilot runs of its own."""
+    effect = abs(delta)
+    return ComparisonPlan(check.setting, check.comparison, 0, math.nan, like.spread, like.spread_upper, effect,
+                          seeds_for_power(effect / like.spread_upper, alpha, TARGET_POWER),
+                          seeds_for_power(effect / like.spread_upper, alpha, TARGET_POWER ** (1 / comparisons)),
+                          math.nan, note=f"no pilot spread here ({check.outcome}): planned with the largest sd of the "
+                                         f"others ({like.setting}: {like.comparison})")
+
+
 def plan_seeds(verdict, runs: pd.DataFrame, delta: float | None = None) -> SeedPlan:
-    """`verdict`: hypotheses.evaluate on the pilot; `runs`: the pilot runs of this hypothesis (its optimizers,
-    after `where`), for the cost."""
+    """`verdict`: hypotheses.evaluate on the pilot; `runs`: the pilot runs of this hypothesis (its optimizers, in
+    the settings it was judged on), for the cost. Every required comparison counts in m."""
     test = verdict.hypothesis.test
-    tested = [check for check in verdict.checks if check.outcome != "missing"]
-    plans = [plan for plan in (plan_comparison(check, test.alpha, max(1, len(tested)), delta) for check in tested)
-             if plan is not None]
-    needed = None if not plans or any(plan.seeds_in_hypothesis is None for plan in plans) else \
+    comparisons = max(1, len(verdict.checks))
+    sized = [plan_comparison(check, test.alpha, comparisons, delta) for check in verdict.checks]
+    plans = [plan for plan in sized if plan is not None]
+    unsized = [check for check, plan in zip(verdict.checks, sized) if plan is None]
+    if unsized and plans and delta is not None:
+        widest = max(plans, key=lambda plan: plan.spread_upper)
+        plans += [borrowed_plan(check, widest, test.alpha, comparisons, delta) for check in unsized]
+        unsized = []
+    needed = None if not plans or unsized or any(plan.seeds_in_hypothesis is None for plan in plans) else \
         max(plan.seeds_in_hypothesis for plan in plans)
     power = simulated_power(plans, needed, test.alpha) if needed else math.nan
-    n_pilot = min((plan.n_pilot for plan in plans), default=0)
+    n_pilot = min((plan.n_pilot for plan in plans if plan.n_pilot), default=0)
     return SeedPlan(verdict.hypothesis.id, test.alpha, plans, needed, power, exact_floor(test.alpha),
-                    hours_per_seed(runs), n_pilot)
+                    hours_per_seed(runs) if runs is not None else math.nan, n_pilot,
+                    tuple(f"{check.setting}: {check.comparison}" for check in unsized) if plans else (), comparisons)
 
 
 def plan_table(plan: SeedPlan, scale: float = 100.0, unit: str = "pp") -> pd.DataFrame:
@@ -178,11 +217,12 @@ def plan_table(plan: SeedPlan, scale: float = 100.0, unit: str = "pp") -> pd.Dat
 
     return pd.DataFrame([{
         "setting": row.setting, "comparison": row.comparison, "pilot seeds": row.n_pilot,
-        f"difference ({unit})": f"{scale * row.difference:+.2f}",
+        f"difference ({unit})": f"{scale * row.difference:+.2f}" if np.isfinite(row.difference) else "—",
         f"sd of differences ({unit}, 80% upper bound)": f"{scale * row.spread:.2f} ({scale * row.spread_upper:.2f})",
         f"effect planned ({unit})": "—" if row.against_claim else f"{scale * row.effect:.2f}",
-        "power now": "—" if row.against_claim else f"{100 * row.power_at_pilot:.0f}%",
+        "power now": "—" if row.against_claim or not np.isfinite(row.power_at_pilot)
+        else f"{100 * row.power_at_pilot:.0f}%",
         "seeds for 80% (alone)": seeds_text(row, row.seeds_alone),
-        f"seeds for the hypothesis ({100 * TARGET_POWER ** (1 / max(1, len(plan.comparisons))):.0f}% each)":
+        f"seeds for the hypothesis ({100 * TARGET_POWER ** (1 / plan.required):.0f}% each)":
             seeds_text(row, row.seeds_in_hypothesis),
         "note": row.note} for row in plan.comparisons])

@@ -8,8 +8,9 @@ statistics (corr(Z_i, Z_j) = sqrt(t_i / t_j)) with scipy.stats.multivariate_norm
 crossing under the null is alpha: early looks need overwhelming evidence (c_1 = 4.53 at 3 of 16 seeds), the
 last one about the fixed design's 1.96 (2.01).
 
-At each look every required comparison's paired t-test (stats.compare) becomes z = Phi^-1(1 - p/2), signed
-+ in the hypothesis's stated direction. Then, per hypothesis:
+At each look (on that look's seeds only: `look_seeds`) every required comparison's paired t-test (stats.compare)
+becomes z = Phi^-1(1 - p/2), signed + in the hypothesis's stated direction; a comparison the verdict calls not
+testable (too few seeds in the test, no spread, missing runs) has no z. Then, per hypothesis:
 - **supported** (stop for efficacy): every comparison has z >= c_k (intersection-union: each at alpha);
 - **rejected**: some comparison has z <= -c'_k, the boundaries of alpha / m (Bonferroni over its m
   comparisons, as conservative as Holm's first step);
@@ -38,6 +39,12 @@ STOPPED = (SUPPORTED, REJECTED, FUTILITY, UNDECIDED)
 def looks_for(first: int, max_seeds: int, planned=DEFAULT_LOOKS) -> tuple[int, ...]:
     """The study's own seeds first, then the default looks above it, ending at max_seeds."""
     return tuple(dict.fromkeys([first, *(n for n in planned if first < n < max_seeds), max(first, max_seeds)]))
+
+
+def look_seeds(own: list[int], count: int) -> list[int]:
+    """The seeds of a look of `count` seeds: the study's own, then the next integers after its largest. A look
+    is decided on exactly these, whatever else the folder holds (a later look's seeds, copied-back runs)."""
+    return (list(own) + list(range(max(own) + 1, max(own) + 1 + count)))[:count]
 
 
 def spent(fraction: float, alpha: float) -> float:

@@ -1,10 +1,14 @@
 """Statistics over seeds: means with t intervals, and tests between optimizers chosen for the n at hand.
 
 - `describe(values)`: n, mean, sample std (ddof=1), 95 % CI mean +- t(0.975, n-1) * sd / sqrt(n).
-- `compare(a, b)`: two arms given as values indexed by seed. When the arms share at least two seeds the
-  primary test is the **paired t-test on per-seed differences** (a seed fixes initialisation, batch order
-  and noise draw for every optimizer, so pairing removes that shared variation); its assumption is that
-  seed-to-seed differences are roughly normal. Seeds that do not pair get **Welch's t-test**. Beside it
+- `compare(a, b)`: two arms given as values indexed by seed, each seed counted once (a seed run twice, a
+  rerun differing only in a numbers-free key, counts at the mean of its runs). When the arms share at
+  least `min_pairs` seeds (MIN_PAIRS, the verdicts' min_seeds) the primary test is the **paired t-test on
+  per-seed differences** on those seeds (a seed fixes initialisation, batch order and noise draw for every
+  optimizer, so pairing removes that shared variation; runs on seeds the other arm lacks are left out and
+  named); its assumption is that seed-to-seed differences are roughly normal. Arms sharing fewer seeds get
+  **Welch's t-test** on all their runs, so the test does not jump to a paired t on two pairs as the seed
+  sets start to overlap. The n it reports are the values the test used. Beside it
   stands the **exact** sign-flip (paired) or permutation (unpaired) test as a sensitivity check that
   assumes nothing; it cannot go below 2 / 2^n (3 paired seeds: 0.25), so at small n it says little.
   Both are two-sided. A t-test needs spread: when the per-seed differences (paired) or an arm's runs
@@ -23,6 +27,7 @@
 - `holm(p_values)`: Holm's step-down adjustment for a family of tests.
 """
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -33,6 +38,9 @@ import pandas as pd
 from scipy import optimize, stats
 
 ALPHA = 0.05
+# Pair two arms on their shared seeds only when they share at least this many (the verdicts' default min_seeds):
+# a paired t on fewer pairs would test on fewer seeds than the arms ran; such arms are compared unpaired instead.
+MIN_PAIRS = 3
 LOW_POWER_N = 5      # below this many seeds per arm, only very large effects are detectable
 EXACT_LIMIT = 20_000   # exact tests enumerate every arrangement up to this many (2^14 sign flips, 8 vs 8 splits)
 TARGET_POWER = 0.8   # the usual power for "detectable"
@@ -120,23 +128,47 @@ class Comparison:
 
 
 def by_seed(values: pd.Series, censored: bool = False) -> pd.Series:
-    """Values indexed by seed, NaN dropped; +inf (a censored run: never reached) kept when `censored`.
-    A seed appearing twice keeps both (and then cannot be paired)."""
+    """Values indexed by seed, NaN dropped; +inf (a censored run: never reached) kept when `censored`."""
     values = pd.Series(values, dtype=float)
     array = values.to_numpy()
     keep = np.isfinite(array) | (censored & (array == np.inf))
     return values[keep]
 
 
+def one_per_seed(values: pd.Series) -> tuple[pd.Series, list]:
+    """(each seed once, the seeds that repeated): a seed run twice (a rerun that differs only in a numbers-free
+    key, or a copy in another folder) is one seed, counted at the mean of its runs; counting it twice would give a
+    test a seed it does not have, and would stop the arms from pairing."""
+    if values.index.is_unique:
+        return values, []
+    repeated = sorted(set(values.index[values.index.duplicated()]))
+    return values.groupby(level=0, sort=False).mean(), repeated
+
+
 def shared_seeds(a: pd.Series, b: pd.Series) -> list:
-    """Seeds both arms ran once each (the pairs); none when a seed repeats within an arm."""
-    if not (a.index.is_unique and b.index.is_unique):
-        return []
+    """Seeds both arms ran (the pairs); each arm's seeds counted once (one_per_seed)."""
     return sorted(set(a.index) & set(b.index))
 
 
-def seeds_pair(a: pd.Series, b: pd.Series) -> bool:
-    return len(shared_seeds(a, b)) >= 2
+def seeds_pair(a: pd.Series, b: pd.Series, min_pairs: int = MIN_PAIRS) -> bool:
+    return len(shared_seeds(one_per_seed(a)[0], one_per_seed(b)[0])) >= min_pairs
+
+
+def seeds_text(seeds) -> str:
+    return ", ".join(str(int(seed)) if float(seed).is_integer() else str(seed) for seed in seeds)
+
+
+def seed_notes(a: pd.Series, b: pd.Series, pairs: list | None, repeated: tuple[list, list],
+               names: tuple[str, str]) -> str:
+    """What a reader needs to count the test's seeds: repeated seeds counted once, runs left out of a paired test."""
+    notes = [f"{name}'s seed(s) {seeds_text(seeds)} ran more than once: each counted once, at the mean of its runs"
+             for name, seeds in zip(names, repeated) if seeds]
+    if pairs is not None:
+        unpaired = [(name, sorted(set(values.index) - set(pairs))) for name, values in zip(names, (a, b))]
+        left_out = [f"{name}'s seed(s) {seeds_text(seeds)}" for name, seeds in unpaired if seeds]
+        if left_out:
+            notes.append(f"paired on the {len(pairs)} seeds both ran; left out (no partner): {', '.join(left_out)}")
+    return "; ".join(notes)
 
 
 # ---- exact tests --------------------------------------------------------------------------------------
@@ -238,17 +270,29 @@ def min_detectable_d(n_a: int, n_b: int | None = None, alpha: float = ALPHA, pow
 
 # ---- comparing two arms -------------------------------------------------------------------------------
 
-def compare(a: pd.Series, b: pd.Series, alpha: float = ALPHA, paired: bool | None = None) -> Comparison:
+def compare(a: pd.Series, b: pd.Series, alpha: float = ALPHA, paired: bool | None = None,
+            min_pairs: int = MIN_PAIRS, names: tuple[str, str] = ("A", "B")) -> Comparison:
     """Test arm a against arm b. `a`, `b`: values indexed by seed, +inf for a run censored at its budget.
-    paired=None pairs on the seeds both arms ran when there are at least two of them."""
-    a, b = by_seed(a, censored=True), by_seed(b, censored=True)
+    paired=None pairs on the seeds both arms ran when there are at least `min_pairs` of them, else compares
+    every run unpaired. n_a, n_b (and n_pairs) count the values the test used; `names` label the arms in notes."""
+    (a, repeated_a), (b, repeated_b) = (one_per_seed(by_seed(values, censored=True)) for values in (a, b))
     pairs = shared_seeds(a, b)
-    paired = len(pairs) >= 2 if paired is None else paired and len(pairs) >= 2
+    paired = len(pairs) >= max(2, min_pairs) if paired is None else paired and len(pairs) >= 2
     if paired:
         x, y = a[pairs].to_numpy(), b[pairs].to_numpy()
     else:
         x, y = a.to_numpy(), b.to_numpy()
-    base = dict(n_a=len(a), n_b=len(b), n_pairs=len(pairs) if paired else 0,
+    note = seed_notes(a, b, pairs if paired else None, (repeated_a, repeated_b), names)
+    if pairs and not paired:
+        note = "; ".join(filter(None, [note, f"the arms share only {len(pairs)} seed(s), fewer than {min_pairs}: "
+                                             f"compared unpaired on all their runs"]))
+    result = tested(x, y, paired, alpha, len(pairs) if paired else 0)
+    return dataclasses.replace(result, note="; ".join(filter(None, [result.note, note])))
+
+
+def tested(x: np.ndarray, y: np.ndarray, paired: bool, alpha: float, n_pairs: int) -> Comparison:
+    """The test of the values chosen by `compare` (pairs, or every run of each arm)."""
+    base = dict(n_a=len(x), n_b=len(y), n_pairs=n_pairs,
                 mean_a=float(x.mean()) if len(x) and np.isfinite(x).all() else math.nan,
                 mean_b=float(y.mean()) if len(y) and np.isfinite(y).all() else math.nan,
                 censored_a=int(np.isinf(x).sum()), censored_b=int(np.isinf(y).sum()),
@@ -359,19 +403,22 @@ def contrast(cells: list[tuple[float, Description]]) -> Contrast:
     return Contrast(estimate, math.sqrt(variance), df, statistic, float(2 * stats.t.sf(abs(statistic), df)))
 
 
-def paired_cells(values: dict) -> dict:
-    """The four cells of a drop comparison on the seeds all four ran, when at least two: the per-seed drops are
-    tested on those seeds only, so the means shown beside the test are taken on them too (a clean seed with
-    no noisy run, or one the other optimizer never ran, would otherwise move a mean the test never saw)."""
-    if not all(series.index.is_unique for series in values.values()):
-        return values
-    common = sorted(set.intersection(*(set(series.dropna().index) for series in values.values())))
-    if len(common) < 2:
-        return values
-    return {key: series.loc[common] for key, series in values.items()}
+def paired_cells(values: dict, min_pairs: int = MIN_PAIRS) -> tuple[dict, str]:
+    """(the four cells of a drop comparison, each seed once, a note). On the seeds all four ran, when at least
+    `min_pairs`: the per-seed drops are tested on those seeds only, so the means shown beside the test are taken
+    on them too (a clean seed with no noisy run, or one the other optimizer never ran, would otherwise move a mean
+    the test never saw), and the note names the seeds left out."""
+    values = {key: one_per_seed(by_seed(series))[0] for key, series in values.items()}
+    common = sorted(set.intersection(*(set(series.index) for series in values.values())))
+    if len(common) < min_pairs:
+        return values, ""
+    left_out = sorted(set().union(*(set(series.index) for series in values.values())) - set(common))
+    note = (f"per-seed drops on the {len(common)} seeds all four cells ran; seed(s) {seeds_text(left_out)} left out"
+            if left_out else "")
+    return {key: series.loc[common] for key, series in values.items()}, note
 
 
-def drop_test(values: dict, alpha: float = ALPHA) -> tuple[float, float, Comparison]:
+def drop_test(values: dict, alpha: float = ALPHA, min_pairs: int = MIN_PAIRS) -> tuple[float, float, Comparison]:
     """(subject's drop, other's drop, the test of subject drop - other drop).
 
     When each optimizer's clean and noisy runs share seeds, per-seed drops (clean - noisy of the same seed)
@@ -379,19 +426,21 @@ def drop_test(values: dict, alpha: float = ALPHA) -> tuple[float, float, Compari
     seeds). Otherwise the four cells are independent and the contrast (clean_s - noisy_s) - (clean_o -
     noisy_o) gets a Welch-Satterthwaite t-test, only when no cell is constant.
     """
+    values = {key: one_per_seed(by_seed(series))[0] for key, series in values.items()}   # each seed once
     clean_s, noisy_s = values[("subject", "clean")], values[("subject", "noisy")]
     clean_o, noisy_o = values[("other", "clean")], values[("other", "noisy")]
     drop_subject, drop_other = clean_s.mean() - noisy_s.mean(), clean_o.mean() - noisy_o.mean()
-    if seeds_pair(clean_s, noisy_s) and seeds_pair(clean_o, noisy_o):
+    if seeds_pair(clean_s, noisy_s, min_pairs) and seeds_pair(clean_o, noisy_o, min_pairs):
         per_seed_s = (clean_s - noisy_s).dropna()
         per_seed_o = (clean_o - noisy_o).dropna()
-        result = compare(per_seed_s, per_seed_o, alpha)
+        result = compare(per_seed_s, per_seed_o, alpha, min_pairs=min_pairs)
         return drop_subject, drop_other, result
     return drop_subject, drop_other, contrast_comparison([clean_s, noisy_s, clean_o, noisy_o], alpha)
 
 
 def contrast_comparison(series: list[pd.Series], alpha: float) -> Comparison:
-    """The four independent cells' contrast as a Comparison (Welch-Satterthwaite t, no exact test)."""
+    """The four independent cells' contrast as a Comparison (Welch-Satterthwaite t, no exact test); n_a and n_b
+    are the smaller cell of each optimizer."""
     arrays = [finite(values) for values in series]
     cells = [(weight, describe(values)) for weight, values in zip((1.0, -1.0, -1.0, 1.0), arrays)]
     sizes = [len(values) for values in arrays]
@@ -435,7 +484,8 @@ def holm(p_values) -> np.ndarray:
 
 
 def pairwise(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[str], alpha: float = ALPHA) -> pd.DataFrame:
-    """Every pair of arms within each setting, on completed runs' `metric`; Holm-adjusted per setting."""
+    """Every pair of arms within each setting, on completed runs' `metric` (paired as `compare` pairs, so the
+    same pair gets the same test here and in a verdict); Holm-adjusted per setting."""
     rows = []
     for setting in settings:
         here = runs[runs["setting"] == setting]

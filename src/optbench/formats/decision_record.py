@@ -9,7 +9,9 @@ every later one, so it is never re-decided on more data.
      "rule": "...", "hypotheses": {"H2": {"comparisons": 4, "efficacy": [...], "rejection": [...]}},
      "decisions": [{"look": 0, "seeds": 3, "date": "...",
                     "hypotheses": {"H2": {"decision": "continue", "reason": "...", "conditional_power": 0.4,
-                                          "z": {"imagefolder, clean: sgd vs adam": -1.2}}}}]}
+                                          "z": {"imagefolder, clean: sgd vs adam": -1.2},
+                                          "n": {"imagefolder, clean: sgd vs adam": 3}}}}]}
+    ("n": the seeds each comparison's test used at that look; records written before it have none.)
 """
 
 import datetime

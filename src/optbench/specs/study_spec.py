@@ -6,7 +6,9 @@ optimizers, seeds, datasets, noise settings and epochs; `overrides` adds Hydra o
 (tuning studies) says how to search: `method: grid` (a log grid of factors around each optimizer's
 default lr and weight decay) or `method: quasirandom` (trials drawn from a search space file under
 experiments/search_spaces/, the top-k rerun on more seeds); `tuned_by` (main studies) names the
-tuning study whose winners it runs with. A key the format does not know is refused, so a typo cannot
+tuning study whose winners it runs with; `hypotheses` (main studies) lists the ids of the hypotheses it
+tests (`tested_hypotheses`: the aggregator's `--study` judges only those, on its planned settings). A key
+the format does not know is refused, so a typo cannot
 be silently ignored. `find_study(name)` and `load_study(path)` return a frozen `Study`; plan.py expands
 it into runs. A hypothesis study carries its parsed `HypothesisTest` (specs/hypothesis_spec.py).
 Standard library and PyYAML only.
@@ -24,7 +26,7 @@ from optbench.specs.hypothesis_spec import HUMAN, HYPOTHESIS_KEYS, HypothesisTes
 REPO = Path(__file__).resolve().parents[3]
 EXPERIMENTS_DIR = REPO / "experiments"
 GRID_KEYS = ("optimizer", "seed", "dataset", "noise", "epochs")  # every study grid names these
-STUDY_KEYS = ("id", "title", "statement", "grid", "overrides", "tune", "tuned_by")   # a study file's keys
+STUDY_KEYS = ("id", "title", "statement", "grid", "overrides", "tune", "tuned_by", "hypotheses")   # a study file's keys
 
 @dataclass(frozen=True)
 class Study:
@@ -37,6 +39,7 @@ class Study:
     tune: "Tuning | None" = None      # tuning studies: how the search runs and selects
     test: HypothesisTest | None = None   # a hypothesis's test, when the study is a hypothesis's
     tuned_by: str = ""                # main studies: the tuning study run first, whose winners these runs use
+    hypotheses: tuple[str, ...] = ()  # main studies: the ids of the hypotheses it tests (empty: not said)
 
 
 # ---------------------------------------------------------------- the `tune:` block
@@ -179,10 +182,13 @@ def _build_study(path: Path, fields: dict) -> Study:
         raise ConfigError(f"{path}: tune.confirm_seeds repeat a grid seed: confirm on new seeds")
     if tune and fields.get("tuned_by"):
         raise ConfigError(f"{path}: a tuning study cannot be tuned_by another")
+    tested = fields.get("hypotheses") or []
+    if not isinstance(tested, list) or not all(isinstance(name, str) for name in tested):
+        raise ConfigError(f"{path}: hypotheses must list hypothesis ids (e.g. [H1, H2])")
     return Study(id=str(fields["id"]), title=str(fields.get("title") or fields["id"]),
                  statement=" ".join(str(fields["statement"]).split()), source=path, grid=grid,
                  overrides=tuple(fields.get("overrides") or ()), tune=tune, test=fields.get("test"),
-                 tuned_by=str(fields.get("tuned_by") or ""))
+                 tuned_by=str(fields.get("tuned_by") or ""), hypotheses=tuple(tested))
 
 
 @dataclass(frozen=True)
@@ -210,6 +216,21 @@ def planned_settings(study: Study) -> list[PlannedSetting]:
         settings += [PlannedSetting(str(dataset), str(entry["name"]), rate, chosen)
                      for dataset in _as_list(study.grid["dataset"]) for rate in rates]
     return settings
+
+
+def tested_hypotheses(study: Study, known: list[str]) -> list[str]:
+    """The ids of the hypotheses a study tests, among `known` (the hypothesis files' ids): a hypothesis's own study
+    tests it; a study file its `hypotheses:` list; a study that says nothing, every one. An id no file defines is
+    refused, naming the known ones."""
+    if study.test is not None:
+        return [study.id]
+    if not study.hypotheses:
+        return list(known)
+    unknown = [name for name in study.hypotheses if name not in known]
+    if unknown:
+        raise ConfigError(f"{study.source}: hypotheses names {unknown[0]}, which no hypothesis file defines "
+                          f"(known: {', '.join(known) or 'none'})")
+    return list(study.hypotheses)
 
 
 def _as_list(value) -> list:

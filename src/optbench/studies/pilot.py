@@ -1,27 +1,32 @@
 """`python src/study.py H2 --plan-seeds --pilot results/`: how many seeds a study's hypotheses need.
 
-The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator does
-(optbench.analysis); optbench.analysis.seed_planner turns each required comparison's spread into the seeds it
-needs, checks the hypothesis-level figure by simulation and prices the extra runs. A hypothesis study
-(H1, H2, H3) plans its own hypothesis; any other study plans every hypothesis in experiments/hypotheses/.
+The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator judges it, on the
+same scope (optbench.analysis.verdicts: the settings of a study in the pilot folder that ran until decided, else
+every setting there matching its `where:`); optbench.analysis.seed_planner turns each required comparison's
+spread into the seeds it needs, checks the hypothesis-level figure by simulation and prices the extra runs. A
+hypothesis study (H1, H2, H3) plans its own hypothesis; any other study the hypotheses it tests (its
+`hypotheses:` list), or every hypothesis in experiments/hypotheses/ when it names none.
 """
 
 from pathlib import Path
 
-from optbench.analysis.hypotheses import Context, apply_where, evaluate
-from optbench.analysis.pipeline import analyse
+from optbench.analysis.hypotheses import Context, evaluate
+from optbench.analysis.pipeline import analyse, read_decision_records
 from optbench.analysis.seed_planner import SeedPlan, comparison_units, plan_seeds, plan_table
 from optbench.analysis.tables import to_markdown
 from optbench.analysis.tuning_report import read_tuning
+from optbench.analysis.verdicts import judge
 from optbench.errors import ConfigError
-from optbench.specs.study_spec import Study
+from optbench.specs.study_spec import Study, tested_hypotheses
 from optbench.specs.hypothesis_spec import Hypothesis, load_hypotheses
 
 
 def hypotheses_of(study: Study, experiments_dir: Path) -> list[Hypothesis]:
     if study.test is not None:
         return [Hypothesis(study.id, study.title, study.statement, study.test, str(study.source))]
-    return load_hypotheses(experiments_dir)
+    hypotheses = load_hypotheses(experiments_dir)
+    tested = tested_hypotheses(study, [hypothesis.id for hypothesis in hypotheses])
+    return [hypothesis for hypothesis in hypotheses if hypothesis.id in tested]
 
 
 def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: float | None) -> list[SeedPlan]:
@@ -31,14 +36,15 @@ def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: fl
     tuning = read_tuning(Path(pilot))
     analysis = analyse(Path(pilot), set_aside=tuning.run_dirs)
     context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on())
+    hypotheses = hypotheses_of(study, experiments_dir)
+    records = read_decision_records(Path(pilot), None, [])
+    judged = {judgement.hypothesis.id: judgement.fixed
+              for judgement in judge(hypotheses, context, records, None, experiments_dir)[0]}
     plans = []
-    for hypothesis in hypotheses_of(study, experiments_dir):
-        test = hypothesis.test
-        verdict = evaluate(hypothesis, context)
-        runs = apply_where(analysis.runs, test.where)
-        runs = runs[runs["optimizer"].astype(str).isin([test.subject, *test.versus])]
-        in_units = None if delta is None else delta / comparison_units(test)[0]
-        plans.append(plan_seeds(verdict, runs, in_units))
+    for hypothesis in hypotheses:
+        verdict = judged.get(hypothesis.id) or evaluate(hypothesis, context)   # not tested here: nothing to plan from
+        in_units = None if delta is None else delta / comparison_units(hypothesis.test)[0]
+        plans.append(plan_seeds(verdict, verdict.runs, in_units))
     return plans
 
 

@@ -4,8 +4,11 @@ The study's own seeds are the first look; later looks add seeds (the next intege
 (default looks 3, 6, 10, 16: optbench.analysis.sequential_rule), for the optimizers the hypotheses still open
 compare (a decided hypothesis's other arms get no more seeds). At each look the runs are trained as
 ordinary runs in their deterministic directories (finished ones skipped), the results folder is read
-as the aggregator reads it, each open hypothesis is evaluated, and the group-sequential rule says
-continue, stop for efficacy (supported), rejected, stop for futility, or undecided at the last look.
+as the aggregator reads it, each open hypothesis is evaluated on the study's planned settings and on that
+look's seeds only (never on more seeds the folder happens to hold), and the group-sequential rule says
+continue, stop for efficacy (supported), rejected, stop for futility, or undecided at the last look; a
+comparison the evaluation calls not testable gives no z. Each look records, per comparison, its z and the
+seeds its test used.
 Every look is appended to `sequential-<study>.json` beside the runs (optbench.formats.decision_record): a stopped
 or killed study resumes from it, and a decision once taken is never re-decided. The design (looks,
 boundaries) is fixed in the record at the first look.
@@ -17,7 +20,7 @@ from pathlib import Path
 from optbench.formats import decision_record
 from optbench.analysis.hypotheses import Context, evaluate
 from optbench.analysis.pipeline import analyse
-from optbench.analysis.sequential_rule import CONTINUE, Design, decide, looks_for, signed_z
+from optbench.analysis.sequential_rule import CONTINUE, Design, decide, look_seeds, looks_for, signed_z
 from optbench.analysis.tuning_report import read_tuning
 from optbench.errors import ConfigError
 from optbench.studies.pilot import hypotheses_of
@@ -33,14 +36,8 @@ def own_seeds(study: Study) -> list[int]:
     return [int(seed) for seed in (seeds if isinstance(seeds, (list, tuple)) else [seeds])]
 
 
-def seeds_at(study: Study, count: int) -> list[int]:
-    """The study's seeds, then the next integers after its largest, up to `count`."""
-    own = own_seeds(study)
-    return (own + list(range(max(own) + 1, max(own) + 1 + count)))[:count]
-
-
 def with_seeds(study: Study, count: int) -> Study:
-    return dataclasses.replace(study, grid={**study.grid, "seed": seeds_at(study, count)})
+    return dataclasses.replace(study, grid={**study.grid, "seed": look_seeds(own_seeds(study), count)})
 
 
 def needed_optimizers(study: Study, hypotheses) -> list:
@@ -89,24 +86,37 @@ def hypothesis_design(record: dict, hypothesis, comparisons: int) -> Design:
     return Design(tuple(record["looks"]), hypothesis.test.alpha, int(stored["comparisons"]))
 
 
-def look_decisions(results_dir: Path, hypotheses, record: dict, look: int, planned: list) -> dict:
-    """Each open hypothesis's decision at this look, over the study's planned settings only."""
+def look_decisions(results_dir: Path, hypotheses, record: dict, look: int, study: Study) -> dict:
+    """Each open hypothesis's decision at this look, over the study's planned settings and the look's seeds only."""
     tuning = read_tuning(results_dir)
     analysis = analyse(results_dir, set_aside=tuning.run_dirs)
-    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on(), planned)
+    seeds = tuple(look_seeds(own_seeds(study), record["looks"][look]))
+    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on(),
+                      planned_settings(study), seeds)
     taken = {}
     for hypothesis in hypotheses:
         verdict = evaluate(hypothesis, context)
         design = hypothesis_design(record, hypothesis, len(verdict.checks))
-        z = {f"{check.setting}: {check.comparison}": signed_z(check.numbers.get("p", float("nan")),
-                                                              check.numbers.get("difference", float("nan")),
-                                                              check.better)
-             for check in verdict.checks}
+        z = {f"{check.setting}: {check.comparison}": comparison_z(check) for check in verdict.checks}
         decision = decide(list(z.values()), look, design)
         taken[hypothesis.id] = {"decision": decision.decision, "reason": decision.reason, "seeds": design.looks[look],
-                                "conditional_power": decision.conditional_power,
-                                "z": {key: value for key, value in z.items()}}
+                                "conditional_power": decision.conditional_power, "z": z,
+                                "n": {f"{check.setting}: {check.comparison}": seeds_tested(check)
+                                      for check in verdict.checks}}
     return taken
+
+
+def comparison_z(check) -> float:
+    """The check's signed z; none (NaN) when the evaluation calls it not testable or missing, whatever p it has."""
+    if not check.testable:
+        return float("nan")
+    return signed_z(check.numbers.get("p", float("nan")), check.numbers.get("difference", float("nan")), check.better)
+
+
+def seeds_tested(check) -> int:
+    """The seeds the check's test used: its pairs, else its smaller arm (0 when it has no test)."""
+    numbers = check.numbers
+    return int(numbers.get("n_pairs") or min(numbers.get("n_subject", 0), numbers.get("n_other", 0)))
 
 
 def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -> int:
@@ -129,7 +139,7 @@ def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -
         status = run_study(study_for_look(study, looks[look], open_ones), args, tuned)
         if status:
             return status
-        taken = look_decisions(results_dir, open_ones, record, look, planned_settings(study))
+        taken = look_decisions(results_dir, open_ones, record, look, study)
         record = decision_record.add_look(record, look, looks[look], taken)
         decision_record.write(path, record)
         for name, entry in record["decisions"][-1]["hypotheses"].items():
