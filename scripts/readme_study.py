@@ -1,12 +1,13 @@
-"""Copy the CPU study's results table from docs/cpu-study/ into README, so no number there is typed by hand.
+"""Copy the CPU study's tables from docs/cpu-study/ into README, so no number there is typed by hand.
 
     python scripts/readme_study.py           # rewrite the block between the markers in README.md
     python scripts/readme_study.py --check   # exit 1 when README's block differs from the docs (the tests run this)
 
-The block is a few columns of the aggregator's own results table (tables/results.csv, formatted by the
-aggregator's display_table), the hypotheses' verdict table as report.md gives it, and the final decision
-of each hypothesis a study run until decided took (its decision record in docs/cpu-study/runs); the full
-tables and every other output stay in docs/cpu-study/report.md.
+The block is read from the aggregator's tables, never from the rendered report: a few columns of
+tables/results.csv (formatted by the aggregator's display_table) and the one verdict table,
+tables/verdicts.csv (one row per hypothesis: the sequential decision where its study ran until decided,
+else the fixed-design verdict, on the settings of the study that tests it), with the hypotheses not tested
+in one line. The full tables and every other output stay in docs/cpu-study/report.md.
 """
 
 import argparse
@@ -18,20 +19,17 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench.formats import decision_record  # noqa: E402
-from optbench.analysis.report import decided_over  # noqa: E402
 from optbench.analysis.tables import display_table, to_markdown  # noqa: E402
 
 README = REPO / "README.md"
 STUDY_DOCS = REPO / "docs" / "cpu-study"
 RESULTS_CSV = STUDY_DOCS / "tables" / "results.csv"
-REPORT = STUDY_DOCS / "report.md"
-PUBLISHED_RUNS = STUDY_DOCS / "runs"
-VERDICTS_HEADING = "## Hypotheses"
+VERDICTS_CSV = STUDY_DOCS / "tables" / "verdicts.csv"
 BEGIN = "<!-- cpu-study table: written by `python scripts/readme_study.py` from docs/cpu-study; do not edit -->"
 END = "<!-- end of cpu-study table -->"
 COLUMNS = ["setting", "optimizer", "seeds", "test acc @ best val (%)", "95% CI (%)", "final train loss",
            "not completed", "rank", "p vs best (Holm)"]
+NOT_TESTED = "not tested"
 
 
 def table_markdown(results_csv: Path = RESULTS_CSV) -> str:
@@ -41,35 +39,25 @@ def table_markdown(results_csv: Path = RESULTS_CSV) -> str:
     return to_markdown(shown[COLUMNS])
 
 
-def verdicts_markdown(report: Path = REPORT) -> str:
-    """The first table under report.md's Hypotheses heading: one row per hypothesis, its verdict and why."""
-    lines = report.read_text().splitlines()
-    if VERDICTS_HEADING not in lines:
-        raise ValueError(f"{report} has no {VERDICTS_HEADING!r} section: aggregate with the hypotheses folder")
-    after = lines[lines.index(VERDICTS_HEADING) + 1:]
-    start = next(index for index, line in enumerate(after) if line.startswith("|"))
-    end = next((index for index, line in enumerate(after[start:], start) if not line.startswith("|")), len(after))
-    return "\n".join(after[start:end]) + "\n"
-
-
-def decisions_markdown(runs: Path = PUBLISHED_RUNS) -> str:
-    """One row per hypothesis of each study run until decided: its final decision and the seeds it spent."""
-    rows = []
-    for path in decision_record.find_records(runs):
-        record = decision_record.read(path)
-        rows += [{"study": record["study"], "hypothesis": name, "settings": decided_over(entry),
-                  "decision": f"**{entry['decision'].upper()}**", "seeds spent": entry["seeds"], "why": entry["reason"]}
-                 for name, entry in sorted(decision_record.stopped(record).items())]
-    return to_markdown(pd.DataFrame(rows)) + "\n" if rows else ""
+def verdicts_markdown(verdicts_csv: Path = VERDICTS_CSV) -> str:
+    """One row per hypothesis judged (its verdict, the settings and rule it was judged on, the seeds, why), then
+    one line naming those not tested."""
+    table = pd.read_csv(verdicts_csv, dtype=str, keep_default_na=False)
+    judged = table[table["verdict"] != NOT_TESTED]
+    shown = pd.DataFrame({"hypothesis": judged["hypothesis"] + " " + judged["title"], "judged on": judged["scope"],
+                          "verdict": "**" + judged["verdict"].str.upper() + "**", "rule": judged["rule"],
+                          "seeds": judged["seeds"], "why": judged["why"]})
+    lines = to_markdown(shown)
+    untested = table[table["verdict"] == NOT_TESTED]
+    if len(untested):
+        named = "; ".join(f"{row.hypothesis} ({row.why})" for row in untested.itertuples())
+        lines += f"\nNot judged here: {named}.\n"
+    return lines
 
 
 def study_block() -> str:
-    block = table_markdown() + "\nHypotheses (experiments/hypotheses/), as the report judges them at this scale:\n\n" + \
-        verdicts_markdown()
-    decided = decisions_markdown()
-    if decided:
-        block += "\nDecided by adding seeds until decided (the sequential rule, O'Brien-Fleming alpha spending):\n\n" + decided
-    return block
+    return (table_markdown() + "\nHypotheses (experiments/hypotheses/), one verdict each, as the report gives them "
+            "(`tables/verdicts.csv`):\n\n" + verdicts_markdown())
 
 
 def with_block(readme_text: str, block: str) -> str:
@@ -92,7 +80,7 @@ def main(argv: list[str]) -> int:
         return 2
     if args.check:
         if wanted != current:
-            print("README's cpu-study block differs from docs/cpu-study (tables/results.csv, report.md): "
+            print("README's cpu-study block differs from docs/cpu-study (tables/results.csv, tables/verdicts.csv): "
                   "run python scripts/readme_study.py", file=sys.stderr)
             return 1
         return 0

@@ -7,9 +7,11 @@ significant, missing runs, no spread, one seed) is inconclusive and says why.
 
 import dataclasses
 import itertools
+import json
 import math
 
 import pytest
+from scipy import stats
 from scipy.special import betainc
 
 from conftest import REPO
@@ -382,3 +384,102 @@ def test_with_the_study_named_runs_outside_its_plan_stay_out_of_the_verdict(tmp_
     assert [check.setting for check in planned.checks] == ["cifar10, clean"]
     everything = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
     assert len(everything.checks) == 2
+
+
+# ---- epochs to target, interpolated; the seeds a test uses are the seeds it counts ------------------------------
+
+def crossing_curve(before: float, after: float, at: int, epochs: int = 6, final_val: float = 0.9) -> list[dict]:
+    """Validation accuracy `before` after epoch at - 1 and `after` after epoch `at`, then `final_val` to the end."""
+    values = [0.1 * epoch for epoch in range(1, at - 1)] + [before, after]
+    values += [final_val] * (epochs - len(values))
+    return [record(epoch, value, 0.85, 0.5) for epoch, value in enumerate(values, start=1)]
+
+
+def test_h1_whole_epochs_one_apart_on_every_seed_is_testable_once_the_crossing_is_interpolated(tmp_path):
+    """Lion crosses the target during epoch 3 and AdamW during epoch 4 on every seed: whole epochs gave per-seed
+    differences of exactly -1, "not testable: no spread". Interpolated (target 0.81 = 0.9 x AdamW's final 0.9),
+    Lion crosses at 2 + (0.81 - 0.70) / (0.85 - 0.70) etc., and the paired t runs on those."""
+    lion = [(0.70, 0.85), (0.75, 0.83), (0.60, 0.90)]
+    adamw = [(0.78, 0.84), (0.80, 0.82), (0.72, 0.86)]
+    for seed, ((lion_before, lion_after), (adamw_before, adamw_after)) in enumerate(zip(lion, adamw)):
+        write_run(tmp_path, crossing_curve(lion_before, lion_after, 3), optimizer="lion", seed=seed)
+        write_run(tmp_path, crossing_curve(adamw_before, adamw_after, 4), optimizer="adamw", seed=seed)
+    lion_epochs = [2 + (0.81 - before) / (after - before) for before, after in lion]
+    adamw_epochs = [3 + (0.81 - before) / (after - before) for before, after in adamw]
+    check = verdict(tmp_path, "h1_convergence.yaml").checks[0]
+    assert check.numbers["target"] == pytest.approx(0.81)
+    assert check.outcome != "not testable" and check.numbers["test"] == "paired t"
+    assert check.numbers["mean_subject"] == pytest.approx(mean(lion_epochs))
+    assert check.numbers["p"] == pytest.approx(paired_t_p(lion_epochs, adamw_epochs), rel=1e-9)
+
+
+def hx_verdict(root, experiments, versus="adam"):
+    """A one-comparison hypothesis, sgd higher test accuracy than `versus`, evaluated on `root`."""
+    folder = experiments / "hypotheses"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "hx.yaml").write_text(f"id: HX\nstatement: sgd beats {versus}\ntest: {{kind: metric_comparison, "
+                                    f"subject: sgd, versus: [{versus}]}}\n")
+    analysis = analyse(root)
+    return evaluate(parse_hypothesis(folder / "hx.yaml"), Context(analysis.runs, analysis.curves,
+                                                                  analysis.grouping.setting_keys))
+
+
+def test_a_completed_run_without_its_headline_number_is_not_a_seed_of_the_test(tmp_path):
+    """Three completed seeds each, but seed 2's sgd run recorded no best epoch: the test has 2 pairs. It was
+    SUPPORTED on those 2 pairs (p = 0.006) although min_seeds is 3."""
+    sgd, adam = [0.950, 0.951, 0.952], [0.900, 0.900, 0.900]
+    write_study(tmp_path / "runs", {"sgd": sgd, "adam": adam})
+    summary_path = next((tmp_path / "runs").rglob("sgd/seed2/summary.json"))
+    summary = json.loads(summary_path.read_text())
+    summary["best"] = None
+    summary_path.write_text(json.dumps(summary))
+    result = hx_verdict(tmp_path / "runs", tmp_path / "experiments")
+    check = result.checks[0]
+    assert result.verdict == "inconclusive" and check.outcome == "not testable"
+    assert (check.numbers["n_subject"], check.numbers["n_other"]) == (2, 3)
+    assert "sgd has 2 seed(s) in the test (need 3)" in check.detail
+    assert "1 completed sgd run(s) have no test_acc_at_best_val" in check.detail
+
+
+@pytest.mark.parametrize("adam_seeds", [(3, 4, 5, 6), (2, 3, 4, 5)])
+def test_arms_sharing_fewer_seeds_than_min_seeds_are_compared_unpaired_on_all_their_runs(tmp_path, adam_seeds):
+    """sgd on seeds 0-3, adam on 3-6 (one shared) or 2-5 (two shared): one shared seed gave Welch and two a
+    paired t on 2 pairs, the test jumping with the overlap while both arms "had 4 seeds". Now both are Welch on
+    the 4 runs of each, and say why."""
+    sgd, adam = [0.950, 0.955, 0.948, 0.957], [0.930, 0.921, 0.935, 0.926]
+    write_study(tmp_path / "runs", {"sgd": sgd}, seeds=range(4))
+    write_study(tmp_path / "runs", {"adam": adam}, seeds=adam_seeds)
+    check = hx_verdict(tmp_path / "runs", tmp_path / "experiments").checks[0]
+    t_and_df = stats.ttest_ind(sgd, adam, equal_var=False)
+    assert check.numbers["test"] == "Welch t" and check.numbers["n_pairs"] == 0
+    assert (check.numbers["n_subject"], check.numbers["n_other"]) == (4, 4)
+    assert check.numbers["p"] == pytest.approx(t_and_df.pvalue, rel=1e-9)
+    assert "compared unpaired on all their runs" in check.detail
+
+
+def test_a_seed_run_twice_in_one_arm_counts_once_and_the_arms_still_pair(tmp_path):
+    """A rerun of sgd's seed 1 that differs only in a numbers-free key (its own folder, progress bar on) sits
+    beside the first: the arm's seed index repeated, the paired test silently became Welch over 4 + 3 runs,
+    counting seed 1 twice. Now seed 1 counts once, at the mean of its two runs, and the test is paired."""
+    sgd, adam = [0.950, 0.955, 0.948], [0.930, 0.921, 0.935]
+    write_study(tmp_path / "runs", {"sgd": sgd, "adam": adam})
+    write_run(tmp_path / "runs", ramp_records(0.957), optimizer="sgd", seed=1, variant="rerun",
+              overrides={"train.progress_bar": True})
+    check = hx_verdict(tmp_path / "runs", tmp_path / "experiments").checks[0]
+    sgd_by_seed = [0.950, (0.955 + 0.957) / 2, 0.948]
+    assert check.numbers["test"] == "paired t" and check.numbers["n_pairs"] == 3
+    assert check.numbers["p"] == pytest.approx(paired_t_p(sgd_by_seed, adam), rel=1e-9)
+    assert "seed(s) 1 ran more than once" in check.detail
+
+
+def test_a_completed_run_without_a_curve_is_missing_data_not_a_failure_to_reach_the_target(tmp_path):
+    """Lion's seed 3 has no metrics.jsonl: it was counted as never reaching the target (censored, tied worst on
+    ranks), though nobody knows when it got there. It is missing data: the other 3 seeds are tested, paired."""
+    pairs = [(2, 4), (2, 5), (3, 5), (3, 6)]
+    for seed, (lion, adamw) in enumerate(pairs):
+        write_run(tmp_path, reaching(lion), optimizer="lion", seed=seed)
+        write_run(tmp_path, reaching(adamw), optimizer="adamw", seed=seed)
+    (next(tmp_path.rglob("lion/seed3")) / "metrics.jsonl").write_text("")
+    check = verdict(tmp_path, "h1_convergence.yaml").checks[0]
+    assert check.numbers["censored_subject"] == 0 and check.numbers["test"] == "paired t"
+    assert check.numbers["n_pairs"] == 3 and "no complete val/acc curve" in check.detail

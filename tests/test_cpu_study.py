@@ -2,7 +2,7 @@
 
 - docs/cpu-study/runs holds the study's run records (scripts/publish_runs.py); aggregating them again
   gives exactly the committed tables;
-- README's block is copied from those tables and the report by scripts/readme_study.py.
+- README's block is copied from those tables (tables/results.csv, tables/verdicts.csv) by scripts/readme_study.py.
 """
 
 import importlib.util
@@ -43,11 +43,18 @@ def test_a_number_edited_by_hand_is_caught():
     assert readme_study.with_block(edited, block) == text
 
 
-def test_verdicts_are_the_reports_table(tmp_path):
-    report = tmp_path / "report.md"
-    report.write_text("# Results\n\n## Hypotheses\n\nfrom files.\n\n| hypothesis | verdict |\n|---|---|\n"
-                      "| H1 | **INCONCLUSIVE** |\n\n### H1\n\n| other | table |\n")
-    assert readme_study.verdicts_markdown(report) == "| hypothesis | verdict |\n|---|---|\n| H1 | **INCONCLUSIVE** |\n"
+def test_the_verdicts_come_from_the_verdict_table_one_row_each_and_the_untested_in_one_line(tmp_path):
+    """The block reads tables/verdicts.csv, never the rendered report.md."""
+    verdicts = tmp_path / "verdicts.csv"
+    verdicts.write_text("hypothesis,title,verdict,rule,study,settings,scope,seeds,why,fixed_design_verdict,"
+                        "exact_verdict\n"
+                        "H1,Speed,supported,\"sequential rule, look 3 of 3\",s,\"c10, clean\",\"c10, clean (study s)\","
+                        "10,crossed,supported,inconclusive\n"
+                        "H4,Other,not tested,,,,,,not tested by these runs: no runs,,\n")
+    text = readme_study.verdicts_markdown(verdicts)
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(table) == 3 and "| H1 Speed " in table[2] and "**SUPPORTED**" in table[2] and "| 10 " in table[2]
+    assert text.endswith("Not judged here: H4 (not tested by these runs: no runs).\n")
 
 
 def test_only_the_text_between_the_markers_is_replaced():
@@ -72,20 +79,3 @@ def test_aggregating_published_runs_into_the_folder_that_holds_them_sets_the_tun
     outcome = aggregate(tmp_path / "study" / "runs", tmp_path / "study", TARGET_ACC, REPO / "experiments",
                         draw_figures=False)
     assert outcome.runs == 44
-
-
-def test_the_block_lists_each_final_sequential_decision(tmp_path):
-    from optbench.formats import decision_record
-
-    record = decision_record.new_record("demo", (3, 6), 0.05, "rule", {})
-    record = decision_record.add_look(record, 0, 3, {"H2": {"decision": "rejected", "reason": "crossed", "seeds": 3,
-                                                      "z": {"cifar10, clean: sgd vs muon": -5.0}},
-                                               "H1": {"decision": "continue", "reason": "cp", "seeds": 3}})
-    record = decision_record.add_look(record, 1, 6, {"H1": {"decision": "supported", "reason": "crossed", "seeds": 6,
-                                                      "z": {"cifar10, clean: lion vs adamw": 3.0}}})
-    decision_record.write(decision_record.record_path(tmp_path, "demo"), record)
-    rows = readme_study.decisions_markdown(tmp_path).strip().splitlines()[2:]
-    assert [row.split("|")[2:6] for row in rows] == [
-        [" H1           ", " cifar10, clean ", " **SUPPORTED** ", " 6             "],
-        [" H2           ", " cifar10, clean ", " **REJECTED**  ", " 3             "]]
-    assert readme_study.decisions_markdown(tmp_path / "none") == ""

@@ -94,3 +94,66 @@ def test_plan_seeds_from_the_command_line(tmp_path):
     refused = study_cli("full", "--plan-seeds")
     assert refused.returncode == 2 and refused.stderr.startswith("error: ") and "--pilot" in refused.stderr
     assert refused.stderr.count("\n") == 1
+
+
+# ---- a difference of drops (H3) from pilot runs ----------------------------------------------------------------
+
+LION_CLEAN, LION_40 = [0.93, 0.94, 0.935], [0.86, 0.875, 0.865]
+ADAMW_CLEAN, ADAMW_40 = [0.94, 0.945, 0.94], [0.80, 0.815, 0.79]
+
+
+def sample_sd(values) -> float:
+    centre = sum(values) / len(values)
+    return math.sqrt(sum((value - centre) ** 2 for value in values) / (len(values) - 1))
+
+
+def h3_pilot(root, noisy_seeds):
+    """Lion and AdamW clean on seeds 0-2 and at 40 % symmetric noise on `noisy_seeds` (no 20 % runs)."""
+    for optimizer, clean, noisy in (("lion", LION_CLEAN, LION_40), ("adamw", ADAMW_CLEAN, ADAMW_40)):
+        for seed, accuracy in enumerate(clean):
+            write_run(root, ramp_records(accuracy), optimizer=optimizer, seed=seed, wall_time_s=100.0)
+        for seed, accuracy in zip(noisy_seeds, noisy):
+            write_run(root, ramp_records(accuracy), optimizer=optimizer, seed=seed, noise="symmetric", rate=0.4,
+                      wall_time_s=100.0)
+
+
+def h3_plan(root, delta):
+    from optbench.analysis.hypotheses import Context, evaluate, parse_hypothesis
+    from optbench.analysis.pipeline import analyse
+    from optbench.analysis.seed_planner import plan_seeds
+
+    analysis = analyse(root)
+    verdict = evaluate(parse_hypothesis(REPO / "experiments" / "hypotheses" / "h3_noise_robustness.yaml"),
+                       Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
+    return plan_seeds(verdict, analysis.runs, delta)
+
+
+def test_a_difference_of_drops_from_an_unpaired_pilot_is_four_independent_runs_per_seed(tmp_path):
+    """Clean seeds 0-2, noisy seeds 3-5: nothing pairs, and one seed's difference of drops in the planned study
+    holds four independent runs: its sd is 2 x the cells' rms sd, not sqrt(2) x (which asked for about half
+    the seeds needed)."""
+    h3_pilot(tmp_path, noisy_seeds=(3, 4, 5))
+    plan = h3_plan(tmp_path, delta=0.02)
+    (row,) = [row for row in plan.comparisons if row.n_pilot]
+    rms = math.sqrt(sum(sample_sd(cell) ** 2 for cell in (LION_CLEAN, LION_40, ADAMW_CLEAN, ADAMW_40)) / 4)
+    assert row.spread == pytest.approx(2 * rms, rel=1e-9)
+    assert row.seeds_alone == seeds_for_power(0.02 / sd_upper_bound(2 * rms, 3), 0.05, 0.8)
+    assert "4 independent runs" in row.note
+
+
+def test_a_required_comparison_the_pilot_cannot_size_still_counts(tmp_path):
+    """H3 asks for 20 % and 40 %; the pilot ran 40 % only. The 20 % comparison was left out of the count, so the
+    plan was for one comparison at 80 % power. Both count: with --delta the 20 % one borrows the 40 % one's sd
+    and each gets power sqrt(0.8); without it, the plan says it cannot size the 20 % comparison."""
+    h3_pilot(tmp_path, noisy_seeds=(0, 1, 2))
+    plan = h3_plan(tmp_path, delta=0.02)
+    sized, borrowed = plan.comparisons
+    assert plan.required == 2 and borrowed.n_pilot == 0 and "symmetric 20%" in borrowed.comparison
+    assert borrowed.spread_upper == sized.spread_upper
+    effect_over_sd = 0.02 / sized.spread_upper
+    assert plan.seeds_needed == seeds_for_power(effect_over_sd, 0.05, 0.8 ** 0.5) > seeds_for_power(effect_over_sd,
+                                                                                                    0.05, 0.8)
+    assert plan.simulated_power >= 0.78 and "all 2 required comparisons" in plan.advice()
+    unplanned = h3_plan(tmp_path, delta=None)
+    assert unplanned.seeds_needed is None and "cannot size imagefolder" not in unplanned.advice()
+    assert "cannot size cifar10: lion vs adamw, clean -> symmetric 20%" in unplanned.advice()

@@ -169,3 +169,60 @@ def test_later_looks_train_only_the_optimizers_the_open_hypotheses_compare():
     assert only_h1.grid["epochs"] == 8 and study.grid["seed"] == [0, 1, 2]
     no_axis = Study("s", "t", "s", Path("s.yaml"), {"seed": [0, 1, 2]})   # the optimizer comes from overrides
     assert study_for_look(no_axis, 6, [h1]).grid == {"seed": [0, 1, 2, 3, 4, 5]}
+
+
+def look_folder(root):
+    """sgd ahead of adam on seeds 0-9 by 0.05, the per-seed gap wobbling by up to 0.01."""
+    from fixtures.aggregate.fake_runs import ramp_records, write_run
+
+    for seed in range(10):
+        wobble = 0.001 * ((seed * 7) % 10)
+        write_run(root, ramp_records(0.95 + wobble), optimizer="sgd", seed=seed)
+        write_run(root, ramp_records(0.90 + 0.002 * (seed % 3)), optimizer="adam", seed=seed)
+
+
+def look_study():
+    from pathlib import Path
+
+    from optbench.specs.study_spec import Study
+
+    return Study("seqlook", "t", "s", Path("seqlook.yaml"), {"optimizer": ["sgd", "adam"], "seed": [0, 1, 2],
+                                                             "dataset": ["cifar10"], "noise": [{"name": "none"}],
+                                                             "epochs": 3})
+
+
+def hypothesis_with(min_seeds: int):
+    from optbench.specs.hypothesis_spec import Hypothesis, HypothesisTest
+
+    return Hypothesis("HX", "x", "sgd beats adam", HypothesisTest("metric_comparison", "sgd", ("adam",),
+                                                                  min_seeds=min_seeds), "hx.yaml")
+
+
+def test_a_look_is_decided_on_its_own_seeds_not_every_run_in_the_folder(tmp_path):
+    """The folder holds 10 seeds (a later look's, or published runs copied back): look 1 of (3, 6, 10) is decided
+    on seeds 0-2. It took its z from all 10 pairs while its record said 3 seeds."""
+    from optbench.studies.until_decided import design_record, look_decisions
+
+    look_folder(tmp_path)
+    hypothesis, study = hypothesis_with(3), look_study()
+    record = design_record(study, [hypothesis], (3, 6, 10))
+    entry = look_decisions(tmp_path, [hypothesis], record, 0, study)["HX"]
+    key = "cifar10, clean: sgd vs adam"
+    sgd = [0.95 + 0.001 * ((seed * 7) % 10) for seed in range(3)]
+    adam = [0.90 + 0.002 * (seed % 3) for seed in range(3)]
+    mean_gap, p = paired_t_p(np.array(sgd) - np.array(adam))
+    assert entry["n"] == {key: 3} and entry["seeds"] == 3
+    assert entry["z"][key] == pytest.approx(signed_z(float(p), float(mean_gap), "higher"), rel=1e-9)
+
+
+def test_a_comparison_the_verdict_calls_not_testable_gives_the_rule_no_z(tmp_path):
+    """min_seeds 4 at a first look of 3 seeds: the verdict calls the comparison not testable, yet its p went
+    into decide() as a z. Now it has none, and the study continues until the test has its seeds."""
+    from optbench.studies.until_decided import design_record, look_decisions
+
+    look_folder(tmp_path)
+    hypothesis, study = hypothesis_with(4), look_study()
+    record = design_record(study, [hypothesis], (3, 6, 10))
+    entry = look_decisions(tmp_path, [hypothesis], record, 0, study)["HX"]
+    assert math.isnan(entry["z"]["cifar10, clean: sgd vs adam"])
+    assert entry["decision"] == "continue" and "not testable" in entry["reason"]

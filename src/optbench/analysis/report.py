@@ -181,8 +181,8 @@ def verdict_notes(verdict: Verdict, sequential: bool = False) -> list[str]:
         floors = sorted({check.numbers.get("exact_min_p") for check in verdict.checks
                          if np.isfinite(check.numbers.get("exact_min_p", math.nan))})
         floor = f" (their smallest possible p here: {', '.join(p_text(p) for p in floors)})" if floors else ""
-        lines += [f"The exact sign-flip/permutation tests alone, which assume no normality, give "
-                  f"**{VERDICT_MARK[verdict.exact_verdict]}**{floor}.", ""]
+        lines += [f"A check, not the verdict: the same rule on the exact sign-flip/permutation tests alone, which "
+                  f"assume no normality, would say *{verdict.exact_verdict}*{floor}.", ""]
     if any(check.numbers.get("post_selection") for check in verdict.checks):
         lines += ["Post-selection: some configurations were chosen by validation accuracy on seeds they are tested "
                   "on here (among several arms in the folder, or by a tuning study whose record is in it), which "

@@ -59,9 +59,10 @@ class Judgement:
     @property
     def settings(self) -> list[str]:
         """The settings it was judged on: those of its runs, then planned ones without any."""
-        runs = self.fixed.runs if self.fixed.runs is not None else pd.DataFrame({"setting": []})
+        runs = self.fixed.runs
+        present = [] if runs is None else runs.sort_values(["dataset", "noise_rate"], kind="stable")["setting"]
         absent = [check.setting for check in self.fixed.checks if check.expected == "planned by the study"]
-        return list(dict.fromkeys([*runs["setting"], *absent]))
+        return list(dict.fromkeys([*present, *absent]))
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def rule_text(judgement: Judgement) -> str:
 
 
 def scope_text(judgement: Judgement) -> str:
-    study = {SEQUENTIAL: f"study {judgement.scope.study} (run until decided)",
+    study = {SEQUENTIAL: f"{judgement.scope.study}, run until decided",
              STUDY: f"study {judgement.scope.study}"}.get(judgement.scope.rule, "every setting here")
     return f"{'; '.join(judgement.settings)} ({study})"
 

@@ -24,7 +24,7 @@ METRICS = ("test_acc_at_best_val", "final_test_acc", "best_test_acc", "final_val
            "final_train_loss", "final_train_acc", "epochs_to_target", "wall_time_s", "train_images_per_s")
 DEFAULT_METRIC = "test_acc_at_best_val"   # test accuracy at the best-validation epoch: the headline
 DEFAULT_ALPHA = 0.05                      # two-sided, for each Holm-adjusted comparison
-DEFAULT_MIN_SEEDS = 3   # completed seeds per arm; 2 seeds give 4 sign flips, so p >= 0.5 whatever the data
+DEFAULT_MIN_SEEDS = 3   # seeds in a test (its pairs, or an arm's runs with a value); 2 give 4 sign flips: p >= 0.5
 
 
 @dataclass(frozen=True)
