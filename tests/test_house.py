@@ -15,7 +15,6 @@ from conftest import CONF_DIR, REPO, compose_config
 from optbench.registry import choices
 from optbench import identity
 
-NAMING_KEYS = {"seed", "dataset", "optimizer", "noise", "noise.rate", "noise.label_set"}   # already levels of the run directory
 
 
 def loaded_modules(code: str) -> set[str]:
@@ -49,16 +48,44 @@ def numbers_free_keys_in(*overrides: str) -> set[str]:
     return {key for key in flat if identity.is_numbers_free(key)}
 
 
-def test_the_directory_name_leaves_out_exactly_the_numbers_free_settings():
-    hydra_node = yaml.safe_load((CONF_DIR / "config.yaml").read_text())["hydra"]
-    excluded = set(hydra_node["job"]["config"]["override_dirname"]["exclude_keys"])
-    assert all(identity.is_numbers_free(key) for key in excluded - NAMING_KEYS)
-    present = (numbers_free_keys_in() | numbers_free_keys_in("dataset=imagefolder", "dataset.root=x")
-               | numbers_free_keys_in("logger=[tensorboard,mlflow,wandb,csv]")
-               | numbers_free_keys_in("noise=human", "noise.label_file=x"))
-    assert present <= excluded, present - excluded
-    # and nothing that changes the numbers is left out of the name
-    assert not {key for key in excluded - NAMING_KEYS if not identity.is_numbers_free(key)}
+def hydra_job(overrides: list[str]) -> tuple[str, str, str]:
+    """(override_dirname, run dir, sweep job dir) as Hydra 1.3 makes them for these overrides of conf/."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    return (cfg.hydra.job.override_dirname, cfg.hydra.run.dir, f"{cfg.hydra.sweep.dir}/{cfg.hydra.sweep.subdir}")
+
+
+def same_values(flat: dict) -> list[str]:
+    """`key=value` overrides that set each key to the value it already has (so only the name can change)."""
+    def spelled(value) -> str:
+        if value is None or isinstance(value, bool):
+            return {None: "null", True: "true", False: "false"}[value]
+        return repr(value) if isinstance(value, str) else str(value)
+    return [f"{key}={spelled(value)}" for key, value in flat.items()]
+
+
+def test_hydra_names_run_directories_without_the_numbers_free_settings():
+    from omegaconf import OmegaConf
+
+    from optbench.config.hydra_glue import run_variant
+
+    base = ["logger=[tensorboard,mlflow,wandb,csv]", "noise=human"]
+    flat = identity.flatten(OmegaConf.to_container(compose_config(base), resolve=True))
+    free = {key: value for key, value in flat.items() if identity.is_numbers_free(key)}
+    plain_name, plain_dir, _ = hydra_job(base)
+    name, run_dir, sweep_dir = hydra_job([*base, *same_values(free), "+paths.scratch=/tmp/x", "seed=0",
+                                          "noise.label_set=aggre"])
+    assert (plain_name, name) == ("", "") and run_dir == plain_dir == sweep_dir
+    assert hydra_job([*base, "+dataset.root=x"])[0] == ""   # the data fingerprint names its level instead
+    assert len(free) >= len(identity.NUMBERS_FREE_KEYS)
+    # and every setting that can change the numbers names the directory, run and sweep alike
+    changing = {key: value for key, value in flat.items()
+                if not identity.left_out_of_directory_name(key)}
+    name, run_dir, sweep_dir = hydra_job([*base, *same_values(changing)])
+    assert name == ",".join(sorted(same_values(changing))) and run_dir == sweep_dir
+    assert run_dir == f"results/cifar10/human-aggre/sgd/{run_variant(name)}seed0"
 
 
 def test_identity_ignores_exactly_the_numbers_free_settings():
