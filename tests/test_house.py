@@ -1,8 +1,10 @@
 """The house's promises: planning and checking load no torch, one list of the settings that do not change
-a run's numbers serves directory names, resume and grouping, the name registries agree, every import
-points down the layers, and each file format is defined by one module."""
+a run's numbers serves directory names (as Hydra makes them), resume and grouping, the name registries agree,
+every import points down the layers, each package's docstring maps exactly its modules, and each file format is
+defined by one module."""
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -207,6 +209,36 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
         "optbench.device.fastest imports optbench.training.models: a lower layer takes what it needs from above "
         "as an argument",
         "optbench.newcomer: place optbench.newcomer in a layer of tests/test_house.py LAYERS"]
+
+
+# ---- each package maps its modules ------------------------------------------------------------------
+def unmapped_modules(package: Path) -> list[str]:
+    """'<package>: <name>' for each module (name.py) or subpackage (name/) of every package under `package` that its
+    __init__ docstring's map (indented lines, each opening with a name) leaves out, and each it maps that is gone."""
+    problems = []
+    for init in sorted(package.rglob("__init__.py")):
+        folder = init.parent
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")), clean=False) or ""
+        named = set(re.findall(r"^ +(\w+\.py|\w+/) ", docstring, flags=re.MULTILINE))   # a map's line: `    name.py  job`
+        present = {path.name for path in folder.glob("*.py") if path.name != "__init__.py"}
+        present |= {f"{path.name}/" for path in folder.iterdir() if (path / "__init__.py").is_file()}
+        where = folder.relative_to(package.parent).as_posix()
+        problems += [f"{where}: {name} is not in its __init__ docstring" for name in sorted(present - named)]
+        problems += [f"{where}: its __init__ docstring names {name}, which is not there" for name in sorted(named - present)]
+    return problems
+
+
+def test_each_package_docstring_names_exactly_its_modules():
+    assert unmapped_modules(PACKAGE) == []
+
+
+def test_the_module_map_check_sees_a_module_left_out_and_one_gone(tmp_path):
+    copy = tmp_path / "optbench"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "analysis" / "newcomer.py").write_text('"""A new module."""\n')
+    (copy / "formats" / "predictions.py").unlink()
+    assert unmapped_modules(copy) == ["optbench/analysis: newcomer.py is not in its __init__ docstring",
+                                      "optbench/formats: its __init__ docstring names predictions.py, which is not there"]
 
 
 # ---- one definition per file format ------------------------------------------------------------------
