@@ -213,18 +213,20 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
 
 # ---- each package maps its modules ------------------------------------------------------------------
 def unmapped_modules(package: Path) -> list[str]:
-    """'<package>: <name>' for each module (name.py) or subpackage (name/) of every package under `package` that its
+    """'<package>: <name>' for each module (<name>.py) or subpackage (<name>/) of every package under `package` that its
     __init__ docstring's map (indented lines, each opening with a name) leaves out, and each it maps that is gone."""
     problems = []
     for init in sorted(package.rglob("__init__.py")):
         folder = init.parent
         docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")), clean=False) or ""
-        named = set(re.findall(r"^ +(\w+\.py|\w+/) ", docstring, flags=re.MULTILINE))   # a map's line: `    name.py  job`
+        # a map's line: `    <name>.py  its job`
+        named = set(re.findall(r"^ +(\w+\.py|\w+/) ", docstring, flags=re.MULTILINE))
         present = {path.name for path in folder.glob("*.py") if path.name != "__init__.py"}
         present |= {f"{path.name}/" for path in folder.iterdir() if (path / "__init__.py").is_file()}
         where = folder.relative_to(package.parent).as_posix()
         problems += [f"{where}: {name} is not in its __init__ docstring" for name in sorted(present - named)]
-        problems += [f"{where}: its __init__ docstring names {name}, which is not there" for name in sorted(named - present)]
+        problems += [f"{where}: its __init__ docstring names {name}, which is not there"
+                     for name in sorted(named - present)]
     return problems
 
 
@@ -237,8 +239,9 @@ def test_the_module_map_check_sees_a_module_left_out_and_one_gone(tmp_path):
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "analysis" / "newcomer.py").write_text('"""A new module."""\n')
     (copy / "formats" / "predictions.py").unlink()
-    assert unmapped_modules(copy) == ["optbench/analysis: newcomer.py is not in its __init__ docstring",
-                                      "optbench/formats: its __init__ docstring names predictions.py, which is not there"]
+    assert unmapped_modules(copy) == [
+        "optbench/analysis: newcomer.py is not in its __init__ docstring",
+        "optbench/formats: its __init__ docstring names predictions.py, which is not there"]
 
 
 # ---- one definition per file format ------------------------------------------------------------------

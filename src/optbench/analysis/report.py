@@ -119,7 +119,7 @@ def hypotheses_section(parts: ReportParts) -> str:
 
 
 def seed_plan_lines(verdict: Verdict, runs: pd.DataFrame) -> list[str]:
-    """How many seeds would decide it (aggregate/seeds.py), as `python src/study.py ID --plan-seeds` prints."""
+    """How many seeds would decide it (analysis/seed_planner.py), as `python src/study.py ID --plan-seeds` prints."""
     test = verdict.hypothesis.test
     mine = apply_where(runs, test.where)
     mine = mine[mine["optimizer"].astype(str).isin([test.subject, *test.versus])]
@@ -302,7 +302,7 @@ def robust_section(parts: ReportParts) -> str:
 
 
 def variance_section(parts: ReportParts) -> str:
-    """Seeds vs the finite test set as sources of each comparison's variance (aggregate/variance.py)."""
+    """Seeds vs the finite test set as sources of each comparison's variance (analysis/variance.py)."""
     if parts.variance is None:
         return ""
     lines = ["## Where the variance comes from: seeds or test images", "",
