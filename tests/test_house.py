@@ -129,6 +129,7 @@ LAYERS = {
                  "optbench.rundir", "optbench.registry", "optbench.formats", "optbench.specs"},
     "foundation": {"optbench.data", "optbench.device", "optbench.config"},
     "wing": {"optbench.training", "optbench.studies", "optbench.analysis"},
+    "command": {"optbench.console_scripts"},   # runs the entry point files, which import the wings
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
 # A wing may use another only along these arrows: a study estimates with the training wing's model and

@@ -1,5 +1,7 @@
 """optbench: train and compare optimizers on CIFAR ResNet-18 (see README.md; the map: docs/extending.md).
 
+On top:
+    console_scripts.py  the console commands (optbench-train, ...): each runs its entry point file of the checkout
 The wings (each package's __init__ lists its modules):
     training/    one run, from a composed config to a finished run directory
     studies/     studies of many runs, planned without torch and launched through Hydra
