@@ -21,6 +21,7 @@ ENTRY_POINTS = {
     "optbench-aggregate": "src/aggregate.py",
     "optbench-compare": "src/compare.py",
     "optbench-device-benchmark": "src/device_benchmark.py",
+    "optbench-download-data": "src/download_data.py",
     "optbench-test-setup": "test_setup.py",
     "optbench-run-single-experiment": "run_single_experiment.py",
 }
@@ -56,6 +57,10 @@ def compare() -> None:
 
 def device_benchmark() -> None:
     run_entry_point("optbench-device-benchmark")
+
+
+def download_data() -> None:
+    run_entry_point("optbench-download-data")
 
 
 def test_setup() -> None:
