@@ -1,6 +1,7 @@
 """The maps tell the truth: every source file (`studies/plan.py`, `src/train.py`) and every optbench module or
 name (`optbench.identity.NUMBERS_FREE_KEYS`) that the documentation, the configs' comments and the code's
-docstrings and comments mention exists, so a renamed module cannot leave its old name behind.
+docstrings and comments mention exists, so a renamed module cannot leave its old name behind; the map of
+docs/extending.md names every module; and a test's docstring says what it pins, not where it came from.
 
 Documentation: README.md, docs/*.md (the published studies' generated reports aside), experiments/, benchmarks/
 and results/ READMEs. Code: the docstrings and comments of every .py file of the checkout (string literals are
@@ -148,3 +149,23 @@ def test_the_map_check_sees_a_module_it_leaves_out(tmp_path):
     page = tmp_path / "extending.md"
     page.write_text((REPO / "docs" / "extending.md").read_text().replace("rundir.py", "run_dirs.py", 1))
     assert unmapped_in_extending(page) == ["rundir"]
+
+
+# Where a test came from is history (the commit says it); its docstring says what behaviour it pins.
+PROVENANCE = re.compile(r"\bthe issue\b|\bissue's\b|\breproduction\b|\bonce (?:made|gave)\b", re.IGNORECASE)
+
+
+def provenance_lines(text: str, where: str) -> list[str]:
+    return [f"{where}:{number}: {line.strip()}" for number, line in enumerate(text.splitlines(), 1)
+            if PROVENANCE.search(line)]
+
+
+def test_test_docstrings_say_what_they_pin_not_where_they_came_from():
+    tests = sorted((REPO / "tests").rglob("*.py"))
+    found = [line for path in tests for line in provenance_lines(code_text(path), str(path.relative_to(REPO)))]
+    assert found == []
+
+
+def test_the_provenance_check_sees_a_test_docstring_citing_its_origin():
+    assert provenance_lines('"""The issue\'s reproduction: p = 0."""\n', "t.py") == [
+        "t.py:1: \"\"\"The issue's reproduction: p = 0.\"\"\""]
