@@ -1,4 +1,4 @@
-"""Run a study from experiments/ as plain Hydra multiruns of src/train.py; see optbench/study_command.py.
+"""Run a study from experiments/ as plain Hydra multiruns of src/train.py; see optbench/studies/study_command.py.
 
     python src/study.py --list
     python src/study.py full --dry-run

@@ -9,9 +9,9 @@ import pytest
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 from optbench.analysis.hypotheses import Context, evaluate, parse_hypothesis
-from optbench.analysis.pipeline import analyse
+from optbench.analysis.pipeline import aggregate, analyse
 from optbench.errors import ConfigError
-from optbench.specs.study_spec import PlannedSetting
+from optbench.specs.study_spec import PlannedSetting, find_study, planned_settings
 
 H3_HUMAN = REPO / "experiments" / "hypotheses" / "h3_noise_robustness_human.yaml"
 RATES = {"aggre": 0.090133, "worst": 0.402111}   # realised on the training split (as summary.json records them)
@@ -90,6 +90,21 @@ def test_a_planned_label_set_without_runs_is_named_missing(tmp_path):
     assert result.verdict == "inconclusive"
     missing = [check for check in result.checks if check.outcome == "missing"]
     assert missing and all("human worst" in check.comparison for check in missing)
+
+
+def test_a_study_planning_label_sets_aggregates_a_folder_without_human_runs(tmp_path):
+    """`aggregate.py --study human_noise_cpu` on a folder of clean CIFAR-10 runs only (no label_set column at all):
+    the study's one hypothesis is judged, its planned data set named as missing runs, the others listed as not
+    tested by this study, instead of a KeyError."""
+    for seed in range(3):
+        for optimizer in ("lion", "adamw"):
+            write_run(tmp_path / "results", ramp_records(0.9 - 0.01 * seed), optimizer=optimizer, seed=seed)
+    outcome = aggregate(tmp_path / "results", tmp_path / "out", 0.5, REPO / "experiments", draw_figures=False,
+                        study=find_study("human_noise_cpu"))
+    assert outcome.verdicts == {"H3-human": "inconclusive"}
+    report = outcome.report.read_text()
+    assert "no runs of adamw, lion in this planned setting (imagefolder)" in report
+    assert "Not judged here: H1, H2, H3 (not tested by study human_noise_cpu)." in report
 
 
 def test_a_human_noise_drop_test_needs_label_sets(tmp_path):

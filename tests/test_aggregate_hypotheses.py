@@ -242,8 +242,8 @@ def h1_verdict(folder, epochs_by_seed: list[tuple[int, int]]):
 
 
 def test_h1_lion_at_epoch_3_and_adamw_at_epoch_5_on_three_seeds_is_not_testable(tmp_path):
-    """Constant epochs once made a paired t-test say t = inf, p = 0, supported: equal per-seed differences
-    have no spread, so the comparison is not testable and says so; the exact test beside it gives 0.25.
+    """Equal per-seed differences (constant epochs) have no spread, where a paired t-test would say t = inf,
+    p = 0: the comparison is not testable and says so, never supported; the exact test beside it gives 0.25.
     Target 0.81: Lion's 0.3 per epoch crosses it 0.7 of the way through epoch 3 (0.6 -> 0.9), AdamW's 0.18 per
     epoch half-way through epoch 5 (0.72 -> 0.9)."""
     result = h1_verdict(tmp_path, [(3, 5)] * 3)
@@ -265,7 +265,8 @@ def test_h1_supported_with_six_seeds_each_faster(tmp_path):
 
 
 def test_h1_when_no_lion_run_ever_reaches_the_target_it_is_not_rejected(tmp_path):
-    """An over-claim once made: never-reached runs were given epochs_planned + 1 and a spurious p = 0."""
+    """Runs that never reach the target get no made-up epoch (epochs_planned + 1 would give a spurious p = 0):
+    three of Lion's never reaching it leave H1 inconclusive at p = 0.25, and so do all runs never reaching it."""
     result = h1_verdict(tmp_path, [(0, 5)] * 3)
     assert result.verdict == "inconclusive"
     assert result.checks[0].numbers["p"] == pytest.approx(0.25)
@@ -295,10 +296,11 @@ def test_a_hypothesis_is_parsed_once_with_its_defaults_applied(tmp_path):
         test.alpha = 0.5
 
 
-# ---- the issue's reproductions: never over-claim on degenerate or incomplete data --------------------------
+# ---- never over-claim on degenerate or incomplete data --------------------------------------------------
 
 def test_h3_with_constant_cells_on_the_welch_path_is_not_testable_never_p_zero(tmp_path):
-    """Four constant cells whose seeds do not pair once gave H3 SUPPORTED, p < 0.001, effect size -4.2e14."""
+    """Four constant cells whose seeds do not pair: H3 is not testable, never SUPPORTED with p < 0.001 and an
+    effect size of -4.2e14 (what a t-test makes of zero spread)."""
     write_study(tmp_path, {"lion": [0.70] * 3, "adamw": [0.70] * 3})
     for rate, lion, adamw in ((0.2, 0.65, 0.60), (0.4, 0.60, 0.50)):
         write_study(tmp_path, {"lion": [lion] * 3, "adamw": [adamw] * 3}, "symmetric", rate, seeds=(3, 4, 5))
@@ -310,7 +312,8 @@ def test_h3_with_constant_cells_on_the_welch_path_is_not_testable_never_p_zero(t
 
 
 def test_a_setting_missing_a_required_optimizer_is_named_not_dropped(tmp_path):
-    """Remove SGD's runs from one of two datasets: H2 was SUPPORTED from the other dataset alone."""
+    """SGD's runs removed from one of two datasets: H2 names the setting that lacks them and is not SUPPORTED
+    from the other dataset alone."""
     for dataset in ("cifar10", "cifar100"):
         for optimizer, values in {"sgd": SGD, **OTHERS_WORSE}.items():
             if dataset == "cifar100" and optimizer == "sgd":

@@ -139,15 +139,16 @@ def test_equal_differences_are_not_testable_never_p_zero():
 
 
 def test_constant_cells_on_the_welch_path_are_not_testable():
-    """The issue's reproduction: four constant cells gave p < 0.001 and an effect size of -4.2e14."""
+    """Constant cells on the Welch path (seeds that do not pair) have no spread: no test, no p, no effect size,
+    never p < 0.001 with an effect size of -4.2e14."""
     result = compare(pd.Series([0.70, 0.70, 0.70], index=[0, 1, 2]), pd.Series([0.60, 0.60, 0.60], index=[3, 4, 5]))
     assert result.test == "none" and math.isnan(result.p_value) and math.isnan(result.effect_size)
     assert "every run of A and B scored the same" in result.note
 
 
 def test_exact_p_is_never_below_the_exact_value():
-    """Recomputing a mean in float misses the observed arrangement (relative error ~3e-14): the issue found
-    68 of 1,500 p values at n = 8 too small by 2/256. Here every p equals exact rational enumeration."""
+    """Every p equals exact rational enumeration: a mean recomputed in float can miss the observed arrangement
+    (relative error ~3e-14), which makes a p at n = 8 too small by 2/256 (68 of 1,500 random cases did)."""
     rng = np.random.default_rng(4)
     for _ in range(60):
         a, b = rng.normal(0.7, 0.01, 8).round(4), rng.normal(0.7, 0.01, 8).round(4)   # accuracies of 10,000 images
@@ -172,8 +173,8 @@ def test_censored_runs_are_tied_worst_on_ranks_by_the_exact_test():
 
 
 def test_power_and_detectable_effect_are_those_of_the_test_used():
-    """Paired t at 3 seeds: power 0.70 against d_z = 4 / sqrt(2) (4 seed-sd per arm; measured by simulation
-    in the issue), and it detects d_z of about 3.26 at 80 %. The exact test at 3 seeds detects nothing."""
+    """Paired t at 3 seeds: power 0.70 against d_z = 4 / sqrt(2) (a gap of 4 seed-sd of one arm), and it detects
+    d_z of about 3.26 at 80 %. The exact test at 3 seeds detects nothing."""
     assert t_power(4 / math.sqrt(2), 2, math.sqrt(3)) == pytest.approx(0.70, abs=0.01)
     assert min_detectable_d(3) == pytest.approx(3.26, abs=0.01)
     assert min_detectable_d(10, 10) == pytest.approx(1.32, abs=0.01)  # Cohen's tables: d = 1.32 at n = 10
@@ -243,7 +244,7 @@ def test_experiments_readme_table_is_what_the_script_prints(capsys):
     spec.loader.exec_module(script)
     assert script.main() == 0
     printed = capsys.readouterr().out
-    assert "| 3 | 0.25 (never < 0.05) | 3.26 | 0.12 | 0.29 | 0.71 |" in printed   # the issue's simulated .12/.28/.70
+    assert "| 3 | 0.25 (never < 0.05) | 3.26 | 0.12 | 0.29 | 0.71 |" in printed   # power at d = 1, 2, 4 seed-sd
     assert printed in (REPO / "experiments" / "README.md").read_text()
 
 

@@ -1,4 +1,4 @@
-"""aggregate/variance.py: the seed vs test-image decomposition on cases with known answers, the two-level
+"""analysis/variance.py: the seed vs test-image decomposition on cases with known answers, the two-level
 bootstrap, and the table the aggregator writes from runs' predictions.npz."""
 
 import numpy as np

@@ -1,8 +1,10 @@
 """The house's promises: planning and checking load no torch, one list of the settings that do not change
-a run's numbers serves directory names, resume and grouping, the name registries agree, every import
-points down the layers, and each file format is defined by one module."""
+a run's numbers serves directory names (as Hydra makes them), resume and grouping, the name registries agree,
+every import points down the layers, each package's docstring maps exactly its modules, and each file format is
+defined by one module."""
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +17,6 @@ from conftest import CONF_DIR, REPO, compose_config
 from optbench.registry import choices
 from optbench import identity
 
-NAMING_KEYS = {"seed", "dataset", "optimizer", "noise", "noise.rate", "noise.label_set"}   # already levels of the run directory
 
 
 def loaded_modules(code: str) -> set[str]:
@@ -49,16 +50,44 @@ def numbers_free_keys_in(*overrides: str) -> set[str]:
     return {key for key in flat if identity.is_numbers_free(key)}
 
 
-def test_the_directory_name_leaves_out_exactly_the_numbers_free_settings():
-    hydra_node = yaml.safe_load((CONF_DIR / "config.yaml").read_text())["hydra"]
-    excluded = set(hydra_node["job"]["config"]["override_dirname"]["exclude_keys"])
-    assert all(identity.is_numbers_free(key) for key in excluded - NAMING_KEYS)
-    present = (numbers_free_keys_in() | numbers_free_keys_in("dataset=imagefolder", "dataset.root=x")
-               | numbers_free_keys_in("logger=[tensorboard,mlflow,wandb,csv]")
-               | numbers_free_keys_in("noise=human", "noise.label_file=x"))
-    assert present <= excluded, present - excluded
-    # and nothing that changes the numbers is left out of the name
-    assert not {key for key in excluded - NAMING_KEYS if not identity.is_numbers_free(key)}
+def hydra_job(overrides: list[str]) -> tuple[str, str, str]:
+    """(override_dirname, run dir, sweep job dir) as Hydra 1.3 makes them for these overrides of conf/."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    return (cfg.hydra.job.override_dirname, cfg.hydra.run.dir, f"{cfg.hydra.sweep.dir}/{cfg.hydra.sweep.subdir}")
+
+
+def same_values(flat: dict) -> list[str]:
+    """`key=value` overrides that set each key to the value it already has (so only the name can change)."""
+    def spelled(value) -> str:
+        if value is None or isinstance(value, bool):
+            return {None: "null", True: "true", False: "false"}[value]
+        return repr(value) if isinstance(value, str) else str(value)
+    return [f"{key}={spelled(value)}" for key, value in flat.items()]
+
+
+def test_hydra_names_run_directories_without_the_numbers_free_settings():
+    from omegaconf import OmegaConf
+
+    from optbench.config.hydra_glue import run_variant
+
+    base = ["logger=[tensorboard,mlflow,wandb,csv]", "noise=human"]
+    flat = identity.flatten(OmegaConf.to_container(compose_config(base), resolve=True))
+    free = {key: value for key, value in flat.items() if identity.is_numbers_free(key)}
+    plain_name, plain_dir, _ = hydra_job(base)
+    name, run_dir, sweep_dir = hydra_job([*base, *same_values(free), "+paths.scratch=/tmp/x", "seed=0",
+                                          "noise.label_set=aggre"])
+    assert (plain_name, name) == ("", "") and run_dir == plain_dir == sweep_dir
+    assert hydra_job([*base, "+dataset.root=x"])[0] == ""   # the data fingerprint names its level instead
+    assert len(free) >= len(identity.NUMBERS_FREE_KEYS)
+    # and every setting that can change the numbers names the directory, run and sweep alike
+    changing = {key: value for key, value in flat.items()
+                if not identity.left_out_of_directory_name(key)}
+    name, run_dir, sweep_dir = hydra_job([*base, *same_values(changing)])
+    assert name == ",".join(sorted(same_values(changing))) and run_dir == sweep_dir
+    assert run_dir == f"results/cifar10/human-aggre/sgd/{run_variant(name)}seed0"
 
 
 def test_identity_ignores_exactly_the_numbers_free_settings():
@@ -100,6 +129,7 @@ LAYERS = {
                  "optbench.rundir", "optbench.registry", "optbench.formats", "optbench.specs"},
     "foundation": {"optbench.data", "optbench.device", "optbench.config"},
     "wing": {"optbench.training", "optbench.studies", "optbench.analysis"},
+    "command": {"optbench.console_scripts"},   # runs the entry point files, which import the wings
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
 # A wing may use another only along these arrows: a study estimates with the training wing's model and
@@ -180,6 +210,39 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
         "optbench.device.fastest imports optbench.training.models: a lower layer takes what it needs from above "
         "as an argument",
         "optbench.newcomer: place optbench.newcomer in a layer of tests/test_house.py LAYERS"]
+
+
+# ---- each package maps its modules ------------------------------------------------------------------
+def unmapped_modules(package: Path) -> list[str]:
+    """'<package>: <name>' for each module (<name>.py) or subpackage (<name>/) of every package under `package` that its
+    __init__ docstring's map (indented lines, each opening with a name) leaves out, and each it maps that is gone."""
+    problems = []
+    for init in sorted(package.rglob("__init__.py")):
+        folder = init.parent
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")), clean=False) or ""
+        # a map's line: `    <name>.py  its job`
+        named = set(re.findall(r"^ +(\w+\.py|\w+/) ", docstring, flags=re.MULTILINE))
+        present = {path.name for path in folder.glob("*.py") if path.name != "__init__.py"}
+        present |= {f"{path.name}/" for path in folder.iterdir() if (path / "__init__.py").is_file()}
+        where = folder.relative_to(package.parent).as_posix()
+        problems += [f"{where}: {name} is not in its __init__ docstring" for name in sorted(present - named)]
+        problems += [f"{where}: its __init__ docstring names {name}, which is not there"
+                     for name in sorted(named - present)]
+    return problems
+
+
+def test_each_package_docstring_names_exactly_its_modules():
+    assert unmapped_modules(PACKAGE) == []
+
+
+def test_the_module_map_check_sees_a_module_left_out_and_one_gone(tmp_path):
+    copy = tmp_path / "optbench"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "analysis" / "newcomer.py").write_text('"""A new module."""\n')
+    (copy / "formats" / "predictions.py").unlink()
+    assert unmapped_modules(copy) == [
+        "optbench/analysis: newcomer.py is not in its __init__ docstring",
+        "optbench/formats: its __init__ docstring names predictions.py, which is not there"]
 
 
 # ---- one definition per file format ------------------------------------------------------------------

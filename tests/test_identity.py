@@ -1,8 +1,9 @@
 """A run directory only ever holds one experiment: run identity in record.json, checked at skip and resume.
 
-The four ways the promise broke before (two datasets in one directory, a record rewritten by a later
-command, a broken image file, empty directories left by a refused command), each reproduced as a user
-would type it, plus the lines a run ends with.
+Four ways a directory could come to hold two experiments or lose its record (two datasets in one directory, a
+record rewritten by a later command, a broken image file, empty directories left by a refused command), each
+tried as a user would type it and refused in one line that changes nothing on disk, plus the lines a run ends
+with.
 """
 
 import hashlib

@@ -1,5 +1,5 @@
-"""The seed planner (optbench.analysis.seed_planner, `study.py --plan-seeds`): seed counts against the issue's
-simulated table, the sd's upper bound by hand, a plan from pilot runs with known numbers, and the CLI."""
+"""The seed planner (optbench.analysis.seed_planner, `study.py --plan-seeds`): seed counts against the paired
+t-test's sample sizes, the sd's upper bound by hand, a plan from pilot runs with known numbers, and the CLI."""
 
 import math
 import subprocess
@@ -15,7 +15,7 @@ SQRT2 = math.sqrt(2)
 
 
 def test_one_comparison_needs_65_18_7_4_seeds_for_d_half_1_2_4():
-    """Paired t, 80 % power, alpha 0.05, d in seed-sd of one arm (d_z = d / sqrt 2): the issue's simulation."""
+    """Paired t, 80 % power, alpha 0.05, d in seed-sd of one arm (d_z = d / sqrt 2)."""
     assert [seeds_for_power(d / SQRT2, 0.05, 0.8) for d in (0.5, 1, 2, 4)] == [65, 18, 7, 4]
 
 

@@ -3,7 +3,7 @@
 design (3 seeds) a large effect is found more often than not. Bounded to a few seconds.
 
 Each simulated study has a shared per-seed draw (initialisation, data order: what pairing removes) plus
-run noise; "d" is in units of one arm's run-noise sd, as in the issue's power table.
+run noise; "d" is in units of one arm's run-noise sd, as in experiments/README.md's table of what n can show.
 """
 
 import numpy as np

@@ -4,8 +4,8 @@ Standard library only. **Identity** is the resolved config flattened to dotted k
 `NUMBERS_FREE_KEYS` (the one list of settings that cannot change a run's numbers), plus a fingerprint of
 the data (data/fingerprint.py). Training records it in record.json; skipping, resuming, the mirror and
 the study planner compare it, so a run directory only ever holds one experiment; the aggregator groups
-runs on the keys it keeps. conf/config.yaml's `exclude_keys` (what names a run directory) is derived
-from the same list.
+runs on the keys it keeps. The run directory's name leaves out the same settings: conf/config.yaml's
+`exclude_keys` is `left_out_of_directory_name` applied by a resolver (config/hydra_glue.py) to each job's overrides.
 """
 
 import hashlib
@@ -26,9 +26,20 @@ NUMBERS_FREE_KEYS = (
 )
 
 
+# Settings the run directory's own levels already name (conf/config.yaml hydra.sweep.subdir:
+# <dataset>/<noise>-<rate or label set>/<optimizer>/[<variant>/]seed<N>), so its variant level leaves them out.
+DIRECTORY_LEVEL_KEYS = ("seed", "dataset", "optimizer", "noise", "noise.rate", "noise.label_set")
+
+
 def is_numbers_free(key: str) -> bool:
     """True for a dotted config key under NUMBERS_FREE_KEYS (`paths.data_dir` is under `paths`)."""
     return any(key == free or key.startswith(free + ".") for free in NUMBERS_FREE_KEYS)
+
+
+def left_out_of_directory_name(key: str) -> bool:
+    """True for an override key the run directory's variant level leaves out: a level of the directory names it
+    already, or it cannot change the numbers (so moving results or switching trackers keeps a run's directory)."""
+    return key in DIRECTORY_LEVEL_KEYS or is_numbers_free(key)
 
 
 def flatten(tree: dict, prefix: str = "") -> dict:

@@ -13,12 +13,21 @@ Modules, one job each (data flows down the list):
                    the shares of its variance from seeds and from the finite test set
     tables.py      per setting x optimizer tables: CSV numbers, Markdown and LaTeX text
     figures.py     matplotlib figures (Agg), one colour per optimizer
-    hypotheses.py  parsed hypotheses (optbench.specs.study_spec) -> supported / rejected / inconclusive, with the numbers
-    tuning.py      tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
+    hypotheses.py  parsed hypotheses (optbench.specs.hypothesis_spec) -> supported / rejected / inconclusive, with the
+                   numbers
+    verdicts.py    one verdict per hypothesis and scope: the settings of the study that tests it, the sequential
+                   decision where it ran until decided; tables/verdicts.csv
+    tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
+    names.py       short, stable file names for each setting, the index mapping them back, what every run shares
     report.py      report.md embedding all of the above
     output.py      atomic writes into the output folder, removal of its own stale files
     inputs.py      checks of the command-line input (light: no pandas), so typos fail fast
     pipeline.py    `aggregate(...)`: runs the steps above in order
+
+Used beside the aggregator:
+    run_pair.py        two runs side by side (`python src/compare.py`): config differences, numbers, curves
+    seed_planner.py    how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
+    sequential_rule.py the looks, boundaries and decisions of a study run until decided (`study.py --until-decided`)
 """
 
 __all__ = ["aggregate"]

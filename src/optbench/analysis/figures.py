@@ -8,7 +8,7 @@ kept across every figure so they read at a glance:
 - accuracies in %, epochs on x, units in every axis label, the legend outside the data area;
 - means use completed runs only; runs that did not complete are drawn apart (dotted, or counted in
   the panel) and are said to be excluded.
-`tuning_search` draws one tuning study's search (tuning.py's records), not runs.
+`tuning_search` draws one tuning study's search (tuning_report.py's records), not runs.
 """
 
 import math

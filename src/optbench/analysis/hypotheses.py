@@ -165,6 +165,8 @@ def planned_but_absent(test: HypothesisTest, runs: pd.DataFrame, planned: list) 
 def has_runs(runs: pd.DataFrame, values: dict, names: set) -> bool:
     here = runs[(runs["dataset"].astype(str) == values["dataset"]) & runs["optimizer"].astype(str).isin(names)]
     if values["noise"] == HUMAN:
+        if "label_set" not in here:   # no run of the folder used human labels: the column is absent
+            return False
         here = here[(here["noise"].astype(str) == HUMAN) & (here["label_set"] == values["label_set"])]
     elif values["noise"]:
         here = here[(here["noise"].astype(str) == values["noise"])

@@ -8,7 +8,7 @@ Hydra's .hydra/config.yaml, which may have been rewritten since, and says so. It
 anything. Meaning comes from the files, never from the folder names. Damaged input (a torn last line
 of metrics.jsonl, an unreadable summary or record) becomes a note on that run and a warning, not an
 exception, so one bad run cannot hide the rest. Run directories a tuning study lists (`set_aside`,
-from tuning.py) are counted and not read. Grouping (which config keys separate runs) is
+from tuning_report.py) are counted and not read. Grouping (which config keys separate runs) is
 `groups.py`'s job.
 """
 

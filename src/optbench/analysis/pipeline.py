@@ -20,7 +20,7 @@ the figures, and write everything into `out_dir` (never into a run directory):
     tables/tuning.{csv,md}           per tuning study x optimizer: trials, runs, epochs, device-hours, winner, edge
     figures/*.png, figures/*.pdf     figures/tuning-<study>.* : every trial of a tuning study's search
     report.md                        the page that embeds them
-Run directories listed in `tuning-*.json` files (tuning.py) are tuning trials: set aside before
+Run directories listed in `tuning-*.json` files (tuning_report.py) are tuning trials: set aside before
 loading, reported only in the Tuning section. Bad input (no such folder, no runs in it, a malformed
 hypothesis file) raises ConfigError with one line naming the fix; the CLI turns it into exit status 2.
 """

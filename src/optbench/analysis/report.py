@@ -331,7 +331,7 @@ def robust_section(parts: ReportParts) -> str:
 
 
 def variance_section(parts: ReportParts) -> str:
-    """Seeds vs the finite test set as sources of each comparison's variance (aggregate/variance.py)."""
+    """Seeds vs the finite test set as sources of each comparison's variance (analysis/variance.py)."""
     if parts.variance is None:
         return ""
     lines = ["## Where the variance comes from: seeds or test images", "",

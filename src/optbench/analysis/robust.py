@@ -16,7 +16,7 @@ tau times the best arm's cost in that setting.
 
 A run that diverged or failed is a result, not a gap: it counts here with the score it recorded, or
 chance accuracy (1 / classes) when it recorded none, and costs infinity in the profiles (Dolan-More;
-AlgoPerf's performance_profile.py). Dropping it would rank an optimizer that diverged on two of three
+AlgoPerf's performance-profile scoring). Dropping it would rank an optimizer that diverged on two of three
 seeds by its one survivor. Pooled across settings, accuracies are normalised per setting first (see
 `normalise`), so an easy setting does not outweigh a hard one. Below UNDER_COVERING_N runs per setting the
 intervals are flagged: expanded, they still held the centre only 89-96 % of the time at 5 runs, and no

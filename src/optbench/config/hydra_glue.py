@@ -21,6 +21,7 @@ from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_
 from optbench.device.gpu_per_job import gpu_for_job
 from optbench.device.sharing import parallel_jobs
 from optbench.errors import ConfigError
+from optbench.identity import left_out_of_directory_name
 from optbench.rundir import data_level, noise_level
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
@@ -36,6 +37,16 @@ def run_variant(override_dirname: str) -> str:
     if not override_dirname:
         return ""
     return re.sub(r"[^A-Za-z0-9=,._+-]", "_", override_dirname) + "/"
+
+
+def directory_excluded_keys(task_overrides) -> list[str]:
+    """conf/config.yaml's `exclude_keys`: the keys of a job's overrides (`hydra.overrides.task`) that its directory's
+    variant level leaves out (identity.left_out_of_directory_name). Parsed as Hydra parses them, so each is the
+    `key_or_group` Hydra's override_dirname compares: `+paths.x=1` and `logger=[csv]` are left out like `paths.x=1`."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides([str(line) for line in task_overrides])
+    return sorted({override.key_or_group for override in parsed if left_out_of_directory_name(override.key_or_group)})
 
 
 @functools.lru_cache(maxsize=64)   # one fingerprint per folder per process: a study plans hundreds of runs on it
@@ -69,6 +80,7 @@ def cfg_dataset_dir(cfg) -> str:
 
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("optbench_variant", run_variant, replace=True)
+    OmegaConf.register_new_resolver("optbench_directory_excluded_keys", directory_excluded_keys, replace=True)
     OmegaConf.register_new_resolver("optbench_dataset_dir", dataset_dir_resolver, replace=True)
     OmegaConf.register_new_resolver("optbench_noise_dir", noise_level, replace=True)
     # device=${optbench_gpu_for_job:}: one GPU per parallel job (src/study.py --launcher parallel adds it)

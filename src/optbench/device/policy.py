@@ -281,7 +281,9 @@ def _cpu_defaults(facts: DeviceFacts) -> dict:
         "channels_last": (True, "CPU: oneDNN convolutions run faster in NHWC"),
         "cudnn_benchmark": (False, "cuDNN is CUDA only"),
         "tf32": (False, "TF32 is CUDA only"),
-        "compile": (False, "opt-in (device_policy.compile=true)"),
+        # from CPU_COMPILE_MIN_WIDTH on, decide_policy turns it on
+        "compile": (False, f"CPU below model.width={CPU_COMPILE_MIN_WIDTH}: torch.compile measured 0.93x eager at "
+                           "width 16, so it never pays back (docs/benchmarks.md)"),
     }
 
 

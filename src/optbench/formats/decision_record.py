@@ -1,6 +1,6 @@
 """The decision record of a study run until decided: `sequential-<study>.json` beside the study's runs.
 
-One module owns the format; the study runner (studies/sequential.py) writes it and anyone may read it.
+One module owns the format; the study runner (studies/until_decided.py) writes it and anyone may read it.
 Standard library only. Written once per look, atomically (a temporary file, then os.replace), never
 rewritten: a look's decisions are appended, and a hypothesis decided at one look keeps that decision at
 every later one, so it is never re-decided on more data.

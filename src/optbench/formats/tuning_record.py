@@ -1,7 +1,7 @@
 """The tuning record, `<results_dir>/tuning-<study id>.json`: one module owns the format.
 
-A tuning study's selection writes it (studies/tuning.py builds the content, `write` checks and writes
-it) and the aggregator reads it (aggregate/tuning.py, through `find_records` and `read`), so the writer
+A tuning study's selection writes it (studies/tuning_protocol.py builds the content, `write` checks and writes
+it) and the aggregator reads it (analysis/tuning_report.py, through `find_records` and `read`), so the writer
 and the reader share one definition of the file's name, format number and required fields.
 Standard library only. Written atomically (fileio.write_bytes_atomically); `read` raises ValueError
 saying what is wrong with a file that is unreadable or off the contract (the aggregator turns that

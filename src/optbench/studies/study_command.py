@@ -67,7 +67,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--delta", type=float, metavar="EFFECT",
                         help="effect to detect, in points for accuracies (--plan-seeds; default: the pilot's)")
     parser.add_argument("--until-decided", action="store_true",
-                        help="add seeds at pre-set looks until the hypotheses are decided (studies/sequential.py)")
+                        help="add seeds at pre-set looks until the hypotheses are decided (studies/until_decided.py)")
     parser.add_argument("--max-seeds", type=int, default=16, metavar="N", help="the last look (--until-decided)")
     parser.add_argument("--hypotheses", nargs="+", metavar="ID",
                         help="the hypotheses --until-decided decides (default: the study's, or all)")

@@ -5,7 +5,7 @@
     loop.py        the epoch loop: train, evaluate, record, checkpoint, stop on signals or divergence
     evaluate.py    an epoch's metric record: validation, test and how the noisy labels are fit
     steps.py       one optimizer step, one training pass, one evaluation pass (no files, no config)
-    summary.py     the summary.json schema: the first summary, its update per epoch, divergence
+    progress.py    what summary.json says as the run goes: the first summary, its update per epoch, divergence
     console.py     the lines a run prints, and train.log
     trackers.py    experiment trackers (conf/logger/): TensorBoard, MLflow, W&B, CSV; each fails alone
     checkpoint.py  what a checkpoint holds; saving, loading and restoring it exactly
@@ -16,5 +16,5 @@
     models.py      CIFAR ResNet-18 with a width knob
     timing.py      the run's model and training step, handed to device timing (device=fastest, mode=measured)
     optim.py       parameter groups, optimizers from their libraries, train/eval modes, the LR schedule
-    cli.py         glue between Hydra and train(): up-front checks, exit codes, the run's log file
+    train_command.py  glue between Hydra and train() (src/train.py): up-front checks, exit codes, the run's files
 """
