@@ -444,14 +444,19 @@ def noise_drop_checks(test: HypothesisTest, runs: pd.DataFrame, context: Context
         here = runs[runs["base"] == base]
         if not has_optimizers(here, subject, list(test.versus)):
             continue
-        if kind == HUMAN and not (here["noise"] == HUMAN).any():
-            continue   # human label sets exist for CIFAR data only: a dataset never run under them is not asked
+        if kind == HUMAN and not (here["noise"] == HUMAN).any() and not human_planned(context.planned, here):
+            continue   # human label sets exist for CIFAR data only: a dataset neither run nor planned under them
         clean = here[here["noise_rate"].map(is_clean)]
         for noise_text, noisy in noisy_levels(test, here):
             for other_name in test.versus:
                 checks.append(drop_check(base, noise_text, clean, noisy, subject, other_name, metric,
                                          alpha, min_seeds))
     return checks
+
+
+def human_planned(planned: list, here: pd.DataFrame) -> bool:
+    """Whether the study planned human label sets on the data set of `here` (then their absence is missing runs)."""
+    return any(setting.noise == HUMAN and setting.dataset in set(here["dataset"].astype(str)) for setting in planned)
 
 
 def noisy_levels(test: HypothesisTest, here: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
