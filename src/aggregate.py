@@ -56,12 +56,14 @@ def main(argv: list[str]) -> int:
         experiments = shown(DEFAULT_EXPERIMENTS)
     try:
         check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)   # a typo fails before the slow imports
-        planned = planned_settings(find_study(args.study, experiments or DEFAULT_EXPERIMENTS)) if args.study else None
+        study = find_study(args.study, experiments or DEFAULT_EXPERIMENTS) if args.study else None
+        planned = planned_settings(study) if study else None
+        rung_keys = sorted({override.split("=", 1)[0] for rung in (study.rungs if study else ()) for override in rung.overrides})
         from optbench.analysis import aggregate  # pandas, scipy, matplotlib: a few seconds
 
         outcome = aggregate(args.results_dir, args.out, args.target_acc, experiments, args.alpha,
                             command=shlex.join(["python", "src/aggregate.py", *argv]), draw_figures=not args.no_figures,
-                            planned=planned)
+                            planned=planned, fidelity_extra=rung_keys)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
