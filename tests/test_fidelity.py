@@ -216,3 +216,13 @@ def test_tuned_values_per_budget_and_their_ratio_to_the_longest():
     assert list(table["epochs"]) == [2, 16]
     assert list(table["lr_ratio_to_top"]) == [pytest.approx(0.25), 1.0]
     assert fidelity.tuned_settings([Study("tune_e2", 2, 0.001)]).empty
+
+
+def test_one_rung_from_the_command_line_plans_only_that_rung(tmp_path, capsys):
+    study = write_study(tmp_path / "ladder.yaml", synthetic_grid(), fidelity={"epochs": [1, 2]})
+    argv = [str(study), "--dry-run", "--no-estimate", "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}"]
+    assert study_command.main([*argv, "--rung", "epochs=3"]) == 0
+    out = capsys.readouterr().out
+    assert "4 runs in 1 sweep(s)" in out and "rung epochs=3: noise=none" in out and ",epochs=3," in out
+    assert study_command.main([*argv, "--rung", "seed=4"]) == 2
+    assert "seed changes what is compared" in capsys.readouterr().err

@@ -112,6 +112,20 @@ def study_at_rung(study: Study, rung: Rung) -> Study:
     return replace(study, grid=grid, overrides=kept + added, rungs=(), tuned_by=rung.tuned_by or study.tuned_by)
 
 
+def only_rung(study: Study, overrides: list[str]) -> Study:
+    """The study at one rung given on the command line (`--rung epochs=200`): one of its ladder's, or a new one
+    (a 200-epoch GPU rung of a CPU ladder), checked as a rung in the file is; a rung of the ladder keeps its
+    tuned_by."""
+    source = f"--rung {' '.join(overrides)}"
+    malformed = [override for override in overrides if "=" not in override]
+    if malformed:
+        raise ConfigError(f"{source}: give KEY=VALUE budget overrides, e.g. --rung epochs=200 (docs/fidelity.md)")
+    rung = _parse_rung(dict(override.split("=", 1) for override in overrides),
+                       lambda problem: ConfigError(f"{source}: {problem} (docs/fidelity.md)"))
+    known = next((existing for existing in study.rungs if existing.label == rung.label), None)
+    return replace(study, rungs=(known or rung,))
+
+
 def tuning_studies_of(study: Study) -> list[str]:
     """The tuning studies a main study uses: its own `tuned_by`, then each rung's, in order, once each."""
     return list(dict.fromkeys(name for name in [study.tuned_by, *(rung.tuned_by for rung in study.rungs)] if name))

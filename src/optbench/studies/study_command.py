@@ -10,6 +10,7 @@
     python src/study.py cpu_demo                     # `tuned_by: tune_cpu_demo`: tune, select, then the study
     python src/study.py H2 --plan-seeds --pilot results/   # seeds each hypothesis needs, from pilot runs
     python src/study.py H2 --until-decided --max-seeds 16   # add seeds at looks 3, 6, 10, 16 until decided
+    python src/study.py cpu_fidelity --rung epochs=200      # one rung of a fidelity ladder (docs/fidelity.md)
 
 Every run of every sweep is composed and validated before anything starts, so a bad study or
 override is one line `error: ...` and exit status 2. Runs land in their deterministic directories
@@ -38,7 +39,7 @@ from optbench.studies import estimate, outcome, tuning_protocol
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
 from optbench.specs.study_spec import (EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning,
-                                       study_files, tuning_studies_of)
+                                       only_rung, study_files, tuning_studies_of)
 
 CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
@@ -58,6 +59,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--launcher", choices=LAUNCHERS, default="basic", help="conf/hydra/launcher/ (basic: serial)")
     parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="extra Hydra overrides for every run (hydra.* ones reach the launcher)")
+    parser.add_argument("--rung", nargs="+", metavar="KEY=VALUE",
+                        help="run the study at this rung only: one of its fidelity ladder's, or a new budget "
+                             "(--rung epochs=200); the grid's other settings unchanged (docs/fidelity.md)")
     parser.add_argument("--tuned", action="store_true", help="use conf/optimizer/tuned/<name>.yaml for each optimizer")
     parser.add_argument("--select-tuned", metavar="STUDY", help="pick the best lr / weight decay of a tuning study")
     parser.add_argument("--no-estimate", action="store_true", help="--dry-run without the measured time estimate")
@@ -93,10 +97,13 @@ def main(argv: list[str]) -> int:
         if args.list:
             return list_studies(args.experiments)
         if args.status and args.study:
-            return live_status.show(find_study(args.study, args.experiments), args)
+            study = find_study(args.study, args.experiments)
+            return live_status.show(only_rung(study, args.rung) if args.rung else study, args)
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
         study = find_study(args.study, args.experiments)
+        if args.rung:
+            study = only_rung(study, args.rung)
         if args.plan_seeds:
             if args.pilot is None:
                 raise ConfigError("--plan-seeds needs --pilot DIR, the results folder of the pilot runs")
