@@ -7,7 +7,7 @@ form one ladder, one *rung* per combination. Runs of other settings (a noise set
 only) form no ladder and never enter one; tuning trials are set aside before loading. Per ladder:
 - per rung, each arm's mean, 95 % t interval and rank (1 = best, ties averaged);
 - each rung against the top rung (the largest budget: epochs x images x width^2): Kendall's tau-b of the
-  arms' means (scipy.stats.kendalltau) with a 95 % percentile bootstrap interval that resamples seeds,
+  arms' means over the seeds every compared arm ran at the rung (scipy.stats.kendalltau) with a 95 % percentile bootstrap interval that resamples seeds,
   the same draw at both rungs for the seeds they share; the share of pairs ordered alike; every pair
   whose order differs, with its difference and interval (stats.compare) at both rungs, a flip being
   *confirmed* only when the difference is significant in opposite directions at the two rungs;
@@ -233,10 +233,9 @@ def agreement_row(ladder: Ladder, rung: Rung, arms: list[str], pairs: list[dict]
         return {**row, "tau_b": 1.0, "tau_low": math.nan, "tau_high": math.nan, "pairs": math.nan,
                 "same_order": math.nan, "significant_pairs": math.nan, "kept_pairs": math.nan,
                 "confirmed_flips": math.nan, "unconfirmed_flips": math.nan}
+    # tau-b and its bootstrap on the same numbers: each rung's means over the seeds every compared optimizer ran
     low, top = means_matrix(rung, arms, metric), means_matrix(ladder.top, arms, metric)
-    means = ladder.per_rung.set_index(["rung", "arm"])["mean"]
-    tau = tau_b([means[rung.label, arm] for arm in arms], [means[ladder.top.label, arm] for arm in arms]) \
-        if len(arms) >= 2 else math.nan
+    tau = tau_b(low[1].mean(axis=1), top[1].mean(axis=1)) if len(arms) >= 2 and low[0] and top[0] else math.nan
     tau_low, tau_high = bootstrap_tau(low, top, replicates) if len(arms) >= 2 and low[0] and top[0] \
         else (math.nan, math.nan)
     return {**row, "tau_b": tau, "tau_low": tau_low, "tau_high": tau_high, "pairs": len(pairs),
