@@ -58,7 +58,8 @@ def main(argv: list[str]) -> int:
         check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)   # a typo fails before the slow imports
         study = find_study(args.study, experiments or DEFAULT_EXPERIMENTS) if args.study else None
         planned = planned_settings(study) if study else None
-        rung_keys = sorted({override.split("=", 1)[0] for rung in (study.rungs if study else ()) for override in rung.overrides})
+        rung_keys = sorted({override.split("=", 1)[0] for rung in (study.rungs if study else ())
+                            for override in rung.overrides})   # budget keys beyond the known ones
         from optbench.analysis import aggregate  # pandas, scipy, matplotlib: a few seconds
 
         outcome = aggregate(args.results_dir, args.out, args.target_acc, experiments, args.alpha,

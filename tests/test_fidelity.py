@@ -30,7 +30,8 @@ METRIC = "test_acc_at_best_val"
 
 def test_the_axis_form_and_the_list_form_give_the_same_rungs(tmp_path):
     axis = load_study(write_study(tmp_path / "axis.yaml", synthetic_grid(), fidelity={"epochs": [1, 2]}))
-    listed = load_study(write_study(tmp_path / "listed.yaml", synthetic_grid(), fidelity=[{"epochs": 1}, {"epochs": 2}]))
+    listed = load_study(write_study(tmp_path / "listed.yaml", synthetic_grid(),
+                                    fidelity=[{"epochs": 1}, {"epochs": 2}]))
     assert [rung.label for rung in axis.rungs] == [rung.label for rung in listed.rungs] == ["epochs=1", "epochs=2"]
     mixed = load_study(write_study(tmp_path / "mixed.yaml", synthetic_grid(), tuned_by="tune_cpu_demo",
                                    fidelity=[{"epochs": 8}, {"epochs": 8, "model.width": 32, "tuned_by": "tune_w32"}]))
@@ -115,7 +116,8 @@ def test_unshared_seeds_are_drawn_apart_and_the_interval_is_the_hand_enumeration
 def rung(label: str, budget: float, values: dict, seconds: float = 100.0) -> Rung:
     """values: arm -> {seed: accuracy}."""
     rows = [{"arm": arm, "optimizer": arm, "seed": seed, "status": "completed", METRIC: value,
-             "wall_time_s": seconds, "device": "cpu"} for arm, by_seed in values.items() for seed, value in by_seed.items()]
+             "wall_time_s": seconds, "device": "cpu"}
+            for arm, by_seed in values.items() for seed, value in by_seed.items()]
     return Rung(label, {"cfg.epochs": budget}, budget, pd.DataFrame(rows))
 
 
@@ -176,8 +178,8 @@ def write_ladder(root: Path) -> None:
     jitter = {"sgd": (0.0, 0.012, 0.005), "adam": (0.0, 0.003, 0.011)}   # differences with spread: testable
     for (epochs, optimizer), accuracy in accuracies.items():
         for seed in (0, 1, 2):
-            write_run(root, ramp_records(accuracy + jitter[optimizer][seed], epochs=epochs), optimizer=optimizer, seed=seed,
-                      variant=f"epochs={epochs}", overrides={"epochs": epochs}, wall_time_s=10.0 * epochs)
+            write_run(root, ramp_records(accuracy + jitter[optimizer][seed], epochs=epochs), optimizer=optimizer,
+                      seed=seed, variant=f"epochs={epochs}", overrides={"epochs": epochs}, wall_time_s=10.0 * epochs)
     for seed in (0, 1, 2):
         write_run(root, ramp_records(0.5 + 0.01 * seed, epochs=8), optimizer="lion", seed=seed, noise="symmetric",
                   rate=0.4, variant="epochs=8", overrides={"epochs": 8})

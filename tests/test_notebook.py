@@ -47,6 +47,7 @@ def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch, wi
     outputs = "".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
                       for output in cell.get("outputs", []))
     assert "Drive step skipped" in outputs
+    assert with_mirror or "(rung epochs=1: " in outputs   # the study ran at the rung RUNG names
     for folder in (results, mirror) if with_mirror else (results,):
         summaries = [path for path in sorted(folder.rglob("summary.json")) if "aggregate" not in path.parts]
         assert len(summaries) == 2 and all(json.loads(path.read_text())["status"] == "completed" for path in summaries)

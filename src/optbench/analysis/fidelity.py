@@ -7,10 +7,11 @@ form one ladder, one *rung* per combination. Runs of other settings (a noise set
 only) form no ladder and never enter one; tuning trials are set aside before loading. Per ladder:
 - per rung, each arm's mean, 95 % t interval and rank (1 = best, ties averaged);
 - each rung against the top rung (the largest budget: epochs x images x width^2): Kendall's tau-b of the
-  arms' means over the seeds every compared arm ran at the rung (scipy.stats.kendalltau) with a 95 % percentile bootstrap interval that resamples seeds,
-  the same draw at both rungs for the seeds they share; the share of pairs ordered alike; every pair
-  whose order differs, with its difference and interval (stats.compare) at both rungs, a flip being
-  *confirmed* only when the difference is significant in opposite directions at the two rungs;
+  arms' means over the seeds every compared arm ran at the rung (scipy.stats.kendalltau) with a 95 %
+  percentile bootstrap interval that resamples seeds, the same draw at both rungs for the seeds they share;
+  the share of pairs ordered alike; every pair whose order differs, with its difference and interval
+  (stats.compare) at both rungs, a flip being *confirmed* only when the difference is significant in
+  opposite directions at the two rungs;
 - each rung's cost (device-hours from the runs' own wall time) and how many of its significant pairwise
   orders hold at the top rung; the cheapest rung whose significant orders all hold.
 An arm missing at a rung is named in `missing`, never silently dropped from the counts.

@@ -9,7 +9,8 @@ experiments/search_spaces/, the top-k rerun on more seeds); `tuned_by` (main stu
 tuning study whose winners it runs with; `fidelity` names a ladder of budgets (rungs, each a set of
 budget overrides such as epochs or model.width, optionally with its own `tuned_by`), planned as rungs x grid.
 A key the format does not know is refused, so a typo cannot be silently ignored. `find_study(name)` and
-`load_study(path)` return a frozen `Study`; plan.py expands it into runs. A hypothesis study carries its parsed `HypothesisTest` (specs/hypothesis_spec.py).
+`load_study(path)` return a frozen `Study`; plan.py expands it into runs. A hypothesis study carries its
+parsed `HypothesisTest` (specs/hypothesis_spec.py).
 Standard library and PyYAML only.
 """
 

@@ -3,9 +3,10 @@
 One table, one row per planned run: its state (new; running, with the epoch in progress of the planned
 ones; completed; diverged; failed; interrupted, which the same study command resumes; other experiment,
 when the directory's record.json holds a run with another identity; unreadable), its best validation
-accuracy so far and its directory; then the study's progress (runs and epochs), rung by rung for a fidelity ladder, and the time left. The
-time left is the epochs still to train at the rate this study's runs have trained so far (their own
-wall time, so data loading and evaluation are in it), serially: a parallel launcher divides it. Each
+accuracy so far and its directory; then the study's progress (runs and epochs), rung by rung for a fidelity
+ladder, and the time left. The time left is the epochs still to train at the rate this study's runs have
+trained so far (their own wall time, so data loading and evaluation are in it), serially: a parallel
+launcher divides it. Each
 directory is read through optbench.rundir only (record, summary, lock), so watching a study changes no byte.
 """
 

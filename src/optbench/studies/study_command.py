@@ -160,7 +160,8 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     tuning_studies = [find_study(name, args.experiments) for name in tuning_studies_of(study)]
     not_tuning = [tuning_study for tuning_study in tuning_studies if not tuning_study.tune]
     if not_tuning:
-        raise ConfigError(f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study (it has no `tune:` block)")
+        raise ConfigError(f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study "
+                          "(it has no `tune:` block)")
     statuses = [tune_first(study, tuning_study, args) for tuning_study in tuning_studies]
     output = tuning_studies[0].tune.output if study.tuned_by else True
     if args.dry_run:
