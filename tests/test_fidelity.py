@@ -3,14 +3,16 @@ against hand computations, flips classed confirmed or unconfirmed, missing optim
 coverage in a bounded simulation, and the report on hand-made run directories."""
 
 import math
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from omegaconf import OmegaConf
 
+from conftest import CONF_DIR
 from optbench.analysis import fidelity
 from optbench.analysis.fidelity import Ladder, Rung, analyse_ladder, bootstrap_tau, tau_b
 from optbench.analysis.pipeline import aggregate
@@ -228,3 +230,34 @@ def test_one_rung_from_the_command_line_plans_only_that_rung(tmp_path, capsys):
     assert "4 runs in 1 sweep(s)" in out and "rung epochs=3: noise=none" in out and ",epochs=3," in out
     assert study_command.main([*argv, "--rung", "seed=4"]) == 2
     assert "seed changes what is compared" in capsys.readouterr().err
+
+
+def test_a_rung_with_its_own_tuning_study_runs_with_its_winners(tmp_path, capsys):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    tuning = {}
+    for name, epochs, lr in (("tune_short", 1, 0.05), ("tune_long", 2, 0.2)):   # selected values, as --select-tuned
+        tuned = OmegaConf.load(CONF_DIR / "optimizer" / "sgd.yaml")
+        tuned.lr = lr
+        (conf / "optimizer" / "tuned" / name).mkdir(parents=True)
+        OmegaConf.save(tuned, conf / "optimizer" / "tuned" / name / "sgd.yaml")
+        tuning[name] = write_study(tmp_path / f"{name}.yaml", synthetic_grid(optimizer=["sgd"], seed=[5], epochs=epochs),
+                                   tune={"method": "grid", "output": f"tuned/{name}"})
+    ladder = write_study(tmp_path / "ladder.yaml", synthetic_grid(optimizer=["sgd"]),
+                         fidelity=[{"epochs": 1, "tuned_by": str(tuning["tune_short"])},
+                                   {"epochs": 2, "tuned_by": str(tuning["tune_long"])}])
+    argv = [str(ladder), "--dry-run", "--no-estimate", "--conf-dir", str(conf), "--set", *SMALL,
+            f"paths.results_dir={tmp_path / 'results'}"]
+    assert study_command.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "is tuned by tune_short: tuning first" in out and "is tuned by tune_long: tuning first" in out
+    sweeps = [line for line in out.splitlines() if line.startswith("sweep ") and "(rung " in line]
+    assert len(sweeps) == 2
+    assert "epochs=1" in sweeps[0] and "optimizer.lr=0.05" in sweeps[0] and "optimizer=tuned/tune_short/sgd" in sweeps[0]
+    assert "epochs=2" in sweeps[1] and "optimizer.lr=0.2" in sweeps[1]
+
+
+def test_some_rungs_tuned_and_others_not_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="some rungs name their tuned_by and others none"):
+        load_study(write_study(tmp_path / "half.yaml", synthetic_grid(),
+                               fidelity=[{"epochs": 1, "tuned_by": "tune_cpu_demo"}, {"epochs": 2}]))
