@@ -262,3 +262,16 @@ def test_some_rungs_tuned_and_others_not_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="some rungs name their tuned_by and others none"):
         load_study(write_study(tmp_path / "half.yaml", synthetic_grid(),
                                fidelity=[{"epochs": 1, "tuned_by": "tune_cpu_demo"}, {"epochs": 2}]))
+
+
+def test_a_learning_rate_tuned_per_rung_is_the_same_optimizer_on_the_ladder(tmp_path):
+    lrs = {(2, "sgd"): 0.05, (8, "sgd"): 0.2, (2, "adam"): 0.001, (8, "adam"): 0.003}   # a tuned_by per rung
+    for (epochs, optimizer), lr in lrs.items():
+        for seed in (0, 1):
+            accuracy = 0.5 + 0.1 * (optimizer == "sgd") + 0.01 * seed
+            write_run(tmp_path / "results", ramp_records(accuracy, epochs=epochs), optimizer=optimizer, seed=seed, variant=f"epochs={epochs},lr={lr}",
+                      overrides={"epochs": epochs, "optimizer.lr": lr})
+    aggregate(tmp_path / "results", tmp_path / "out", target_acc=0.3, draw_figures=False)
+    per_rung = pd.read_csv(tmp_path / "out/tables/fidelity.csv")
+    assert sorted(per_rung["arm"]) == ["adam", "adam", "sgd", "sgd"]
+    assert "Missing" not in (tmp_path / "out/report.md").read_text()

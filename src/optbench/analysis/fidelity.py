@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from optbench.analysis.groups import CONFIG_PREFIX, Grouping, setting_label, short_key
+from optbench.analysis.groups import (ARM_IDENTITY, CONFIG_PREFIX, Grouping, arm_label, ordered_arms, setting_label,
+                                      short_key, varies)
 from optbench.analysis.stats import ALPHA, by_seed, compare, describe
 
 # Keys that change what a run costs, not what it asks; with the exponent of their share of the training compute
@@ -49,7 +50,7 @@ class Ladder:
     setting: str                # the setting without its fidelity keys: `imagefolder, clean`
     keys: list[str]             # the fidelity keys that vary (cfg.*)
     rungs: list[Rung]           # cheapest first; the last is the top rung
-    arms: list[str]
+    arms: list[str]             # optimizers (and variants within a rung), in the report's order
     per_rung: pd.DataFrame = field(default_factory=pd.DataFrame)    # rung x arm: n, mean, interval, rank
     agreement: pd.DataFrame = field(default_factory=pd.DataFrame)   # rung vs top: tau-b, interval, pairs, cost
     flips: pd.DataFrame = field(default_factory=pd.DataFrame)       # pairs ordered differently at a rung and the top
@@ -67,9 +68,8 @@ def fidelity_keys(extra: list[str] = ()) -> dict[str, float]:
                                 if CONFIG_PREFIX + key not in FIDELITY_KEYS}}
 
 
-def find_ladders(runs: pd.DataFrame, grouping: Grouping, arms: list[str], keys: dict[str, float] | None = None
-                 ) -> list[Ladder]:
-    """Ladders among completed runs: settings alike but for the fidelity keys, at two or more rungs."""
+def find_ladders(runs: pd.DataFrame, grouping: Grouping, keys: dict[str, float] | None = None) -> list[Ladder]:
+    """Ladders: runs alike but for the fidelity keys, at two or more rungs with completed runs."""
     keys = keys or FIDELITY_KEYS
     varying = [key for key in grouping.setting_keys if key in keys]
     if not varying or not len(runs):
@@ -78,6 +78,7 @@ def find_ladders(runs: pd.DataFrame, grouping: Grouping, arms: list[str], keys: 
     base = Grouping(setting_keys=base_keys, arm_keys=grouping.arm_keys)
     ladders = []
     for _, group in runs.groupby([runs[key].map(repr) for key in base_keys], sort=False, dropna=False):
+        group, arms = rung_arms(group, grouping, varying)
         rungs = rungs_of(group, varying, keys)
         ran = [rung for rung in rungs if (rung.runs["status"] == "completed").any()]
         if len(ran) >= 2:
@@ -87,6 +88,16 @@ def find_ladders(runs: pd.DataFrame, grouping: Grouping, arms: list[str], keys: 
             ladders.append(Ladder(setting=setting_label(group.iloc[0], base), keys=varying, rungs=ran,
                                   arms=[arm for arm in arms if arm in present], not_yet=not_yet))
     return ladders
+
+
+def rung_arms(runs: pd.DataFrame, grouping: Grouping, varying: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The runs with `arm` relabelled by the optimizer fields that vary within a rung only: a learning rate tuned
+    per rung (a rung's own tuned_by) differs between rungs, yet it is the same optimizer climbing the ladder."""
+    within_rung = [key for key in grouping.arm_keys if key not in ARM_IDENTITY
+                   and varies(runs, key, [*ARM_IDENTITY, *varying])]
+    rung_grouping = Grouping(setting_keys=grouping.setting_keys, arm_keys=[*ARM_IDENTITY, *within_rung])
+    relabelled = runs.assign(arm=[arm_label(row, rung_grouping) for _, row in runs.iterrows()])
+    return relabelled, ordered_arms(relabelled, rung_grouping)
 
 
 def rungs_of(runs: pd.DataFrame, varying: list[str], keys: dict[str, float]) -> list[Rung]:

@@ -348,7 +348,7 @@ def write_fidelity(out: OutputDir, analysis: Analysis, tuning: TuningRecords, al
                    extra_keys: list[str], judge_runs) -> FidelityParts | None:
     """The fidelity ladders' tables and figures (fidelity.py); None when the runs form no ladder.
     `judge_runs(runs)`: the hypotheses' verdicts on those runs (verdicts rung by rung)."""
-    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, analysis.arms, fidelity.fidelity_keys(extra_keys))
+    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, fidelity.fidelity_keys(extra_keys))
     if not ladders:
         return None
     ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, alpha) for ladder in ladders]
@@ -366,8 +366,8 @@ def write_fidelity(out: OutputDir, analysis: Analysis, tuning: TuningRecords, al
         out.write_text(f"tables/{name}.md", to_markdown(table.round(4)) if len(table) else "_(none)_\n")
         files += [f"tables/{name}.csv", f"tables/{name}.md"]
     stems = unique_names([ladder.setting for ladder in ladders])
-    style = figure_makers.Style(analysis.runs, analysis.arms)
-    planned = [entry for ladder, stem in zip(ladders, stems) for entry in (
+    styles = [figure_makers.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
+    planned = [entry for ladder, stem, style in zip(ladders, stems, styles) for entry in (
         (f"Rank against budget: {ladder.setting}", f"fidelity_ranks_{stem}",
          lambda ladder=ladder: figure_makers.fidelity_ranks(ladder.per_rung, ladder.arms, style, ladder.setting)),
         (f"Test accuracy against budget: {ladder.setting}", f"fidelity_metric_{stem}",
