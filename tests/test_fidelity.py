@@ -269,8 +269,8 @@ def test_a_learning_rate_tuned_per_rung_is_the_same_optimizer_on_the_ladder(tmp_
     for (epochs, optimizer), lr in lrs.items():
         for seed in (0, 1):
             accuracy = 0.5 + 0.1 * (optimizer == "sgd") + 0.01 * seed
-            write_run(tmp_path / "results", ramp_records(accuracy, epochs=epochs), optimizer=optimizer, seed=seed, variant=f"epochs={epochs},lr={lr}",
-                      overrides={"epochs": epochs, "optimizer.lr": lr})
+            write_run(tmp_path / "results", ramp_records(accuracy, epochs=epochs), optimizer=optimizer, seed=seed,
+                      variant=f"epochs={epochs},lr={lr}", overrides={"epochs": epochs, "optimizer.lr": lr})
     aggregate(tmp_path / "results", tmp_path / "out", target_acc=0.3, draw_figures=False)
     per_rung = pd.read_csv(tmp_path / "out/tables/fidelity.csv")
     assert sorted(per_rung["arm"]) == ["adam", "adam", "sgd", "sgd"]
