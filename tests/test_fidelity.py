@@ -275,3 +275,15 @@ def test_a_learning_rate_tuned_per_rung_is_the_same_optimizer_on_the_ladder(tmp_
     per_rung = pd.read_csv(tmp_path / "out/tables/fidelity.csv")
     assert sorted(per_rung["arm"]) == ["adam", "adam", "sgd", "sgd"]
     assert "Missing" not in (tmp_path / "out/report.md").read_text()
+
+
+def test_a_larger_rung_still_being_run_is_shown_not_compared():
+    low = rung("epochs=2", 2, {"a": {0: 0.50, 1: 0.52}, "b": {0: 0.60, 1: 0.61}})
+    middle = rung("epochs=8", 8, {"a": {0: 0.70, 1: 0.72}, "b": {0: 0.80, 1: 0.83}})
+    started = rung("epochs=16", 16, {"a": {0: 0.90}})   # one optimizer, one seed so far
+    ladder = Ladder("cifar10, clean", ["cfg.epochs"], [low, middle, started], ["a", "b"],
+                    top_index=fidelity.top_rung_index([low, middle, started], ["a", "b"]))
+    analyse_ladder(ladder, METRIC)
+    assert ladder.top.label == "epochs=8" and list(ladder.agreement["rung"]) == ["epochs=2", "epochs=8"]
+    assert ladder.not_yet == ["epochs=16 is shown, not compared: b have no completed run there yet"]
+    assert set(ladder.per_rung["rung"]) == {"epochs=2", "epochs=8", "epochs=16"} and ladder.missing == []

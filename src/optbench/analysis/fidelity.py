@@ -6,7 +6,8 @@ share every other setting key (dataset, noise, ...) and take two or more combina
 form one ladder, one *rung* per combination. Runs of other settings (a noise setting run at one budget
 only) form no ladder and never enter one; tuning trials are set aside before loading. Per ladder:
 - per rung, each arm's mean, 95 % t interval and rank (1 = best, ties averaged);
-- each rung against the top rung (the largest budget: epochs x images x width^2): Kendall's tau-b of the
+- each rung against the top rung (the largest budget, epochs x images x width^2, at which every optimizer has a
+  completed run; a larger rung still being run is shown, not compared): Kendall's tau-b of the
   arms' means over the seeds every compared arm ran at the rung (scipy.stats.kendalltau) with a 95 %
   percentile bootstrap interval that resamples seeds, the same draw at both rungs for the seeds they share;
   the share of pairs ordered alike; every pair whose order differs, with its difference and interval
@@ -56,10 +57,16 @@ class Ladder:
     flips: pd.DataFrame = field(default_factory=pd.DataFrame)       # pairs ordered differently at a rung and the top
     missing: list[str] = field(default_factory=list)                # arms absent at some rung, named
     not_yet: list[str] = field(default_factory=list)   # rungs with runs but none completed: left out, named
+    top_index: int = -1         # the rung compared against: the largest at which every optimizer has a completed run
 
     @property
     def top(self) -> Rung:
-        return self.rungs[-1]
+        return self.rungs[self.top_index]
+
+    @property
+    def compared(self) -> list[Rung]:
+        """The rungs up to the top one; a larger rung still incomplete is shown, not compared."""
+        return self.rungs[:self.top_index % len(self.rungs) + 1]
 
 
 def fidelity_keys(extra: list[str] = ()) -> dict[str, float]:
@@ -85,9 +92,24 @@ def find_ladders(runs: pd.DataFrame, grouping: Grouping, keys: dict[str, float] 
             present = set(group.loc[group["status"] == "completed", "arm"])
             not_yet = [f"{rung.label} has no completed run yet ({len(rung.runs)} run(s): "
                        f"{', '.join(sorted(set(rung.runs['status'].map(str))))})" for rung in rungs if rung not in ran]
-            ladders.append(Ladder(setting=setting_label(group.iloc[0], base), keys=varying, rungs=ran,
-                                  arms=[arm for arm in arms if arm in present], not_yet=not_yet))
+            arms = [arm for arm in arms if arm in present]
+            ladders.append(Ladder(setting=setting_label(group.iloc[0], base), keys=varying, rungs=ran, arms=arms,
+                                  not_yet=not_yet, top_index=top_rung_index(ran, arms)))
     return ladders
+
+
+def completed_arms(rung: Rung) -> set:
+    return set(rung.runs.loc[rung.runs["status"] == "completed", "arm"])
+
+
+def top_rung_index(rungs: list[Rung], arms: list[str]) -> int:
+    """The largest rung at which every optimizer of the ladder has a completed run: a larger rung still being
+    run (one optimizer, one seed so far) would rank one optimizer against nothing. With no complete rung, the
+    rung with the most optimizers (the larger on a tie)."""
+    complete = [index for index, rung in enumerate(rungs) if completed_arms(rung) >= set(arms)]
+    if complete:
+        return complete[-1]
+    return max(range(len(rungs)), key=lambda index: (len(completed_arms(rungs[index])), index))
 
 
 def rung_arms(runs: pd.DataFrame, grouping: Grouping, varying: list[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -220,11 +242,14 @@ def analyse_ladder(ladder: Ladder, metric: str, alpha: float = ALPHA,
     ladder.per_rung = per_rung_table(ladder, metric)
     present = {rung.label: set(ladder.per_rung.loc[ladder.per_rung["rung"] == rung.label, "arm"])
                for rung in ladder.rungs}
-    ladder.missing = [f"{arm} has no completed run at {rung.label}" for rung in ladder.rungs for arm in ladder.arms
+    ladder.missing = [f"{arm} has no completed run at {rung.label}" for rung in ladder.compared for arm in ladder.arms
                       if arm not in present[rung.label]]
+    for rung in ladder.rungs[len(ladder.compared):]:
+        absent = ", ".join(arm for arm in ladder.arms if arm not in present[rung.label])
+        ladder.not_yet.append(f"{rung.label} is shown, not compared: {absent} have no completed run there yet")
     top_hours = device_hours(ladder.top)
     agreement, pairs = [], []
-    for rung in ladder.rungs:
+    for rung in ladder.compared:
         arms = [arm for arm in ladder.arms if arm in present[rung.label] and arm in present[ladder.top.label]]
         rows = pair_rows(ladder, rung, arms, metric, alpha) if rung is not ladder.top else []
         pairs += rows
@@ -261,6 +286,8 @@ def agreement_row(ladder: Ladder, rung: Rung, arms: list[str], pairs: list[dict]
 def cheapest_faithful_rung(ladder: Ladder) -> str | None:
     """The cheapest rung below the top whose significant pairwise orders (at least one) all hold at the top."""
     below = ladder.agreement[ladder.agreement["rung"] != ladder.top.label]
+    if below.empty:
+        return None
     faithful = below[(below["significant_pairs"] >= 1) & (below["kept_pairs"] == below["significant_pairs"])]
     return str(faithful.iloc[0]["rung"]) if len(faithful) else None
 

@@ -393,9 +393,9 @@ def fidelity_section(parts: ReportParts) -> str:
         return ""
     lines = ["## Fidelity: what the cheaper budgets got right", "",
              "Runs whose settings differ only in budget keys (epochs, width, training images) form a ladder, one rung "
-             "per budget; the top rung is the largest budget. Per rung: each optimizer's mean test accuracy at best "
-             "validation, 95 % t interval, rank of the mean (#1 = best), seeds (n). Against the top rung: Kendall's "
-             "tau-b of the means with a 95 % percentile bootstrap interval (seeds resampled, one draw for the seeds "
+             "per budget; the top rung is the largest budget at which every optimizer has a completed run. Per "
+             "rung: each optimizer's mean test accuracy at best validation, 95 % t interval, rank of the mean "
+             "(#1 = best), seeds (n). Against the top rung: Kendall's tau-b of the means with a 95 % percentile bootstrap interval (seeds resampled, one draw for the seeds "
              "both rungs ran), the pairs ordered alike, and the significant orders (pairwise test, p < alpha) that "
              "keep their direction at the top. A flip is *confirmed* when the pair's difference is significant in "
              "opposite directions at both rungs, *unconfirmed* otherwise. Cost: device-hours from the runs' own wall "
