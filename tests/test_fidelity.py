@@ -285,5 +285,5 @@ def test_a_larger_rung_still_being_run_is_shown_not_compared():
                     top_index=fidelity.top_rung_index([low, middle, started], ["a", "b"]))
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8" and list(ladder.agreement["rung"]) == ["epochs=2", "epochs=8"]
-    assert ladder.not_yet == ["epochs=16 is shown, not compared: b have no completed run there yet"]
+    assert ladder.not_yet == ["epochs=16: b have no completed run there yet (shown in the table and figures)"]
     assert set(ladder.per_rung["rung"]) == {"epochs=2", "epochs=8", "epochs=16"} and ladder.missing == []

@@ -90,7 +90,7 @@ def find_ladders(runs: pd.DataFrame, grouping: Grouping, keys: dict[str, float] 
         ran = [rung for rung in rungs if (rung.runs["status"] == "completed").any()]
         if len(ran) >= 2:
             present = set(group.loc[group["status"] == "completed", "arm"])
-            not_yet = [f"{rung.label} has no completed run yet ({len(rung.runs)} run(s): "
+            not_yet = [f"{rung.label}: no completed run yet ({len(rung.runs)} run(s): "
                        f"{', '.join(sorted(set(rung.runs['status'].map(str))))})" for rung in rungs if rung not in ran]
             arms = [arm for arm in arms if arm in present]
             ladders.append(Ladder(setting=setting_label(group.iloc[0], base), keys=varying, rungs=ran, arms=arms,
@@ -246,7 +246,8 @@ def analyse_ladder(ladder: Ladder, metric: str, alpha: float = ALPHA,
                       if arm not in present[rung.label]]
     for rung in ladder.rungs[len(ladder.compared):]:
         absent = ", ".join(arm for arm in ladder.arms if arm not in present[rung.label])
-        ladder.not_yet.append(f"{rung.label} is shown, not compared: {absent} have no completed run there yet")
+        ladder.not_yet.append(f"{rung.label}: {absent} have no completed run there yet (shown in the table and "
+                              "figures)")
     top_hours = device_hours(ladder.top)
     agreement, pairs = [], []
     for rung in ladder.compared:

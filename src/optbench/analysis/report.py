@@ -392,15 +392,16 @@ def fidelity_section(parts: ReportParts) -> str:
     if parts.fidelity is None:
         return ""
     lines = ["## Fidelity: what the cheaper budgets got right", "",
-             "Runs whose settings differ only in budget keys (epochs, width, training images) form a ladder, one rung "
-             "per budget; the top rung is the largest budget at which every optimizer has a completed run. Per "
-             "rung: each optimizer's mean test accuracy at best validation, 95 % t interval, rank of the mean "
-             "(#1 = best), seeds (n). Against the top rung: Kendall's tau-b of the means with a 95 % percentile bootstrap interval (seeds resampled, one draw for the seeds "
-             "both rungs ran), the pairs ordered alike, and the significant orders (pairwise test, p < alpha) that "
-             "keep their direction at the top. A flip is *confirmed* when the pair's difference is significant in "
-             "opposite directions at both rungs, *unconfirmed* otherwise. Cost: device-hours from the runs' own wall "
-             "time; *cost vs top* per run, with the training-compute share (epochs x images x width^2) in brackets: "
-             "timings taken on a busy or another machine do not compare, the compute share does.", "",
+             "Runs whose settings differ only in budget keys (epochs, width, training images) form a ladder, one "
+             "rung per budget; the top rung is the largest budget at which every optimizer has a completed run. "
+             "Per rung: each optimizer's mean test accuracy at best validation, 95 % t interval, rank of the mean "
+             "(#1 = best), seeds (n). Against the top rung: Kendall's tau-b of the means with a 95 % percentile "
+             "bootstrap interval (seeds resampled, one draw for the seeds both rungs ran), the pairs ordered "
+             "alike, and the significant orders (pairwise test, p < alpha) that keep their direction at the top. "
+             "A flip is *confirmed* when the pair's difference is significant in opposite directions at both rungs, "
+             "*unconfirmed* otherwise. Cost: device-hours from the runs' own wall time; *cost vs top* per run, "
+             "with the training-compute share (epochs x images x width^2) in brackets: timings taken on a busy or "
+             "another machine do not compare, the compute share does.", "",
              "Files: " + ", ".join(f"[`{path}`]({path})" for path in parts.fidelity.table_files), ""]
     for ladder, verdicts in zip(parts.fidelity.ladders, parts.fidelity.verdicts):
         lines += fidelity_ladder_block(ladder, verdicts, parts)
@@ -415,7 +416,7 @@ def fidelity_section(parts: ReportParts) -> str:
 def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts) -> list[str]:
     lines = [f"### {ladder.setting}: rungs {', '.join(rung.label for rung in ladder.rungs)}", "",
              to_markdown(fidelity.per_rung_display(ladder)), "", to_markdown(fidelity.agreement_display(ladder)), ""]
-    lines += [f"- Not in the ladder: {text}." for text in ladder.not_yet]
+    lines += [f"- Not compared: {text}." for text in ladder.not_yet]
     lines += [f"- Missing: {text}." for text in ladder.missing]
     for _, row in ladder.agreement.iterrows():
         if row["rung"] == ladder.top.label:
