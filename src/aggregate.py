@@ -57,11 +57,13 @@ def main(argv: list[str]) -> int:
     try:
         check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)   # a typo fails before the slow imports
         study = find_study(args.study, experiments or DEFAULT_EXPERIMENTS) if args.study else None
+        rung_keys = sorted({override.split("=", 1)[0] for rung in (study.rungs if study else ())
+                            for override in rung.overrides})   # budget keys beyond the known ones
         from optbench.analysis import aggregate  # pandas, scipy, matplotlib: a few seconds
 
         outcome = aggregate(args.results_dir, args.out, args.target_acc, experiments, args.alpha,
                             command=shlex.join(["python", "src/aggregate.py", *argv]), draw_figures=not args.no_figures,
-                            study=study)
+                            study=study, fidelity_extra=rung_keys)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -33,6 +33,8 @@ def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch, wi
     results, mirror = tmp_path / "results", tmp_path / "drive" / "results"
     if with_mirror:
         monkeypatch.setenv("NOTEBOOK_MIRROR_DIR", str(mirror))
+    else:   # one rung of a fidelity ladder (docs/fidelity.md): `study.py --rung` plans the same two runs
+        monkeypatch.setenv("NOTEBOOK_RUNG", "epochs=1")
     for name, value in {"NOTEBOOK_STUDY": "smoke", "NOTEBOOK_OPTIMIZERS": "sgd,lion", "NOTEBOOK_SEEDS": "0",
                         "NOTEBOOK_DATASETS": "synthetic", "NOTEBOOK_EPOCHS": "1",
                         "NOTEBOOK_EXTRA": "model.width=8 dataset.train_size=400 dataset.test_size=100 "
@@ -45,6 +47,7 @@ def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch, wi
     outputs = "".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
                       for output in cell.get("outputs", []))
     assert "Drive step skipped" in outputs
+    assert with_mirror or "(rung epochs=1: " in outputs   # the study ran at the rung RUNG names
     for folder in (results, mirror) if with_mirror else (results,):
         summaries = [path for path in sorted(folder.rglob("summary.json")) if "aggregate" not in path.parts]
         assert len(summaries) == 2 and all(json.loads(path.read_text())["status"] == "completed" for path in summaries)

@@ -18,6 +18,8 @@ Modules, one job each (data flows down the list):
     verdicts.py    one verdict per hypothesis and scope: the settings of the study that tests it, the sequential
                    decision where it ran until decided; tables/verdicts.csv
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
+    fidelity.py    fidelity ladders (settings differing only in budget): ranks per rung, tau-b against the top rung
+                   with a seed bootstrap, flips, kept orders and cost per rung, tuned values per budget
     names.py       short, stable file names for each setting, the index mapping them back, what every run shares
     report.py      report.md embedding all of the above
     output.py      atomic writes into the output folder, removal of its own stale files

@@ -18,7 +18,11 @@ the figures, and write everything into `out_dir` (never into a run directory):
                                      shares of its variance from seeds and from test images (variance.py)
     tables/runs_not_completed.{csv,md}
     tables/tuning.{csv,md}           per tuning study x optimizer: trials, runs, epochs, device-hours, winner, edge
-    figures/*.png, figures/*.pdf     figures/tuning-<study>.* : every trial of a tuning study's search
+    tables/fidelity*.{csv,md}        fidelity ladders (fidelity.py): per rung (means, intervals, ranks), agreement
+                                     with the top rung (tau-b, kept orders, cost), flips, verdicts per rung, and
+                                     tables/fidelity_tuning.* (tuned values per budget, when tuned at several)
+    figures/*.png, figures/*.pdf     figures/tuning-<study>.* : every trial of a tuning study's search;
+                                     figures/fidelity_ranks*, fidelity_metric* : each ladder's bump chart and metric
     report.md                        the page that embeds them
 Run directories listed in `tuning-*.json` files (tuning_report.py) are tuning trials: set aside before
 loading, reported only in the Tuning section. Bad input (no such folder, no runs in it, a malformed
@@ -34,6 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from optbench.formats import decision_record
+from optbench.analysis import fidelity
 from optbench.analysis import figures as figure_makers
 from optbench.analysis import robust
 from optbench.analysis.variance import variance_display, variance_table
@@ -43,7 +48,7 @@ from optbench.analysis.inputs import check_inputs
 from optbench.analysis.load import load_runs
 from optbench.analysis.names import constant_keys, file_stems, settings_index, short_name
 from optbench.analysis.output import OutputDir
-from optbench.analysis.report import ReportParts, TuningParts, render_report, verdict_rows
+from optbench.analysis.report import FidelityParts, ReportParts, TuningParts, render_report, verdict_rows
 from optbench.analysis.stats import ALPHA, pairwise
 from optbench.analysis.tables import (PRIMARY_METRIC, completed, display_table, pairwise_display, problem_display,
                                        problem_runs, results_table, to_latex, to_markdown)
@@ -103,9 +108,10 @@ def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None
 
 def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float = 0.9,
               experiments_dir: Path | None = None, alpha: float = ALPHA, command: str = "",
-              draw_figures: bool = True, study: Study | None = None) -> Outcome:
+              draw_figures: bool = True, study: Study | None = None, fidelity_extra: list[str] = ()) -> Outcome:
     """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
-    each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py)."""
+    each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py).
+    `fidelity_extra`: budget keys a study's rungs name beyond fidelity.FIDELITY_KEYS."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
     hypotheses, hypotheses_note = read_hypotheses(experiments_dir)
     skip = own_output(results_dir, out_dir)
@@ -138,6 +144,9 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     drawn = write_figures(out, runs, analysis.curves, settings, arms, analysis.stems, warnings) \
         if draw_figures and len(runs) else []
     tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
+    fidelity_parts = write_fidelity(out, analysis, tuning, alpha, draw_figures, fidelity_extra,
+                                    lambda rung_runs: judge_rung(hypotheses, analysis, rung_runs,
+                                                                 tuning.seeds_tuned_on(), experiments_dir))
     parts = ReportParts(
         results_dir=str(results_dir), command=command or f"aggregate({results_dir})",
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -145,7 +154,7 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         judgements=judgements, untested=untested, hypotheses_note=hypotheses_note, figures=drawn,
         table_files=table_files,
         robust=robust_results, tuning=tuning_parts, sequential=sequential, variance=variance,
-        varying_keys=[short_key(key) for key in analysis.grouping.varying_config],
+        fidelity=fidelity_parts, varying_keys=[short_key(key) for key in analysis.grouping.varying_config],
         constant_keys=constant_keys(runs), warnings=warnings)
     report = out.write_text("report.md", render_report(parts))
     out.finish()
@@ -172,6 +181,14 @@ def judge_hypotheses(hypotheses: list, hypotheses_note: str, analysis: Analysis,
     judgements, untested = judge(hypotheses, context, records, study, experiments_dir, warnings)
     return judgements, untested, hypotheses_note
 
+
+
+def judge_rung(hypotheses: list, analysis: Analysis, rung_runs: pd.DataFrame, tuned_on: dict[str, set[int]],
+               experiments_dir: Path | None) -> list[Judgement]:
+    """The hypotheses' verdicts on one rung of a fidelity ladder: the fixed-design rule on that rung's runs alone
+    (a decision record belongs to the budget its study ran at, so no rung takes it over)."""
+    context = Context(rung_runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
+    return judge(hypotheses, context, [], None, experiments_dir, [])[0]
 
 def own_output(results_dir: Path, out_dir: Path) -> Path | None:
     """The folder not to read runs and records from: the output folder when it lies inside the results
@@ -348,3 +365,36 @@ def unique_names(labels: list[str]) -> list[str]:
         used.add(candidate)
         slugs.append(candidate)
     return slugs
+
+
+def write_fidelity(out: OutputDir, analysis: Analysis, tuning: TuningRecords, alpha: float, draw_figures: bool,
+                   extra_keys: list[str], judge_runs) -> FidelityParts | None:
+    """The fidelity ladders' tables and figures (fidelity.py); None when the runs form no ladder.
+    `judge_runs(runs)`: the hypotheses' verdicts on those runs (verdicts rung by rung)."""
+    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, fidelity.fidelity_keys(extra_keys))
+    if not ladders:
+        return None
+    ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, alpha) for ladder in ladders]
+    verdicts = [fidelity.verdicts_by_rung(ladder, judge_runs) for ladder in ladders]
+    tuned = fidelity.tuned_settings(tuning.studies)
+    tables = {"fidelity": pd.concat([ladder.per_rung for ladder in ladders]),
+              "fidelity_agreement": pd.concat([ladder.agreement for ladder in ladders]),
+              "fidelity_flips": pd.concat([ladder.flips for ladder in ladders]),
+              "fidelity_verdicts": pd.concat(verdicts)}
+    if not tuned.empty:
+        tables["fidelity_tuning"] = tuned
+    files = []
+    for name, table in tables.items():
+        out.write_text(f"tables/{name}.csv", table.to_csv(index=False))
+        out.write_text(f"tables/{name}.md", to_markdown(table.round(4)) if len(table) else "_(none)_\n")
+        files += [f"tables/{name}.csv", f"tables/{name}.md"]
+    stems = unique_names([ladder.setting for ladder in ladders])
+    styles = [figure_makers.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
+    planned = [entry for ladder, stem, style in zip(ladders, stems, styles) for entry in (
+        (f"Rank against budget: {ladder.setting}", f"fidelity_ranks_{stem}",
+         lambda ladder=ladder: figure_makers.fidelity_ranks(ladder.per_rung, ladder.arms, style, ladder.setting)),
+        (f"Test accuracy against budget: {ladder.setting}", f"fidelity_metric_{stem}",
+         lambda ladder=ladder: figure_makers.fidelity_metric(ladder.per_rung, ladder.arms, style, ladder.setting,
+                                                             PRIMARY_LABEL)))]
+    drawn = draw_planned(out, planned, analysis.warnings) if draw_figures else []
+    return FidelityParts(ladders=ladders, verdicts=verdicts, tuned=tuned, figures=drawn, table_files=files)

@@ -9,7 +9,8 @@ the looks of the sequential studies;
 the results table per setting; the figures (relative links to figures/*.png, PDFs beside them);
 the pairwise tests; where each comparison's variance comes from (seeds or test images); every run
 that did not complete or needed a warning; the tuning studies (protocol, cost, winners, edge warnings,
-search figure); and the definitions used.
+search figure); the fidelity ladders (fidelity.py: rank agreement with the top rung, flips, cost, verdicts
+per rung, tuned values per budget); and the definitions used.
 Also `verdict_rows` for the hypotheses CSV.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from optbench.analysis import fidelity
 from optbench.analysis.hypotheses import Check, Verdict
 from optbench.analysis.seed_planner import comparison_units, plan_seeds, plan_table
 from optbench.analysis.tables import (NOT_COMPLETED, difference_interval, display_table, exact_text, p_text,
@@ -36,6 +38,15 @@ class TuningParts:
     table: pd.DataFrame                 # tuning.tuning_table
     figures: dict[str, str]             # tuning file (study.source) -> png path relative to report.md
     set_aside: list[str]                # run ids found here that the tuning files list: not in the main comparison
+
+
+@dataclass
+class FidelityParts:
+    ladders: list                       # fidelity.Ladder, analysed
+    verdicts: list[pd.DataFrame]        # fidelity.verdicts_by_rung, one per ladder
+    tuned: pd.DataFrame                 # fidelity.tuned_settings (empty unless tuned at several budgets)
+    figures: list[tuple[str, str]]      # (caption, png path relative to report.md)
+    table_files: list[str]
 
 
 @dataclass
@@ -61,12 +72,13 @@ class ReportParts:
     tuning: TuningParts | None = None   # tuning studies found (tuning-*.json), or None
     sequential: list[dict] = field(default_factory=list)   # decision records (optbench.formats.decision_record) found
     variance: pd.DataFrame | None = None   # variance.variance_table
+    fidelity: FidelityParts | None = None  # fidelity ladders found (settings differing only in budget), or None
 
 
 def render_report(parts: ReportParts) -> str:
     sections = [header(parts), hypotheses_section(parts), sequential_section(parts), results_section(parts),
                 robust_section(parts), variance_section(parts), figures_section(parts), pairwise_section(parts),
-                problems_section(parts), tuning_section(parts),
+                problems_section(parts), tuning_section(parts), fidelity_section(parts),
                 method_section(parts), warnings_section(parts)]
     return "\n".join(section for section in sections if section)
 
@@ -402,6 +414,59 @@ def tuning_section(parts: ReportParts) -> str:
     for study in tuning.studies:
         lines += tuning_study_block(study, tuning)
     return "\n".join(lines)
+
+
+def fidelity_section(parts: ReportParts) -> str:
+    """Does the cheap budget rank the optimizers as the top one does? One block per ladder (docs/fidelity.md)."""
+    if parts.fidelity is None:
+        return ""
+    lines = ["## Fidelity: what the cheaper budgets got right", "",
+             "Runs whose settings differ only in budget keys (epochs, width, training images) form a ladder, one "
+             "rung per budget; the top rung is the largest budget at which every optimizer has a completed run. "
+             "Per rung: each optimizer's mean test accuracy at best validation, 95 % t interval, rank of the mean "
+             "(#1 = best), seeds (n). Against the top rung: Kendall's tau-b of the means with a 95 % percentile "
+             "bootstrap interval (seeds resampled, one draw for the seeds both rungs ran), the pairs ordered "
+             "alike, and the significant orders (pairwise test, p < alpha) that keep their direction at the top. "
+             "A flip is *confirmed* when the pair's difference is significant in opposite directions at both rungs, "
+             "*unconfirmed* otherwise. Cost: device-hours from the runs' own wall time; *cost vs top* per run, "
+             "with the training-compute share (epochs x images x width^2) in brackets: timings taken on a busy or "
+             "another machine do not compare, the compute share does.", "",
+             "Files: " + ", ".join(f"[`{path}`]({path})" for path in parts.fidelity.table_files), ""]
+    for ladder, verdicts in zip(parts.fidelity.ladders, parts.fidelity.verdicts):
+        lines += fidelity_ladder_block(ladder, verdicts, parts)
+    if not parts.fidelity.tuned.empty:
+        lines += ["### Tuned settings across budgets", "",
+                  "The winners of tuning studies run at different budgets, and their ratio to the winners of the one "
+                  "with the most epochs: a ratio below 1 at short budgets is short-horizon bias (Wu et al. 2018).", "",
+                  to_markdown(parts.fidelity.tuned.round(4)), ""]
+    return "\n".join(lines)
+
+
+def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts) -> list[str]:
+    lines = [f"### {ladder.setting}: rungs {', '.join(rung.label for rung in ladder.rungs)}", "",
+             to_markdown(fidelity.per_rung_display(ladder)), "", to_markdown(fidelity.agreement_display(ladder)), ""]
+    lines += [f"- Not compared: {text}." for text in ladder.not_yet]
+    lines += [f"- Missing: {text}." for text in ladder.missing]
+    for _, row in ladder.agreement.iterrows():
+        if row["rung"] == ladder.top.label:
+            continue
+        lines.append(f"- The {row['rung']} rung cost {row['cost_share'] * 100:.0f} % of the top rung's device-hours "
+                     f"per run ({row['budget_share'] * 100:.0f} % of its training compute) and kept "
+                     f"{row['kept_pairs']:g} of its {row['significant_pairs']:g} significant pairwise orders; "
+                     f"{row['same_order']:g} of {row['pairs']:g} pairs ordered alike, tau-b "
+                     f"{fidelity.interval_text(row['tau_b'], row['tau_low'], row['tau_high'], 1, 2)}.")
+    cheapest = fidelity.cheapest_faithful_rung(ladder)
+    lines += ["", f"**Cheapest rung whose significant orders all hold at the top ({ladder.top.label}): "
+                  f"{cheapest or 'none'}**" + ("" if cheapest else " (no cheaper rung had a significant order that "
+                                                                   "held throughout)") + ".", ""]
+    if not ladder.flips.empty:
+        lines += ["Pairs ordered differently at a rung and at the top (differences in points, a - b):", "",
+                  to_markdown(fidelity.flips_display(ladder.flips)), ""]
+    if not verdicts.empty:
+        lines += ["Each hypothesis's verdict at each rung, under the same rule:", "",
+                  to_markdown(fidelity.verdicts_display(verdicts, ladder)), ""]
+    lines += [f"![{caption}]({path})" for caption, path in parts.fidelity.figures if ladder.setting in caption]
+    return lines + [""]
 
 
 def tuning_study_block(study: TuningStudy, tuning: TuningParts) -> list[str]:

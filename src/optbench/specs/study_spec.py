@@ -7,15 +7,16 @@ optimizers, seeds, datasets, noise settings and epochs; `overrides` adds Hydra o
 default lr and weight decay) or `method: quasirandom` (trials drawn from a search space file under
 experiments/search_spaces/, the top-k rerun on more seeds); `tuned_by` (main studies) names the
 tuning study whose winners it runs with; `hypotheses` (main studies) lists the ids of the hypotheses it
-tests (`tested_hypotheses`: the aggregator's `--study` judges only those, on its planned settings). A key
-the format does not know is refused, so a typo cannot
-be silently ignored. `find_study(name)` and `load_study(path)` return a frozen `Study`; plan.py expands
-it into runs. A hypothesis study carries its parsed `HypothesisTest` (specs/hypothesis_spec.py).
+tests (`tested_hypotheses`: the aggregator's `--study` judges only those, on its planned settings); `fidelity`
+names a ladder of budgets (rungs, each a set of budget overrides such as epochs or model.width, optionally with
+its own `tuned_by`), planned as rungs x grid. A key the format does not know is refused, so a typo cannot be
+silently ignored. `find_study(name)` and `load_study(path)` return a frozen `Study`; plan.py expands it into
+runs. A hypothesis study carries its parsed `HypothesisTest` (specs/hypothesis_spec.py).
 Standard library and PyYAML only.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -26,7 +27,10 @@ from optbench.specs.hypothesis_spec import HUMAN, HYPOTHESIS_KEYS, HypothesisTes
 REPO = Path(__file__).resolve().parents[3]
 EXPERIMENTS_DIR = REPO / "experiments"
 GRID_KEYS = ("optimizer", "seed", "dataset", "noise", "epochs")  # every study grid names these
-STUDY_KEYS = ("id", "title", "statement", "grid", "overrides", "tune", "tuned_by", "hypotheses")   # a study file's keys
+STUDY_KEYS = ("id", "title", "statement", "grid", "overrides", "tune", "tuned_by", "hypotheses",
+              "fidelity")   # a study file's keys
+# A rung may change what a run costs, never what is compared: these keys (and their sub-keys) are the question.
+QUESTION_KEYS = ("optimizer", "seed", "dataset", "noise", "paths", "device", "logger")
 
 @dataclass(frozen=True)
 class Study:
@@ -40,6 +44,95 @@ class Study:
     test: HypothesisTest | None = None   # a hypothesis's test, when the study is a hypothesis's
     tuned_by: str = ""                # main studies: the tuning study run first, whose winners these runs use
     hypotheses: tuple[str, ...] = ()  # main studies: the ids of the hypotheses it tests (empty: not said)
+    rungs: tuple["Rung", ...] = ()    # a fidelity ladder: the grid is planned once per rung
+
+
+# ---------------------------------------------------------------- the `fidelity:` block
+
+@dataclass(frozen=True)
+class Rung:
+    """One budget of a fidelity ladder: Hydra overrides of budget keys, and the tuning study it uses."""
+    overrides: tuple[str, ...]        # `epochs=2`, `model.width=32`: applied on top of the grid and `overrides`
+    tuned_by: str = ""                # a tuning study for this rung only (default: the study's `tuned_by`)
+
+    @property
+    def label(self) -> str:
+        return ",".join(self.overrides)
+
+    def value_of(self, key: str) -> str | None:
+        return next((override.split("=", 1)[1] for override in self.overrides if override.split("=", 1)[0] == key),
+                    None)
+
+
+def parse_fidelity(path: Path, block) -> tuple[Rung, ...]:
+    """`{epochs: [2, 4, 8, 16]}` (one axis, one rung per value) or a list of rungs, each a mapping of budget
+    keys with an optional `tuned_by`: `[{epochs: 8}, {epochs: 8, model.width: 32, tuned_by: tune_w32}]`."""
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(f"{path}: fidelity: {problem} (docs/fidelity.md)")
+
+    if isinstance(block, dict):
+        if len(block) != 1 or not isinstance(next(iter(block.values())), list):
+            raise bad("the axis form names one key and its list of values, e.g. {epochs: [2, 4, 8, 16]}; "
+                      "several keys per rung go in the list form [{epochs: 8, model.width: 32}, ...]")
+        key, values = next(iter(block.items()))
+        block = [{key: value} for value in values]
+    if not isinstance(block, list) or len(block) < 2 or not all(isinstance(rung, dict) and rung for rung in block):
+        raise bad("give at least two rungs: {epochs: [2, 4, 8, 16]} or a list of mappings of budget keys")
+    rungs = tuple(_parse_rung(rung, bad) for rung in block)
+    repeated = sorted({rung.label for rung in rungs if [other.label for other in rungs].count(rung.label) > 1})
+    if repeated:
+        raise bad(f"the rung {repeated[0]} appears twice")
+    return rungs
+
+
+def _parse_rung(entry: dict, bad) -> Rung:
+    budget = {str(key): value for key, value in entry.items() if key != "tuned_by"}
+    if not budget:
+        raise bad(f"the rung {entry} names no budget key (epochs, model.width, dataset.train_subset, ...)")
+    for key, value in budget.items():
+        if key.split(".")[0] in QUESTION_KEYS or key.startswith(("hydra", "~", "+")):
+            raise bad(f"{key} changes what is compared, not the budget: a rung sets keys such as epochs, "
+                      "model.width or dataset.train_subset")
+        if isinstance(value, (dict, list)) or value is None:
+            raise bad(f"{key}: one value per rung, not {value!r}")
+    tuned_by = entry.get("tuned_by") or ""
+    if not isinstance(tuned_by, str):
+        raise bad(f"tuned_by names one tuning study, not {tuned_by!r}")
+    return Rung(tuple(f"{key}={_yaml_scalar(value)}" for key, value in sorted(budget.items())), tuned_by)
+
+
+def _yaml_scalar(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def study_at_rung(study: Study, rung: Rung) -> Study:
+    """The study as it runs at one rung: the rung's epochs in the grid, its other keys as overrides (replacing
+    the study's own override of the same key), no rungs left."""
+    epochs = rung.value_of("epochs")
+    grid = {**study.grid, "epochs": int(epochs)} if epochs is not None else study.grid
+    rung_keys = {override.split("=", 1)[0] for override in rung.overrides if not override.startswith("epochs=")}
+    kept = tuple(override for override in study.overrides if override.split("=", 1)[0] not in rung_keys)
+    added = tuple(override for override in rung.overrides if not override.startswith("epochs="))
+    return replace(study, grid=grid, overrides=kept + added, rungs=(), tuned_by=rung.tuned_by or study.tuned_by)
+
+
+def only_rung(study: Study, overrides: list[str]) -> Study:
+    """The study at one rung given on the command line (`--rung epochs=200`): one of its ladder's, or a new one
+    (a 200-epoch GPU rung of a CPU ladder), checked as a rung in the file is; a rung of the ladder keeps its
+    tuned_by."""
+    source = f"--rung {' '.join(overrides)}"
+    malformed = [override for override in overrides if "=" not in override]
+    if malformed:
+        raise ConfigError(f"{source}: give KEY=VALUE budget overrides, e.g. --rung epochs=200 (docs/fidelity.md)")
+    rung = _parse_rung(dict(override.split("=", 1) for override in overrides),
+                       lambda problem: ConfigError(f"{source}: {problem} (docs/fidelity.md)"))
+    known = next((existing for existing in study.rungs if existing.label == rung.label), None)
+    return replace(study, rungs=(known or rung,))
+
+
+def tuning_studies_of(study: Study) -> list[str]:
+    """The tuning studies a main study uses: its own `tuned_by`, then each rung's, in order, once each."""
+    return list(dict.fromkeys(name for name in [study.tuned_by, *(rung.tuned_by for rung in study.rungs)] if name))
 
 
 # ---------------------------------------------------------------- the `tune:` block
@@ -185,10 +278,17 @@ def _build_study(path: Path, fields: dict) -> Study:
     tested = fields.get("hypotheses") or []
     if not isinstance(tested, list) or not all(isinstance(name, str) for name in tested):
         raise ConfigError(f"{path}: hypotheses must list hypothesis ids (e.g. [H1, H2])")
+    rungs = parse_fidelity(path, fields["fidelity"]) if fields.get("fidelity") is not None else ()
+    if tune and rungs:
+        raise ConfigError(f"{path}: a tuning study has no fidelity ladder: give each rung its own tuning study "
+                          "(a rung's tuned_by)")
+    if any(rung.tuned_by for rung in rungs) and not fields.get("tuned_by") and not all(rung.tuned_by for rung in rungs):
+        raise ConfigError(f"{path}: some rungs name their tuned_by and others none: give the study a tuned_by "
+                          "for the others, or every rung its own")
     return Study(id=str(fields["id"]), title=str(fields.get("title") or fields["id"]),
                  statement=" ".join(str(fields["statement"]).split()), source=path, grid=grid,
                  overrides=tuple(fields.get("overrides") or ()), tune=tune, test=fields.get("test"),
-                 tuned_by=str(fields.get("tuned_by") or ""), hypotheses=tuple(tested))
+                 tuned_by=str(fields.get("tuned_by") or ""), hypotheses=tuple(tested), rungs=rungs)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,10 @@ once an optimizer's trials have all finished, its top-k trials get a second swee
 reads its directory's record.json and summary.json: new, done (completed or diverged), unfinished, or
 "other experiment" when the record's run id is not the planned run's (the study refuses to launch it).
 An optimizer whose registry entry asks for another schedule than the default (Schedule-Free: constant)
-gets its own sweep with that scheduler.
+gets its own sweep with that scheduler. A study with a fidelity ladder (`fidelity:`, specs/study_spec.py) is
+planned once per rung (`study_at_rung`): each sweep carries its rung's label, and a rung with its own
+`tuned_by` takes that tuning study's values. Rung runs are ordinary runs: a rung equal to another study's
+settings plans exactly that study's directories, so its finished runs are done here too.
 """
 
 import functools
@@ -33,7 +36,7 @@ from optbench.rundir import RunDir, check_creatable
 from optbench.studies import search_space, tuning_protocol
 from optbench.studies.launchers import launcher_overrides
 from optbench.studies.search_space import Trial
-from optbench.specs.study_spec import EXPERIMENTS_DIR, Study
+from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, find_study, study_at_rung
 from optbench.formats import run_record
 from optbench.formats import run_summary
 
@@ -50,6 +53,7 @@ class Sweep:
     hydra_overrides: list[str] = field(default_factory=list)   # hydra.* / hydra/...: not part of any run
     trials: list[Trial] = field(default_factory=list)   # quasi-random tuning: each trial runs with every combination
     pending: str = ""       # a sweep that cannot be planned yet (top-k reruns before the trials finish): why
+    rung: str = ""          # a fidelity ladder's rung (`epochs=2`): the budget overrides this sweep runs at
 
     def command_overrides(self) -> list[str]:
         """The multirun's command line: `key=v1,v2` for swept keys, and the trials for the trials sweeper."""
@@ -208,7 +212,30 @@ def with_own_schedules(per_optimizer: "callable | None", names: list, default_sc
 
 def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str,
          tuned: "bool | str") -> list[tuple[Sweep, list[PlannedRun]]]:
-    """`tuned`: True reads conf/optimizer/tuned/<name>.yaml, a string reads conf/optimizer/<tuned>/<name>.yaml."""
+    """`tuned`: True reads conf/optimizer/tuned/<name>.yaml, a string reads conf/optimizer/<tuned>/<name>.yaml.
+    A fidelity ladder is planned rung by rung; a tuned ladder's rung with its own `tuned_by` uses that study's
+    output (untuned, every rung runs the defaults)."""
+    if not study.rungs:
+        return plan_one(study, conf_dir, extra, launcher, tuned)
+    planned = []
+    for rung in study.rungs:
+        rung_tuned = rung_tuning(study, rung) if (tuned and rung.tuned_by) else tuned
+        for sweep, runs in plan_one(study_at_rung(study, rung), conf_dir, extra, launcher, rung_tuned):
+            sweep.rung, sweep.label = rung.label, f"rung {rung.label}: {sweep.label}"
+            planned.append((sweep, runs))
+    return planned
+
+
+def rung_tuning(study: Study, rung) -> str:
+    """The conf/optimizer/ folder of the tuning study a rung names (`tuned_by` of the rung)."""
+    tuning_study = find_study(rung.tuned_by, study.source.parents[1])
+    if not tuning_study.tune:
+        raise ConfigError(f"{study.source}: rung {rung.label}: tuned_by: {rung.tuned_by} is not a tuning study")
+    return tuning_study.tune.output
+
+
+def plan_one(study: Study, conf_dir: Path, extra: list[str], launcher: str,
+             tuned: "bool | str") -> list[tuple[Sweep, list[PlannedRun]]]:
     if tuned and study.tune:
         raise ConfigError(f"study {study.id} is a tuning study: --tuned applies to the main studies")
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):

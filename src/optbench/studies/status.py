@@ -3,9 +3,10 @@
 One table, one row per planned run: its state (new; running, with the epoch in progress of the planned
 ones; completed; diverged; failed; interrupted, which the same study command resumes; other experiment,
 when the directory's record.json holds a run with another identity; unreadable), its best validation
-accuracy so far and its directory; then the study's progress (runs and epochs) and the time left. The
-time left is the epochs still to train at the rate this study's runs have trained so far (their own
-wall time, so data loading and evaluation are in it), serially: a parallel launcher divides it. Each
+accuracy so far and its directory; then the study's progress (runs and epochs), rung by rung for a fidelity
+ladder, and the time left. The time left is the epochs still to train at the rate this study's runs have
+trained so far (their own wall time, so data loading and evaluation are in it), serially: a parallel
+launcher divides it. Each
 directory is read through optbench.rundir only (record, summary, lock), so watching a study changes no byte.
 """
 
@@ -120,8 +121,17 @@ def status_lines(study_id: str, runs_by_sweep: list[tuple[Sweep, list[PlannedRun
                           disable_numparse=True))
     lines += [f"waits: {sweep.label}: {sweep.pending}" for sweep, _ in runs_by_sweep if sweep.pending]
     lines.append(progress_line(states))
+    lines += rung_lines(runs_by_sweep, states)
     lines.append(remaining_line(study_id, states))
     return lines
+
+
+def rung_lines(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], states: list[RunState]) -> list[str]:
+    """A fidelity ladder's progress rung by rung (`rung epochs=16: progress: 5 of 15 runs finished ...`)."""
+    rung_of = {id(run): sweep.rung for sweep, runs in runs_by_sweep for run in runs}
+    rungs = list(dict.fromkeys(rung for rung in rung_of.values() if rung))
+    return [f"  rung {rung}: " + progress_line([state for state in states if rung_of[id(state.run)] == rung])
+            for rung in rungs]
 
 
 def shown_path(run_dir: Path, root: Path | None) -> str:
@@ -180,4 +190,6 @@ def show(study: Study, args) -> int:
                   f"written conf/optimizer/{output}/")
             return 0
         tuned = output
+    elif any(rung.tuned_by for rung in study.rungs):
+        tuned = True   # every rung names its own tuning study (specs/study_spec.py checks it)
     return print_status(study.id, study.statement, plan(study, args.conf_dir, args.set, args.launcher, tuned))

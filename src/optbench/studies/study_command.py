@@ -10,6 +10,7 @@
     python src/study.py cpu_demo                     # `tuned_by: tune_cpu_demo`: tune, select, then the study
     python src/study.py H2 --plan-seeds --pilot results/   # seeds each hypothesis needs, from pilot runs
     python src/study.py H2 --until-decided --max-seeds 16   # add seeds at looks 3, 6, 10, 16 until decided
+    python src/study.py cpu_fidelity --rung epochs=200      # one rung of a fidelity ladder (docs/fidelity.md)
 
 Every run of every sweep is composed and validated before anything starts, so a bad study or
 override is one line `error: ...` and exit status 2. Runs land in their deterministic directories
@@ -37,7 +38,8 @@ from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.studies import estimate, outcome, tuning_protocol
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
-from optbench.specs.study_spec import EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning, study_files
+from optbench.specs.study_spec import (EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning,
+                                       only_rung, study_files, tuning_studies_of)
 
 CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
@@ -57,6 +59,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--launcher", choices=LAUNCHERS, default="basic", help="conf/hydra/launcher/ (basic: serial)")
     parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="extra Hydra overrides for every run (hydra.* ones reach the launcher)")
+    parser.add_argument("--rung", nargs="+", metavar="KEY=VALUE",
+                        help="run the study at this rung only: one of its fidelity ladder's, or a new budget "
+                             "(--rung epochs=200); the grid's other settings unchanged (docs/fidelity.md)")
     parser.add_argument("--tuned", action="store_true", help="use conf/optimizer/tuned/<name>.yaml for each optimizer")
     parser.add_argument("--select-tuned", metavar="STUDY", help="pick the best lr / weight decay of a tuning study")
     parser.add_argument("--no-estimate", action="store_true", help="--dry-run without the measured time estimate")
@@ -92,17 +97,20 @@ def main(argv: list[str]) -> int:
         if args.list:
             return list_studies(args.experiments)
         if args.status and args.study:
-            return live_status.show(find_study(args.study, args.experiments), args)
+            study = find_study(args.study, args.experiments)
+            return live_status.show(only_rung(study, args.rung) if args.rung else study, args)
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
         study = find_study(args.study, args.experiments)
+        if args.rung:
+            study = only_rung(study, args.rung)
         if args.plan_seeds:
             if args.pilot is None:
                 raise ConfigError("--plan-seeds needs --pilot DIR, the results folder of the pilot runs")
             from optbench.studies.pilot import plan_seeds_command   # pandas and scipy: only when asked
 
             return plan_seeds_command(study, args.pilot, args.experiments, args.delta)
-        if study.tuned_by:
+        if tuning_studies_of(study):
             return run_tuned_by(study, args)
         return run_main(study, args, args.tuned)
     except ConfigError as error:
@@ -144,33 +152,45 @@ def refuse_other_experiments(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]
 
 
 def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
-    """A main study with `tuned_by:`: run its tuning study, select the winners, then run it with them."""
-    tuning_study = find_study(study.tuned_by, args.experiments)
-    if not tuning_study.tune:
-        raise ConfigError(f"{study.source}: tuned_by: {study.tuned_by} is not a tuning study (it has no `tune:` block)")
+    """A main study with `tuned_by:` (its own or its rungs'): run each tuning study, select its winners, then run
+    the study with them."""
     if args.tuned:
-        raise ConfigError(f"study {study.id} takes its tuned values from {tuning_study.id} (tuned_by): drop --tuned")
+        raise ConfigError(f"study {study.id} takes its tuned values from {', '.join(tuning_studies_of(study))} "
+                          "(tuned_by): drop --tuned")
+    tuning_studies = [find_study(name, args.experiments) for name in tuning_studies_of(study)]
+    not_tuning = [tuning_study for tuning_study in tuning_studies if not tuning_study.tune]
+    if not_tuning:
+        raise ConfigError(f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study "
+                          "(it has no `tune:` block)")
+    statuses = [tune_first(study, tuning_study, args) for tuning_study in tuning_studies]
+    output = tuning_studies[0].tune.output if study.tuned_by else True
+    if args.dry_run:
+        ready = all((args.conf_dir / "optimizer" / tuning_study.tune.output / f"{name}.yaml").is_file()
+                    for tuning_study in tuning_studies for name in study.grid["optimizer"])
+        if not ready:
+            # Its budget does not depend on the tuned values: show it with the defaults in their place.
+            print(f"study {study.id}: planned once `python src/study.py --select-tuned "
+                  f"{' '.join(tuning_study.id for tuning_study in tuning_studies)}` has written its tuned values; "
+                  "its budget, with the default values standing in for the tuned ones:")
+            return run_study(study, args, False)
+        folders = ", ".join(f"conf/optimizer/{tuning_study.tune.output}/" for tuning_study in tuning_studies)
+        print(f"study {study.id}, with the tuned values now in {folders} (tuning may still change them)")
+        return run_main(study, args, output)
+    if any(statuses):
+        print(f"study {study.id}: not started, a tuning study did not finish", file=sys.stderr)
+        return max(statuses)
+    for tuning_study in tuning_studies:
+        select_tuned(tuning_study, args.conf_dir, args.set)
+    return run_main(study, args, output)
+
+
+def tune_first(study: Study, tuning_study: Study, args: argparse.Namespace) -> int:
     print(f"study {study.id} is tuned by {tuning_study.id}: tuning first")
     shared = seeds_shared_with_tuning(study, tuning_study)
     if shared:
         print(f"warning: seeds {', '.join(map(str, shared))} of {study.id} also tuned {tuning_study.id}: its tests "
               f"will be post-selection; give the main study seeds the tuning does not use", file=sys.stderr)
-    status = run_study(tuning_study, args, False)
-    output = tuning_study.tune.output
-    if args.dry_run:
-        ready = all((args.conf_dir / "optimizer" / output / f"{name}.yaml").is_file() for name in study.grid["optimizer"])
-        if not ready:
-            # Its budget does not depend on the tuned values: show it with the defaults in their place.
-            print(f"study {study.id}: planned once `python src/study.py --select-tuned {tuning_study.id}` has written "
-                  f"conf/optimizer/{output}/; its budget, with the default values standing in for the tuned ones:")
-            return run_study(study, args, False)
-        print(f"study {study.id}, with the tuned values now in conf/optimizer/{output}/ (tuning may still change them)")
-        return run_main(study, args, output)
-    if status:
-        print(f"study {study.id}: not started, its tuning study {tuning_study.id} did not finish", file=sys.stderr)
-        return status
-    select_tuned(tuning_study, args.conf_dir, args.set)
-    return run_main(study, args, output)
+    return run_study(tuning_study, args, False)
 
 
 def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
@@ -238,7 +258,9 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     if not work:
         print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
         return
-    rates = estimate.measure_rates({load.shape for load in work})
+    every_shape = {load.shape for _, runs in runs_by_sweep for run in runs
+                   if (load := estimate.workload(run.cfg, 0)) is not None}   # a ladder's per-rung cost needs each
+    rates = estimate.measure_rates(every_shape)
     from optbench.device.fastest import cache_path   # torch is loaded by now: the rates were measured or read
     seconds = sum(estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0]) for load in work)
     print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
@@ -254,6 +276,32 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
               f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included")
     if unknown:
         print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
+    print_rung_estimates(runs_by_sweep, rates)
+
+
+def print_rung_estimates(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], rates: dict) -> None:
+    """A fidelity ladder's cost per rung: each rung's runs from scratch at the measured rates, and what is left."""
+    rungs = list(dict.fromkeys(sweep.rung for sweep, _ in runs_by_sweep if sweep.rung))
+    if not rungs:
+        return
+    print("per rung (every run of the rung from scratch, one after another; what is still to do):")
+    for rung in rungs:
+        runs = [run for sweep, sweep_runs in runs_by_sweep if sweep.rung == rung for run in sweep_runs]
+        whole, left = rung_seconds(runs, rates, everything=True), rung_seconds(runs, rates, everything=False)
+        done = sum(run.status == "done" for run in runs)
+        print(f"  rung {rung}: {len(runs)} runs, {done} done; {format_duration(whole)} in all, "
+              f"{format_duration(left)} left")
+
+
+def rung_seconds(runs: list[PlannedRun], rates: dict, everything: bool) -> float:
+    seconds = 0.0
+    for run in runs:
+        if not everything and run.status == "done":
+            continue
+        load = estimate.workload(run.cfg, 0 if everything else run.epochs_done)
+        if load is not None and load.shape in rates:
+            seconds += estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0])
+    return seconds
 
 
 # ---------------------------------------------------------------- running
