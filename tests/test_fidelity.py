@@ -285,5 +285,21 @@ def test_a_larger_rung_still_being_run_is_shown_not_compared():
                     top_index=fidelity.top_rung_index([low, middle, started], ["a", "b"]))
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8" and list(ladder.agreement["rung"]) == ["epochs=2", "epochs=8"]
-    assert ladder.not_yet == ["epochs=16: b have no completed run there yet (shown in the table and figures)"]
+    assert ladder.not_yet == ["epochs=16: a, b have fewer than 2 completed seeds there yet (shown in the table and "
+                              "figures, not compared)"]
     assert set(ladder.per_rung["rung"]) == {"epochs=2", "epochs=8", "epochs=16"} and ladder.missing == []
+
+
+def test_a_larger_rung_with_one_seed_per_optimizer_is_shown_not_compared():
+    """Every optimizer at the 16-epoch rung but on one seed each: no pair there has an interval or a test, so the
+    top rung stays the largest with two seeds per optimizer."""
+    low = rung("epochs=2", 2, {"a": {0: 0.50, 1: 0.52}, "b": {0: 0.60, 1: 0.61}})
+    middle = rung("epochs=8", 8, {"a": {0: 0.70, 1: 0.72}, "b": {0: 0.80, 1: 0.83}})
+    first_seeds = rung("epochs=16", 16, {"a": {0: 0.90}, "b": {0: 0.85}})
+    rungs = [low, middle, first_seeds]
+    ladder = Ladder("cifar10, clean", ["cfg.epochs"], rungs, ["a", "b"],
+                    top_index=fidelity.top_rung_index(rungs, ["a", "b"]))
+    analyse_ladder(ladder, METRIC)
+    assert ladder.top.label == "epochs=8"
+    assert ladder.not_yet == ["epochs=16: a, b have fewer than 2 completed seeds there yet (shown in the table and "
+                              "figures, not compared)"]

@@ -36,6 +36,7 @@ from optbench.analysis.stats import ALPHA, by_seed, compare, describe
 FIDELITY_KEYS = {"cfg.epochs": 1, "cfg.dataset.train_subset": 1, "cfg.model.width": 2}
 BOOTSTRAP_REPLICATES = 2000
 BOOTSTRAP_SEED = 0   # the interval is a function of the runs: the same folder gives the same report
+TOP_SEEDS = 2   # the top rung needs an interval and a test for every pair: two completed seeds per optimizer
 
 
 @dataclass
@@ -98,15 +99,17 @@ def find_ladders(runs: pd.DataFrame, grouping: Grouping, keys: dict[str, float] 
     return ladders
 
 
-def completed_arms(rung: Rung) -> set:
-    return set(rung.runs.loc[rung.runs["status"] == "completed", "arm"])
+def completed_arms(rung: Rung, min_seeds: int = 1) -> set:
+    """The optimizers with at least `min_seeds` completed runs at the rung."""
+    counts = rung.runs.loc[rung.runs["status"] == "completed", "arm"].value_counts()
+    return set(counts[counts >= min_seeds].index)
 
 
 def top_rung_index(rungs: list[Rung], arms: list[str]) -> int:
-    """The largest rung at which every optimizer of the ladder has a completed run: a larger rung still being
-    run (one optimizer, one seed so far) would rank one optimizer against nothing. With no complete rung, the
-    rung with the most optimizers (the larger on a tie)."""
-    complete = [index for index, rung in enumerate(rungs) if completed_arms(rung) >= set(arms)]
+    """The largest rung at which every optimizer of the ladder has TOP_SEEDS completed runs: a larger rung still
+    being run would rank one optimizer against nothing, or (one seed each) compare every pair without an interval
+    or a test. With no such rung, the rung with the most optimizers (the larger on a tie)."""
+    complete = [index for index, rung in enumerate(rungs) if completed_arms(rung, TOP_SEEDS) >= set(arms)]
     if complete:
         return complete[-1]
     return max(range(len(rungs)), key=lambda index: (len(completed_arms(rungs[index])), index))
@@ -245,9 +248,9 @@ def analyse_ladder(ladder: Ladder, metric: str, alpha: float = ALPHA,
     ladder.missing = [f"{arm} has no completed run at {rung.label}" for rung in ladder.compared for arm in ladder.arms
                       if arm not in present[rung.label]]
     for rung in ladder.rungs[len(ladder.compared):]:
-        absent = ", ".join(arm for arm in ladder.arms if arm not in present[rung.label])
-        ladder.not_yet.append(f"{rung.label}: {absent} have no completed run there yet (shown in the table and "
-                              "figures)")
+        short = ", ".join(arm for arm in ladder.arms if arm not in completed_arms(rung, TOP_SEEDS))
+        ladder.not_yet.append(f"{rung.label}: {short} have fewer than {TOP_SEEDS} completed seeds there yet "
+                              "(shown in the table and figures, not compared)")
     top_hours = device_hours(ladder.top)
     agreement, pairs = [], []
     for rung in ladder.compared:
