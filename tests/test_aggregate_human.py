@@ -151,10 +151,11 @@ def test_a_folder_without_human_label_noise_is_not_asked_h3_human_and_keeps_its_
 def test_a_study_planning_label_sets_names_them_missing_where_only_its_clean_runs_are_here(tmp_path):
     """`--study human_noise_cpu` on its clean runs alone: the label sets it planned have no runs, so H3-human is
     inconclusive with both named as missing, not "not tested" as though nobody had asked for them."""
+    budget = {"model.width": 16, "dataset.train_subset": 10000}   # the study's: 8 epochs, width 16, 10,000 images
     for seed in range(3):
         for optimizer in ("lion", "adamw"):
-            write_run(tmp_path / "results", ramp_records(0.9 - 0.01 * seed), optimizer=optimizer, seed=seed,
-                      dataset="imagefolder")
+            write_run(tmp_path / "results", ramp_records(0.9 - 0.01 * seed, epochs=8), optimizer=optimizer, seed=seed,
+                      dataset="imagefolder", overrides=budget)
     outcome = aggregate(tmp_path / "results", tmp_path / "out", 0.5, REPO / "experiments", draw_figures=False,
                         study=find_study("human_noise_cpu"))
     assert outcome.verdicts == {"H3-human": "inconclusive"}

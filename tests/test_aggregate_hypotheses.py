@@ -359,7 +359,8 @@ def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path
     noise_study(tmp_path)
     analysis = analyse(tmp_path)
     hypothesis = parse_hypothesis(HYPOTHESES / "h3_noise_robustness.yaml")
-    planned = planned_settings(find_study("H3", REPO / "experiments"))
+    study = find_study("H3", REPO / "experiments")
+    planned = planned_settings(dataclasses.replace(study, grid={**study.grid, "epochs": 3}))   # the runs' budget
     assert {(setting.dataset, setting.rate) for setting in planned} == {
         (dataset, rate) for dataset in ("cifar10", "cifar100") for rate in (0.0, 0.2, 0.4)}
     result = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys,

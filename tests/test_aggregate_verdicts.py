@@ -126,3 +126,18 @@ def test_a_study_naming_a_hypothesis_no_file_defines_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="hypotheses names H9, which no hypothesis file defines"):
         aggregate(folder(tmp_path / "runs"), tmp_path / "out", experiments_dir=tmp_path / "exp", draw_figures=False,
                   study=find_study("noisy_study", tmp_path / "exp"))
+
+
+def test_a_sequential_study_is_judged_at_its_own_budget_not_at_a_ladder_s_other_rungs(tmp_path):
+    """A fidelity ladder beside the study: the same optimizers and seeds on clean labels at 6 epochs, adam ahead
+    there. The study ran at 3 epochs, so HX's family is the 3-epoch setting alone; the 6-epoch runs stay in their
+    own setting's tables (and the fidelity section)."""
+    for seed in range(3):
+        for optimizer, accuracy in (("sgd", 0.90), ("adam", 0.97)):
+            write_run(tmp_path / "runs", ramp_records(accuracy, epochs=6), optimizer=optimizer, seed=seed,
+                      variant="epochs=6")
+    outcome, verdicts = aggregated(tmp_path)
+    assert (verdicts["HX"]["verdict"], verdicts["HX"]["settings"]) == ("supported", "cifar10, clean, epochs=3")
+    checks = [row for row in rows(tmp_path / "out" / "tables" / "hypotheses.csv") if row["hypothesis"] == "HX"]
+    assert [row["setting"] for row in checks] == ["cifar10, clean, epochs=3"]
+    assert "cifar10, clean, epochs=6" in outcome.report.read_text()

@@ -132,9 +132,18 @@ def within_plan(runs: pd.DataFrame, planned: list) -> pd.DataFrame:
     label_sets = runs["label_set"] if "label_set" in runs else pd.Series([None] * len(runs), index=runs.index)
     keep = [any(str(row.dataset) == setting.dataset and str(row.noise) == setting.noise
                 and (label_set == setting.label_set if setting.noise == HUMAN else same_value(row.noise_rate, setting.rate))
+                and within_budget(runs.loc[index], setting.budget)
                 for setting in planned)
-            for row, label_set in zip(runs[["dataset", "noise", "noise_rate"]].itertuples(), label_sets)]
+            for index, row, label_set in zip(runs.index, runs[["dataset", "noise", "noise_rate"]].itertuples(),
+                                             label_sets)]
     return runs[keep]
+
+
+def within_budget(run: pd.Series, budget: tuple) -> bool:
+    """Whether the run has the planned setting's epochs and budget overrides; a key no run of the folder records
+    (no `cfg.` column) cannot be checked and is passed."""
+    return all(pd.isna(run[f"cfg.{key}"]) if wanted is None else same_value(run[f"cfg.{key}"], wanted)
+               for key, wanted in budget if f"cfg.{key}" in run.index)
 
 
 def planned_but_absent(test: HypothesisTest, runs: pd.DataFrame, planned: list) -> list[Check]:

@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from optbench.errors import ConfigError
+from optbench.identity import is_numbers_free
 from optbench.specs.hypothesis_spec import HUMAN, HYPOTHESIS_KEYS, HypothesisTest, parse_hypothesis
 
 REPO = Path(__file__).resolve().parents[3]
@@ -299,10 +300,30 @@ class PlannedSetting:
     rate: float           # 0.0 for clean labels; NaN for a human label set (its realised rate is known once run)
     optimizers: tuple[str, ...]
     label_set: str = ""   # noise "human": the label set (aggre, worst, ...)
+    # (config key, value) pairs every run of the setting has: its epochs and the study's overrides that change a
+    # run's numbers (model.width=16), so a folder holding the same optimizers at other budgets (a fidelity ladder
+    # beside the study) keeps them out of its family
+    budget: tuple[tuple[str, object], ...] = ()
 
 
 def planned_settings(study: Study) -> list[PlannedSetting]:
-    """The study's grid as settings (what a verdict's family is when the folder holds this study's runs)."""
+    """The study's grid as settings (what a verdict's family is when the folder holds this study's runs); a
+    fidelity ladder's, at each of its rungs."""
+    if study.rungs:
+        return [setting for rung in study.rungs for setting in planned_settings(study_at_rung(study, rung))]
+    return [replace(setting, budget=(("epochs", epochs), *study_budget(study)))
+            for epochs in _as_list(study.grid["epochs"]) for setting in noise_settings(study)]
+
+
+def study_budget(study: Study) -> tuple[tuple[str, object], ...]:
+    """The study's overrides that change a run's numbers, as (key, value): `dataset.root=...` and other
+    numbers-free keys are left out."""
+    pairs = [override.lstrip("+").split("=", 1) for override in study.overrides if "=" in override]
+    return tuple((key, yaml.safe_load(value)) for key, value in pairs if not is_numbers_free(key))
+
+
+def noise_settings(study: Study) -> list[PlannedSetting]:
+    """The grid's dataset x noise settings, each with the optimizers it runs."""
     optimizers = tuple(str(name) for name in _as_list(study.grid["optimizer"]))
     settings = []
     for entry in _as_list(study.grid["noise"]):
