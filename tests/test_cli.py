@@ -105,6 +105,27 @@ def test_run_single_experiment_maps_flags_to_the_same_run(tmp_path):
     assert summary["noise"]["realised_rate"] == pytest.approx(0.2, abs=0.002)
 
 
+@pytest.mark.slow
+def test_an_optimizer_with_its_own_schedule_runs_plainly_from_every_entry_point(tmp_path):
+    """`optimizer=schedulefree_adamw` alone was refused (scheduler=cosine); now it takes its registry default,
+    says so in train.log and record.json, and keeps the plain run directory, in a sweep and through the flags."""
+    swept = run_cli(["-m", "optimizer=sgd,schedulefree_adamw", *tiny_args(tmp_path)], tmp_path)
+    assert swept.returncode == 0, swept.stderr
+    flags = run_cli(["--optimizer", "schedulefree_adamw", "--seed", "1", *tiny_args(tmp_path)], tmp_path,
+                    script="run_single_experiment.py")
+    assert flags.returncode == 0, flags.stderr
+    variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
+    for optimizer, seed, schedule, defaults in (("sgd", 0, "cosine", {}),
+                                                ("schedulefree_adamw", 0, "constant", {"scheduler": "constant"}),
+                                                ("schedulefree_adamw", 1, "constant", {"scheduler": "constant"})):
+        run_dir = tmp_path / "results" / "synthetic" / "none-0.0" / optimizer / variant / f"seed{seed}"
+        config = json.loads((run_dir / "record.json").read_text())["config"]
+        assert (config["scheduler"]["name"], config["optimizer_defaults"]) == (schedule, defaults)
+        said = "scheduler=constant: optimizer=schedulefree_adamw's own default" in (run_dir / "train.log").read_text()
+        assert said == bool(defaults)
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "completed"
+
+
 BAD_INPUTS = [
     (["optimizer=adamx"], "optimizer=" + ", ".join(sorted(OPTIMIZERS))),
     (["-m", "optimizer=sgd,adamx"], "unknown optimizer 'adamx'"),
@@ -140,7 +161,10 @@ BAD_INPUTS = [
     (["dataset=synthetic", "dataset.num_classes=1"], "dataset.num_classes=1"),
     (["train.divergence_factor=0.5"], "train.divergence_factor=0.5"),
     (["optimizer.param_groups=layerwise"], "choose standard or muon"),
-    (["optimizer=schedulefree_adamw"], "scheduler=cosine: optimizer=schedulefree_adamw accepts scheduler=constant"),
+    (["optimizer=schedulefree_adamw", "scheduler=cosine"],
+     "scheduler=cosine: optimizer=schedulefree_adamw accepts scheduler=constant"),
+    (["optimizer=schedulefree_adamw", "scheduler.warmup_fraction=0.1"],   # its own default schedule, then the warmup
+     "use scheduler.warmup_fraction=0 and optimizer.warmup_fraction=0.1"),
     (["optimizer=schedulefree_adamw", "scheduler=constant", "scheduler.warmup_fraction=0.1"],
      "use scheduler.warmup_fraction=0 and optimizer.warmup_fraction=0.1"),
     (["optimizer=schedulefree_adamw", "scheduler=constant", "optimizer.warmup_fraction=2"], "optimizer.warmup_fraction=2"),

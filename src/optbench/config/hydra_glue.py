@@ -6,7 +6,9 @@
 - `parse_overrides(overrides)`: key -> values (several when swept), hydra.* overrides apart; the one
   walker behind the train preflight and the study planner. `combinations(values)`: every single run;
   `multirun_jobs(overrides)`: every job of a multirun as Hydra's sweeper spells it (the planner's runs).
-- `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors.
+- `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors, and
+  with the optimizer's own defaults (`with_optimizer_defaults`: Schedule-Free gets scheduler=constant when no
+  scheduler= is given); src/train.py's jobs get the same through `with_optimizer_defaults` itself.
 """
 
 import difflib
@@ -15,13 +17,14 @@ import itertools
 import re
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_folder_name
 from optbench.device.gpu_per_job import gpu_for_job
 from optbench.device.sharing import parallel_jobs
 from optbench.errors import ConfigError
 from optbench.identity import left_out_of_directory_name
+from optbench.registry import optimizers
 from optbench.rundir import data_level, noise_level
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
@@ -246,12 +249,43 @@ def hydra_error_line(error: Exception) -> str:
 
 
 def compose_checked(overrides: list[str], conf_dir: Path, with_hydra: bool = False):
-    """compose() inside an initialize_config_dir context, with its failures as one-line ConfigErrors."""
+    """compose() inside an initialize_config_dir context, with its failures as one-line ConfigErrors and the
+    optimizer's own defaults applied (with_optimizer_defaults)."""
     from hydra import compose
     from hydra.errors import HydraException
 
+    def composed(some_overrides: list[str], hydra_node: bool = False):
+        return compose(config_name="config", overrides=list(some_overrides), return_hydra_config=hydra_node)
+
     try:
         check_groups(list(overrides), conf_dir)
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=with_hydra)
+        return with_optimizer_defaults(composed(overrides, with_hydra), overrides, composed)
     except HydraException as error:
         raise ConfigError(hydra_error_line(error)) from None
+
+
+def optimizer_defaults(cfg, overrides: list[str]) -> dict[str, str]:
+    """group -> option: the registry entry's own choices (OptimizerSpec.group_defaults) for the groups the
+    command left unchosen and conf/config.yaml chose otherwise. An explicit choice is kept (and validated)."""
+    spec = optimizers.spec_of(str(OmegaConf.select(cfg, "optimizer.name")))
+    if spec is None:
+        return {}
+    chosen = {override.lstrip("+~").split("=", 1)[0] for override in overrides}
+    return {group: option for group, option in spec.group_defaults().items()
+            if group not in chosen and OmegaConf.select(cfg, f"{group}.name") != option}
+
+
+def with_optimizer_defaults(cfg, overrides: list[str], compose):
+    """`cfg` with its optimizer's own group options where the command chose none: each such group recomposed as
+    `compose(overrides + [group=option])` gives it (so `scheduler.x=...` overrides still apply), and
+    `optimizer_defaults: {group: option}` saying so (record.json, train.log). The rest of `cfg`, its hydra
+    node included, stays: the run directory is the one the command names. One path for every entry point."""
+    defaults = optimizer_defaults(cfg, overrides)
+    if not defaults:
+        return cfg
+    recomposed = compose([*overrides, *(f"{group}={option}" for group, option in defaults.items())])
+    with open_dict(cfg):
+        for group in defaults:
+            cfg[group] = recomposed[group]
+        cfg.optimizer_defaults = dict(defaults)
+    return cfg

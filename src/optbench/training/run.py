@@ -80,6 +80,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
             saved = _checked_checkpoint(run, directory) if record is not None else None   # refused before any byte
             with console.log_to_file(directory.path):
                 console.log_policy_details(run.policy)
+                console.log_optimizer_defaults(cfg.optimizer.name, OmegaConf.select(cfg, "optimizer_defaults") or {})
                 if record is None:
                     _start(directory, resolved, wanted, hydra_files)
                 state = (_resume_state(run, directory, saved) if record is not None else None) or LoopState(_first_summary(run))
