@@ -168,3 +168,27 @@ def test_a_tracker_added_when_a_run_resumes_gets_its_earlier_epochs(tmp_path, mo
     assert [metric.step for metric in client.get_metric_history(runs[0].info.run_id, "val/acc")] == [1, 2]
     with open(tmp_path / "run" / "csv" / "metrics.csv") as handle:
         assert [row["epoch"] for row in csv.DictReader(handle)] == ["1", "2"]
+
+
+@pytest.mark.slow
+def test_four_runs_started_at_once_on_a_new_folder_all_reach_one_mlflow_store_with_every_epoch(tmp_path):
+    """Three of four lost their tracker when they raced to create the store ("duplicate column name: step")."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
+    tiny = [override for override in TINY if not override.startswith("epochs=")]
+    command = [sys.executable, "src/train.py", *tiny, "epochs=2", "logger=mlflow", f"paths.results_dir={tmp_path / 'results'}"]
+    started = [subprocess.Popen([*command, f"seed={seed}"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True) for seed in range(4)]
+    outputs = [process.communicate(timeout=600)[0] for process in started]
+    assert [process.returncode for process in started] == [0] * 4, outputs
+    assert not [output for output in outputs if "logger mlflow failed" in output], outputs
+    client, runs = mlflow_runs(tmp_path / "results")
+    assert sorted(run.data.params["seed"] for run in runs) == ["0", "1", "2", "3"]
+    for run in runs:
+        assert [metric.step for metric in client.get_metric_history(run.info.run_id, "val/acc")] == [1, 2]
+        assert run.info.status == "FINISHED"

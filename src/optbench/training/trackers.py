@@ -10,7 +10,9 @@ missing) is logged once and switched off: the run itself never fails for it, and
 every number. Trackers are numbers-free: `logger` is in identity.NUMBERS_FREE_KEYS.
 """
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import logging
@@ -122,6 +124,23 @@ class CsvTracker:
         pass
 
 
+@contextlib.contextmanager
+def store_creation_lock(lock_path: Path | None):
+    """Waits for (then holds) an flock beside a local MLflow store while a process opens it: runs started together
+    on a new folder (study.py --launcher parallel) each created and migrated the same new SQLite file at once, and
+    all but one lost their tracker ("duplicate column name: step"). Once created, concurrent writers are fine.
+    None (a remote tracking URI, whose server creates its store): no lock."""
+    if lock_path is None:
+        yield
+        return
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class MlflowTracker:
     name = "mlflow"
 
@@ -137,9 +156,10 @@ class MlflowTracker:
         if not uri:
             results_dir.mkdir(parents=True, exist_ok=True)
             uri = f"sqlite:///{results_dir / 'mlflow.db'}"
-        self.client = MlflowClient(tracking_uri=uri)
         artifacts = None if settings.get("tracking_uri") else (results_dir / "mlflow-artifacts").as_uri()
-        experiment_id = self._experiment(settings.get("experiment_name") or "optbench", artifacts)
+        with store_creation_lock(None if settings.get("tracking_uri") else results_dir / "mlflow.db.lock"):
+            self.client = MlflowClient(tracking_uri=uri)
+            experiment_id = self._experiment(settings.get("experiment_name") or "optbench", artifacts)
         found = self.client.search_runs([experiment_id], max_results=1, filter_string=(
             f"tags.`optbench.run_id` = '{run.run_id}' and tags.`optbench.attempt` = '{run.tags['optbench.attempt']}'"))
         self.fresh = not found
