@@ -133,6 +133,10 @@ def test_full_study_dry_run_has_thirty_runs_in_the_default_directories(tmp_path,
 
 @pytest.mark.parametrize("argv, message", [
     (["no_such_study"], "unknown study 'no_such_study'"),
+    (["fulll"], "unknown study 'fulll': did you mean full? choose "),   # misspelt names get the closest
+    (["h33", "--dry-run"], "unknown study 'h33': did you mean H3? choose "),
+    (["full", "--dry-run", "--no-estimate", "--set", "optimzer=lion"], "did you mean optimizer=lion?"),
+    (["full", "--until-decided", "--hypotheses", "H22"], "--hypotheses H22: did you mean H2? not one of "),
     (["full", "--launcher", "moon"], "invalid choice: 'moon'"),
     (["full", "--set", "noise.rate=0.3"], "noise=none changes no label"),
     (["--select-tuned", "full"], "not a tuning study"),

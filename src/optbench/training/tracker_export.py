@@ -17,7 +17,7 @@ from pathlib import Path
 from omegaconf import OmegaConf, open_dict
 
 from optbench import rundir
-from optbench.errors import ConfigError, DamagedRunFile
+from optbench.errors import ConfigError, DamagedRunFile, did_you_mean
 from optbench.formats import metrics_log, run_record, run_summary
 from optbench.registry import choices
 from optbench.training import trackers
@@ -44,7 +44,7 @@ def check_request(folder: Path, tracker: str) -> None:
                           "directories, e.g. results/ or docs/cpu-study/runs")
     if tracker not in OUTSIDE_RUN_DIRS:
         why = ("writes into the run directories, which this command leaves as they are" if tracker in choices.LOGGERS
-               else "is not a tracker")
+               else f"is not a tracker ({did_you_mean(tracker, OUTSIDE_RUN_DIRS).strip() or 'see conf/logger/'})")
         raise ConfigError(f"--to-tracker {tracker}: {why}; choose --to-tracker {', '.join(OUTSIDE_RUN_DIRS)}")
 
 
