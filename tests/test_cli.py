@@ -178,6 +178,8 @@ BAD_INPUTS = [
     (["optimizer=adamw", "optimizer.weight_decy=0.1"], "did you mean optimizer.weight_decay=0.1?"),
     (["-m", "seed=0,1", "model.widht=8"], "model.widht=8: model.widht is not a setting optbench reads (did you mean "
                                           "model.width=8?"),
+    (["dataset=imagefolder", "dataset.root=/nowhere/cifar10-jpeg"], "dataset.root=/nowhere/cifar10-jpeg does not exist: "),
+    (["dataset=imagefolder", "dataset.root=nowhere"], "dataset.root=nowhere does not exist (relative to "),
     (["logger=mlfow"], "unknown logger 'mlfow': did you mean logger=mlflow? choose logger="),
     (["optimizer=lino"], "unknown optimizer 'lino': did you mean optimizer=lion? choose optimizer="),
     (["-m", "seed=0,1", "++optimizer.lrr=0.1"], "did you mean optimizer.lr=0.1?"),

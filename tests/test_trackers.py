@@ -144,7 +144,7 @@ def test_loggers_are_not_part_of_a_runs_identity(tmp_path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("logger=[csv,mlfow]", "unknown logger 'mlfow': choose logger="),
+    ("logger=[csv,mlfow]", "unknown logger 'mlfow': did you mean logger=mlflow"),
     ("logger.wandb.mode=sometimes", "logger.wandb.mode=sometimes: choose offline"),
 ])
 def test_a_bad_logger_choice_is_one_line(tmp_path, override, message):

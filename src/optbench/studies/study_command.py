@@ -231,19 +231,42 @@ def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]
 
 
 def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
-    to_do = [run for _, runs in runs_by_sweep for run in runs if run.status != "done"]
-    work = [(run, estimate.workload(run.cfg, run.epochs_done)) for run in to_do]
-    unknown = [run for run, load in work if load is None]
-    work = [load for _, load in work if load is not None]
+    """After the plan (flushed first, so it shows while a rate is measured): the serial time of the runs still to
+    do, from the study's own runs on disk where its shapes have some, else from the cached or measured rate."""
+    sys.stdout.flush()
+    planned = [(run, estimate.workload(run.cfg, run.epochs_done)) for _, runs in runs_by_sweep for run in runs]
+    to_do = [(run, load) for run, load in planned if run.status != "done"]
+    unknown = [run for run, load in to_do if load is None]
+    work = [load for _, load in to_do if load is not None]
     if not work:
         print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
         return
-    rates = estimate.measure_rates({load.shape for load in work})
-    from optbench.device.fastest import cache_path   # torch is loaded by now: the rates were measured or read
-    seconds = sum(estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0]) for load in work)
+    recorded = estimate.recorded_rates([(load, run.run_dir) for run, load in planned
+                                        if load is not None and run.status in ("done", "unfinished")])
+    to_measure = {load.shape for load in work} - set(recorded)
+    measured = estimate.measure_rates(to_measure, lambda line: print(line, flush=True)) if to_measure else {}
+    seconds = sum(estimate.seconds_left(load, recorded[load.shape].train_rate, eval_rate=recorded[load.shape].eval_rate)
+                  if load.shape in recorded else
+                  estimate.seconds_left(load, measured[load.shape][1], measured[load.shape][0]) for load in work)
     print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
           + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
-    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(rates.items()):
+    for shape in sorted({load.shape for load in work} & set(recorded)):
+        _, model, width, classes, batch, *_ = shape
+        rate = recorded[shape]
+        evaluated = f", {rate.eval_rate:.0f} evaluated images/s" if rate.eval_rate else ""
+        print(f"  from {rate.runs} run(s) of this study on disk: {rate.train_rate:.0f} training images/s{evaluated} "
+              f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "
+              "loading included)")
+    if measured:
+        print_measured(measured)
+    if unknown:
+        print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
+
+
+def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> None:
+    from optbench.device.fastest import cache_path   # torch is loaded by now: the rates were measured or read
+
+    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(measured.items()):
         print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
               f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
               "delete it to measure again)")
@@ -252,8 +275,6 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
                   f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine")
         print(f"  per epoch: training images / rate + (validation + test images) / "
               f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included")
-    if unknown:
-        print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
 
 
 # ---------------------------------------------------------------- running
