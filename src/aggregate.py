@@ -3,9 +3,11 @@
     python src/aggregate.py results/                       # writes results/aggregate/report.md and the rest
     python src/aggregate.py results/ --out paper/ --target-acc 0.93 --experiments experiments/
     python src/aggregate.py results/ --study full          # the study's hypotheses, on the settings it planned
+    python src/aggregate.py results/ --to-tracker mlflow   # every run directory into MLflow instead (no report)
 
 Reads run directories (summary.json, metrics.jsonl, .hydra/config.yaml) and never changes them; writes
-only into --out. Bad input gives one line `error: ...` naming the fix and exit status 2.
+only into --out (with --to-tracker: only into the tracker's store, <RESULTS_DIR>/mlflow.db unless
+--tracking-uri). Bad input gives one line `error: ...` naming the fix and exit status 2.
 """
 
 import argparse
@@ -38,6 +40,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--study", default=None, help="the study that made these runs (a name under "
                         "experiments/studies/ or a hypothesis id): only the hypotheses it tests are judged, on the "
                         "settings it planned, and a planned setting with no runs is named as missing")
+    parser.add_argument("--to-tracker", default=None, metavar="mlflow", help="log every run directory under "
+                        "RESULTS_DIR into this tracker (one tracker run per run id; a second call adds nothing) "
+                        "instead of writing a report")
+    parser.add_argument("--tracking-uri", default=None, help="with --to-tracker: the MLflow store (default "
+                        "sqlite:///RESULTS_DIR/mlflow.db, where logger=mlflow puts runs trained there)")
     return parser.parse_args(argv)
 
 
@@ -49,8 +56,27 @@ def shown(path: Path) -> Path:
         return path
 
 
+def to_tracker(args: argparse.Namespace) -> int:
+    """--to-tracker: the run directories into the tracker, one line of counts and how to open it."""
+    from optbench.training.tracker_export import log_folder   # mlflow loads only here
+
+    counts = log_folder(args.results_dir, args.to_tracker, args.tracking_uri)
+    uri = args.tracking_uri or f"sqlite:///{args.results_dir.resolve() / 'mlflow.db'}"
+    shown_counts = ", ".join(f"{counts[key]} {key}" for key in ("logged", "already there", "being trained",
+                                                                 "unreadable", "failed") if counts[key])
+    print(f"{args.to_tracker}: {shown_counts or 'no run directories found'} in {uri}; see them with: "
+          f"pip install mlflow && mlflow ui --backend-store-uri {shlex.quote(uri)}")
+    return 1 if counts["failed"] else 0
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.to_tracker:
+        try:
+            return to_tracker(args)
+        except ConfigError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     experiments = args.experiments
     if experiments is None and DEFAULT_EXPERIMENTS.is_dir():
         experiments = shown(DEFAULT_EXPERIMENTS)

@@ -20,7 +20,8 @@ from omegaconf import DictConfig
 
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
 from optbench.config.hydra_glue import register_resolvers
-from optbench.training.train_command import deferred_exit_status, hydra_files, preflight, run_job, sweep_end_line
+from optbench.training.train_command import (deferred_exit_status, hydra_files, preflight, run_job, sweep_end_line,
+                                            with_job_defaults)
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 register_resolvers()
@@ -29,6 +30,7 @@ register_resolvers()
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     hydra_config = HydraConfig.get()
+    cfg = with_job_defaults(cfg, hydra_config.overrides.task, CONF_DIR)   # Schedule-Free: scheduler=constant
     status = run_job(cfg, Path(hydra_config.runtime.output_dir), multirun=hydra_config.mode == RunMode.MULTIRUN,
                      files=hydra_files(cfg, hydra_config))
     if status == EXIT_BAD_INPUT and os.environ.get("SUBMITIT_FOLDER"):

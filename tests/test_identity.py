@@ -208,7 +208,7 @@ def test_a_broken_image_is_one_line_naming_it_and_leaves_no_run_directory(tmp_pa
 def test_a_refused_command_leaves_no_empty_directories(tmp_path):
     (tmp_path / "results").mkdir()
     done = run_cli(folder_args(tmp_path / "nowhere", tmp_path), tmp_path)
-    assert done.returncode == 2 and "has no train/ folder" in done.stderr
+    assert done.returncode == 2 and "nowhere does not exist" in done.stderr
     assert list((tmp_path / "results").iterdir()) == []
 
 

@@ -78,6 +78,31 @@ def test_registry_entry_matches_its_config(name):
         assert config["lr"] == 1.0 and "lr" not in spec.search
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_plain_run_takes_the_entry_s_own_defaults_and_an_explicit_conflict_is_refused(name):
+    """`optimizer=NAME` alone composes (as train, sweeps and studies compose) with the group options its entry
+    brings, marked in optimizer_defaults; a schedule it does not accept, chosen explicitly, is still one line."""
+    from hydra import initialize_config_dir
+
+    from optbench.config.hydra_glue import compose_checked, register_resolvers
+    from optbench.config.validation import validate
+    from optbench.errors import ConfigError
+
+    register_resolvers()
+    spec = optimizers.REGISTRY[name]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        plain = compose_checked([f"optimizer={name}"], CONF)
+        config_default = compose_checked(["optimizer=sgd"], CONF)
+        refused = [schedule for schedule in choices.SCHEDULES if not spec.accepts(schedule)]
+        for schedule in refused:
+            with pytest.raises(ConfigError, match=f"^scheduler={schedule}: optimizer={name} accepts"):
+                validate(compose_checked([f"optimizer={name}", f"scheduler={schedule}"], CONF))
+    validate(plain)
+    for group, option in spec.group_defaults().items():
+        assert plain[group].name == option
+        assert plain.optimizer_defaults.get(group) == (option if config_default[group].name != option else None)
+
+
 def test_the_search_space_file_gives_every_registered_optimizer_the_registry_ranges():
     space = load_space(REPO / "experiments" / "search_spaces" / "cifar_resnet18.yaml")
     assert set(space) == set(NAMES)

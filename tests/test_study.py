@@ -104,7 +104,8 @@ def test_the_2026_tuning_study_searches_prodigys_d_coef_and_every_optimizer_the_
 
 
 @pytest.mark.slow
-def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys):
+def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path / "cache"))   # no rate cached: it measures, and says so
     study = write_study(tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"},
                                                                       {"name": "symmetric", "rate": [0.2]}]))
     results = tmp_path / "results"
@@ -120,6 +121,8 @@ def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys):
     assert f"new        {results}/synthetic/symmetric-0.2/sgd/{variant}/seed1" in out
     assert "noise=symmetric noise.rate=0.2" in out
     assert "estimated time:" in out and "7 run(s) still to do" in out and "training images/s" in out
+    assert out.index("noise=symmetric noise.rate=0.2") < out.index("estimating: timing 7 training steps of resnet18 "
+                                                                    "width 8") < out.index("estimated time:")
 
 
 @pytest.mark.slow
@@ -131,8 +134,57 @@ def test_full_study_dry_run_has_thirty_runs_in_the_default_directories(tmp_path,
     assert f"{results}/cifar100/none-0.0/muon/seed2\n" in out  # epochs=200 is the default: no extra directory level
 
 
+def test_a_dry_run_estimates_from_the_study_s_own_runs_on_disk_without_timing_the_model(tmp_path, capsys, monkeypatch):
+    """`study.py H3 --dry-run` took minutes timing width-64 steps even where runs of the same shape had trained;
+    their metrics.jsonl now gives the rates. Hand computation: 600 - 100 training images at 100 images/s, and
+    100 + 200 evaluated images in the 11 - 5 s outside training (50 images/s): 5 + 6 = 11 s a run, 7 runs 77 s."""
+    from optbench.durations import format_duration
+    from optbench.studies import estimate
+
+    monkeypatch.setattr(estimate, "measure_rates", lambda *_: pytest.fail("timed the model"))
+    study = write_study(tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"},
+                                                                      {"name": "symmetric", "rate": [0.2]}]))
+    results = tmp_path / "results"
+    variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
+    done = results / "synthetic/none-0.0/sgd" / variant / "seed0"
+    write_summary(done, "completed")
+    (done / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "train/images_per_s": 100.0, "train/time_s": 5.0,
+                                                    "time_s": 11.0}) + "\n")
+    assert study_command.main([str(study), "--dry-run", "--set", *SMALL, f"paths.results_dir={results}"]) == 0
+    out = capsys.readouterr().out
+    assert f"estimated time: {format_duration(77.0)} for 7 run(s) still to do" in out
+    assert "from 1 run(s) of this study on disk: 100 training images/s, 50 evaluated images/s" in out
+    assert out.index("8 runs in 2 sweep(s)") < out.index("estimated time:")
+
+
+def test_recorded_rates_are_the_medians_over_every_epoch_of_the_shape_s_runs(tmp_path):
+    from optbench.studies.estimate import Workload, recorded_rates
+
+    shape, other = ("cpu", "resnet18", 8, 10, 50, 3, 32), ("cpu", "resnet18", 16, 10, 50, 3, 32)
+    epochs = {"a": [(100.0, 5.0, 8.0), (300.0, 2.0, 3.0)], "b": [(200.0, 3.0, 9.0)], "c": []}
+    for name, rows in epochs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text("".join(json.dumps(
+            {"epoch": epoch, "train/images_per_s": rate, "train/time_s": train_s, "time_s": epoch_s}) + "\n"
+            for epoch, (rate, train_s, epoch_s) in enumerate(rows, 1)))
+    work = Workload(shape, 500, 300, 1)
+    rates = recorded_rates([(work, tmp_path / "a"), (work, tmp_path / "b"), (Workload(other, 1, 1, 1), tmp_path / "c")])
+    # training: median(100, 300, 200) = 200; evaluation: 300 images in 3 s, 1 s, 6 s -> median(100, 300, 50) = 100
+    assert rates == {shape: estimate_rate(2, 200.0, 100.0)}
+
+
+def estimate_rate(runs, train_rate, eval_rate):
+    from optbench.studies.estimate import RecordedRate
+
+    return RecordedRate(runs, train_rate, eval_rate)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["no_such_study"], "unknown study 'no_such_study'"),
+    (["fulll"], "unknown study 'fulll': did you mean full? choose "),   # misspelt names get the closest
+    (["h33", "--dry-run"], "unknown study 'h33': did you mean H3? choose "),
+    (["full", "--dry-run", "--no-estimate", "--set", "optimzer=lion"], "did you mean optimizer=lion?"),
+    (["full", "--until-decided", "--hypotheses", "H22"], "--hypotheses H22: did you mean H2? not one of "),
     (["full", "--launcher", "moon"], "invalid choice: 'moon'"),
     (["full", "--set", "noise.rate=0.3"], "noise=none changes no label"),
     (["--select-tuned", "full"], "not a tuning study"),
@@ -147,7 +199,7 @@ def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):
     study = write_study(tmp_path / "typo.yaml", synthetic_grid(optimizer=["sgd", "lino"]))
     assert study_command.main([str(study), "--dry-run"]) == 2
     error = capsys.readouterr().err   # one line; tuned configs (conf/optimizer/tuned/...) are listed after the five
-    assert error.startswith("error: unknown optimizer 'lino': choose optimizer=" + ", ".join(sorted(OPTIMIZERS)))
+    assert error.startswith("error: unknown optimizer 'lino': did you mean optimizer=lion? choose optimizer=" + ", ".join(sorted(OPTIMIZERS)))
     assert error.count("\n") == 1 and "tuned/cpu_demo/lion" in error
 
 

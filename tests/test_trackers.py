@@ -144,7 +144,7 @@ def test_loggers_are_not_part_of_a_runs_identity(tmp_path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("logger=[csv,mlfow]", "unknown logger 'mlfow': choose logger="),
+    ("logger=[csv,mlfow]", "unknown logger 'mlfow': did you mean logger=mlflow"),
     ("logger.wandb.mode=sometimes", "logger.wandb.mode=sometimes: choose offline"),
 ])
 def test_a_bad_logger_choice_is_one_line(tmp_path, override, message):
@@ -168,3 +168,121 @@ def test_a_tracker_added_when_a_run_resumes_gets_its_earlier_epochs(tmp_path, mo
     assert [metric.step for metric in client.get_metric_history(runs[0].info.run_id, "val/acc")] == [1, 2]
     with open(tmp_path / "run" / "csv" / "metrics.csv") as handle:
         assert [row["epoch"] for row in csv.DictReader(handle)] == ["1", "2"]
+
+
+@pytest.mark.slow
+def test_four_runs_started_at_once_on_a_new_folder_all_reach_one_mlflow_store_with_every_epoch(tmp_path):
+    """Three of four lost their tracker when they raced to create the store ("duplicate column name: step")."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
+    tiny = [override for override in TINY if not override.startswith("epochs=")]
+    command = [sys.executable, "src/train.py", *tiny, "epochs=2", "logger=mlflow", f"paths.results_dir={tmp_path / 'results'}"]
+    started = [subprocess.Popen([*command, f"seed={seed}"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True) for seed in range(4)]
+    outputs = [process.communicate(timeout=600)[0] for process in started]
+    assert [process.returncode for process in started] == [0] * 4, outputs
+    assert not [output for output in outputs if "logger mlflow failed" in output], outputs
+    client, runs = mlflow_runs(tmp_path / "results")
+    assert sorted(run.data.params["seed"] for run in runs) == ["0", "1", "2", "3"]
+    for run in runs:
+        assert [metric.step for metric in client.get_metric_history(run.info.run_id, "val/acc")] == [1, 2]
+        assert run.info.status == "FINISHED"
+
+
+def folder_bytes(folder):
+    return {path: path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def runs_bytes(results):
+    """Every file of the run directories (the MLflow store and its artifacts beside them left out)."""
+    return {path: data for path, data in folder_bytes(results).items()
+            if not path.relative_to(results).parts[0].startswith("mlflow")}
+
+
+@pytest.mark.slow
+def test_runs_on_disk_go_into_mlflow_once_and_a_later_resume_with_the_tracker_continues_the_same_run(tmp_path, monkeypatch):
+    """`logger=mlflow` on a finished run only said "skipped"; runs trained without a tracker could not reach one."""
+    from optbench.training.tracker_export import log_folder
+
+    results = tmp_path / "results"
+    train(config(tmp_path, "seed=2"), results / "finished-later-asked" / "seed2")
+    train(config(tmp_path, "seed=2", "logger=mlflow"), results / "finished-later-asked" / "seed2")   # skipped, logged
+    train(config(tmp_path, "seed=1"), results / "finished" / "seed1")
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 10)   # stopped after epoch 1's checkpoint
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path), results / "stopped" / "seed0")
+    before = runs_bytes(results)
+
+    assert log_folder(results, "mlflow") == {"logged": 2, "already there": 1}
+    assert log_folder(results, "mlflow") == {"already there": 3}
+    assert runs_bytes(results) == before
+    client, runs = mlflow_runs(results)
+    by_setting = {run.data.tags["optbench.setting"]: run for run in runs}
+    assert sorted(by_setting) == ["finished", "finished-later-asked", "stopped"]
+    assert by_setting["stopped"].info.status == "KILLED" and by_setting["finished"].info.status == "FINISHED"
+    finished = by_setting["finished"]
+    summary = json.loads((results / "finished" / "seed1" / "summary.json").read_text())
+    assert finished.data.params["seed"] == "1" and finished.data.tags["optbench.run_id"] == summary["run_id"]
+    assert [metric.step for metric in client.get_metric_history(finished.info.run_id, "val/acc")] == [1, 2]
+    assert finished.data.metrics["best/test/acc"] == pytest.approx(summary["best"]["test/acc"])
+
+    train(config(tmp_path, "logger=mlflow"), results / "stopped" / "seed0")   # resumes the stopped run
+    client, runs = mlflow_runs(results)
+    [stopped] = [run for run in runs if run.data.tags["optbench.setting"] == "stopped"]
+    assert len(runs) == 3 and stopped.info.run_id == by_setting["stopped"].info.run_id
+    assert stopped.info.status == "FINISHED"
+    assert [metric.step for metric in client.get_metric_history(stopped.info.run_id, "val/acc")] == [1, 2]
+
+
+def test_a_missing_folder_or_a_tracker_that_writes_into_run_directories_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    for arguments, expected in (([str(tmp_path / "nowhere"), "--to-tracker", "mlflow"], "nowhere does not exist"),
+                                ([str(tmp_path), "--to-tracker", "csv"], "--to-tracker csv: writes into the run "),
+                                ([str(tmp_path), "--to-tracker", "mlfow"], "--to-tracker mlfow: is not a tracker")):
+        done = subprocess.run([sys.executable, "src/aggregate.py", *arguments], cwd=REPO, capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.startswith("error: ") and expected in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("published", ["docs/human-noise-study/runs"])
+def test_a_published_folder_goes_into_mlflow_with_every_epoch_and_is_left_as_it_was(tmp_path, published):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from optbench.training.tracker_export import run_dirs
+
+    folder, store = REPO / published, f"sqlite:///{tmp_path / 'mlflow.db'}"
+    before = folder_bytes(folder)
+    command = [sys.executable, "src/aggregate.py", published, "--to-tracker", "mlflow", "--tracking-uri", store]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    run_paths = run_dirs(folder)
+    assert done.returncode == 0 and done.stdout.startswith(f"mlflow: {len(run_paths)} logged in {store}"), done.stderr
+    assert "mlflow ui --backend-store-uri" in done.stdout and done.stderr == ""
+    again = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert again.stdout.startswith(f"mlflow: {len(run_paths)} already there"), again.stderr
+    assert folder_bytes(folder) == before
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=store)
+    runs = client.search_runs([client.get_experiment_by_name("optbench").experiment_id], max_results=1000)
+    by_run_id = {run.data.tags["optbench.run_id"]: run for run in runs}
+    assert len(runs) == len(by_run_id) == len(run_paths)
+    for run_path in run_paths:
+        record = json.loads((run_path / "record.json").read_text())
+        run = by_run_id[record["run_id"]]
+        epochs = [json.loads(line)["epoch"] for line in (run_path / "metrics.jsonl").read_text().splitlines()]
+        assert [metric.step for metric in client.get_metric_history(run.info.run_id, "val/acc")] == epochs
+        assert run.data.params["seed"] == str(record["config"]["seed"])

@@ -23,6 +23,7 @@ NUMBERS_FREE_KEYS = (
     "train.checkpoint_every", "train.divergence_factor", "train.eval_batch_size", "train.test_every",
     "train.mirror_every_s",
     "logger", "study",   # experiment trackers (conf/logger/) and the study tag they carry
+    "optimizer_defaults",   # which group options came from the optimizer's registry entry; the options are recorded
 )
 
 

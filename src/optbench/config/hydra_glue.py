@@ -6,22 +6,24 @@
 - `parse_overrides(overrides)`: key -> values (several when swept), hydra.* overrides apart; the one
   walker behind the train preflight and the study planner. `combinations(values)`: every single run;
   `multirun_jobs(overrides)`: every job of a multirun as Hydra's sweeper spells it (the planner's runs).
-- `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors.
+- `compose_checked(...)`: compose with unknown group options and Hydra's errors as one-line ConfigErrors, and
+  with the optimizer's own defaults (`with_optimizer_defaults`: Schedule-Free gets scheduler=constant when no
+  scheduler= is given); src/train.py's jobs get the same through `with_optimizer_defaults` itself.
 """
 
-import difflib
 import functools
 import itertools
 import re
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_folder_name
 from optbench.device.gpu_per_job import gpu_for_job
 from optbench.device.sharing import parallel_jobs
-from optbench.errors import ConfigError
+from optbench.errors import ConfigError, did_you_mean
 from optbench.identity import left_out_of_directory_name
+from optbench.registry import optimizers
 from optbench.rundir import data_level, noise_level
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
@@ -211,7 +213,8 @@ def check_groups(overrides: list[str], conf_dir: Path) -> None:
         if group_dir.is_dir() and unknown:
             options = sorted(path.relative_to(group_dir).with_suffix("").as_posix()
                              for path in group_dir.rglob("*.yaml"))
-            raise ConfigError(f"unknown {key} '{unknown[0]}': choose {key}=" + ", ".join(options))
+            hint = did_you_mean(unknown[0], options, lambda option: f"{key}={option}")
+            raise ConfigError(f"unknown {key} '{unknown[0]}': {hint}choose {key}=" + ", ".join(options))
 
 
 def check_added_keys(overrides: list[str], conf_dir: Path) -> None:
@@ -225,15 +228,24 @@ def check_added_keys(overrides: list[str], conf_dir: Path) -> None:
 
     base = compose(config_name="config", overrides=[override for override in overrides if override not in added])
     for override in added:
-        key, _, value = override.lstrip("+").partition("=")
-        if (Path(conf_dir) / key).is_dir() or OmegaConf.select(base, key, default=_ABSENT) is not _ABSENT:
-            continue
-        parent, _, leaf = key.rpartition(".")
-        siblings = OmegaConf.select(base, parent) if parent else base
-        close = difflib.get_close_matches(leaf, [str(name) for name in (siblings or {})], n=1)
-        hint = f"did you mean {parent + '.' if parent else ''}{close[0]}={value}? " if close else ""
-        raise ConfigError(f"{override}: {key} is not a setting optbench reads ({hint}python src/train.py --cfg job "
-                          "lists them); drop the + and use a listed key")
+        error = unknown_key_error(override, base, conf_dir)
+        if error:
+            raise error
+
+
+def unknown_key_error(override: str, base, conf_dir: Path) -> ConfigError | None:
+    """For an override of a key that `base` (the composed config) lacks and no config group names: one line with
+    the closest known key (`optimzer=lion`: did you mean optimizer=lion?), else None."""
+    key, _, value = override.lstrip("+~").partition("=")
+    if (Path(conf_dir) / key).is_dir() or OmegaConf.select(base, key, default=_ABSENT) is not _ABSENT:
+        return None
+    parent, _, leaf = key.rpartition(".")
+    siblings = OmegaConf.select(base, parent, default=None) if parent else base
+    names = [str(name) for name in siblings] if isinstance(siblings, DictConfig) else []
+    hint = did_you_mean(leaf, names, lambda name: f"{parent + '.' if parent else ''}{name}={value}")
+    way_out = "drop the + and use a listed key" if override.startswith("+") else "use a listed key"
+    return ConfigError(f"{override}: {key} is not a setting optbench reads ({hint}python src/train.py --cfg job "
+                       f"lists them); {way_out}")
 
 
 _ABSENT = object()
@@ -246,12 +258,56 @@ def hydra_error_line(error: Exception) -> str:
 
 
 def compose_checked(overrides: list[str], conf_dir: Path, with_hydra: bool = False):
-    """compose() inside an initialize_config_dir context, with its failures as one-line ConfigErrors."""
+    """compose() inside an initialize_config_dir context, with its failures as one-line ConfigErrors and the
+    optimizer's own defaults applied (with_optimizer_defaults)."""
     from hydra import compose
     from hydra.errors import HydraException
 
+    def composed(some_overrides: list[str], hydra_node: bool = False):
+        return compose(config_name="config", overrides=list(some_overrides), return_hydra_config=hydra_node)
+
     try:
         check_groups(list(overrides), conf_dir)
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=with_hydra)
+        return with_optimizer_defaults(composed(overrides, with_hydra), overrides, composed)
     except HydraException as error:
-        raise ConfigError(hydra_error_line(error)) from None
+        raise misspelt_key_error(overrides, conf_dir, composed) or ConfigError(hydra_error_line(error)) from None
+
+
+def misspelt_key_error(overrides: list[str], conf_dir: Path, compose) -> ConfigError | None:
+    """Hydra refuses a key the config lacks with "To append to your config use +optimzer=lion", and a second try
+    with the + got our answer: the first try gets it now (the closest key, over the groups the command chose)."""
+    choices_only = [override for override in overrides if "." not in override.split("=", 1)[0]
+                    and (Path(conf_dir) / override.lstrip("+~").split("=", 1)[0]).is_dir()]
+    try:
+        base = compose(choices_only)
+    except Exception:   # the group choices themselves fail: Hydra's own line says why
+        return None
+    return next(filter(None, (unknown_key_error(override, base, conf_dir) for override in overrides
+                              if not override.startswith(("hydra.", "hydra/", "~")))), None)
+
+
+def optimizer_defaults(cfg, overrides: list[str]) -> dict[str, str]:
+    """group -> option: the registry entry's own choices (OptimizerSpec.group_defaults) for the groups the
+    command left unchosen and conf/config.yaml chose otherwise. An explicit choice is kept (and validated)."""
+    spec = optimizers.spec_of(str(OmegaConf.select(cfg, "optimizer.name")))
+    if spec is None:
+        return {}
+    chosen = {override.lstrip("+~").split("=", 1)[0] for override in overrides}
+    return {group: option for group, option in spec.group_defaults().items()
+            if group not in chosen and OmegaConf.select(cfg, f"{group}.name") != option}
+
+
+def with_optimizer_defaults(cfg, overrides: list[str], compose):
+    """`cfg` with its optimizer's own group options where the command chose none: each such group recomposed as
+    `compose(overrides + [group=option])` gives it (so `scheduler.x=...` overrides still apply), and
+    `optimizer_defaults: {group: option}` saying so (record.json, train.log). The rest of `cfg`, its hydra
+    node included, stays: the run directory is the one the command names. One path for every entry point."""
+    defaults = optimizer_defaults(cfg, overrides)
+    if not defaults:
+        return cfg
+    recomposed = compose([*overrides, *(f"{group}={option}" for group, option in defaults.items())])
+    with open_dict(cfg):
+        for group in defaults:
+            cfg[group] = recomposed[group]
+        cfg.optimizer_defaults = dict(defaults)
+    return cfg

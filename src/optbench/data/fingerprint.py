@@ -68,6 +68,12 @@ def _walk_once(folder: str, visited: set[str]) -> list[tuple[str, list[str]]]:
 def list_image_folder(root) -> tuple[list[str], list[tuple[str, int]], list[tuple[str, int]]]:
     """(class names, train samples, test samples) under `root`; ConfigError naming the fix when it cannot be used."""
     root_path = Path(str(root or "")).expanduser()
+    if not root_path.is_dir():   # named as missing, not as a folder without train/
+        where = "" if root_path.is_absolute() else f" (relative to {Path.cwd()})"
+        state = "is a file, not a folder" if root_path.exists() else "does not exist"
+        raise ConfigError(f"dataset.root={root_path} {state}{where}: give the folder holding train/<class>/ and "
+                          "test/<class>/ images, e.g. dataset.root=../shared/data/cifar10-jpeg (README: Where the data "
+                          "comes from)")
     for part in ("train", "test"):
         if not (root_path / part).is_dir():
             raise ConfigError(f"dataset.root={root_path} has no {part}/ folder: point it at a folder "

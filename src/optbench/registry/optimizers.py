@@ -31,11 +31,16 @@ class OptimizerSpec:
     mode_switch: bool = False   # needs optimizer.train() before training steps and optimizer.eval() before evaluation
     lr_free: bool = False       # learning-rate-free: lr stays 1.0 unless set; tuning never scales it
     schedules: tuple | None = None     # the scheduler= options it accepts; None: every one
-    default_schedule: str = "cosine"   # what a study gives it (conf/config.yaml's default for most)
+    default_schedule: str = "cosine"   # what a run gets when no scheduler= is given (conf/config.yaml's default for most)
     own_warmup: str | None = None      # its warmup argument (steps), set from optimizer.warmup_fraction
 
     def accepts(self, schedule: str) -> bool:
         return self.schedules is None or schedule in self.schedules
+
+    def group_defaults(self) -> dict[str, str]:
+        """The config-group options this optimizer brings when a command leaves the group unchosen
+        (config/hydra_glue.py with_optimizer_defaults): its schedule; a new default is one more item here."""
+        return {"scheduler": self.default_schedule}
 
 
 REGISTRY: dict[str, OptimizerSpec] = {spec.name: spec for spec in (

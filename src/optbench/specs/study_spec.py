@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from optbench.errors import ConfigError
+from optbench.errors import ConfigError, did_you_mean
 from optbench.identity import is_numbers_free
 from optbench.specs.hypothesis_spec import HUMAN, HYPOTHESIS_KEYS, HypothesisTest, parse_hypothesis
 
@@ -226,7 +226,8 @@ def find_study(name: str, experiments_dir: Path = EXPERIMENTS_DIR) -> Study:
         if name.lower() in (study.id.lower(), study.source.stem.lower()):
             return study
     known = ", ".join(study.id for study in studies)
-    raise ConfigError(f"unknown study '{name}': choose {known} (or a path to a study .yaml)")
+    hint = did_you_mean(name, [study.id for study in studies])
+    raise ConfigError(f"unknown study '{name}': {hint}choose {known} (or a path to a study .yaml)")
 
 
 def load_study(path: Path) -> Study:

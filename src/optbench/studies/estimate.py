@@ -1,21 +1,28 @@
-"""How long a study's remaining runs will take on this device, from a short measured run.
+"""How long a study's remaining runs will take on this device, from runs already trained or a short measured run.
 
-For every distinct (device, model, width, classes, batch size) among the runs still to do, train a
-few steps on random data (`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take
-the images/s, cached per machine and shape (`$OPTBENCH_CACHE_DIR/estimate-rates.json`, as device=fastest
-caches its timing), so two estimates on one machine agree. One epoch then costs its training images /
-rate, plus its validation and test images / (EVAL_SPEEDUP x rate), and a run costs its remaining epochs
-of that. A folder of images (dataset=imagefolder) is counted from its listing. The estimate ignores data
-loading and start-up, so it is a lower bound on a busy machine, and it is the serial time: a parallel
-launcher divides it by its concurrent jobs.
+Where runs of the study's own shape are already on disk (its done or unfinished runs: a pilot, the first
+seeds), their metrics.jsonl gives the rates (`recorded_rates`: the median training images/s, and evaluated
+images/s from each epoch's time outside training), data loading included. Otherwise, for every distinct
+(device, model, width, classes, batch size) among the runs still to do, train a few steps on random data
+(`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take the images/s, cached per
+machine and shape (`$OPTBENCH_CACHE_DIR/estimate-rates.json`, as device=fastest caches its timing), so two
+estimates on one machine agree; `measure_rates` says before it measures, because at width 64 on a busy CPU
+that takes minutes. One epoch then costs its training images / rate, plus its validation and test images /
+(EVAL_SPEEDUP x rate) (or / the recorded evaluation rate), and a run costs its remaining epochs of that. A
+folder of images (dataset=imagefolder) is counted from its listing. A measured estimate ignores data loading
+and start-up, so it is a lower bound on a busy machine, and it is the serial time: a parallel launcher
+divides it by its concurrent jobs.
 """
 
 import functools
 import os
+import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from omegaconf import DictConfig
 
+from optbench.formats import metrics_log
 from optbench.registry import datasets
 
 FORWARD_SHARE = 1 / 3  # evaluation forward pass vs a full training step (forward + backward ~ 3 forwards)
@@ -76,10 +83,44 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
     return Workload(shape, train, val + test, max(0, int(cfg.epochs) - epochs_done))
 
 
-def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float, float | None]]:
+@dataclass(frozen=True)
+class RecordedRate:
+    """The rates of a shape's runs on disk: median training and evaluation images/s over their epochs."""
+
+    runs: int
+    train_rate: float
+    eval_rate: float | None   # None where no epoch records an evaluation time
+
+
+def epoch_eval_rate(record: dict, eval_images: int) -> float | None:
+    """An epoch's evaluated images/s: recorded (eval/images_per_s), or its time outside training."""
+    if record.get("eval/images_per_s"):
+        return float(record["eval/images_per_s"])
+    outside = float(record.get("time_s") or 0) - float(record.get("train/time_s") or 0)
+    return eval_images / outside if outside > 0 and eval_images else None
+
+
+def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, RecordedRate]:
+    """shape -> the rates its runs on disk recorded (their metrics.jsonl), for the shapes that have any."""
+    train_rates, eval_rates, runs = {}, {}, {}
+    for work, run_dir in trained:
+        records = [record for record in metrics_log.read(Path(run_dir))[0] if record.get("train/images_per_s")]
+        if not records:
+            continue
+        runs[work.shape] = runs.get(work.shape, 0) + 1
+        train_rates.setdefault(work.shape, []).extend(float(record["train/images_per_s"]) for record in records)
+        eval_rates.setdefault(work.shape, []).extend(
+            rate for record in records if (rate := epoch_eval_rate(record, work.eval_images)))
+    return {shape: RecordedRate(runs[shape], statistics.median(rates),
+                                statistics.median(eval_rates[shape]) if eval_rates[shape] else None)
+            for shape, rates in train_rates.items()}
+
+
+def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, float, float | None]]:
     """shape -> (device measured on, training images/s, load per core while it was measured): from the cache
     of this machine, else measured once and cached (a missing or damaged cache only costs a new
-    measurement). A load above 1 says other processes kept the cores busy: the rate is too low."""
+    measurement), announced first by `announce` (a line). A load above 1 says other processes kept the cores
+    busy: the rate is too low."""
     from optbench.device import fastest   # torch: only when an estimate is asked for
     from optbench.device.policy import resolve_device
     from optbench.training.timing import timed_model
@@ -94,6 +135,8 @@ def measure_rates(shapes: set[tuple]) -> dict[tuple, tuple[str, float, float | N
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
         key = fastest.cache_key([device], model)
         if not (isinstance(cache.get(key), dict) and "images_per_s" in cache[key]):   # absent or damaged
+            announce(f"estimating: timing 7 training steps of {model_name} width {width}, batch {batch_size} on "
+                     f"{device} (once per machine and shape; cached in {fastest.cache_path(RATE_CACHE)}) ...")
             cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": machine_load()}
             fastest.write_cache(cache, RATE_CACHE)
         rates[shape] = (str(device), cache[key]["images_per_s"], cache[key].get("load"))
@@ -115,6 +158,7 @@ def eval_speedup(device: str) -> float:
     return EVAL_SPEEDUP.get(device.split(":")[0], 1 / FORWARD_SHARE)
 
 
-def seconds_left(work: Workload, rate: float, device: str = "") -> float:
-    return work.epochs_left * (work.train_images / rate + work.eval_images / (eval_speedup(device) * rate))
+def seconds_left(work: Workload, rate: float, device: str = "", eval_rate: float | None = None) -> float:
+    """`eval_rate`: evaluated images/s where runs recorded it; else `rate` x the device's evaluation speed-up."""
+    return work.epochs_left * (work.train_images / rate + work.eval_images / (eval_rate or eval_speedup(device) * rate))
 

@@ -251,21 +251,42 @@ def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]
 
 
 def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
-    to_do = [run for _, runs in runs_by_sweep for run in runs if run.status != "done"]
-    work = [(run, estimate.workload(run.cfg, run.epochs_done)) for run in to_do]
-    unknown = [run for run, load in work if load is None]
-    work = [load for _, load in work if load is not None]
+    """After the plan (flushed first, so it shows while a rate is measured): the serial time of the runs still to
+    do, from the study's own runs on disk where its shapes have some, else from the cached or measured rate."""
+    sys.stdout.flush()
+    planned = [(run, estimate.workload(run.cfg, run.epochs_done)) for _, runs in runs_by_sweep for run in runs]
+    to_do = [(run, load) for run, load in planned if run.status != "done"]
+    unknown = [run for run, load in to_do if load is None]
+    work = [load for _, load in to_do if load is not None]
     if not work:
         print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
         return
-    every_shape = {load.shape for _, runs in runs_by_sweep for run in runs
-                   if (load := estimate.workload(run.cfg, 0)) is not None}   # a ladder's per-rung cost needs each
-    rates = estimate.measure_rates(every_shape)
-    from optbench.device.fastest import cache_path   # torch is loaded by now: the rates were measured or read
-    seconds = sum(estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0]) for load in work)
+    every_shape = {load.shape for _, load in planned if load is not None}   # a ladder's per-rung cost needs each
+    recorded = estimate.recorded_rates([(load, run.run_dir) for run, load in planned
+                                        if load is not None and run.status in ("done", "unfinished")])
+    to_measure = every_shape - set(recorded)
+    measured = estimate.measure_rates(to_measure, lambda line: print(line, flush=True)) if to_measure else {}
+    seconds = sum(load_seconds(load, recorded, measured) for load in work)
     print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
           + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
-    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(rates.items()):
+    for shape in sorted({load.shape for load in work} & set(recorded)):
+        _, model, width, classes, batch, *_ = shape
+        rate = recorded[shape]
+        evaluated = f", {rate.eval_rate:.0f} evaluated images/s" if rate.eval_rate else ""
+        print(f"  from {rate.runs} run(s) of this study on disk: {rate.train_rate:.0f} training images/s{evaluated} "
+              f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "
+              "loading included)")
+    if measured:
+        print_measured(measured)
+    if unknown:
+        print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
+    print_rung_estimates(runs_by_sweep, recorded, measured)
+
+
+def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> None:
+    from optbench.device.fastest import cache_path   # torch is loaded by now: the rates were measured or read
+
+    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(measured.items()):
         print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
               f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
               "delete it to measure again)")
@@ -274,33 +295,38 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
                   f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine")
         print(f"  per epoch: training images / rate + (validation + test images) / "
               f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included")
-    if unknown:
-        print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
-    print_rung_estimates(runs_by_sweep, rates)
 
 
-def print_rung_estimates(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], rates: dict) -> None:
-    """A fidelity ladder's cost per rung: each rung's runs from scratch at the measured rates, and what is left."""
+def load_seconds(load, recorded: dict, measured: dict) -> float:
+    """The serial seconds of a workload at the study's recorded rate for its shape, else the measured one."""
+    if load.shape in recorded:
+        return estimate.seconds_left(load, recorded[load.shape].train_rate, eval_rate=recorded[load.shape].eval_rate)
+    return estimate.seconds_left(load, measured[load.shape][1], measured[load.shape][0])
+
+
+def print_rung_estimates(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], recorded: dict, measured: dict) -> None:
+    """A fidelity ladder's cost per rung: each rung's runs from scratch at the rates above, and what is left."""
     rungs = list(dict.fromkeys(sweep.rung for sweep, _ in runs_by_sweep if sweep.rung))
     if not rungs:
         return
     print("per rung (every run of the rung from scratch, one after another; what is still to do):")
     for rung in rungs:
         runs = [run for sweep, sweep_runs in runs_by_sweep if sweep.rung == rung for run in sweep_runs]
-        whole, left = rung_seconds(runs, rates, everything=True), rung_seconds(runs, rates, everything=False)
+        whole = rung_seconds(runs, recorded, measured, everything=True)
+        left = rung_seconds(runs, recorded, measured, everything=False)
         done = sum(run.status == "done" for run in runs)
         print(f"  rung {rung}: {len(runs)} runs, {done} done; {format_duration(whole)} in all, "
               f"{format_duration(left)} left")
 
 
-def rung_seconds(runs: list[PlannedRun], rates: dict, everything: bool) -> float:
+def rung_seconds(runs: list[PlannedRun], recorded: dict, measured: dict, everything: bool) -> float:
     seconds = 0.0
     for run in runs:
         if not everything and run.status == "done":
             continue
         load = estimate.workload(run.cfg, 0 if everything else run.epochs_done)
-        if load is not None and load.shape in rates:
-            seconds += estimate.seconds_left(load, rates[load.shape][1], rates[load.shape][0])
+        if load is not None and (load.shape in recorded or load.shape in measured):
+            seconds += load_seconds(load, recorded, measured)
     return seconds
 
 

@@ -22,7 +22,7 @@ from optbench.analysis.hypotheses import Context, evaluate
 from optbench.analysis.pipeline import analyse
 from optbench.analysis.sequential_rule import CONTINUE, Design, decide, look_seeds, looks_for, signed_z
 from optbench.analysis.tuning_report import read_tuning
-from optbench.errors import ConfigError
+from optbench.errors import ConfigError, did_you_mean
 from optbench.studies.pilot import hypotheses_of
 from optbench.specs.study_spec import Study, planned_settings
 
@@ -64,7 +64,8 @@ def chosen_hypotheses(study: Study, experiments_dir: Path, names: list[str]):
     known = {hypothesis.id.lower(): hypothesis for hypothesis in hypotheses}
     unknown = [name for name in names if name.lower() not in known]
     if unknown:
-        raise ConfigError(f"--hypotheses {unknown[0]}: not one of {', '.join(known[key].id for key in known)}")
+        ids = [known[key].id for key in known]
+        raise ConfigError(f"--hypotheses {unknown[0]}: {did_you_mean(unknown[0], ids)}not one of {', '.join(ids)}")
     return [known[name.lower()] for name in names]
 
 

@@ -8,6 +8,7 @@
     progress.py    what summary.json says as the run goes: the first summary, its update per epoch, divergence
     console.py     the lines a run prints, and train.log
     trackers.py    experiment trackers (conf/logger/): TensorBoard, MLflow, W&B, CSV; each fails alone
+    tracker_export.py  runs already on disk into MLflow (src/aggregate.py RESULTS --to-tracker mlflow)
     checkpoint.py  what a checkpoint holds; saving, loading and restoring it exactly
     mirror.py      a durable copy of the run directory (paths.mirror_dir): copy out while training, restore
     rng.py         every random generator a run touches: seed, capture, restore

@@ -60,6 +60,12 @@ def log_policy_details(policy) -> None:
         details.info("  policy measured (img/s per candidate): %s", policy.measured_figures() or "nothing uncertain to time")
 
 
+def log_optimizer_defaults(optimizer_name: str, defaults: dict) -> None:
+    """One line per group option the optimizer's registry entry chose (config/hydra_glue.with_optimizer_defaults)."""
+    for group, option in defaults.items():
+        log.info("%s=%s: optimizer=%s's own default (no %s= given)", group, option, optimizer_name, group)
+
+
 def epoch_line(record: dict, epochs: int) -> str:
     parts = [f"epoch {record['epoch']}/{epochs}", f"train loss {record['train/loss']:.4f} acc {record['train/acc']:.4f}"]
     for split_name in ("val", "test"):

@@ -98,7 +98,7 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
         summary["wall_time_s"] = state.clock.total()
         _write_predictions(run, run_dir, state)
         run_summary.write(run_dir.path, summary)
-        trackers.finish(summary["status"])
+        trackers.finish(summary["status"], summary)
     return summary
 
 

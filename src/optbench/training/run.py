@@ -30,7 +30,7 @@ from optbench.device.awake import kept_awake
 from optbench.device.policy import release_device_memory
 from optbench.errors import ConfigError
 from optbench.rundir import RunDir
-from optbench.training import checkpoint, console, mirror
+from optbench.training import checkpoint, console, mirror, trackers
 from optbench.training.assemble import Run, prepare
 from optbench.training.loop import LoopState, fit
 from optbench.training.progress import failed, initial_summary
@@ -73,6 +73,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
         previous = run_summary.read(directory.path)
         if previous and previous.get("status") in run_summary.FINAL_STATUSES:
             log.info(console.final_line(previous, directory.path, skipped=True))
+            _log_to_trackers(cfg, directory, identity.run_id(wanted), previous)
             return previous
     with directory.lock():
         run = _prepare(cfg, directory, record, resolved, wanted, hydra_files)
@@ -80,6 +81,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
             saved = _checked_checkpoint(run, directory) if record is not None else None   # refused before any byte
             with console.log_to_file(directory.path):
                 console.log_policy_details(run.policy)
+                console.log_optimizer_defaults(cfg.optimizer.name, OmegaConf.select(cfg, "optimizer_defaults") or {})
                 if record is None:
                     _start(directory, resolved, wanted, hydra_files)
                 state = (_resume_state(run, directory, saved) if record is not None else None) or LoopState(_first_summary(run))
@@ -87,6 +89,14 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
                     return _fit_and_mirror(run, directory, state, run_mirror)
         finally:
             release_device_memory(run.device)
+
+
+def _log_to_trackers(cfg: DictConfig, directory: RunDir, run_id: str, summary: dict) -> None:
+    """A finished run asked for again with a tracker on (logger=mlflow) goes into the trackers that lack it."""
+    if trackers.chosen_loggers(cfg):
+        added = trackers.log_finished_run(cfg, directory, run_id, metrics_log.read(directory.path)[0], summary)
+        if added:   # a failed tracker has said so itself
+            log.info("logged the finished run into %s", ", ".join(added))
 
 
 def _open_mirror(cfg: DictConfig, directory: RunDir, wanted: dict) -> mirror.Mirror | None:

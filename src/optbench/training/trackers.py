@@ -10,7 +10,9 @@ missing) is logged once and switched off: the run itself never fails for it, and
 every number. Trackers are numbers-free: `logger` is in identity.NUMBERS_FREE_KEYS.
 """
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import logging
@@ -122,6 +124,30 @@ class CsvTracker:
         pass
 
 
+def quiet_store_messages() -> None:
+    """MLflow announces creating and migrating a new SQLite store on the console ("Creating initial MLflow database
+    tables...", alembic's "Context impl SQLiteImpl"): harmless, once per store, and not the run's business."""
+    for name in ("mlflow.store.db.utils", "alembic", "alembic.runtime.migration"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+@contextlib.contextmanager
+def store_creation_lock(lock_path: Path | None):
+    """Waits for (then holds) an flock beside a local MLflow store while a process opens it: runs started together
+    on a new folder (study.py --launcher parallel) each created and migrated the same new SQLite file at once, and
+    all but one lost their tracker ("duplicate column name: step"). Once created, concurrent writers are fine.
+    None (a tracking server, which creates its own store): no lock."""
+    if lock_path is None:
+        yield
+        return
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class MlflowTracker:
     name = "mlflow"
 
@@ -132,21 +158,27 @@ class MlflowTracker:
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
         from mlflow.tracking import MlflowClient
 
+        quiet_store_messages()
+
         results_dir = Path(settings["results_dir"]).resolve()
         uri = settings.get("tracking_uri")
         if not uri:
             results_dir.mkdir(parents=True, exist_ok=True)
             uri = f"sqlite:///{results_dir / 'mlflow.db'}"
-        self.client = MlflowClient(tracking_uri=uri)
-        artifacts = None if settings.get("tracking_uri") else (results_dir / "mlflow-artifacts").as_uri()
-        experiment_id = self._experiment(settings.get("experiment_name") or "optbench", artifacts)
+        database = Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None   # a local store
+        # artifacts (summary.json) beside a local store, not MLflow's default ./mlruns in the working directory
+        artifacts = (database.parent / "mlflow-artifacts").resolve().as_uri() if database else None
+        with store_creation_lock(database.with_name(database.name + ".lock") if database else None):
+            self.client = MlflowClient(tracking_uri=uri)
+            experiment_id = self._experiment(settings.get("experiment_name") or "optbench", artifacts)
         found = self.client.search_runs([experiment_id], max_results=1, filter_string=(
             f"tags.`optbench.run_id` = '{run.run_id}' and tags.`optbench.attempt` = '{run.tags['optbench.attempt']}'"))
         self.fresh = not found
         if found:
             self.mlflow_run_id = found[0].info.run_id
-            self.client.update_run(self.mlflow_run_id, status="RUNNING")
-            self.client.set_tag(self.mlflow_run_id, "optbench.study", run.tags["optbench.study"])
+            if not settings.get("only_new"):   # training continues it; logging runs on disk leaves it as it is
+                self.client.update_run(self.mlflow_run_id, status="RUNNING")
+                self.client.set_tag(self.mlflow_run_id, "optbench.study", run.tags["optbench.study"])
         else:
             self.mlflow_run_id = self.client.create_run(experiment_id, tags=run.tags, run_name=run.name).info.run_id
             self._log_params(run.params)
@@ -177,6 +209,20 @@ class MlflowTracker:
         now = int(time.time() * 1000)
         metrics = [Metric(key, value, now, record["epoch"]) for key, value in numeric_metrics(record).items()]
         self.client.log_batch(self.mlflow_run_id, metrics=metrics)
+
+    def log_summary(self, summary: dict) -> None:
+        """summary.json's best (selected on validation) and final epochs as `best/...` and `final/...` metrics at
+        their epoch, and the whole file as the artifact run-summary.json (not summary.json: the artifacts lie under
+        the results folder, where a summary.json marks a run directory)."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        metrics = [Metric(f"{part}/{key}", value, now, int(summary[part].get("epoch") or 0))
+                   for part in ("best", "final") if isinstance(summary.get(part), dict)
+                   for key, value in numeric_metrics(summary[part]).items()]
+        for start in range(0, len(metrics), 1000):   # MLflow takes at most 1000 metrics per batch
+            self.client.log_batch(self.mlflow_run_id, metrics=metrics[start:start + 1000])
+        self.client.log_dict(self.mlflow_run_id, summary, "run-summary.json")
 
     def finish(self, status: str) -> None:
         self.client.set_tag(self.mlflow_run_id, "optbench.status", status)
@@ -221,6 +267,7 @@ class Trackers:
 
     def __init__(self):
         self.active = []
+        self.failures = 0
 
     def start(self, name: str, make) -> None:
         tracker = self._guarded(name, "starting", make)
@@ -231,7 +278,11 @@ class Trackers:
         for tracker in list(self.active):
             self._guarded(tracker.name, f"logging epoch {record['epoch']}", lambda: tracker.log_epoch(record), tracker)
 
-    def finish(self, status: str) -> None:
+    def finish(self, status: str, summary: dict | None = None) -> None:
+        """The run's ending; trackers that take one (MLflow) also get summary.json's best and final metrics."""
+        for tracker in list(self.active):
+            if summary is not None and hasattr(tracker, "log_summary"):
+                self._guarded(tracker.name, "logging the summary", lambda: tracker.log_summary(summary), tracker)
         for tracker in list(self.active):
             self._guarded(tracker.name, "finishing", lambda: tracker.finish(status), tracker)
         self.active = []
@@ -240,6 +291,7 @@ class Trackers:
         try:
             return action()
         except Exception as error:
+            self.failures += 1
             if tracker is not None:
                 self.active.remove(tracker)
             log.warning("logger %s failed %s and is off for the rest of this run (the run goes on; its directory "
@@ -248,8 +300,9 @@ class Trackers:
             return None
 
 
-def open_trackers(cfg, run_dir: RunDir, run_id: str, earlier_records: list[dict]) -> Trackers:
-    """Start the chosen trackers; a tracker run started now also gets the epochs trained before (a resume)."""
+def open_trackers(cfg, run_dir: RunDir, run_id: str, earlier_records: list[dict], only_new: bool = False) -> Trackers:
+    """Start the chosen trackers; a tracker run started now also gets the epochs trained before (a resume).
+    `only_new`: a tracker run found already is left as it is (a finished run logged again adds nothing)."""
     trackers = Trackers()
     chosen = chosen_loggers(cfg)
     if not chosen:
@@ -258,7 +311,7 @@ def open_trackers(cfg, run_dir: RunDir, run_id: str, earlier_records: list[dict]
     if run is None:
         return trackers
     for name, settings in chosen.items():
-        settings = {**settings, "results_dir": cfg.paths.results_dir}
+        settings = {**settings, "results_dir": cfg.paths.results_dir, "only_new": only_new}
         trackers.start(name, lambda: TRACKERS[name](settings, run, run_dir.path, earlier_records))
     for tracker in list(trackers.active):
         if tracker.fresh:
@@ -267,3 +320,14 @@ def open_trackers(cfg, run_dir: RunDir, run_id: str, earlier_records: list[dict]
                 if tracker not in trackers.active:
                     break
     return trackers
+
+
+def log_finished_run(cfg, run_dir: RunDir, run_id: str, records: list[dict], summary: dict) -> list[str] | None:
+    """A run that trains no more (finished, or stopped) into the chosen trackers that do not hold it yet: every
+    epoch, its summary and its ending. Returns the trackers that got it (none: each had it already), or None
+    when a tracker failed (logged once, as in training)."""
+    trackers = open_trackers(cfg, run_dir, run_id, records, only_new=True)
+    trackers.active = [tracker for tracker in trackers.active if tracker.fresh]
+    added = [tracker.name for tracker in trackers.active]
+    trackers.finish(str(summary.get("status")), summary)
+    return None if trackers.failures else added

@@ -25,7 +25,7 @@ from optbench.formats import run_summary
 from optbench.config.validation import validate
 from optbench.errors import ConfigError, OutOfMemory, RunDirectoryBusy, RunInterrupted
 from optbench.config.hydra_glue import (cfg_dataset_dir, check_added_keys, combinations, compose_checked, multirun_jobs,
-                                 parse_overrides, split_command_line)
+                                 parse_overrides, split_command_line, with_optimizer_defaults)
 
 log = logging.getLogger(__name__)
 MAX_CHECKED_COMBINATIONS = 128  # ~0.1 s each; a larger sweep is checked on its first 128 runs only
@@ -89,6 +89,21 @@ def planned_run_dir(cfg: DictConfig, multirun: bool) -> Path:
     if multirun:
         return Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir
     return Path(cfg.hydra.run.dir)
+
+
+def with_job_defaults(cfg: DictConfig, task_overrides, conf_dir: Path) -> DictConfig:
+    """A job's config as Hydra composed it, with its optimizer's own group options where the command chose none
+    (hydra_glue.with_optimizer_defaults, the path preflight and the study planner take too)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    def composed(overrides: list[str]) -> DictConfig:
+        if GlobalHydra.instance().is_initialized():   # inside @hydra.main (and its launchers' jobs)
+            return compose(config_name="config", overrides=overrides)
+        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+            return compose(config_name="config", overrides=overrides)
+
+    return with_optimizer_defaults(cfg, [str(line) for line in task_overrides], composed)
 
 
 def hydra_files(cfg: DictConfig, hydra_config) -> dict[str, str]:
