@@ -58,7 +58,7 @@ class Ladder:
     flips: pd.DataFrame = field(default_factory=pd.DataFrame)       # pairs ordered differently at a rung and the top
     missing: list[str] = field(default_factory=list)                # arms absent at some rung, named
     not_yet: list[str] = field(default_factory=list)   # rungs with runs but none completed: left out, named
-    top_index: int = -1         # the rung compared against: the largest at which every optimizer has a completed run
+    top_index: int = -1         # the rung compared against: the largest at which every optimizer has TOP_SEEDS completed runs
 
     @property
     def top(self) -> Rung:

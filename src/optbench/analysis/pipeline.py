@@ -145,8 +145,9 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         if draw_figures and len(runs) else []
     tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
     fidelity_parts = write_fidelity(out, analysis, tuning, alpha, draw_figures, fidelity_extra,
-                                    lambda rung_runs: judge_rung(hypotheses, analysis, rung_runs,
-                                                                 tuning.seeds_tuned_on(), experiments_dir))
+                                    lambda rung_runs: judge_rung(judged_hypotheses(hypotheses, judgements),
+                                                                 analysis, rung_runs, tuning.seeds_tuned_on(),
+                                                                 experiments_dir))
     parts = ReportParts(
         results_dir=str(results_dir), command=command or f"aggregate({results_dir})",
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -189,6 +190,14 @@ def judge_rung(hypotheses: list, analysis: Analysis, rung_runs: pd.DataFrame, tu
     (a decision record belongs to the budget its study ran at, so no rung takes it over)."""
     context = Context(rung_runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
     return judge(hypotheses, context, [], None, experiments_dir, [])[0]
+
+
+def judged_hypotheses(hypotheses: list, judgements: list[Judgement]) -> list:
+    """The hypotheses with a verdict in this report (those a --study tests, with runs here): the only ones its
+    fidelity section judges rung by rung."""
+    judged = {judgement.hypothesis.id for judgement in judgements}
+    return [hypothesis for hypothesis in hypotheses if hypothesis.id in judged]
+
 
 def own_output(results_dir: Path, out_dir: Path) -> Path | None:
     """The folder not to read runs and records from: the output folder when it lies inside the results

@@ -422,7 +422,7 @@ def fidelity_section(parts: ReportParts) -> str:
         return ""
     lines = ["## Fidelity: what the cheaper budgets got right", "",
              "Runs whose settings differ only in budget keys (epochs, width, training images) form a ladder, one "
-             "rung per budget; the top rung is the largest budget at which every optimizer has a completed run. "
+             "rung per budget; the top rung is the largest budget at which every optimizer has two completed seeds. "
              "Per rung: each optimizer's mean test accuracy at best validation, 95 % t interval, rank of the mean "
              "(#1 = best), seeds (n). Against the top rung: Kendall's tau-b of the means with a 95 % percentile "
              "bootstrap interval (seeds resampled, one draw for the seeds both rungs ran), the pairs ordered "
@@ -463,7 +463,9 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts) ->
         lines += ["Pairs ordered differently at a rung and at the top (differences in points, a - b):", "",
                   to_markdown(fidelity.flips_display(ladder.flips)), ""]
     if not verdicts.empty:
-        lines += ["Each hypothesis's verdict at each rung, under the same rule:", "",
+        lines += ["Each hypothesis's verdict at each rung, by the fixed-design rule on that rung's runs alone (the "
+                  "verdict in the Hypotheses table is the one that counts; this shows how it moves with the budget):",
+                  "",
                   to_markdown(fidelity.verdicts_display(verdicts, ladder)), ""]
     lines += [f"![{caption}]({path})" for caption, path in parts.fidelity.figures if ladder.setting in caption]
     return lines + [""]
