@@ -1,4 +1,6 @@
-"""The harness's file formats: one module per file, the writer and the reader of that file.
+"""The harness's file formats: one module per file, the writer, the schema and the reader of that file.
+
+    fields.py          the field checks every parser shares: one line naming the file, the field and the fix
 
     run_record.py      record.json: resolved config, identity and run id, written once
     run_summary.py     summary.json: status, epochs, final and best metrics, provenance; the run statuses
