@@ -20,6 +20,7 @@ and 1 when a run did not finish.
 """
 
 import argparse
+import math
 import os
 import shlex
 import subprocess
@@ -82,7 +83,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.study, args.set = bare[0], [value for value in args.set if value != bare[0]]
     if not (args.study or args.select_tuned or args.list):
         raise ConfigError("name a study (python src/study.py --list shows them)")
+    check_numbers(args)
     return args
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """The numeric options, at the door: before any study is planned, tuned or trained."""
+    if args.delta is not None and not (math.isfinite(args.delta) and args.delta > 0):
+        raise ConfigError(f"--delta {args.delta}: give the effect to detect as a finite number > 0, in points for "
+                          "accuracies (e.g. --delta 1), or leave it out for the pilot's")
+    if args.until_decided and args.max_seeds < 2:
+        raise ConfigError(f"--max-seeds {args.max_seeds}: give at least 2 (a test needs two seeds per arm)")
 
 
 def main(argv: list[str]) -> int:
@@ -150,6 +161,9 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
         raise ConfigError(f"{study.source}: tuned_by: {study.tuned_by} is not a tuning study (it has no `tune:` block)")
     if args.tuned:
         raise ConfigError(f"study {study.id} takes its tuned values from {tuning_study.id} (tuned_by): drop --tuned")
+    # The whole command is checked before the tuning study trains, selects or writes a tuned config: the main
+    # study is planned once with the default values standing in for the tuned ones (its --set, grid, folders).
+    plan(study, args.conf_dir, args.set, args.launcher, False)
     print(f"study {study.id} is tuned by {tuning_study.id}: tuning first")
     shared = seeds_shared_with_tuning(study, tuning_study)
     if shared:
@@ -177,8 +191,6 @@ def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int
     """The study once, or, with --until-decided, look by look until its hypotheses are decided."""
     if not args.until_decided:
         return run_study(study, args, tuned)
-    if args.max_seeds < 2:
-        raise ConfigError(f"--max-seeds {args.max_seeds}: give at least 2 (a test needs two seeds per arm)")
     from optbench.studies.until_decided import run_until_decided   # pandas and scipy: only when asked
 
     planned = plan(study, args.conf_dir, args.set, args.launcher, tuned)
