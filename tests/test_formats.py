@@ -181,3 +181,18 @@ def test_a_study_checks_its_whole_command_before_tuning_trains(tmp_path, capsys,
     captured = capsys.readouterr()
     assert code == 2 and message in captured.err and "tuning first" not in captured.out
     assert not results.exists()
+
+
+def test_docs_runs_md_names_every_key_the_run_files_hold(runs):
+    """docs/runs.md lists every key of the real files the harness wrote and every field of the schemas."""
+    import dataclasses
+
+    text = (REPO / "docs" / "runs.md").read_text()
+    summary = json.loads((runs[0] / "summary.json").read_text())
+    record = json.loads((runs[0] / "record.json").read_text())
+    epoch = json.loads((runs[0] / "metrics.jsonl").read_text().splitlines()[0])
+    noisy = json.loads(next(PUBLISHED.rglob("symmetric-0.4/*/*/seed0/metrics.jsonl")).read_text().splitlines()[0])
+    schema = {field.name for cls in (run_summary.Summary, run_record.RunRecord) for field in dataclasses.fields(cls)}
+    keys = {*summary, *record, *record["identity"], *epoch, *noisy, *schema, "format", "diverged_at", "mirror",
+            "resumes", "selected_by"} - {"version", "content"}
+    assert sorted(key for key in keys if f"`{key}`" not in text) == []
