@@ -196,3 +196,20 @@ def test_docs_runs_md_names_every_key_the_run_files_hold(runs):
     keys = {*summary, *record, *record["identity"], *epoch, *noisy, *schema, "format", "diverged_at", "mirror",
             "resumes", "selected_by"} - {"version", "content"}
     assert sorted(key for key in keys if f"`{key}`" not in text) == []
+
+
+def test_a_tuned_study_is_refused_before_its_tuning_trains_when_its_own_runs_cannot_start(tmp_path, capsys):
+    """human_noise_cpu is tuned by tune_cpu_demo (clean labels): a label file that does not exist concerns only
+    the main study's runs, and is refused before the tuning study trains, selects or writes a tuned config."""
+    experiments = tmp_path / "experiments"
+    shutil.copytree(REPO / "experiments", experiments)
+    study_file = experiments / "studies" / "human_noise_cpu.yaml"
+    study_file.write_text(study_file.read_text().replace("../shared/data/cifar-n/CIFAR-10_human.pt", "/no/such.pt"))
+    results, conf = tmp_path / "results", tmp_path / "conf"
+    shutil.copytree(REPO / "conf", conf)
+    before = snapshot(conf)
+    code = study_command.main(["human_noise_cpu", "--experiments", str(experiments), "--conf-dir", str(conf),
+                               "--set", f"paths.results_dir={results}"])
+    captured = capsys.readouterr()
+    assert code == 2 and "noise.label_file=/no/such.pt: no such file" in captured.err
+    assert "tuning first" not in captured.out and not results.exists() and snapshot(conf) == before

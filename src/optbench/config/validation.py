@@ -164,6 +164,9 @@ def _validate_human_noise(cfg: DictConfig) -> None:
     label_file = OmegaConf.select(cfg, "noise.label_file")
     if label_file is not None and (not isinstance(label_file, str) or not label_file.strip()):
         _fail("noise.label_file", label_file, "the path of a local copy of the label file, or null to fetch it")
+    if label_file and not os.path.isfile(os.path.expanduser(label_file)):   # before a study tunes or trains anything
+        _fail("noise.label_file", label_file, "no such file: point it at a copy of the official label file "
+                                              "(docs/human-noise.md), or null to fetch it")
 
 
 def _validate_optimizer(cfg: DictConfig) -> None:
