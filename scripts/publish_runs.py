@@ -34,7 +34,7 @@ def status_of(run_dir: Path) -> str:
         summary = run_summary.read(run_dir)
     except DamagedRunFile:
         return "unreadable"
-    return summary.get("status", "unknown") if summary else "no summary"
+    return summary.status if summary else "no summary"
 
 
 def publish(source: Path, destination: Path) -> collections.Counter:

@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
         a, b = read_compared(args.run_a, "RUN_A"), read_compared(args.run_b, "RUN_B")
         if a.path.resolve() == b.path.resolve():
             raise ConfigError(f"RUN_A and RUN_B are the same run ({a.path}): name two different run directories")
-        path = figure_path(args.figure, (str(a.summary.get("run_id", "a")), str(b.summary.get("run_id", "b"))))
+        path = figure_path(args.figure, (a.summary.run_id or "a", b.summary.run_id or "b"))
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

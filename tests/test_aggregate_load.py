@@ -304,12 +304,14 @@ def test_every_metric_a_hypothesis_or_tuning_can_name_is_a_column_of_a_real_run(
     """The aggregator's metric names (study_spec.METRICS, SELECTION_METRICS) against the columns load.py
     produces from a run the training wing really wrote: a renamed summary key or column fails here."""
     from optbench.analysis.load import load_runs
+    from optbench.formats import run_summary
     from optbench.studies.tuning_protocol import score_of
     from optbench.specs.study_spec import SELECTION_METRICS
     from optbench.specs.hypothesis_spec import METRICS
     from optbench.training.run import train
 
-    summary = train(tiny_config(), tmp_path / "results" / "run")
+    train(tiny_config(), tmp_path / "results" / "run")
+    summary = run_summary.read(tmp_path / "results" / "run")
     runs = load_runs(tmp_path / "results", target_acc=0.0).runs
     assert len(runs) == 1 and runs.loc[0, "status"] == "completed"
     assert set(METRICS) | set(SELECTION_METRICS) <= set(runs.columns)

@@ -14,7 +14,8 @@ from conftest import REPO, compose_config
 from optbench.registry import datasets
 from optbench.config.validation import validate
 from optbench.data import human_labels
-from optbench.data.human_labels import folder_order, human_noise, label_file_path, read_label_arrays
+from optbench.data.human_labels import folder_order, human_noise, label_file_path
+from optbench.formats.label_file import read_label_arrays, read_labels
 from optbench.data.sources import ImageSet
 from optbench.data.splits import DatasetSplits
 from optbench.errors import ConfigError
@@ -222,3 +223,19 @@ def test_a_short_real_image_run_under_worst_completes_and_records_its_rate(tmp_p
     assert noise["validation"]["labels"] == "noisy" and 0.35 < noise["validation"]["realised_rate"] < 0.45
     matrix = np.array(noise["transition_matrix"])
     assert matrix.shape == (10, 10) and matrix.sum() == 1000 and matrix.sum() - np.trace(matrix) == noise["num_noisy"]
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"clean_label": np.array([0, 1, 2])}, "holds no worse_label array"),
+    ({"clean_label": np.array([0, 1, 2]), "worse_label": np.array([0, 1, 10])}, r"worse_label is not one class index"),
+    ({"clean_label": np.array([0, 1, 2]), "worse_label": np.array([[0, 1]])}, r"worse_label is not one class index"),
+    ({"clean_label": np.array([0, 1, 2]), "worse_label": np.array([0, 1])}, "differ in length"),
+])
+def test_a_label_file_off_its_schema_is_one_line_naming_the_file(tmp_path, arrays, message):
+    """A label file that unpickles safely but is not CIFAR-N's shape: one ConfigError line, not an IndexError."""
+    path = tmp_path / "labels.pt"
+    torch.save(arrays, path)
+    with pytest.raises(ConfigError, match=message) as raised:
+        read_labels(path, ("clean_label", "worse_label"), num_classes=10)
+    assert str(path) in str(raised.value) and "\n" not in str(raised.value)
+    assert set(read_labels(path, ("clean_label",), num_classes=10)) == {"clean_label"}

@@ -36,6 +36,12 @@ HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
 UNFINISHED = "unfinished"   # no summary.json: never started, or killed before epoch 0
 UNREADABLE = "unreadable"   # summary.json or record.json exists but cannot be read (copied mid-write, edited by hand)
 STATUSES = (*run_summary.STATUSES, UNFINISHED)
+# A run without summary.json (never started, or killed before epoch 0) reads as this empty summary.
+EMPTY_SUMMARY = run_summary.Summary(
+    version=run_summary.FORMAT, status=UNFINISHED, run_id=None, epochs_done=0, epochs_planned=None, seed=None,
+    optimizer=None, device=None, error=None, best=None, final=None, best_clean_val=None, wall_time_s=None,
+    train_time_s=None, train_images_per_s=None, dataset={}, noise={}, model={}, git={}, device_policy={},
+    diverged_at=None, content={})
 PRECISION_KEY = "cfg.device_policy.amp"   # the configured value, replaced by the one the run trained in   # the ones counted in their own table column; unreadable is "other"
 
 # The identity columns every run has, and the config keys they come from.
@@ -97,30 +103,31 @@ def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.Da
     warnings: list[str] = []
     summary, summary_damaged = read_summary(run_dir, warnings)
     config, record_damaged = read_config(run_dir, warnings)
-    records = read_epochs(run_dir, warnings)
-    status = UNREADABLE if summary_damaged or record_damaged else run_status(summary)
+    records, metrics_damaged = read_epochs(run_dir, warnings)
+    status = UNREADABLE if summary_damaged or record_damaged or metrics_damaged else run_status(summary)
+    summary = summary or EMPTY_SUMMARY
     if config is None:
-        config = config_from_summary(summary or {})
+        config = config_from_summary(summary)
         warnings.append("no record.json and no .hydra/config.yaml: grouping uses the few settings summary.json records")
-    warnings.extend(consistency_warnings(run_dir, status, summary or {}, records))
+    warnings.extend(consistency_warnings(run_dir, status, summary, records))
     curve = pd.DataFrame(records)
     curve.insert(0, "run_id", run_id)
-    row = {"run_id": run_id, "status": status, **identity(config, summary or {}),
-           **human_noise_facts(summary or {}),
-           "seed": config.get("seed", (summary or {}).get("seed")),
-           **headline_metrics(summary or {}, curve, target_acc), "notes": "; ".join(warnings)}
+    row = {"run_id": run_id, "status": status, **identity(config, summary),
+           **human_noise_facts(summary),
+           "seed": config.get("seed", summary.seed),
+           **headline_metrics(summary, curve, target_acc), "notes": "; ".join(warnings)}
     if row["epochs_planned"] is None:   # no summary: the config says what was planned
         row["epochs_planned"] = config.get("epochs")
     row.update({f"cfg.{key}": value for key, value in config.items()})
-    row.update(precision_used(summary or {}))
+    row.update(precision_used(summary))
     return row, curve, warnings
 
 
-def precision_used(summary: dict) -> dict:
+def precision_used(summary: run_summary.Summary) -> dict:
     """The precision the run trained in, over the configured one: `device_policy.amp: null` resolves per
     machine (bf16 on one CPU or GPU, fp32 on another), so seeds trained at different precisions must split
     into different settings, never be averaged together because their configs both said null."""
-    used = (summary.get("device_policy") or {}).get("amp")
+    used = summary.device_policy.get("amp")
     return {PRECISION_KEY: used, "precision_known": True} if used is not None else {"precision_known": False}
 
 
@@ -133,14 +140,14 @@ def fill_unknown_precision(rows: list[dict]) -> None:
             row[PRECISION_KEY] = next(iter(used))
 
 
-def run_status(summary: dict | None) -> str:
-    return str((summary or {}).get("status") or UNFINISHED)
+def run_status(summary: run_summary.Summary | None) -> str:
+    return UNFINISHED if summary is None else summary.status
 
 
-def consistency_warnings(run_dir: Path, status: str, summary: dict, records: list[dict]) -> list[str]:
+def consistency_warnings(run_dir: Path, status: str, summary: run_summary.Summary, records: list[dict]) -> list[str]:
     """What a reader of the numbers should know about this run's files."""
     warnings = []
-    selected_by = (summary.get("best") or {}).get("selected_by")
+    selected_by = (summary.best or {}).get("selected_by")
     if selected_by not in (None, "val/acc"):
         warnings.append(f"no validation split: 'best' is chosen by {selected_by}, so test acc at best val is not "
                         f"validation-selected")
@@ -148,8 +155,7 @@ def consistency_warnings(run_dir: Path, status: str, summary: dict, records: lis
         written = datetime.datetime.fromtimestamp((run_dir / SUMMARY_FILE).stat().st_mtime, datetime.timezone.utc)
         warnings.append(f"status 'running': still training, or killed before it could record an end "
                         f"(summary.json last written {written:%Y-%m-%d %H:%M} UTC)")
-    epochs_done = number(summary.get("epochs_done"))
-    epochs_done = int(epochs_done) if math.isfinite(epochs_done) else 0
+    epochs_done = summary.epochs_done
     if epochs_done and not records:
         warnings.append("metrics.jsonl missing or empty: no curves, no epochs-to-target")
     elif len(records) < epochs_done:
@@ -166,8 +172,8 @@ def read_config(run_dir: Path, warnings: list[str]) -> tuple[dict | None, bool]:
     except DamagedRunFile as error:
         warnings.append(f"{error}; run counted as '{UNREADABLE}', labelled from {HYDRA_CONFIG}")
         return read_hydra_config(run_dir / HYDRA_CONFIG, warnings), True
-    if record is not None and isinstance(record.get("config"), dict):
-        return flatten(record["config"]), False
+    if record is not None:
+        return flatten(record.config), False
     config = read_hydra_config(run_dir / HYDRA_CONFIG, warnings)
     if config is not None:
         warnings.append(f"no {RECORD_FILE} (an older run): config read from {HYDRA_CONFIG}, which may not be "
@@ -191,16 +197,16 @@ def read_hydra_config(path: Path, warnings: list[str]) -> dict | None:
     return flatten(plain)
 
 
-def config_from_summary(summary: dict) -> dict:
+def config_from_summary(summary: run_summary.Summary) -> dict:
     """The settings summary.json itself records, for a run whose .hydra/ folder is missing."""
-    dataset, noise, model = (summary.get(key) or {} for key in ("dataset", "noise", "model"))
+    dataset, noise, model = summary.dataset, summary.noise, summary.model
     return {key: value for key, value in {
         "dataset.name": dataset.get("name"), "noise.name": noise.get("kind"), "noise.rate": noise.get("rate"),
-        "optimizer.name": summary.get("optimizer"), "seed": summary.get("seed"), "epochs": summary.get("epochs_planned"),
+        "optimizer.name": summary.optimizer, "seed": summary.seed, "epochs": summary.epochs_planned,
         "model.name": model.get("name"), "model.width": model.get("width")}.items() if value is not None}
 
 
-def read_summary(run_dir: Path, warnings: list[str]) -> tuple[dict | None, bool]:
+def read_summary(run_dir: Path, warnings: list[str]) -> tuple[run_summary.Summary | None, bool]:
     """(summary.json, whether it exists but cannot be read); a damaged one is a warning, not an exception."""
     try:
         return run_summary.read(run_dir), False
@@ -209,19 +215,24 @@ def read_summary(run_dir: Path, warnings: list[str]) -> tuple[dict | None, bool]
         return None, True
 
 
-def read_epochs(run_dir: Path, warnings: list[str]) -> list[dict]:
-    """One dict per epoch. A line that is not JSON (a torn last line after a crash) is skipped with a warning."""
-    records, bad = metrics_log.read(run_dir)   # accepts the NaN tokens older runs wrote
+def read_epochs(run_dir: Path, warnings: list[str]) -> tuple[list[dict], bool]:
+    """(one dict per epoch, whether metrics.jsonl holds a line that is JSON but not an epoch record). A line
+    that is not JSON (a torn last line after a crash) is skipped with a warning."""
+    try:
+        records, bad = metrics_log.read(run_dir)   # accepts the NaN tokens older runs wrote
+    except DamagedRunFile as error:
+        warnings.append(f"{error}; run counted as '{UNREADABLE}'")
+        return [], True
     if bad:
         warnings.append(f"{METRICS_FILE}: {bad} line(s) not valid JSON (torn write?); ignored")
-    return [record for record in records if "epoch" in record]
+    return [record for record in records if "epoch" in record], False
 
 
-def identity(config: dict, summary: dict) -> dict:
+def identity(config: dict, summary: run_summary.Summary) -> dict:
     """dataset, noise, noise_rate, optimizer: from the config, else from summary.json."""
-    noise = summary.get("noise") or {}
-    fallback = {"dataset": (summary.get("dataset") or {}).get("name"), "noise": noise.get("kind"),
-                "noise_rate": noise.get("rate"), "optimizer": summary.get("optimizer")}
+    noise = summary.noise
+    fallback = {"dataset": summary.dataset.get("name"), "noise": noise.get("kind"),
+                "noise_rate": noise.get("rate"), "optimizer": summary.optimizer}
     values = {column: config.get(source, fallback[column]) for column, source in IDENTITY_SOURCES.items()}
     values["noise_rate"] = float(values["noise_rate"]) if values["noise_rate"] is not None else 0.0
     if values["noise"] is None:
@@ -231,23 +242,23 @@ def identity(config: dict, summary: dict) -> dict:
     return values
 
 
-def human_noise_facts(summary: dict) -> dict:
+def human_noise_facts(summary: run_summary.Summary) -> dict:
     """Human label noise (CIFAR-N): the label set and its transition matrix (true x given, training split).
     Other runs add no column, so tables of folders without human label noise keep their columns."""
-    noise = summary.get("noise") or {}
+    noise = summary.noise
     if noise.get("kind") != HUMAN:
         return {}
     return {"label_set": noise.get("label_set"), "transition_matrix": noise.get("transition_matrix"),
             "annotated_dataset": noise.get("annotated_dataset")}
 
 
-def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> dict:
-    best, final = summary.get("best") or {}, summary.get("final") or {}
-    oracle = summary.get("best_clean_val") or {}   # under label noise only: the epoch chosen on clean labels
-    noise, model = summary.get("noise") or {}, summary.get("model") or {}
+def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_acc: float) -> dict:
+    best, final = summary.best or {}, summary.final or {}
+    oracle = summary.best_clean_val or {}   # under label noise only: the epoch chosen on clean labels
+    noise, model = summary.noise, summary.model
     return {
-        "epochs_done": summary.get("epochs_done", len(curve)),
-        "epochs_planned": summary.get("epochs_planned"),
+        "epochs_done": summary.epochs_done if summary is not EMPTY_SUMMARY else len(curve),
+        "epochs_planned": summary.epochs_planned,
         "best_epoch": best.get("epoch"),
         "val_acc_best": number(best.get("val/acc")),
         "test_acc_at_best_val": number(best.get("test/acc")),   # the headline: selected as a practitioner can
@@ -260,15 +271,15 @@ def headline_metrics(summary: dict, curve: pd.DataFrame, target_acc: float) -> d
         "best_test_acc": column_max(curve, "test/acc", fallback=best.get("test/acc")),
         "epochs_to_target": epochs_to_reach(curve, "val/acc", target_acc),
         "seconds_to_target": seconds_to_reach(curve, "val/acc", target_acc),
-        "wall_time_s": number(summary.get("wall_time_s")),
-        "train_time_s": number(summary.get("train_time_s")),
-        "train_images_per_s": number(summary.get("train_images_per_s")),
+        "wall_time_s": number(summary.wall_time_s),
+        "train_time_s": number(summary.train_time_s),
+        "train_images_per_s": number(summary.train_images_per_s),
         "realised_noise_rate": number(noise.get("realised_rate")),
         "num_parameters": model.get("num_parameters"),
-        "num_classes": number((summary.get("dataset") or {}).get("num_classes")),   # chance = 1 / num_classes
-        "device": summary.get("device"),
-        "git_commit": (summary.get("git") or {}).get("commit"),
-        "error": summary.get("error") or diverged_text(summary.get("diverged_at")),
+        "num_classes": number(summary.dataset.get("num_classes")),   # chance = 1 / num_classes
+        "device": summary.device,
+        "git_commit": summary.git.get("commit"),
+        "error": summary.error or diverged_text(summary.diverged_at),
     }
 
 

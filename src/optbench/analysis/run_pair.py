@@ -31,7 +31,7 @@ LABEL_KEYS = ("optimizer.name", "dataset.name", "noise.name", "noise.rate", "see
 class ComparedRun:
     path: Path
     config: dict        # flattened resolved config (record.json)
-    summary: dict
+    summary: run_summary.Summary
     records: list[dict]  # metrics.jsonl, one per epoch
 
 
@@ -44,14 +44,14 @@ def read_compared(path: Path, which: str) -> ComparedRun:
     directory = rundir.RunDir(path)
     try:
         record, summary = run_record.read(directory.path), run_summary.read(directory.path)
+        records, _ = metrics_log.read(directory.path)
     except DamagedRunFile as error:
         raise ConfigError(f"{which}: {error}") from None
     if record is None or summary is None:
         missing = rundir.RECORD_FILE if record is None else rundir.SUMMARY_FILE
         raise ConfigError(f"{which} {path}: not a run directory (no {missing}): give the folder holding a run's "
                           f"{rundir.RECORD_FILE} and {rundir.SUMMARY_FILE}, e.g. results/cifar10/none-0.0/sgd/seed0")
-    records, _ = metrics_log.read(directory.path)
-    return ComparedRun(path, identity.flatten(record.get("config", {})), summary, records)
+    return ComparedRun(path, identity.flatten(record.config), summary, records)
 
 
 def config_differences(a: ComparedRun, b: ComparedRun) -> tuple[list[tuple[str, str, str]], list[str]]:
@@ -84,15 +84,15 @@ def headline_rows(a: ComparedRun, b: ComparedRun) -> list[tuple[str, str, str]]:
     """(what, A, B): status, epochs, test accuracy at the best-validation epoch, best validation accuracy,
     final accuracies and training loss, wall time and throughput."""
     def rows_of(run: ComparedRun) -> list[str]:
-        summary, best, final = run.summary, run.summary.get("best") or {}, run.summary.get("final") or {}
-        rate = summary.get("train_images_per_s")
-        return [str(summary.get("status")),
-                f"{summary.get('epochs_done', 0)} of {summary.get('epochs_planned', '?')}",
+        summary, best, final = run.summary, run.summary.best or {}, run.summary.final or {}
+        rate = summary.train_images_per_s
+        return [summary.status,
+                f"{summary.epochs_done} of {summary.epochs_planned or '?'}",
                 percent(best.get("test/acc")),
                 f"{percent(best.get('val/acc'))} (epoch {best.get('epoch', '-')})" if "val/acc" in best else "-",
                 percent(final.get("test/acc")),
-                "-" if not isinstance(final.get("train/loss"), (int, float)) else f"{final['train/loss']:.4f}",
-                format_duration(summary.get("wall_time_s")),
+                "-" if final.get("train/loss") is None else f"{final['train/loss']:.4f}",
+                format_duration(summary.wall_time_s),
                 "-" if not rate else f"{rate:.0f}"]
     names = ["status", "epochs done", "test acc at best-val epoch", "best val acc", "final test acc",
              "final train loss", "wall time", "training images/s"]

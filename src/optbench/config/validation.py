@@ -9,6 +9,7 @@ those errors say so in one line too.
 """
 
 import importlib.util
+import math
 import os
 import re
 
@@ -30,8 +31,8 @@ def _whole_number(cfg: DictConfig, key: str, minimum: int, fix: str) -> None:
 
 def _number(cfg: DictConfig, key: str, low: float, high: float, fix: str, *, high_open: bool = False) -> None:
     value = OmegaConf.select(cfg, key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(key, value, fix)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        _fail(key, value, fix)   # inf or nan would pass a range check with an open end, and train until it diverges
     if not (low <= value < high if high_open else low <= value <= high):
         _fail(key, value, fix)
 
@@ -163,6 +164,9 @@ def _validate_human_noise(cfg: DictConfig) -> None:
     label_file = OmegaConf.select(cfg, "noise.label_file")
     if label_file is not None and (not isinstance(label_file, str) or not label_file.strip()):
         _fail("noise.label_file", label_file, "the path of a local copy of the label file, or null to fetch it")
+    if label_file and not os.path.isfile(os.path.expanduser(label_file)):   # before a study tunes or trains anything
+        _fail("noise.label_file", label_file, "no such file: point it at a copy of the official label file "
+                                              "(docs/human-noise.md), or null to fetch it")
 
 
 def _validate_optimizer(cfg: DictConfig) -> None:
@@ -191,7 +195,7 @@ def _validate_optimizer(cfg: DictConfig) -> None:
 
 
 def _is_fraction(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1   # false for nan
 
 
 def _validate_scheduler(cfg: DictConfig) -> None:

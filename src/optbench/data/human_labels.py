@@ -8,7 +8,8 @@ the validation split's human labels. The file (`datasets.HumanLabels`: its offic
 torchvision's `download_url` (md5-checked). A file whose md5 is not the official one is refused before it
 is opened, so no other bytes are ever unpickled; and the official file itself, a torch zip of pickled
 numpy arrays, is read by torch's weights-only unpickler with only the numpy globals those arrays need
-allowed, so even a file that passed the md5 check cannot run code.
+allowed, so even a file that passed the md5 check cannot run code (the file's format and schema:
+optbench/formats/label_file.py).
 
 Order: the arrays follow torchvision's CIFAR training order. An image folder that is a copy of CIFAR
 (`train/<class>/NNNN.jpg`, numbered from 0000 within each class in that order) maps image `r` of class `c`
@@ -29,17 +30,9 @@ from optbench.registry import datasets
 from optbench.data.fingerprint import list_image_folder
 from optbench.data.noise import NoisyLabels
 from optbench.errors import ConfigError
-
-try:
-    from numpy._core.multiarray import _reconstruct
-except ImportError:   # numpy < 2
-    from numpy.core.multiarray import _reconstruct
+from optbench.formats.label_file import read_labels
 
 CACHE_FOLDER = "cifar-n"   # under paths.data_dir
-# What a pickled numpy array needs (numpy's own __reduce__): the array rebuilder, under the name the files were
-# pickled with (numpy < 2 spelled its module numpy.core), the array and dtype classes. Nothing that runs code.
-NUMPY_ARRAY_GLOBALS = [(_reconstruct, "numpy.core.multiarray._reconstruct"), np.ndarray, np.dtype,
-                       type(np.dtype(np.int64))]
 
 
 @dataclass(frozen=True)
@@ -92,29 +85,15 @@ def _check_md5(path: Path, human: datasets.HumanLabels, name: str) -> None:
                           f"opened; use an unchanged copy of {human.url}")
 
 
-def read_label_arrays(path: Path) -> dict[str, np.ndarray]:
-    """The file's arrays (key -> int64 array; a key whose value is None is left out; CIFAR-100N's coarse labels
-    are plain lists), through torch's weights-only unpickler with only NUMPY_ARRAY_GLOBALS allowed: anything else in the
-    pickle (a call to os.system, any other global) is refused as a ConfigError, never executed."""
-    try:
-        with torch.serialization.safe_globals(NUMPY_ARRAY_GLOBALS):
-            content = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as error:   # pickle.UnpicklingError for a refused global; zip and format errors
-        raise ConfigError(f"{path} is not a label file that can be read without running code "
-                          f"({type(error).__name__}): use an unchanged copy of the official file") from None
-    if not isinstance(content, dict):
-        raise ConfigError(f"{path} does not hold a mapping of label arrays: use an unchanged copy of the official file")
-    return {key: np.asarray(value, dtype=np.int64) for key, value in content.items() if value is not None}
-
-
 def labels_in_source_order(dataset_name: str, classes, label_set: str, data_dir, root=None, label_file=None,
                            download: bool = True) -> tuple[np.ndarray, np.ndarray, str]:
     """(clean labels, human labels, annotated dataset) of the source's training set, in the source's order
     (torchvision's for CIFAR; the sorted listing of `root/train` for an image folder that copies CIFAR)."""
     annotated = _annotated_dataset(dataset_name, classes, label_set)
     human = annotated.human
-    arrays = read_label_arrays(label_file_path(human, data_dir, label_file, download))
-    clean, noisy = arrays[human.clean_key], arrays[human.label_sets[label_set]]
+    keys = (human.clean_key, human.label_sets[label_set])
+    arrays = read_labels(label_file_path(human, data_dir, label_file, download), keys, annotated.num_classes)
+    clean, noisy = arrays[keys[0]], arrays[keys[1]]
     if dataset_name in datasets.COPIES_OF:
         order = folder_order(root, clean)
         clean, noisy = clean[order], noisy[order]

@@ -20,9 +20,11 @@ import os
 from pathlib import Path
 
 from optbench.errors import ConfigError
+from optbench.formats.fields import Fields
 
 FORMAT = 1
 PREFIX = "sequential-"
+WAY_OUT = "restore it from a backup; deleting it would let the study re-decide on more data"
 
 
 def record_path(results_dir: Path, study_id: str) -> Path:
@@ -50,9 +52,23 @@ def read(path: Path) -> dict | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ConfigError(f"{path} is not a readable decision record ({type(error).__name__}): restore it from a "
                           f"backup; deleting it would let the study re-decide on more data") from None
-    if not isinstance(record, dict) or record.get("format") != FORMAT or "decisions" not in record:
-        raise ConfigError(f"{path} is not an optbench decision record (format {FORMAT})")
+    check(record, path)
     return record
+
+
+def check(record, path: Path) -> None:
+    """The schema: a JSON object of format <= FORMAT whose `decisions` are looks, each with its `look`,
+    `seeds` and per hypothesis a `decision`; DamagedRunFile (a ConfigError) naming the first field off it."""
+    fields = Fields(record, path, way_out=WAY_OUT)
+    fields.version(FORMAT)
+    fields.text("study", required=True)
+    for position, look in enumerate(fields.listing("decisions", required=True)):
+        look_fields = Fields(look, path, f"decisions[{position}]", WAY_OUT)
+        look_fields.whole("look", required=True)
+        look_fields.whole("seeds", required=True, low=1)
+        hypotheses = look_fields.inner("hypotheses", required=True)
+        for name in hypotheses.value:
+            hypotheses.inner(name, required=True).text("decision", required=True)
 
 
 def write(path: Path, record: dict) -> None:

@@ -1,8 +1,12 @@
-"""metrics.jsonl: one JSON object per epoch, appended as the run trains.
+"""metrics.jsonl: one JSON object per epoch, appended as the run trains; the epoch record's schema.
 
 `read(run_dir)` returns the epochs' records and how many lines were not JSON objects (a torn last line
-after a kill); `append` adds one epoch; `replace` rewrites the file atomically as exactly the given
-records (a resume drops the epochs after its checkpoint).
+after a kill: a warning, the rest stands); a line that is a JSON object but not an epoch record (a
+metric that is not a number, a non-finite one, an epoch that is not a whole number) is DamagedRunFile
+naming the line. `append` adds one epoch; `replace` rewrites the file atomically as exactly the given
+records (a resume drops the epochs after its checkpoint). The lines carry no version of their own: they
+are written by the trainer that writes summary.json beside them, whose `format` covers them (a new
+metric is a new key, which every reader already keeps).
 """
 
 import json
@@ -10,6 +14,10 @@ from pathlib import Path
 
 from optbench import rundir
 from optbench.fileio import json_text, write_bytes_atomically
+from optbench.formats.fields import Fields
+
+TEXT_KEYS = ("selected_by",)   # the only text in an epoch's record (summary.json's best); every other value is a number
+WAY_OUT = "restore it from a copy (the mirror, a backup), or move the run away and train it again"
 
 
 def path_in(run_dir: Path) -> Path:
@@ -23,17 +31,30 @@ def read(run_dir: Path) -> tuple[list[dict], int]:
     except FileNotFoundError:
         return [], 0
     records, bad = [], 0
-    for line in filter(str.strip, lines):
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
             bad += 1
             continue
         if isinstance(record, dict):
-            records.append(record)
+            records.append(epoch_record(Fields(record, f"{path_in(run_dir)} line {number}", way_out=WAY_OUT)))
         else:
             bad += 1
     return records, bad
+
+
+def epoch_record(fields: Fields | None) -> dict | None:
+    """One epoch's metrics (a metrics.jsonl line, summary.json's best and final): metric name -> a finite
+    number, or None for one written as null (a diverged run's non-finite loss); `epoch` a whole number."""
+    if fields is None:
+        return None
+    record = {key: fields.text(key) if key in TEXT_KEYS else fields.number(key, nonfinite_as_null=True) for key in fields.value}
+    if "epoch" in record:
+        record["epoch"] = fields.whole("epoch")
+    return record
 
 
 def append(run_dir: Path, record: dict) -> None:

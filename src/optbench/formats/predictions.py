@@ -8,6 +8,8 @@ runs image by image and tell the variance from seeds apart from the variance of 
     labels      the test labels in the same order and dtype, so any two runs can be checked to be
                 scored on the same images in the same order (`labels_sha256` names them in one string)
     epoch       the epoch the predictions come from (summary.json best.epoch)
+    format      the format version (a file without it was written before versions existed: version 1;
+                a newer one is refused as unreadable, naming the fix: upgrade optbench)
 `write` replaces the file atomically (fileio.write_atomically); `read` follows rundir's error policy:
 missing reads as None, present but unreadable raises DamagedRunFile. The training wing writes it, the
 aggregator reads it; both import this module, nothing else knows the format.
@@ -15,6 +17,7 @@ aggregator reads it; both import this module, nothing else knows the format.
 
 import hashlib
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +25,9 @@ import numpy as np
 
 from optbench.errors import DamagedRunFile
 from optbench.fileio import write_atomically
+from optbench.formats.fields import UPGRADE
+
+FORMAT = 1
 
 WAY_OUT = "delete it (the run's other results stand; only the per-image variance analysis leaves this run out)"
 
@@ -61,7 +67,8 @@ def write(path: Path, predicted, labels, epoch: int, num_classes: int) -> None:
     predicted, labels = np.asarray(predicted), np.asarray(labels)
     if predicted.shape != labels.shape or predicted.ndim != 1:
         raise ValueError(f"predictions {predicted.shape} and labels {labels.shape} must be equal 1-D shapes")
-    arrays = {"predicted": predicted.astype(dtype), "labels": labels.astype(dtype), "epoch": np.int64(epoch)}
+    arrays = {"predicted": predicted.astype(dtype), "labels": labels.astype(dtype), "epoch": np.int64(epoch),
+              "format": np.int64(FORMAT)}
     write_atomically(Path(path), lambda handle: np.savez_compressed(handle, **arrays))
 
 
@@ -71,10 +78,14 @@ def read(path: Path) -> Predictions | None:
     try:
         with np.load(path, allow_pickle=False) as archive:
             predicted, labels, epoch = archive["predicted"], archive["labels"], int(archive["epoch"])
+            version = int(archive["format"]) if "format" in archive.files else 1
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, zlib.error) as error:
+        # zlib.error: a flipped byte inside a compressed member, as unreadable as a truncated file
         raise DamagedRunFile(f"{path} cannot be read ({type(error).__name__}): {WAY_OUT}") from error
+    if version > FORMAT:
+        raise DamagedRunFile(f"{path}: format {version}, this optbench reads up to format {FORMAT}: {UPGRADE}")
     if predicted.shape != labels.shape or predicted.ndim != 1:
         raise DamagedRunFile(f"{path} holds {predicted.shape} predictions for {labels.shape} labels: {WAY_OUT}")
     return Predictions(predicted=predicted, labels=labels, epoch=epoch)

@@ -1,18 +1,30 @@
 """record.json: the harness's own record of a run, written once when it starts and never rewritten.
 
 It holds the full resolved config, the run's identity (optbench.identity) and its hash `run_id`, and
-when it was created. Readers use it, not Hydra's `.hydra/`. `read(run_dir)` follows the run files' one
-error policy (missing: None; unreadable: DamagedRunFile naming the file and the way out).
+when it was created. Readers use it, not Hydra's `.hydra/`. The schema is `RunRecord`; `read(run_dir)`
+follows the run files' one error policy (missing: None; unreadable, a field missing or of the wrong type,
+a newer format: DamagedRunFile naming the file, the field and the way out).
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from optbench import rundir
 from optbench.fileio import json_text, read_json, write_new
+from optbench.formats.fields import Fields
 from optbench.identity import run_id
 
 FORMAT = 1
 WAY_OUT = "move this run directory away, or train.rerun=true to start it over"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    version: int
+    run_id: str
+    created: str
+    identity: dict   # {"config": numbers-changing settings, "data": the data's fingerprint}
+    config: dict     # the full resolved config, nested as Hydra composed it
 
 
 def new_record(resolved_config: dict, run_identity: dict, created: str) -> dict:
@@ -24,8 +36,16 @@ def path_in(run_dir: Path) -> Path:
     return Path(run_dir) / rundir.RECORD_FILE
 
 
-def read(run_dir: Path) -> dict | None:
-    return read_json(path_in(run_dir), WAY_OUT)
+def read(run_dir: Path) -> RunRecord | None:
+    content = read_json(path_in(run_dir), WAY_OUT)
+    return None if content is None else parse(content, path_in(run_dir))
+
+
+def parse(content: dict, path: Path) -> RunRecord:
+    fields = Fields(content, path, way_out=WAY_OUT)
+    return RunRecord(version=fields.version(FORMAT), run_id=fields.text("run_id", required=True),
+                     created=fields.text("created", required=True), identity=fields.mapping("identity", required=True),
+                     config=fields.mapping("config", required=True))
 
 
 def write(run_dir: Path, record: dict) -> None:

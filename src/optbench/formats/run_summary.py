@@ -1,28 +1,95 @@
 """summary.json: how a run stands (status, epochs, final and best metrics, provenance), replaced atomically.
 
-The statuses a run can be in live here. Training builds the content (training/progress.py) and writes
-it through `write`; every reader goes through `read`, which follows the run files' one error policy
-(missing: None; unreadable: DamagedRunFile naming the file and the way out).
+The statuses a run can be in live here, and the schema: `Summary`, the one parsed view every reader gets.
+Training builds the content (training/progress.py) and writes it through `write`, which stamps the format
+version; every reader goes through `read`, which follows the run files' one error policy (missing: None;
+unreadable, a field of the wrong type, a non-finite number, a newer format: DamagedRunFile naming the file,
+the field and the way out). A summary without `format` was written before versions existed and reads as
+format 1. A `completed` summary without its headline number (best.test/acc) is unreadable, not completed:
+no table may count it completed while its mean leaves it out.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from optbench import rundir
 from optbench.fileio import json_text, read_json, write_bytes_atomically
+from optbench.formats.fields import Fields
+from optbench.formats.metrics_log import epoch_record
 
+FORMAT = 1
 RUNNING, COMPLETED, DIVERGED, FAILED, INTERRUPTED = "running", "completed", "diverged", "failed", "interrupted"
 STATUSES = (COMPLETED, DIVERGED, FAILED, INTERRUPTED, RUNNING)
 FINAL_STATUSES = (COMPLETED, DIVERGED)   # results: the same command skips them
 WAY_OUT = "move it away to resume from the checkpoint, or train.rerun=true to start this run over"
+HEADLINE = "test/acc"   # of `best`: the test accuracy at the epoch chosen on validation, what the tables report
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One run's summary.json, checked. Epoch records (`best`, `final`, `best_clean_val`) map a metric name
+    (metrics.jsonl's keys: "val/acc", "test/acc", "train/loss", ...) to a finite number or None."""
+    version: int
+    status: str
+    run_id: str | None
+    epochs_done: int
+    epochs_planned: int | None
+    seed: int | None
+    optimizer: str | None
+    device: str | None
+    error: str | None
+    best: dict | None             # the epoch chosen on validation accuracy (the last one without a split)
+    final: dict | None            # the last epoch's record
+    best_clean_val: dict | None   # under label noise: the epoch chosen on clean validation labels
+    wall_time_s: float | None
+    train_time_s: float | None
+    train_images_per_s: float | None
+    dataset: dict                 # name, num_classes, num_train, num_val, num_test
+    noise: dict                   # kind, rate, realised_rate, label_set, transition_matrix, ...
+    model: dict                   # name, width, num_parameters
+    git: dict                     # commit, dirty
+    device_policy: dict           # the policy the run trained under (amp: the precision it used)
+    diverged_at: dict | None      # epoch, train/loss, reason, batch
+    content: dict                 # the file as written: the trainer carries it on when it resumes
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    @property
+    def headline(self) -> float | None:
+        return (self.best or {}).get(HEADLINE)
 
 
 def path_in(run_dir: Path) -> Path:
     return Path(run_dir) / rundir.SUMMARY_FILE
 
 
-def read(run_dir: Path) -> dict | None:
-    return read_json(path_in(run_dir), WAY_OUT)
+def read(run_dir: Path) -> Summary | None:
+    content = read_json(path_in(run_dir), WAY_OUT)
+    return None if content is None else parse(content, path_in(run_dir))
+
+
+def parse(content: dict, path: Path) -> Summary:
+    """The checked Summary of `content` (summary.json's JSON object); DamagedRunFile on the first field off it."""
+    fields = Fields(content, path, way_out=WAY_OUT)
+    version = fields.version(FORMAT)
+    status = fields.text("status", required=True, choices=STATUSES)
+    best = epoch_record(fields.inner("best"))
+    if status == COMPLETED and (best is None or best.get(HEADLINE) is None):
+        fields.fail(f"says completed but holds no best.{HEADLINE} (the headline number)")
+    provenance = {key: fields.mapping(key) or {} for key in ("dataset", "noise", "model", "git", "device_policy")}
+    return Summary(
+        version=version, status=status, run_id=fields.text("run_id"),
+        epochs_done=fields.whole("epochs_done") or 0, epochs_planned=fields.whole("epochs_planned", low=1),
+        seed=fields.whole("seed"), optimizer=fields.text("optimizer"), device=fields.text("device"),
+        error=fields.text("error"), best=best, final=epoch_record(fields.inner("final")),
+        best_clean_val=epoch_record(fields.inner("best_clean_val")),
+        wall_time_s=fields.number("wall_time_s", low=0), train_time_s=fields.number("train_time_s", low=0),
+        train_images_per_s=fields.number("train_images_per_s", low=0), **provenance,
+        diverged_at=fields.mapping("diverged_at"), content=content)
 
 
 def write(run_dir: Path, summary: dict) -> None:
-    write_bytes_atomically(path_in(run_dir), (json_text(summary) + "\n").encode())
+    """Replace summary.json with `summary` (the trainer's dict), stamped with this format version."""
+    write_bytes_atomically(path_in(run_dir), (json_text({**summary, "format": FORMAT}) + "\n").encode())

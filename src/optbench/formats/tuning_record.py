@@ -38,6 +38,7 @@ import json
 from pathlib import Path
 
 from optbench.fileio import strict_json, write_bytes_atomically
+from optbench.formats.fields import UPGRADE
 
 FORMAT = 1
 PREFIX = "tuning-"
@@ -88,6 +89,8 @@ def expect(mapping, key: str, kind: type, where: str):
 
 def check(record: dict) -> None:
     """The required fields (the contract above); ValueError naming the first one missing or mistyped."""
+    if isinstance(record.get("format"), int) and record["format"] > FORMAT:
+        raise ValueError(f"format {record['format']}, this optbench reads up to format {FORMAT}: {UPGRADE}")
     if record.get("format") != FORMAT:
         raise ValueError(f"format {record.get('format')!r}, this aggregator reads format {FORMAT}")
     expect(record, "study", str, "the file")

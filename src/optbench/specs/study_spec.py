@@ -187,6 +187,11 @@ def parse_tuning(path: Path, block) -> Tuning:
         raise bad("output must be a folder under conf/optimizer/ starting with tuned (tuned, tuned/cpu_demo)")
     if method == "quasirandom":
         _check_quasirandom(tuning, bad)
+    for key in ("lr_factors", "weight_decay_factors"):
+        factors = getattr(tuning, key)
+        if not isinstance(factors, tuple) or not all(isinstance(factor, (int, float)) and not isinstance(factor, bool) and math.isfinite(factor)
+                   and factor > 0 for factor in factors):
+            raise bad(f"{key} must be finite numbers > 0 (factors of the default), e.g. [0.3, 1, 3]")
     return tuning
 
 

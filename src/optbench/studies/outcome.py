@@ -19,16 +19,14 @@ def run_outcome(run_dir: Path, expected_run_id: str | None = None) -> str:
     summary names another run than the one planned for this directory."""
     try:
         summary = run_summary.read(run_dir)
-    except DamagedRunFile:
-        return "unreadable summary.json"
+    except DamagedRunFile as error:
+        return f"unreadable summary.json: {error}"
     if summary is None:
         return "no summary.json (refused or never started; see the sweep's log)"
-    if expected_run_id and summary.get("run_id") != expected_run_id:
-        return (f"other experiment: its summary names run {summary.get('run_id')}, the study planned "
+    if expected_run_id and summary.run_id != expected_run_id:
+        return (f"other experiment: its summary names run {summary.run_id}, the study planned "
                 f"{expected_run_id} (see the sweep's log for the refusal)")
-    status = str(summary.get("status"))
-    error = summary.get("error")
-    return f"{status}: {error}" if error else status
+    return f"{summary.status}: {summary.error}" if summary.error else summary.status
 
 
 def unfinished(run_dirs: list[Path], expected_run_ids: list[str | None] | None = None) -> list[tuple[Path, str]]:

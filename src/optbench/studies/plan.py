@@ -285,17 +285,18 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
     try:
         summary, record = run_summary.read(directory.path), run_record.read(directory.path)
     except DamagedRunFile as error:
-        summary, record = {"status": f"unreadable: {error}"}, None
+        run.status, run.detail = "unfinished", f"unreadable: {error}"
+        return run
     if record is not None:
         run.run_id = planned_run_id(with_hydra_removed)
-        if record.get("run_id") != run.run_id:
-            changed = identity_differences(record.get("identity", {}), planned_identity(with_hydra_removed))
+        if record.run_id != run.run_id:
+            changed = identity_differences(record.identity, planned_identity(with_hydra_removed))
             run.status, run.detail = OTHER_EXPERIMENT, "; ".join(changed[:3]) or "another run id"
             return run
     if summary is not None:
-        run.epochs_done = int(summary.get("epochs_done") or 0)
-        run.status = "done" if summary.get("status") in FINAL_STATUSES else "unfinished"
-        run.detail = f"{summary.get('status')}, {run.epochs_done}/{summary.get('epochs_planned', cfg.epochs)} epochs"
+        run.epochs_done = summary.epochs_done
+        run.status = "done" if summary.finished else "unfinished"
+        run.detail = f"{summary.status}, {run.epochs_done}/{summary.epochs_planned or cfg.epochs} epochs"
     return run
 
 

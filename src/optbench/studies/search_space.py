@@ -91,6 +91,8 @@ def _range(path: Path, optimizer: str, key: str, spec) -> Range:
         low, high = float(spec["low"]), float(spec["high"])
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: low and high must be numbers") from None
+    if not (math.isfinite(low) and math.isfinite(high)):   # .inf in YAML: a sampler would draw infinities
+        raise ConfigError(f"{where}: low and high must be finite numbers, e.g. {{low: 1.0e-5, high: 1.0e-2}}")
     if not low < high or (spec["scale"] == "log" and low <= 0):
         raise ConfigError(f"{where}: needs low < high" + (", both > 0 on a log scale" if spec["scale"] == "log" else ""))
     return Range(str(key), low, high, spec["scale"])

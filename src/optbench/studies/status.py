@@ -59,19 +59,17 @@ def run_state(run: PlannedRun) -> RunState:
         return RunState(run, UNREADABLE, detail=str(error))
     if record is not None:
         wanted = identity.identity(OmegaConf.to_container(run.cfg, resolve=True), "")["config"]
-        differences = identity.identity_differences({"config": record.get("identity", {}).get("config", {})},
+        differences = identity.identity_differences({"config": record.identity.get("config", {})},
                                                   {"config": wanted})
         if differences:
             return RunState(run, OTHER, detail="; ".join(differences[:2]))
     if summary is None:
         return RunState(run, run_summary.RUNNING if rundir.is_being_trained(run.run_dir) else NEW)
-    state = str(summary.get("status"))
-    detail = str(summary.get("error") or "")
+    state, detail = summary.status, summary.error or ""
     if state == run_summary.RUNNING and not rundir.is_being_trained(run.run_dir):
         state, detail = run_summary.INTERRUPTED, "its process is gone: the study command resumes it"
-    best = summary.get("best") or {}
-    return RunState(run, state, int(summary.get("epochs_done") or 0), best.get("val/acc"),
-                    float(summary.get("wall_time_s") or 0.0), detail)
+    return RunState(run, state, summary.epochs_done, (summary.best or {}).get("val/acc"),
+                    summary.wall_time_s or 0.0, detail)
 
 
 def epoch_work(run: PlannedRun) -> float | None:

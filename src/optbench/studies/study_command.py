@@ -21,6 +21,7 @@ and 1 when a run did not finish.
 """
 
 import argparse
+import math
 import os
 import shlex
 import subprocess
@@ -87,7 +88,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.study, args.set = bare[0], [value for value in args.set if value != bare[0]]
     if not (args.study or args.select_tuned or args.list):
         raise ConfigError("name a study (python src/study.py --list shows them)")
+    check_numbers(args)
     return args
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """The numeric options, at the door: before any study is planned, tuned or trained."""
+    if args.delta is not None and not (math.isfinite(args.delta) and args.delta > 0):
+        raise ConfigError(f"--delta {args.delta}: give the effect to detect as a finite number > 0, in points for "
+                          "accuracies (e.g. --delta 1), or leave it out for the pilot's")
+    if args.until_decided and args.max_seeds < 2:
+        raise ConfigError(f"--max-seeds {args.max_seeds}: give at least 2 (a test needs two seeds per arm)")
 
 
 def main(argv: list[str]) -> int:
@@ -162,6 +173,9 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     if not_tuning:
         raise ConfigError(f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study "
                           "(it has no `tune:` block)")
+    # The whole command is checked before a tuning study trains, selects or writes a tuned config: the main
+    # study is planned once with the default values standing in for the tuned ones (its --set, grid, folders).
+    plan(study, args.conf_dir, args.set, args.launcher, False)
     statuses = [tune_first(study, tuning_study, args) for tuning_study in tuning_studies]
     output = tuning_studies[0].tune.output if study.tuned_by else True
     if args.dry_run:
@@ -197,8 +211,6 @@ def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int
     """The study once, or, with --until-decided, look by look until its hypotheses are decided."""
     if not args.until_decided:
         return run_study(study, args, tuned)
-    if args.max_seeds < 2:
-        raise ConfigError(f"--max-seeds {args.max_seeds}: give at least 2 (a test needs two seeds per arm)")
     from optbench.studies.until_decided import run_until_decided   # pandas and scipy: only when asked
 
     planned = plan(study, args.conf_dir, args.set, args.launcher, tuned)

@@ -61,22 +61,22 @@ def read_score(run_dir: Path, select_on: str) -> float | None:
     return score_of(_finished_summary(run_dir), select_on)
 
 
-def score_of(summary: dict | None, select_on: str) -> float | None:
+def score_of(summary: run_summary.Summary | None, select_on: str) -> float | None:
     if summary is None:
         return None
     section, key = SELECTION_METRICS[select_on]
-    record = summary.get(section) or {}
-    if summary["status"] == "diverged" or key not in record:
+    record = getattr(summary, section) or {}   # the epoch record the selection metric lives in: best or final
+    if summary.status == run_summary.DIVERGED or record.get(key) is None:
         return 0.0
     return float(record[key])
 
 
-def _finished_summary(run_dir: Path) -> dict | None:
+def _finished_summary(run_dir: Path) -> run_summary.Summary | None:
     try:
         summary = run_summary.read(run_dir)
     except DamagedRunFile:
         return None
-    return summary if summary is not None and summary.get("status") in FINAL_STATUSES else None
+    return summary if summary is not None and summary.finished else None
 
 
 # ---------------------------------------------------------------- what was tried, and what won
@@ -296,12 +296,11 @@ def _optimizer_record(selection: Selection, results_dir: Path, select_on: str) -
 
 
 def _run_record(run, results_dir: Path, select_on: str) -> dict:
-    summary = _finished_summary(run.run_dir) or {}
-    device = summary.get("device")
+    summary = _finished_summary(run.run_dir)
     return {"run_dir": os.path.relpath(run.run_dir, results_dir), "seed": int(run.cfg.seed),
-            "status": summary.get("status"), "score": score_of(summary or None, select_on),
-            "wall_time_s": float(summary.get("wall_time_s") or 0.0), "epochs_done": int(summary.get("epochs_done") or 0),
-            "device": device if isinstance(device, str) else None}
+            "status": summary and summary.status, "score": score_of(summary, select_on),
+            "wall_time_s": float(summary and summary.wall_time_s or 0.0),
+            "epochs_done": summary.epochs_done if summary else 0, "device": summary and summary.device}
 
 
 def write_record(selections: dict[str, Selection], study: Study, results_dir: Path) -> Path:

@@ -168,10 +168,10 @@ def from_config(cfg, local: RunDir) -> Mirror | None:
 def _epochs_done(directory: RunDir, resumable_only: bool = False) -> int:
     """Epochs done by the run in `directory`; with `resumable_only`, 0 unless a checkpoint or a final
     status backs them (a mirror whose checkpoint copies all failed is not worth restoring)."""
-    summary = run_summary.read(directory.path) or {}
-    if resumable_only and not (directory.checkpoint_path.exists() or summary.get("status") in run_summary.FINAL_STATUSES):
+    summary = run_summary.read(directory.path)
+    if summary is None or (resumable_only and not (directory.checkpoint_path.exists() or summary.finished)):
         return 0
-    return int(summary.get("epochs_done") or 0)
+    return summary.epochs_done
 
 
 def needs_restore(local: RunDir, mirrored: RunDir) -> bool:
@@ -200,12 +200,12 @@ def restore(mirror: Mirror, wanted: dict) -> bool:
     record = run_record.read(mirrored.path)
     if record is None:
         return False
-    changed = identity.identity_differences(record.get("identity", {}), wanted)
+    changed = identity.identity_differences(record.identity, wanted)
     if changed:
         raise ConfigError(f"mirror {mirror.target} holds another experiment ({'; '.join(changed[:3])}): choose "
                           "another paths.mirror_dir, or train.rerun=true to replace it")
     local_record = run_record.read(mirror.local.path)
-    if local_record is not None and identity.identity_differences(local_record.get("identity", {}), wanted):
+    if local_record is not None and identity.identity_differences(local_record.identity, wanted):
         return False
     if not needs_restore(mirror.local, mirrored):
         return False

@@ -16,7 +16,7 @@ from optbench.training import provenance
 def initial_summary(cfg, run_identity_hash: str, dataset: dict, noise: dict, model: dict, device: str,
                     policy: dict) -> dict:
     return {
-        "status": run_summary.RUNNING, "run_id": run_identity_hash, "epochs_done": 0, "epochs_planned": cfg.epochs,
+        "format": run_summary.FORMAT, "status": run_summary.RUNNING, "run_id": run_identity_hash, "epochs_done": 0, "epochs_planned": cfg.epochs,
         "seed": cfg.seed, "optimizer": cfg.optimizer.name, "final": None, "best": None, "error": None,
         "dataset": dataset, "noise": noise, "model": model, "device": device, "device_policy": policy,
         "versions": provenance.library_versions(), "git": provenance.git_state(),

@@ -54,7 +54,7 @@ def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
             raise ConfigError(f"{run_dir.path} holds results without a record.json (made by an older optbench, "
                               "or damaged): move it away, or train.rerun=true to start this run over")
         return None
-    changed = identity.identity_differences(record.get("identity", {}), wanted)
+    changed = identity.identity_differences(record.identity, wanted)
     if changed:
         shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
         raise ConfigError(f"{run_dir.path} holds another experiment ({shown}): give this run another directory "
@@ -71,10 +71,10 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
     record = None if cfg.train.rerun else check_identity(directory, wanted)
     if record is not None:
         previous = run_summary.read(directory.path)
-        if previous and previous.get("status") in run_summary.FINAL_STATUSES:
-            log.info(console.final_line(previous, directory.path, skipped=True))
-            _log_to_trackers(cfg, directory, identity.run_id(wanted), previous)
-            return previous
+        if previous and previous.finished:
+            log.info(console.final_line(previous.content, directory.path, skipped=True))
+            _log_to_trackers(cfg, directory, identity.run_id(wanted), previous.content)
+            return previous.content
     with directory.lock():
         run = _prepare(cfg, directory, record, resolved, wanted, hydra_files)
         try:
@@ -124,7 +124,8 @@ def _fit_and_mirror(run: Run, directory: RunDir, state: LoopState, run_mirror: m
 def _prepare(cfg: DictConfig, directory: RunDir, record: dict | None, resolved: dict, wanted: dict,
              hydra_files: dict[str, str] | None) -> Run:
     """prepare(); bad input (ConfigError) leaves the directory as it was, a crash is recorded as failed."""
-    started_policy = (run_summary.read(directory.path) or {}).get("device_policy") if record is not None else None
+    previous = run_summary.read(directory.path) if record is not None else None
+    started_policy = previous.device_policy if previous is not None else None
     try:
         return prepare(cfg, identity.run_id(wanted), started_policy)
     except ConfigError:
@@ -132,7 +133,8 @@ def _prepare(cfg: DictConfig, directory: RunDir, record: dict | None, resolved: 
     except Exception as error:
         if record is None:
             _start(directory, resolved, wanted, hydra_files)
-        run_summary.write(directory.path, failed(run_summary.read(directory.path), error))
+        previous = run_summary.read(directory.path)
+        run_summary.write(directory.path, failed(previous.content if previous else None, error))
         raise
 
 

@@ -48,10 +48,10 @@ def check_request(folder: Path, tracker: str) -> None:
         raise ConfigError(f"--to-tracker {tracker}: {why}; choose --to-tracker {', '.join(OUTSIDE_RUN_DIRS)}")
 
 
-def run_config(record: dict, folder: Path, tracker: str, settings: dict):
+def run_config(recorded_config: dict, folder: Path, tracker: str, settings: dict):
     """The recorded config with the tracker chosen and `folder` as its results folder (the tracker's setting
     names are paths below it, as for runs trained there)."""
-    cfg = OmegaConf.create(record.get("config") or {})
+    cfg = OmegaConf.create(recorded_config or {})
     with open_dict(cfg):
         cfg.paths = {**(OmegaConf.to_container(cfg.paths) if "paths" in cfg else {}), "results_dir": str(folder)}
         cfg.logger = {tracker: settings}
@@ -74,12 +74,12 @@ def log_folder(folder: Path, tracker: str, tracking_uri: str | None = None,
         except DamagedRunFile as error:
             record, summary = None, None
             log.warning("%s", error)
-        if not record or not summary or not record.get("run_id"):
+        if not record or not summary or not record.run_id:
             log.warning("%s: no record.json or summary.json to log; left out", run_path)
             counts["unreadable"] += 1
             continue
-        cfg = run_config(record, folder, tracker, settings)
+        cfg = run_config(record.config, folder, tracker, settings)
         records = metrics_log.read(run_path)[0]
-        added = trackers.log_finished_run(cfg, rundir.RunDir(run_path), record["run_id"], records, summary)
+        added = trackers.log_finished_run(cfg, rundir.RunDir(run_path), record.run_id, records, summary.content)
         counts["failed" if added is None else "logged" if added else "already there"] += 1
     return counts

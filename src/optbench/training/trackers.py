@@ -45,13 +45,13 @@ class TrackerRun:
     """What every tracker says about one run: its key, name, parameters and tags."""
 
     def __init__(self, cfg, run_dir: RunDir, run_id: str):
-        record = run_record.read(run_dir.path) or {}
-        created = str(record.get("created", ""))
+        record = run_record.read(run_dir.path)
+        created = record.created if record else ""
         self.run_id = run_id
         # the tracker run's key: the run id and when its record was written (a fresh start gets a new one)
         self.key = f"{run_id}-{''.join(char for char in created if char.isdigit())[:14]}"
         self.params = {key: value if isinstance(value, str) else json.dumps(value)
-                       for key, value in identity.flatten(record.get("config", {})).items()}
+                       for key, value in identity.flatten(record.config if record else {}).items()}
         self.setting = setting_name(cfg, run_dir.path)
         self.name = f"{self.setting}/seed{cfg.seed}"
         self.tags = {"optbench.run_id": run_id, "optbench.attempt": created, "optbench.setting": self.setting,

@@ -60,7 +60,8 @@ def preflight(argv: list[str], conf_dir: Path) -> int:
 
 def _is_finished(run_dir: Path) -> bool:
     try:
-        return (run_summary.read(run_dir) or {}).get("status") in run_summary.FINAL_STATUSES
+        summary = run_summary.read(run_dir)
+        return summary is not None and summary.finished
     except errors.DamagedRunFile:
         return False
 
@@ -74,7 +75,8 @@ def sweep_end_line() -> str | None:
     counts = Counter()
     for run_dir, finished_before, _ in _sweep_runs:
         try:
-            status = (run_summary.read(run_dir) or {}).get("status")
+            summary = run_summary.read(run_dir)
+            status = summary.status if summary else None
         except errors.DamagedRunFile:
             status = None
         counts["skipped" if finished_before else status if status in run_summary.FINAL_STATUSES else "failed"] += 1
