@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup quick test test-fast test-slurm clean-venv
+.PHONY: setup quick test test-fast test-slurm lint clean-venv
 
 setup: $(STAMP)
 
@@ -27,6 +27,13 @@ quick: $(STAMP)
 # -n auto: one pytest worker per core (pytest-xdist); most tests wait on subprocesses or run 1 thread.
 test: $(STAMP)
 	$(PY) -m pytest -q -n auto $(ARGS)
+
+# The linter, formatter (check only) and type checker CI runs before the tests; `ruff format .` and
+# `ruff check --fix .` apply what they ask.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # The fast tier while working: every test not marked slow (none over about 10 s).
 test-fast: $(STAMP)

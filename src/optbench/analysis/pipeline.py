@@ -401,9 +401,9 @@ def write_fidelity(out: OutputDir, analysis: Analysis, tuning: TuningRecords, al
     styles = [figure_makers.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
     planned = [entry for ladder, stem, style in zip(ladders, stems, styles) for entry in (
         (f"Rank against budget: {ladder.setting}", f"fidelity_ranks_{stem}",
-         lambda ladder=ladder: figure_makers.fidelity_ranks(ladder.per_rung, ladder.arms, style, ladder.setting)),
+         lambda ladder=ladder, style=style: figure_makers.fidelity_ranks(ladder.per_rung, ladder.arms, style, ladder.setting)),
         (f"Test accuracy against budget: {ladder.setting}", f"fidelity_metric_{stem}",
-         lambda ladder=ladder: figure_makers.fidelity_metric(ladder.per_rung, ladder.arms, style, ladder.setting,
+         lambda ladder=ladder, style=style: figure_makers.fidelity_metric(ladder.per_rung, ladder.arms, style, ladder.setting,
                                                              PRIMARY_LABEL)))]
     drawn = draw_planned(out, planned, analysis.warnings) if draw_figures else []
     return FidelityParts(ladders=ladders, verdicts=verdicts, tuned=tuned, figures=drawn, table_files=files)
