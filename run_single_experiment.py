@@ -17,10 +17,14 @@ TRAIN_SCRIPT = Path(__file__).resolve().parent / "src" / "train.py"
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     epilog="Extra arguments are Hydra overrides, e.g. model.width=16 batch_size=256.")
-    parser.add_argument("--optimizer", help="a conf/optimizer/ option, e.g. sgd, adamw, lion, muon, schedulefree_adamw "
-                        "(default: conf/config.yaml's)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Extra arguments are Hydra overrides, e.g. model.width=16 batch_size=256.",
+    )
+    parser.add_argument(
+        "--optimizer",
+        help="a conf/optimizer/ option, e.g. sgd, adamw, lion, muon, schedulefree_adamw (default: conf/config.yaml's)",
+    )
     parser.add_argument("--dataset", help="cifar10, cifar100, imagefolder or synthetic")
     parser.add_argument("--seed", type=int, help="run seed")
     parser.add_argument("--epochs", type=int, help="training epochs")
@@ -31,9 +35,17 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def to_overrides(args: argparse.Namespace) -> list[str]:
-    overrides = [f"{key}={value}" for key, value in
-                 (("optimizer", args.optimizer), ("dataset", args.dataset), ("seed", args.seed),
-                  ("epochs", args.epochs), ("device", args.device)) if value is not None]
+    overrides = [
+        f"{key}={value}"
+        for key, value in (
+            ("optimizer", args.optimizer),
+            ("dataset", args.dataset),
+            ("seed", args.seed),
+            ("epochs", args.epochs),
+            ("device", args.device),
+        )
+        if value is not None
+    ]
     if args.label_noise:
         overrides += [f"noise={args.noise_type}", f"noise.rate={args.label_noise}"]
     return overrides

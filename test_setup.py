@@ -18,28 +18,28 @@ import sys
 import time
 from pathlib import Path
 
-import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 import torch
 import torchvision
 from omegaconf import OmegaConf
 
+import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 from optbench.data.fingerprint import list_image_folder
-from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, mps_built, resolve_device
-from optbench.training.steps import train_step
-from optbench.errors import ConfigError
 from optbench.device.fastest import fastest_device
-from optbench.training.models import build_model
-from optbench.training.timing import timed_model
+from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, mps_built, resolve_device
+from optbench.errors import ConfigError
 from optbench.registry import optimizers
 from optbench.registry.choices import OPTIMIZERS
+from optbench.training.models import build_model
 from optbench.training.optim import build_optimizer, set_mode
+from optbench.training.steps import train_step
+from optbench.training.timing import timed_model
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 # the optimizers' libraries (their import names) and the rest a run imports
 LIBRARIES = (*(library.replace("-", "_") for library in optimizers.libraries()), "hydra", "torchvision")
-STEPS = 8          # optimizer steps on the fixed batch; enough for every default LR to lower the loss
-BATCH = 32         # images in the fixed batch
-WIDTH = 8          # ResNet-18 width for the test (64 = standard); small so a CPU finishes in seconds
+STEPS = 8  # optimizer steps on the fixed batch; enough for every default LR to lower the loss
+BATCH = 32  # images in the fixed batch
+WIDTH = 8  # ResNet-18 width for the test (64 = standard); small so a CPU finishes in seconds
 
 
 def import_check() -> bool:
@@ -80,12 +80,21 @@ def data_lines(data_dir: Path, image_roots: list[str]) -> None:
         folder = data_dir / dataset_class.base_folder
         files = [entry for entry, _ in dataset_class.train_list + dataset_class.test_list]
         ready = all((folder / entry).is_file() for entry in files)
-        print(f"    {name}: " + ("ready" if ready else f"not in {folder}: downloaded on first use (needs the network); "
-                                 "offline, use a folder of images (dataset=imagefolder dataset.root=DIR)"))
+        print(
+            f"    {name}: "
+            + (
+                "ready"
+                if ready
+                else f"not in {folder}: downloaded on first use (needs the network); "
+                "offline, use a folder of images (dataset=imagefolder dataset.root=DIR)"
+            )
+        )
     for root in image_roots:
         try:
             classes, train, test = list_image_folder(root)
-            print(f"    imagefolder {root}: ready ({len(classes)} classes, {len(train)} training and {len(test)} test images)")
+            print(
+                f"    imagefolder {root}: ready ({len(classes)} classes, {len(train)} training and {len(test)} test images)"
+            )
         except ConfigError as error:
             print(f"    imagefolder {root}: not usable: {error}")
     print("    synthetic: always ready (generated)")
@@ -106,20 +115,31 @@ def optimizer_losses(name: str, device: torch.device, policy: DevicePolicy) -> l
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Check this machine for the optimizer harness.")
     parser.add_argument("--device", default="auto", help="auto, fastest, cpu, cuda, cuda:N or mps")
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("OPTBENCH_DATA_DIR", "data")),
-                        help="where datasets are downloaded and cached (paths.data_dir; default $OPTBENCH_DATA_DIR or data)")
-    parser.add_argument("--image-folder", action="append", default=[], metavar="DIR",
-                        help="also say whether this folder of images (dataset.root) is ready; repeatable")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("OPTBENCH_DATA_DIR", "data")),
+        help="where datasets are downloaded and cached (paths.data_dir; default $OPTBENCH_DATA_DIR or data)",
+    )
+    parser.add_argument(
+        "--image-folder",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also say whether this folder of images (dataset.root) is ready; repeatable",
+    )
     args = parser.parse_args(argv)
     try:
-        device = resolve_device(args.device, fastest=lambda: fastest_device(timed_model("resnet18", WIDTH, 10, BATCH))[0])
+        device = resolve_device(
+            args.device, fastest=lambda: fastest_device(timed_model("resnet18", WIDTH, 10, BATCH))[0]
+        )
         policy = decide_policy(facts_of(device), model_width=WIDTH)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     results = [import_check()]
     environment_lines(device, policy)
-    shared_copies = Path(__file__).resolve().parent.parent / "shared" / "data" / "cifar10-jpeg"   # README "Data"
+    shared_copies = Path(__file__).resolve().parent.parent / "shared" / "data" / "cifar10-jpeg"  # README "Data"
     data_lines(args.data_dir, args.image_folder or ([str(shared_copies)] if shared_copies.is_dir() else []))
     for name in OPTIMIZERS:
         started = time.perf_counter()
@@ -131,8 +151,14 @@ def main(argv: list[str]) -> int:
         finite = all(map(math.isfinite, losses))
         falling = losses[-1] < losses[0]
         shown = " ".join(f"{value:.3f}" for value in losses)
-        results.append(report(finite and falling, f"{name}: losses {shown} ({time.perf_counter() - started:.1f}s)"
-                              + ("" if finite else " NOT FINITE") + ("" if falling else " NOT FALLING")))
+        results.append(
+            report(
+                finite and falling,
+                f"{name}: losses {shown} ({time.perf_counter() - started:.1f}s)"
+                + ("" if finite else " NOT FINITE")
+                + ("" if falling else " NOT FALLING"),
+            )
+        )
     passed = all(results)
     print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
     return 0 if passed else 1

@@ -28,10 +28,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from throughput import add_data_arguments   # the sibling script: python puts benchmarks/ on sys.path
+from throughput import add_data_arguments  # the sibling script: python puts benchmarks/ on sys.path
 
 REPO = Path(__file__).resolve().parents[1]
-PRECISIONS = {"off": "fp32", "bf16": "bf16"}   # device_policy.amp value: what the tables call it
+PRECISIONS = {"off": "fp32", "bf16": "bf16"}  # device_policy.amp value: what the tables call it
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -42,10 +42,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=4, help="epochs per run")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated run seeds")
     parser.add_argument("--device", default="cpu", help="the device both precisions train on (default cpu)")
-    parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results" / "bf16-parity",
-                        help="run directories go under here (<results>/amp-<off|bf16>/seed<N>)")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra Hydra override for every run, repeatable (e.g. optimizer=adamw)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=REPO / "benchmarks" / "results" / "bf16-parity",
+        help="run directories go under here (<results>/amp-<off|bf16>/seed<N>)",
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Hydra override for every run, repeatable (e.g. optimizer=adamw)",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here (default <results>/bf16_parity.json)")
     return parser.parse_args(argv)
 
@@ -68,10 +77,22 @@ def cpu_name() -> str:
 
 
 def run_command(args, amp: str, seed: int) -> list[str]:
-    return [sys.executable, str(REPO / "src" / "train.py"), "dataset=imagefolder", f"dataset.root={args.data_root}",
-            f"dataset.train_subset={args.images}", f"model.width={args.width}", f"epochs={args.epochs}",
-            f"seed={seed}", f"device={args.device}", f"device_policy.amp={amp}", "train.progress_bar=false",
-            f"paths.data_dir={args.data_dir}", f"hydra.run.dir={run_dir(args, amp, seed)}", *args.override]
+    return [
+        sys.executable,
+        str(REPO / "src" / "train.py"),
+        "dataset=imagefolder",
+        f"dataset.root={args.data_root}",
+        f"dataset.train_subset={args.images}",
+        f"model.width={args.width}",
+        f"epochs={args.epochs}",
+        f"seed={seed}",
+        f"device={args.device}",
+        f"device_policy.amp={amp}",
+        "train.progress_bar=false",
+        f"paths.data_dir={args.data_dir}",
+        f"hydra.run.dir={run_dir(args, amp, seed)}",
+        *args.override,
+    ]
 
 
 def run_dir(args, amp: str, seed: int) -> Path:
@@ -81,10 +102,16 @@ def run_dir(args, amp: str, seed: int) -> Path:
 def run_figures(summary: dict) -> dict:
     """What one run contributes: test accuracy at the best-validation epoch and seconds per epoch."""
     epochs = summary["epochs_done"]
-    return {"status": summary["status"], "test_acc_at_best_val": summary["best"]["test/acc"],
-            "val_acc_best": summary["best"].get("val/acc"), "best_epoch": summary["best"]["epoch"],
-            "train_s_per_epoch": summary["train_time_s"] / epochs, "wall_s_per_epoch": summary["wall_time_s"] / epochs,
-            "train_images_per_s": summary["train_images_per_s"], "policy_amp": summary["device_policy"]["amp"]}
+    return {
+        "status": summary["status"],
+        "test_acc_at_best_val": summary["best"]["test/acc"],
+        "val_acc_best": summary["best"].get("val/acc"),
+        "best_epoch": summary["best"]["epoch"],
+        "train_s_per_epoch": summary["train_time_s"] / epochs,
+        "wall_s_per_epoch": summary["wall_time_s"] / epochs,
+        "train_images_per_s": summary["train_images_per_s"],
+        "policy_amp": summary["device_policy"]["amp"],
+    }
 
 
 def train_all(args) -> tuple[dict, list[str]]:
@@ -111,42 +138,57 @@ def aggregate(runs: dict) -> dict:
     figures = {}
     for amp, by_seed in runs.items():
         if by_seed:
-            figures[PRECISIONS[amp]] = {key: mean_sd([run[key] for run in by_seed.values()]) for key in
-                                        ("test_acc_at_best_val", "train_s_per_epoch", "wall_s_per_epoch")}
-    paired = [runs["bf16"][seed]["test_acc_at_best_val"] - runs["off"][seed]["test_acc_at_best_val"]
-              for seed in runs["off"].keys() & runs["bf16"].keys()]
+            figures[PRECISIONS[amp]] = {
+                key: mean_sd([run[key] for run in by_seed.values()])
+                for key in ("test_acc_at_best_val", "train_s_per_epoch", "wall_s_per_epoch")
+            }
+    paired = [
+        runs["bf16"][seed]["test_acc_at_best_val"] - runs["off"][seed]["test_acc_at_best_val"]
+        for seed in runs["off"].keys() & runs["bf16"].keys()
+    ]
     if paired:
         figures["bf16 - fp32 test acc (paired by seed)"] = mean_sd(paired)
     if {"fp32", "bf16"} <= figures.keys():
         figures["speed-up bf16 / fp32 (train s per epoch)"] = (
-            figures["fp32"]["train_s_per_epoch"][0] / figures["bf16"]["train_s_per_epoch"][0])
+            figures["fp32"]["train_s_per_epoch"][0] / figures["bf16"]["train_s_per_epoch"][0]
+        )
     return figures
 
 
 def print_report(args, runs: dict, figures: dict) -> None:
-    print(f"\n{args.device}, ResNet-18 width {args.width}, {args.images:,} training images, {args.epochs} epoch(s), "
-          f"seeds {args.seeds}; {os.cpu_count()} CPU core(s), {cpu_name()}")
+    print(
+        f"\n{args.device}, ResNet-18 width {args.width}, {args.images:,} training images, {args.epochs} epoch(s), "
+        f"seeds {args.seeds}; {os.cpu_count()} CPU core(s), {cpu_name()}"
+    )
     header = f"{'precision':10}{'seed':>6}{'test acc @ best val':>21}{'train s/epoch':>15}{'wall s/epoch':>14}"
     print(header + "\n" + "-" * len(header))
     for amp, by_seed in runs.items():
         for seed, run in sorted(by_seed.items()):
-            print(f"{PRECISIONS[amp]:10}{seed:>6}{run['test_acc_at_best_val']:>21.4f}{run['train_s_per_epoch']:>15.1f}"
-                  f"{run['wall_s_per_epoch']:>14.1f}")
+            print(
+                f"{PRECISIONS[amp]:10}{seed:>6}{run['test_acc_at_best_val']:>21.4f}{run['train_s_per_epoch']:>15.1f}"
+                f"{run['wall_s_per_epoch']:>14.1f}"
+            )
     for name in ("fp32", "bf16"):
         if name in figures:
             (acc, acc_sd), (train, train_sd), (wall, wall_sd) = figures[name].values()
-            print(f"{name:10}{'mean':>6}{f'{acc:.4f} ± {acc_sd:.4f}':>21}{f'{train:.1f} ± {train_sd:.1f}':>15}"
-                  f"{f'{wall:.1f} ± {wall_sd:.1f}':>14}")
+            print(
+                f"{name:10}{'mean':>6}{f'{acc:.4f} ± {acc_sd:.4f}':>21}{f'{train:.1f} ± {train_sd:.1f}':>15}"
+                f"{f'{wall:.1f} ± {wall_sd:.1f}':>14}"
+            )
     for label, value in figures.items():
         if label not in ("fp32", "bf16"):
-            print(f"{label}: {value[0]:+.4f} ± {value[1]:.4f}" if isinstance(value, tuple) else f"{label}: {value:.2f}x")
+            print(
+                f"{label}: {value[0]:+.4f} ± {value[1]:.4f}" if isinstance(value, tuple) else f"{label}: {value:.2f}x"
+            )
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not (args.data_root / "train").is_dir():
-        print(f"error: no ImageFolder at {args.data_root} (train/<class>/*.jpg, test/<class>/*.jpg): pass --data-root",
-              file=sys.stderr)
+        print(
+            f"error: no ImageFolder at {args.data_root} (train/<class>/*.jpg, test/<class>/*.jpg): pass --data-root",
+            file=sys.stderr,
+        )
         return 2
     if not seeds_of(args.seeds):
         print(f"error: --seeds {args.seeds}: give whole numbers >= 0, e.g. --seeds 0,1,2", file=sys.stderr)
@@ -156,11 +198,18 @@ def main(argv=None) -> int:
     print_report(args, runs, figures)
     out = args.json or args.results / "bf16_parity.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"args": {key: str(value) for key, value in vars(args).items()},
-                               "machine": {"platform": platform.platform(), "processor": cpu_name(),
-                                           "cpu_count": os.cpu_count()},
-                               "runs": {PRECISIONS[amp]: by_seed for amp, by_seed in runs.items()},
-                               "figures": figures, "failed": failed}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "args": {key: str(value) for key, value in vars(args).items()},
+                "machine": {"platform": platform.platform(), "processor": cpu_name(), "cpu_count": os.cpu_count()},
+                "runs": {PRECISIONS[amp]: by_seed for amp, by_seed in runs.items()},
+                "figures": figures,
+                "failed": failed,
+            },
+            indent=2,
+        )
+    )
     print(f"figures written to {out}")
     if failed:
         print(f"failed: {'; '.join(failed)}", file=sys.stderr)

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EPOCH_IMAGES = (10_000, 45_000)   # README's CPU subset; CIFAR's 50,000 less a 5,000 validation split
+EPOCH_IMAGES = (10_000, 45_000)  # README's CPU subset; CIFAR's 50,000 less a 5,000 validation split
 MODES = ("eager", "compiled")
 
 
@@ -42,10 +42,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=128, help="images per step (default 128)")
     parser.add_argument("--steps", type=int, default=20, help="timed steady-state steps after the two first steps")
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0 = torch's default)")
-    parser.add_argument("--warm-cache", action="store_true",
-                        help="use Inductor's default on-disk cache (a second compile) instead of a fresh one")
+    parser.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="use Inductor's default on-disk cache (a second compile) instead of a fresh one",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--part", help=argparse.SUPPRESS)       # internal: "WIDTH,MODE" in a child process
+    parser.add_argument("--part", help=argparse.SUPPRESS)  # internal: "WIDTH,MODE" in a child process
     parser.add_argument("--part-out", type=Path, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -73,18 +76,38 @@ def run_part(args) -> None:
     policy = decide_policy(facts_of(device), {"compile": mode == "compiled"}, int(width))
     model = timed_model("resnet18", int(width), 10, args.batch_size)
     first_steps_s, images_per_s = time_training(device, policy, model, args.steps)
-    args.part_out.write_text(json.dumps({"first_steps_s": first_steps_s, "images_per_s": images_per_s,
-                                         "amp": policy.amp, "channels_last": policy.channels_last,
-                                         "threads": torch.get_num_threads(), "torch": torch.__version__}))
+    args.part_out.write_text(
+        json.dumps(
+            {
+                "first_steps_s": first_steps_s,
+                "images_per_s": images_per_s,
+                "amp": policy.amp,
+                "channels_last": policy.channels_last,
+                "threads": torch.get_num_threads(),
+                "torch": torch.__version__,
+            }
+        )
+    )
 
 
 def spawn_part(argv: list[str], width: int, mode: str, warm_cache: bool) -> dict | None:
     """One width and mode in a fresh interpreter (nothing compiled before it); None when it fails."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "part.json"
-        env = dict(os.environ) if warm_cache else {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(folder) / "inductor")}
-        command = [sys.executable, str(Path(__file__).resolve()), *argv, "--part", f"{width},{mode}",
-                   "--part-out", str(out)]
+        env = (
+            dict(os.environ)
+            if warm_cache
+            else {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(folder) / "inductor")}
+        )
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            *argv,
+            "--part",
+            f"{width},{mode}",
+            "--part-out",
+            str(out),
+        ]
         print(f"timing width {width} {mode} ...", file=sys.stderr, flush=True)
         if subprocess.run(command, env=env).returncode != 0:
             print(f"width {width} {mode} failed; the others go on", file=sys.stderr)
@@ -103,12 +126,16 @@ def payback_epochs(eager: dict, compiled: dict, epoch_images: int) -> float | No
 
 def print_table(results: dict, args) -> None:
     some = next((part for parts in results.values() for part in parts.values() if part), {})
-    print(f"\ncpu, ResNet-18, batch {args.batch_size}, {args.steps} timed steps after 2 first steps; "
-          f"{os.cpu_count()} CPU core(s), {some.get('threads', '?')} torch thread(s); torch {some.get('torch', '?')}; "
-          f"policy amp {some.get('amp', '?')}, {'channels_last' if some.get('channels_last') else 'NCHW'}; "
-          f"{'warm' if args.warm_cache else 'cold'} Inductor cache")
-    header = (f"{'width':>6}{'eager first s':>15}{'eager img/s':>13}{'compiled first s':>18}{'compiled img/s':>16}"
-              f"{'speed-up':>10}" + "".join(f"{f'payback @{images // 1000}k':>15}" for images in EPOCH_IMAGES))
+    print(
+        f"\ncpu, ResNet-18, batch {args.batch_size}, {args.steps} timed steps after 2 first steps; "
+        f"{os.cpu_count()} CPU core(s), {some.get('threads', '?')} torch thread(s); torch {some.get('torch', '?')}; "
+        f"policy amp {some.get('amp', '?')}, {'channels_last' if some.get('channels_last') else 'NCHW'}; "
+        f"{'warm' if args.warm_cache else 'cold'} Inductor cache"
+    )
+    header = (
+        f"{'width':>6}{'eager first s':>15}{'eager img/s':>13}{'compiled first s':>18}{'compiled img/s':>16}"
+        f"{'speed-up':>10}" + "".join(f"{f'payback @{images // 1000}k':>15}" for images in EPOCH_IMAGES)
+    )
     print(header + "\n" + "-" * len(header))
     for width, parts in results.items():
         eager, compiled = parts.get("eager"), parts.get("compiled")
@@ -116,9 +143,11 @@ def print_table(results: dict, args) -> None:
             print(f"{width:>6}  (a part failed: {', '.join(mode for mode in MODES if not parts.get(mode))})")
             continue
         paybacks = [payback_epochs(eager, compiled, images) for images in EPOCH_IMAGES]
-        print(f"{width:>6}{eager['first_steps_s']:>15.1f}{eager['images_per_s']:>13,.0f}{compiled['first_steps_s']:>18.1f}"
-              f"{compiled['images_per_s']:>16,.0f}{compiled['images_per_s'] / eager['images_per_s']:>9.2f}x"
-              + "".join(f"{'never' if epochs is None else f'{epochs:.1f} epochs':>15}" for epochs in paybacks))
+        print(
+            f"{width:>6}{eager['first_steps_s']:>15.1f}{eager['images_per_s']:>13,.0f}{compiled['first_steps_s']:>18.1f}"
+            f"{compiled['images_per_s']:>16,.0f}{compiled['images_per_s'] / eager['images_per_s']:>9.2f}x"
+            + "".join(f"{'never' if epochs is None else f'{epochs:.1f} epochs':>15}" for epochs in paybacks)
+        )
 
 
 def main(argv=None) -> int:
@@ -129,18 +158,32 @@ def main(argv=None) -> int:
         return 0
     widths = widths_of(args.widths)
     if not widths or args.steps < 1 or args.batch_size < 1:
-        print(f"error: --widths {args.widths} --steps {args.steps} --batch-size {args.batch_size}: widths are whole "
-              "numbers >= 8 (e.g. --widths 16,64), steps and batch size at least 1", file=sys.stderr)
+        print(
+            f"error: --widths {args.widths} --steps {args.steps} --batch-size {args.batch_size}: widths are whole "
+            "numbers >= 8 (e.g. --widths 16,64), steps and batch size at least 1",
+            file=sys.stderr,
+        )
         return 2
     results = {width: {mode: spawn_part(argv, width, mode, args.warm_cache) for mode in MODES} for width in widths}
     print_table(results, args)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        paybacks = {width: {images: payback_epochs(parts["eager"], parts["compiled"], images) for images in EPOCH_IMAGES}
-                    for width, parts in results.items() if parts["eager"] and parts["compiled"]}
-        args.json.write_text(json.dumps({"args": {key: str(value) for key, value in vars(args).items()},
-                                         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
-                                         "results": results, "payback_epochs": paybacks}, indent=2))
+        paybacks = {
+            width: {images: payback_epochs(parts["eager"], parts["compiled"], images) for images in EPOCH_IMAGES}
+            for width, parts in results.items()
+            if parts["eager"] and parts["compiled"]
+        }
+        args.json.write_text(
+            json.dumps(
+                {
+                    "args": {key: str(value) for key, value in vars(args).items()},
+                    "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+                    "results": results,
+                    "payback_epochs": paybacks,
+                },
+                indent=2,
+            )
+        )
     return 1 if any(not part for parts in results.values() for part in parts.values()) else 0
 
 

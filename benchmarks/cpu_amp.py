@@ -21,7 +21,7 @@ def images_per_second(width: int, dtype: torch.dtype | None, steps: int, batch_s
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     images = torch.randn(batch_size, 3, 32, 32).to(memory_format=torch.channels_last)
     labels = torch.randint(0, 10, (batch_size,))
-    for step in range(steps + 2):   # the first two steps pay for allocation and oneDNN's kernel choice
+    for step in range(steps + 2):  # the first two steps pay for allocation and oneDNN's kernel choice
         if step == 2:
             started = time.perf_counter()
         with torch.autocast("cpu", dtype=dtype, enabled=dtype is not None):

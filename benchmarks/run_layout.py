@@ -41,10 +41,23 @@ def layouts(cores: int) -> dict[str, list[str]]:
 def run_layout(extra: list[str], args: argparse.Namespace, results: Path) -> float:
     """Wall seconds of one sweep of `args.runs` seeds under a launcher layout."""
     seeds = ",".join(str(seed) for seed in range(args.runs))
-    command = [sys.executable, "src/train.py", "-m", "dataset=imagefolder", f"dataset.root={args.root}",
-               f"dataset.train_subset={args.train_subset}", "model.width=16", f"epochs={args.epochs}",
-               "optimizer=adamw", f"seed={seeds}", "device=cpu", "train.progress_bar=false",
-               f"paths.results_dir={results}", f"paths.data_dir={args.data_dir}", *extra]
+    command = [
+        sys.executable,
+        "src/train.py",
+        "-m",
+        "dataset=imagefolder",
+        f"dataset.root={args.root}",
+        f"dataset.train_subset={args.train_subset}",
+        "model.width=16",
+        f"epochs={args.epochs}",
+        "optimizer=adamw",
+        f"seed={seeds}",
+        "device=cpu",
+        "train.progress_bar=false",
+        f"paths.results_dir={results}",
+        f"paths.data_dir={args.data_dir}",
+        *extra,
+    ]
     started = time.perf_counter()
     subprocess.run(command, cwd=REPO, check=True, capture_output=True, text=True)
     return time.perf_counter() - started
@@ -55,8 +68,14 @@ def read_runs(results: Path) -> list[dict]:
     for summary_path in sorted(results.rglob("summary.json")):
         summary = json.loads(summary_path.read_text())
         first = json.loads((summary_path.parent / "metrics.jsonl").read_text().splitlines()[0])
-        runs.append({"seed": summary["seed"], "train_images_per_s": summary["train_images_per_s"],
-                     "threads": summary["device_policy"]["threads"], "first_train_loss": first["train/loss"]})
+        runs.append(
+            {
+                "seed": summary["seed"],
+                "train_images_per_s": summary["train_images_per_s"],
+                "threads": summary["device_policy"]["threads"],
+                "first_train_loss": first["train/loss"],
+            }
+        )
     return sorted(runs, key=lambda run: run["seed"])
 
 
@@ -76,18 +95,29 @@ def main() -> None:
             results = Path(scratch) / name
             wall_s = run_layout(extra, args, results)
             runs = read_runs(results)
-            figures[name] = {"wall_s": wall_s, "runs_per_hour": args.runs * 3600 / wall_s,
-                             "threads_per_run": sorted({run["threads"] for run in runs}),
-                             "train_images_per_s_per_run": [run["train_images_per_s"] for run in runs],
-                             "first_train_loss": [run["first_train_loss"] for run in runs]}
+            figures[name] = {
+                "wall_s": wall_s,
+                "runs_per_hour": args.runs * 3600 / wall_s,
+                "threads_per_run": sorted({run["threads"] for run in runs}),
+                "train_images_per_s_per_run": [run["train_images_per_s"] for run in runs],
+                "first_train_loss": [run["first_train_loss"] for run in runs],
+            }
     losses = {name: layout["first_train_loss"] for name, layout in figures.items()}
-    report = {"machine": platform.processor() or platform.machine(), "cores": cores, "runs": args.runs,
-              "train_subset": args.train_subset, "epochs": args.epochs, "layouts": figures,
-              "same_training_metrics": len({json.dumps(value) for value in losses.values()}) == 1}
+    report = {
+        "machine": platform.processor() or platform.machine(),
+        "cores": cores,
+        "runs": args.runs,
+        "train_subset": args.train_subset,
+        "epochs": args.epochs,
+        "layouts": figures,
+        "same_training_metrics": len({json.dumps(value) for value in losses.values()}) == 1,
+    }
     print(f"{cores} cores, {args.runs} runs of {args.epochs} epochs x {args.train_subset} images (width 16)")
     print(f"{'layout':<12} {'threads/run':>11} {'wall s':>8} {'runs/h':>8}")
     for name, layout in figures.items():
-        print(f"{name:<12} {str(layout['threads_per_run']):>11} {layout['wall_s']:>8.1f} {layout['runs_per_hour']:>8.1f}")
+        print(
+            f"{name:<12} {str(layout['threads_per_run']):>11} {layout['wall_s']:>8.1f} {layout['runs_per_hour']:>8.1f}"
+        )
     print("first-epoch training loss identical across layouts:", report["same_training_metrics"])
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")

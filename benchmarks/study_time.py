@@ -32,30 +32,47 @@ TRAINING_KEYS = ("train/loss", "train/acc", "lr")
 
 def run_mode(mode: str, args: argparse.Namespace, results: Path) -> list[dict]:
     """Train in a fresh process (so no mode warms another's caches); the metrics.jsonl records."""
-    overrides = ["dataset=imagefolder", f"dataset.root={args.root}", f"dataset.train_subset={args.train_subset}",
-                 "model.width=16", f"epochs={args.epochs}", "optimizer=adamw", "seed=0", "device=cpu",
-                 "train.progress_bar=false", f"paths.results_dir={results}", *MODES[mode]]
-    code = ("import sys, json; sys.path.insert(0, 'src')\n"
-            "from optbench.config.hydra_glue import register_resolvers; register_resolvers()\n"
-            "from hydra import compose, initialize_config_dir\n"
-            "from optbench.training import evaluate\n"
-            "from optbench.training.run import train\n"
-            f"if {mode == 'before'!r}:\n"
-            "    evaluate.evaluation_model = lambda run: run.step_model   # the previous evaluation: unfolded\n"
-            f"with initialize_config_dir(config_dir={str(REPO / 'conf')!r}, version_base='1.3'):\n"
-            f"    cfg = compose(config_name='config', overrides={overrides!r})\n"
-            f"train(cfg, {str(results / mode)!r})\n")
+    overrides = [
+        "dataset=imagefolder",
+        f"dataset.root={args.root}",
+        f"dataset.train_subset={args.train_subset}",
+        "model.width=16",
+        f"epochs={args.epochs}",
+        "optimizer=adamw",
+        "seed=0",
+        "device=cpu",
+        "train.progress_bar=false",
+        f"paths.results_dir={results}",
+        *MODES[mode],
+    ]
+    code = (
+        "import sys, json; sys.path.insert(0, 'src')\n"
+        "from optbench.config.hydra_glue import register_resolvers; register_resolvers()\n"
+        "from hydra import compose, initialize_config_dir\n"
+        "from optbench.training import evaluate\n"
+        "from optbench.training.run import train\n"
+        f"if {mode == 'before'!r}:\n"
+        "    evaluate.evaluation_model = lambda run: run.step_model   # the previous evaluation: unfolded\n"
+        f"with initialize_config_dir(config_dir={str(REPO / 'conf')!r}, version_base='1.3'):\n"
+        f"    cfg = compose(config_name='config', overrides={overrides!r})\n"
+        f"train(cfg, {str(results / mode)!r})\n"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, text=True)
     return [json.loads(line) for line in (results / mode / "metrics.jsonl").read_text().splitlines()]
 
 
 def summarise(records: list[dict]) -> dict:
-    counted = records[1:] or records   # the first epoch warms up (allocators, decoded data in cache)
-    mean = lambda key: statistics.mean(record[key] for record in counted)  # noqa: E731
-    return {"epoch_s": mean("time_s"), "train_images_per_s": mean("train/images_per_s"),
-            "eval_s": mean("eval/time_s"), "eval_images_per_s": mean("eval/images_per_s"),
-            "eval_over_train_rate": mean("eval/images_per_s") / mean("train/images_per_s"),
-            "tested_epochs": sum("test/acc" in record for record in records), "epochs": len(records)}
+    counted = records[1:] or records  # the first epoch warms up (allocators, decoded data in cache)
+    mean = lambda key: statistics.mean(record[key] for record in counted)
+    return {
+        "epoch_s": mean("time_s"),
+        "train_images_per_s": mean("train/images_per_s"),
+        "eval_s": mean("eval/time_s"),
+        "eval_images_per_s": mean("eval/images_per_s"),
+        "eval_over_train_rate": mean("eval/images_per_s") / mean("train/images_per_s"),
+        "tested_epochs": sum("test/acc" in record for record in records),
+        "epochs": len(records),
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -72,16 +89,28 @@ def main(argv: list[str]) -> int:
     figures = {mode: summarise(rows) for mode, rows in records.items()}
     print(f"{'mode':<10} {'s/epoch':>8} {'train img/s':>12} {'eval s':>7} {'eval img/s':>11} {'eval/train':>10} tested")
     for mode, row in figures.items():
-        print(f"{mode:<10} {row['epoch_s']:>8.1f} {row['train_images_per_s']:>12.0f} {row['eval_s']:>7.1f} "
-              f"{row['eval_images_per_s']:>11.0f} {row['eval_over_train_rate']:>9.1f}x {row['tested_epochs']}/{row['epochs']}")
+        print(
+            f"{mode:<10} {row['epoch_s']:>8.1f} {row['train_images_per_s']:>12.0f} {row['eval_s']:>7.1f} "
+            f"{row['eval_images_per_s']:>11.0f} {row['eval_over_train_rate']:>9.1f}x {row['tested_epochs']}/{row['epochs']}"
+        )
     for mode in ("after", "improved"):
         print(f"{mode} / before, seconds per epoch: {figures[mode]['epoch_s'] / figures['before']['epoch_s']:.2f}")
     print(f"training metrics identical in every mode: {same_training}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": platform.processor() or platform.machine(),
-                                         "cpus": __import__("os").cpu_count(), "args": {k: str(v) for k, v in vars(args).items()},
-                                         "figures": figures, "same_training": same_training}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": platform.processor() or platform.machine(),
+                    "cpus": __import__("os").cpu_count(),
+                    "args": {k: str(v) for k, v in vars(args).items()},
+                    "figures": figures,
+                    "same_training": same_training,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0 if same_training else 1
 
 

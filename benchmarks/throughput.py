@@ -60,10 +60,18 @@ PARTS = {  # name: (section, label)
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """--data-root and --data-dir: the real images and the harness's decoded cache (bf16_parity.py too)."""
-    parser.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data" / "cifar10-jpeg",
-                        help="ImageFolder with train/<class>/*.jpg and test/<class>/*.jpg")
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("OPTBENCH_DATA_DIR", REPO / "data")),
-                        help="the harness's paths.data_dir (holds the decoded-image cache)")
+    parser.add_argument(
+        "--data-root",
+        type=Path,
+        default=REPO.parent / "shared" / "data" / "cifar10-jpeg",
+        help="ImageFolder with train/<class>/*.jpg and test/<class>/*.jpg",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("OPTBENCH_DATA_DIR", REPO / "data")),
+        help="the harness's paths.data_dir (holds the decoded-image cache)",
+    )
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -75,29 +83,48 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="timed epochs per part, after one warm-up epoch")
     add_data_arguments(parser)
     parser.add_argument("--val-size", type=int, default=1000, help="harness dataset.val_size (validated every epoch)")
-    parser.add_argument("--plain-workers", type=int, default=2, help="DataLoader workers of the plain loop (kuangliu: 2)")
-    parser.add_argument("--min-seconds", type=float, default=1.0,
-                        help="(b): each timed repeat runs whole epochs for at least this long")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch.set_num_threads in every part (0 = torch's default: one per core)")
-    parser.add_argument("--harness-override", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra Hydra override for the harness run, repeatable (e.g. device_policy.amp=bf16)")
+    parser.add_argument(
+        "--plain-workers", type=int, default=2, help="DataLoader workers of the plain loop (kuangliu: 2)"
+    )
+    parser.add_argument(
+        "--min-seconds", type=float, default=1.0, help="(b): each timed repeat runs whole epochs for at least this long"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch.set_num_threads in every part (0 = torch's default: one per core)"
+    )
+    parser.add_argument(
+        "--harness-override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Hydra override for the harness run, repeatable (e.g. device_policy.amp=bf16)",
+    )
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {', '.join(PARTS)}")
     parser.add_argument("--json", type=Path, help="write all figures here")
-    parser.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)         # internal: run one part
-    parser.add_argument("--part-out", type=Path, help=argparse.SUPPRESS)         # internal: its result file
+    parser.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)  # internal: run one part
+    parser.add_argument("--part-out", type=Path, help=argparse.SUPPRESS)  # internal: its result file
     parser.add_argument("--bare-settings", default="{}", help=argparse.SUPPRESS)  # internal: harness policy
     return parser.parse_args(argv)
 
 
 # --- (a) training ---------------------------------------------------------------------------------
 
+
 def harness_overrides(args) -> list[str]:
     subset = f"dataset.train_subset={args.images}" if args.images else "dataset.train_subset=null"
-    return ["dataset=imagefolder", f"dataset.root={args.data_root}", subset, f"dataset.val_size={args.val_size}",
-            f"model.width={args.width}", f"epochs={args.repeats + 1}", f"batch_size={args.batch_size}",
-            f"device={args.device}", "train.progress_bar=false", f"paths.data_dir={args.data_dir}",
-            *args.harness_override]
+    return [
+        "dataset=imagefolder",
+        f"dataset.root={args.data_root}",
+        subset,
+        f"dataset.val_size={args.val_size}",
+        f"model.width={args.width}",
+        f"epochs={args.repeats + 1}",
+        f"batch_size={args.batch_size}",
+        f"device={args.device}",
+        "train.progress_bar=false",
+        f"paths.data_dir={args.data_dir}",
+        *args.harness_override,
+    ]
 
 
 def run_harness(args, extra_overrides: tuple[str, ...] = ()) -> dict:
@@ -114,9 +141,13 @@ def run_harness(args, extra_overrides: tuple[str, ...] = ()) -> dict:
             cfg = compose(config_name="config", overrides=overrides)
         summary = train(cfg, Path(results) / "run")
         epochs = [json.loads(line) for line in (Path(results) / "run" / "metrics.jsonl").read_text().splitlines()]
-    return {"rates": [epoch["train/images_per_s"] for epoch in epochs[1:]], "status": summary["status"],
-            "device_policy": summary.get("device_policy"), "summary_train_images_per_s": summary["train_images_per_s"],
-            "overrides": [*harness_overrides(args), *extra_overrides]}
+    return {
+        "rates": [epoch["train/images_per_s"] for epoch in epochs[1:]],
+        "status": summary["status"],
+        "device_policy": summary.get("device_policy"),
+        "summary_train_images_per_s": summary["train_images_per_s"],
+        "overrides": [*harness_overrides(args), *extra_overrides],
+    }
 
 
 def imagefolder_loader(args, num_workers: int):
@@ -124,8 +155,14 @@ def imagefolder_loader(args, num_workers: int):
     from torch.utils.data import DataLoader, Subset
     from torchvision import datasets, transforms
 
-    transform = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.RandomHorizontalFlip(),
-                                    transforms.ToTensor(), transforms.Normalize(CIFAR_MEAN, CIFAR_STD)])
+    transform = transforms.Compose(
+        [
+            transforms.RandomCrop(32, padding=4),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+            transforms.Normalize(CIFAR_MEAN, CIFAR_STD),
+        ]
+    )
     folder = datasets.ImageFolder(str(args.data_root / "train"), transform=transform)
     count = args.images or len(folder)
     subset = Subset(folder, torch.randperm(len(folder), generator=torch.Generator().manual_seed(0))[:count].tolist())
@@ -199,11 +236,17 @@ def bare_epoch(model, images, labels, optimizer, scaler, amp, steps: int) -> flo
 
 # --- (b) data pipeline alone ----------------------------------------------------------------------
 
+
 def training_split(args):
     from optbench.data.splits import load_splits
 
-    splits = load_splits("imagefolder", str(args.data_dir), val_size=args.val_size, train_subset=args.images or None,
-                         root=str(args.data_root))
+    splits = load_splits(
+        "imagefolder",
+        str(args.data_dir),
+        val_size=args.val_size,
+        train_subset=args.images or None,
+        root=str(args.data_root),
+    )
     return splits.train, splits.mean, splits.std
 
 
@@ -221,8 +264,18 @@ def run_dataloader_pipeline(args, num_workers: int) -> dict:
 
     train, mean, std = training_split(args)
     device = torch.device(args.device)
-    pipeline = DataLoaderPipeline(train.images, train.labels, args.batch_size, 0, mean, std, device,
-                                  num_workers=num_workers, pin_memory=device.type == "cuda", persistent_workers=True)
+    pipeline = DataLoaderPipeline(
+        train.images,
+        train.labels,
+        args.batch_size,
+        0,
+        mean,
+        std,
+        device,
+        num_workers=num_workers,
+        pin_memory=device.type == "cuda",
+        persistent_workers=True,
+    )
     return {"rates": time_epochs(pipeline.epoch, device, args), "workers": num_workers}
 
 
@@ -238,6 +291,7 @@ def run_imagefolder_loader(args) -> dict:
 
 def time_epochs(epoch_batches, device: torch.device, args) -> list[float]:
     """images/s per repeat; a repeat runs whole epochs until `--min-seconds` have passed; epoch 1 warms up."""
+
     def one_epoch(number: int) -> int:
         count = sum(len(labels) for _, labels in epoch_batches(number))
         synchronize(device)
@@ -255,11 +309,16 @@ def time_epochs(epoch_batches, device: torch.device, args) -> list[float]:
 
 # --- one part per subprocess ------------------------------------------------------------------------
 
-RUNNERS = {"harness": run_harness, "harness_fp32": lambda args: run_harness(args, ("device_policy.amp=off",)),
-           "plain": run_plain, "bare": run_bare, "device_pipeline": run_device_pipeline,
-           "dataloader_pipeline_0": lambda args: run_dataloader_pipeline(args, 0),
-           "dataloader_pipeline_2": lambda args: run_dataloader_pipeline(args, 2),
-           "imagefolder_loader": run_imagefolder_loader}
+RUNNERS = {
+    "harness": run_harness,
+    "harness_fp32": lambda args: run_harness(args, ("device_policy.amp=off",)),
+    "plain": run_plain,
+    "bare": run_bare,
+    "device_pipeline": run_device_pipeline,
+    "dataloader_pipeline_0": lambda args: run_dataloader_pipeline(args, 0),
+    "dataloader_pipeline_2": lambda args: run_dataloader_pipeline(args, 2),
+    "imagefolder_loader": run_imagefolder_loader,
+}
 
 
 def synchronize(device: torch.device) -> None:
@@ -276,8 +335,11 @@ def run_part(args) -> None:
         torch.set_num_threads(args.threads)
     with WorkerMemoryMonitor() as workers:
         result = RUNNERS[args.part](args)
-    result.update(peak_rss_mb=proc_status_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  rss_after_import_mb=import_rss, **workers.peaks)
+    result.update(
+        peak_rss_mb=proc_status_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        rss_after_import_mb=import_rss,
+        **workers.peaks,
+    )
     if torch.device(args.device).type == "cuda":
         result["cuda_max_allocated_mb"] = torch.cuda.max_memory_allocated() / 2**20
     args.part_out.write_text(json.dumps(result))
@@ -352,8 +414,17 @@ def spawn_part(name: str, argv: list[str], bare_settings: dict) -> dict | None:
     """Run one part in a fresh interpreter; None (and its error on stderr) when it fails."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "part.json"
-        command = [sys.executable, str(Path(__file__).resolve()), *argv, "--part", name, "--part-out", str(out),
-                   "--bare-settings", json.dumps(bare_settings)]
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            *argv,
+            "--part",
+            name,
+            "--part-out",
+            str(out),
+            "--bare-settings",
+            json.dumps(bare_settings),
+        ]
         print(f"running {name} ...", file=sys.stderr, flush=True)
         if subprocess.run(command).returncode != 0:
             print(f"part {name} failed; the others go on", file=sys.stderr)
@@ -369,6 +440,7 @@ def bare_settings_from(harness: dict | None) -> dict:
 
 # --- report ---------------------------------------------------------------------------------------
 
+
 def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
@@ -379,7 +451,8 @@ def ratios(parts: dict) -> dict:
     if {"harness", "plain"} <= rate.keys():
         amp = (parts["harness"].get("device_policy") or {}).get("amp", "?")
         found[f"training: harness, default policy (amp {amp}) / plain loop (goal >= 2.3 at width 16)"] = (
-            rate["harness"] / rate["plain"])
+            rate["harness"] / rate["plain"]
+        )
     if {"harness_fp32", "plain"} <= rate.keys():
         found["training: harness at fp32 (device_policy.amp=off) / plain loop"] = rate["harness_fp32"] / rate["plain"]
     if {"harness", "bare"} <= rate.keys():
@@ -400,23 +473,32 @@ def part_label(name: str, part: dict) -> str:
 
 def print_table(parts: dict, found: dict, args) -> None:
     threads = args.threads or torch.get_num_threads()
-    print(f"\n{args.device}, ResNet-18 width {args.width}, batch {args.batch_size}, {args.images or 'all'} images, "
-          f"{args.repeats} timed epoch(s) after 1 warm-up; {os.cpu_count()} CPU core(s), {threads} torch thread(s); "
-          f"torch {torch.__version__}")
+    print(
+        f"\n{args.device}, ResNet-18 width {args.width}, batch {args.batch_size}, {args.images or 'all'} images, "
+        f"{args.repeats} timed epoch(s) after 1 warm-up; {os.cpu_count()} CPU core(s), {threads} torch thread(s); "
+        f"torch {torch.__version__}"
+    )
     header = f"{'':3}{'part':48}{'images/s':>18}{'peak RSS MB':>13}{'workers USS MB':>16}{'CUDA MB':>9}"
     print(header + "\n" + "-" * len(header))
     for name, part in parts.items():
         mean, std = mean_std(part["rates"])
         workers, cuda = part.get("workers_peak_uss_mb"), part.get("cuda_max_allocated_mb")
-        print(f"({PARTS[name][0]}){part_label(name, part):48}{f'{mean:,.0f} ± {std:,.0f}':>18}{part['peak_rss_mb']:>13,.0f}"
-              f"{'-' if workers is None else f'{workers:,.0f}':>16}{'-' if cuda is None else f'{cuda:,.0f}':>9}")
+        print(
+            f"({PARTS[name][0]}){part_label(name, part):48}{f'{mean:,.0f} ± {std:,.0f}':>18}{part['peak_rss_mb']:>13,.0f}"
+            f"{'-' if workers is None else f'{workers:,.0f}':>16}{'-' if cuda is None else f'{cuda:,.0f}':>9}"
+        )
     for label, value in found.items():
         print(f"{label}: {value:+.1%}" if "overhead" in label else f"{label}: {value:.2f}x")
 
 
 def machine() -> dict:
-    info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
-            "processor": platform.processor(), "torch": torch.__version__}
+    info = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "processor": platform.processor(),
+        "torch": torch.__version__,
+    }
     if torch.cuda.is_available():
         info["cuda_device"] = torch.cuda.get_device_name()
     return info
@@ -429,8 +511,10 @@ def main(argv=None) -> int:
         run_part(args)
         return 0
     if not (args.data_root / "train").is_dir():
-        print(f"error: no ImageFolder at {args.data_root} (train/<class>/*.jpg, test/<class>/*.jpg): pass --data-root",
-              file=sys.stderr)
+        print(
+            f"error: no ImageFolder at {args.data_root} (train/<class>/*.jpg, test/<class>/*.jpg): pass --data-root",
+            file=sys.stderr,
+        )
         return 2
     names = [name.strip() for name in args.parts.split(",") if name.strip()]
     unknown = sorted(set(names) - set(PARTS))
@@ -448,9 +532,18 @@ def main(argv=None) -> int:
     print_table(parts, found, args)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"args": {key: str(value) for key, value in vars(args).items()},
-                                         "machine": machine(), "parts": parts, "failed": failed, "ratios": found},
-                                        indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "args": {key: str(value) for key, value in vars(args).items()},
+                    "machine": machine(),
+                    "parts": parts,
+                    "failed": failed,
+                    "ratios": found,
+                },
+                indent=2,
+            )
+        )
     return 1 if failed else 0
 
 

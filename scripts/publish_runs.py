@@ -21,12 +21,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench.formats import decision_record, tuning_record  # noqa: E402
-from optbench import rundir  # noqa: E402
-from optbench.analysis.load import find_run_dirs  # noqa: E402
-from optbench.errors import DamagedRunFile  # noqa: E402
-from optbench.training.mirror import copy_atomically, copy_small_files  # noqa: E402  the mirror's copy: same files
-from optbench.formats import run_summary
+from optbench import rundir
+from optbench.analysis.load import find_run_dirs
+from optbench.errors import DamagedRunFile
+from optbench.formats import decision_record, run_summary, tuning_record
+from optbench.training.mirror import copy_atomically, copy_small_files
 
 
 def status_of(run_dir: Path) -> str:
@@ -43,11 +42,14 @@ def publish(source: Path, destination: Path) -> collections.Counter:
     for run_dir in find_run_dirs(source, skip=destination):
         target = destination / run_dir.relative_to(source)
         target.mkdir(parents=True, exist_ok=True)
-        copy_small_files(run_dir, target)          # record, metrics, log, .hydra/
+        copy_small_files(run_dir, target)  # record, metrics, log, .hydra/
         if (run_dir / rundir.SUMMARY_FILE).is_file():
             copy_atomically(run_dir / rundir.SUMMARY_FILE, target / rundir.SUMMARY_FILE)
         statuses[status_of(run_dir)] += 1
-    for record in [*tuning_record.find_records(source, skip=destination), *decision_record.find_records(source, skip=destination)]:
+    for record in [
+        *tuning_record.find_records(source, skip=destination),
+        *decision_record.find_records(source, skip=destination),
+    ]:
         target = destination / record.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         copy_atomically(record, target)
@@ -60,13 +62,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("destination", type=Path, help="where the records go, e.g. docs/cpu-study/runs")
     args = parser.parse_args(argv)
     if not args.source.is_dir():
-        print(f"error: {args.source} is not a folder: give the study's results folder (paths.results_dir)",
-              file=sys.stderr)
+        print(
+            f"error: {args.source} is not a folder: give the study's results folder (paths.results_dir)",
+            file=sys.stderr,
+        )
         return 2
     statuses = publish(args.source, args.destination)
     if not statuses:
-        print(f"error: no run directories (folders holding {rundir.RECORD_FILE} or {rundir.SUMMARY_FILE}) under "
-              f"{args.source}: give the study's results folder", file=sys.stderr)
+        print(
+            f"error: no run directories (folders holding {rundir.RECORD_FILE} or {rundir.SUMMARY_FILE}) under "
+            f"{args.source}: give the study's results folder",
+            file=sys.stderr,
+        )
         return 2
     counts = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
     print(f"{sum(statuses.values())} runs ({counts}) -> {args.destination}")

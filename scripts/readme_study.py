@@ -19,7 +19,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench.analysis.tables import display_table, to_markdown  # noqa: E402
+from optbench.analysis.tables import display_table, to_markdown
 
 README = REPO / "README.md"
 STUDY_DOCS = REPO / "docs" / "cpu-study"
@@ -27,14 +27,23 @@ RESULTS_CSV = STUDY_DOCS / "tables" / "results.csv"
 VERDICTS_CSV = STUDY_DOCS / "tables" / "verdicts.csv"
 BEGIN = "<!-- cpu-study table: written by `python scripts/readme_study.py` from docs/cpu-study; do not edit -->"
 END = "<!-- end of cpu-study table -->"
-COLUMNS = ["setting", "optimizer", "seeds", "test acc @ best val (%)", "95% CI (%)", "final train loss",
-           "not completed", "rank", "p vs best (Holm)"]
+COLUMNS = [
+    "setting",
+    "optimizer",
+    "seeds",
+    "test acc @ best val (%)",
+    "95% CI (%)",
+    "final train loss",
+    "not completed",
+    "rank",
+    "p vs best (Holm)",
+]
 NOT_TESTED = "not tested"
 
 
 def table_markdown(results_csv: Path = RESULTS_CSV) -> str:
     table = pd.read_csv(results_csv)
-    shown = display_table(table, target_acc=0.0)   # the epochs-to-target column is left out below
+    shown = display_table(table, target_acc=0.0)  # the epochs-to-target column is left out below
     shown.insert(0, "setting", table["setting"].to_numpy())
     return to_markdown(shown[COLUMNS])
 
@@ -44,9 +53,16 @@ def verdicts_markdown(verdicts_csv: Path = VERDICTS_CSV) -> str:
     one line naming those not tested."""
     table = pd.read_csv(verdicts_csv, dtype=str, keep_default_na=False)
     judged = table[table["verdict"] != NOT_TESTED]
-    shown = pd.DataFrame({"hypothesis": judged["hypothesis"] + " " + judged["title"], "judged on": judged["scope"],
-                          "verdict": "**" + judged["verdict"].str.upper() + "**", "rule": judged["rule"],
-                          "seeds": judged["seeds"], "why": judged["why"]})
+    shown = pd.DataFrame(
+        {
+            "hypothesis": judged["hypothesis"] + " " + judged["title"],
+            "judged on": judged["scope"],
+            "verdict": "**" + judged["verdict"].str.upper() + "**",
+            "rule": judged["rule"],
+            "seeds": judged["seeds"],
+            "why": judged["why"],
+        }
+    )
     lines = to_markdown(shown)
     untested = table[table["verdict"] == NOT_TESTED]
     if len(untested):
@@ -56,8 +72,10 @@ def verdicts_markdown(verdicts_csv: Path = VERDICTS_CSV) -> str:
 
 
 def study_block() -> str:
-    return (table_markdown() + "\nHypotheses (experiments/hypotheses/), one verdict each, as the report gives them "
-            "(`tables/verdicts.csv`):\n\n" + verdicts_markdown())
+    return (
+        table_markdown() + "\nHypotheses (experiments/hypotheses/), one verdict each, as the report gives them "
+        "(`tables/verdicts.csv`):\n\n" + verdicts_markdown()
+    )
 
 
 def with_block(readme_text: str, block: str) -> str:
@@ -65,7 +83,7 @@ def with_block(readme_text: str, block: str) -> str:
     start, end = readme_text.find(BEGIN), readme_text.find(END)
     if start < 0 or end < start:
         raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}: put them where the table goes")
-    return readme_text[:start + len(BEGIN)] + "\n" + block.strip() + "\n" + readme_text[end:]
+    return readme_text[: start + len(BEGIN)] + "\n" + block.strip() + "\n" + readme_text[end:]
 
 
 def main(argv: list[str]) -> int:
@@ -80,8 +98,11 @@ def main(argv: list[str]) -> int:
         return 2
     if args.check:
         if wanted != current:
-            print("README's cpu-study block differs from docs/cpu-study (tables/results.csv, tables/verdicts.csv): "
-                  "run python scripts/readme_study.py", file=sys.stderr)
+            print(
+                "README's cpu-study block differs from docs/cpu-study (tables/results.csv, tables/verdicts.csv): "
+                "run python scripts/readme_study.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if wanted != current:

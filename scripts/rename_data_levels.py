@@ -20,9 +20,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench.data.fingerprint import NAME_FINGERPRINT_HEX  # noqa: E402
-from optbench.fileio import write_bytes_atomically  # noqa: E402
-from optbench.rundir import recorded_data  # noqa: E402
+from optbench.data.fingerprint import NAME_FINGERPRINT_HEX
+from optbench.fileio import write_bytes_atomically
+from optbench.rundir import recorded_data
 
 
 def content_name(level: Path) -> str | None:
@@ -30,7 +30,7 @@ def content_name(level: Path) -> str | None:
     fingerprint = recorded_data(level)
     if not fingerprint or not fingerprint.startswith("imagefolder:"):
         return None
-    stem = level.name.rsplit("-", 1)[0]   # imagefolder-<folder>
+    stem = level.name.rsplit("-", 1)[0]  # imagefolder-<folder>
     return f"{stem}-{fingerprint.split(':')[1][:NAME_FINGERPRINT_HEX]}"
 
 
@@ -40,7 +40,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--dry-run", action="store_true", help="say what would be renamed; rename nothing")
     args = parser.parse_args(argv)
     if not args.results_dir.is_dir():
-        print(f"error: {args.results_dir} is not a folder: name the results folder (paths.results_dir)", file=sys.stderr)
+        print(
+            f"error: {args.results_dir} is not a folder: name the results folder (paths.results_dir)", file=sys.stderr
+        )
         return 2
     for level in sorted(args.results_dir.glob("imagefolder-*")):
         wanted = content_name(level) if level.is_dir() else None
@@ -68,7 +70,7 @@ def rewrite_tuning_records(results_dir: Path, old: str, new: str) -> list[Path]:
         for entry in record.get("optimizers", {}).values():
             for run in (run for trial in entry.get("trials", []) for run in trial.get("runs", [])):
                 if run.get("run_dir", "").startswith(prefix):
-                    run["run_dir"] = prefix.replace(old, new, 1) + run["run_dir"][len(prefix):]
+                    run["run_dir"] = prefix.replace(old, new, 1) + run["run_dir"][len(prefix) :]
                     changed = True
         if changed:
             write_bytes_atomically(path, json.dumps(record, indent=2).encode())

@@ -14,22 +14,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from optbench.analysis.stats import ALPHA, min_attainable_p, min_detectable_d, t_power  # noqa: E402
+from optbench.analysis.stats import ALPHA, min_attainable_p, min_detectable_d, t_power
 
 SEEDS = (3, 4, 5, 6, 8, 10, 16)
-EFFECTS = (1.0, 2.0, 4.0)   # in seed-sd of one arm
+EFFECTS = (1.0, 2.0, 4.0)  # in seed-sd of one arm
 
 
 def row(n: int) -> str:
     floor = min_attainable_p(n, n, paired=True)
     powers = " | ".join(f"{t_power(d / math.sqrt(2), n - 1, math.sqrt(n), ALPHA):.2f}" for d in EFFECTS)
-    return (f"| {n} | {floor:.3g}{'' if floor < ALPHA else ' (never < 0.05)'} | {min_detectable_d(n):.2f} "
-            f"| {powers} |")
+    return f"| {n} | {floor:.3g}{'' if floor < ALPHA else ' (never < 0.05)'} | {min_detectable_d(n):.2f} | {powers} |"
 
 
 def main() -> int:
-    print("| paired seeds n | exact test's smallest p | paired t detects d_z at 80 % | "
-          + " | ".join(f"paired t power at d = {d:g}" for d in EFFECTS) + " |")
+    print(
+        "| paired seeds n | exact test's smallest p | paired t detects d_z at 80 % | "
+        + " | ".join(f"paired t power at d = {d:g}" for d in EFFECTS)
+        + " |"
+    )
     print("|---|---|---|" + "---|" * len(EFFECTS))
     for n in SEEDS:
         print(row(n))

@@ -30,21 +30,46 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", type=Path, help="folder holding the run directories, e.g. results/")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS_DIR/aggregate)")
-    parser.add_argument("--target-acc", type=float, default=0.9,
-                        help="validation accuracy (fraction) for the epochs-to-target column (default 0.9)")
-    parser.add_argument("--experiments", type=Path, default=None,
-                        help=f"folder with hypotheses/*.yaml (default: {DEFAULT_EXPERIMENTS} when present)")
-    parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the pairwise tests (default 0.05); "
-                        "each hypothesis file sets its own")
+    parser.add_argument(
+        "--target-acc",
+        type=float,
+        default=0.9,
+        help="validation accuracy (fraction) for the epochs-to-target column (default 0.9)",
+    )
+    parser.add_argument(
+        "--experiments",
+        type=Path,
+        default=None,
+        help=f"folder with hypotheses/*.yaml (default: {DEFAULT_EXPERIMENTS} when present)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance level of the pairwise tests (default 0.05); each hypothesis file sets its own",
+    )
     parser.add_argument("--no-figures", action="store_true", help="tables, statistics and verdicts only (faster)")
-    parser.add_argument("--study", default=None, help="the study that made these runs (a name under "
-                        "experiments/studies/ or a hypothesis id): only the hypotheses it tests are judged, on the "
-                        "settings it planned, and a planned setting with no runs is named as missing")
-    parser.add_argument("--to-tracker", default=None, metavar="mlflow", help="log every run directory under "
-                        "RESULTS_DIR into this tracker (one tracker run per run id; a second call adds nothing) "
-                        "instead of writing a report")
-    parser.add_argument("--tracking-uri", default=None, help="with --to-tracker: the MLflow store (default "
-                        "sqlite:///RESULTS_DIR/mlflow.db, where logger=mlflow puts runs trained there)")
+    parser.add_argument(
+        "--study",
+        default=None,
+        help="the study that made these runs (a name under "
+        "experiments/studies/ or a hypothesis id): only the hypotheses it tests are judged, on the "
+        "settings it planned, and a planned setting with no runs is named as missing",
+    )
+    parser.add_argument(
+        "--to-tracker",
+        default=None,
+        metavar="mlflow",
+        help="log every run directory under "
+        "RESULTS_DIR into this tracker (one tracker run per run id; a second call adds nothing) "
+        "instead of writing a report",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="with --to-tracker: the MLflow store (default "
+        "sqlite:///RESULTS_DIR/mlflow.db, where logger=mlflow puts runs trained there)",
+    )
     return parser.parse_args(argv)
 
 
@@ -58,14 +83,19 @@ def shown(path: Path) -> Path:
 
 def to_tracker(args: argparse.Namespace) -> int:
     """--to-tracker: the run directories into the tracker, one line of counts and how to open it."""
-    from optbench.training.tracker_export import log_folder   # mlflow loads only here
+    from optbench.training.tracker_export import log_folder  # mlflow loads only here
 
     counts = log_folder(args.results_dir, args.to_tracker, args.tracking_uri)
     uri = args.tracking_uri or f"sqlite:///{args.results_dir.resolve() / 'mlflow.db'}"
-    shown_counts = ", ".join(f"{counts[key]} {key}" for key in ("logged", "already there", "being trained",
-                                                                 "unreadable", "failed") if counts[key])
-    print(f"{args.to_tracker}: {shown_counts or 'no run directories found'} in {uri}; see them with: "
-          f"pip install mlflow && mlflow ui --backend-store-uri {shlex.quote(uri)}")
+    shown_counts = ", ".join(
+        f"{counts[key]} {key}"
+        for key in ("logged", "already there", "being trained", "unreadable", "failed")
+        if counts[key]
+    )
+    print(
+        f"{args.to_tracker}: {shown_counts or 'no run directories found'} in {uri}; see them with: "
+        f"pip install mlflow && mlflow ui --backend-store-uri {shlex.quote(uri)}"
+    )
     return 1 if counts["failed"] else 0
 
 
@@ -81,23 +111,35 @@ def main(argv: list[str]) -> int:
     if experiments is None and DEFAULT_EXPERIMENTS.is_dir():
         experiments = shown(DEFAULT_EXPERIMENTS)
     try:
-        check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)   # a typo fails before the slow imports
+        check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)  # a typo fails before the slow imports
         study = find_study(args.study, experiments or DEFAULT_EXPERIMENTS) if args.study else None
-        rung_keys = sorted({override.split("=", 1)[0] for rung in (study.rungs if study else ())
-                            for override in rung.overrides})   # budget keys beyond the known ones
+        rung_keys = sorted(
+            {override.split("=", 1)[0] for rung in (study.rungs if study else ()) for override in rung.overrides}
+        )  # budget keys beyond the known ones
         from optbench.analysis import aggregate  # pandas, scipy, matplotlib: a few seconds
 
-        outcome = aggregate(args.results_dir, args.out, args.target_acc, experiments, args.alpha,
-                            command=shlex.join(["python", "src/aggregate.py", *argv]), draw_figures=not args.no_figures,
-                            study=study, fidelity_extra=rung_keys)
+        outcome = aggregate(
+            args.results_dir,
+            args.out,
+            args.target_acc,
+            experiments,
+            args.alpha,
+            command=shlex.join(["python", "src/aggregate.py", *argv]),
+            draw_figures=not args.no_figures,
+            study=study,
+            fidelity_extra=rung_keys,
+        )
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     verdicts = ", ".join(f"{name} {verdict}" for name, verdict in outcome.verdicts.items())
-    print(f"{outcome.runs} runs -> {outcome.report}" + (f" ({verdicts})" if verdicts else "")
-          + not_finished(Path(outcome.report).parent / "summary.csv"))
+    print(
+        f"{outcome.runs} runs -> {outcome.report}"
+        + (f" ({verdicts})" if verdicts else "")
+        + not_finished(Path(outcome.report).parent / "summary.csv")
+    )
     return 0
 
 
@@ -108,7 +150,9 @@ def not_finished(summary_csv: Path, shown_at_most: int = 3) -> str:
             rows = list(csv.DictReader(handle))
     except OSError:
         return ""
-    unfinished = [f"{row.get('run_id')} ({row.get('status')})" for row in rows if row.get("status") not in FINAL_STATUSES]
+    unfinished = [
+        f"{row.get('run_id')} ({row.get('status')})" for row in rows if row.get("status") not in FINAL_STATUSES
+    ]
     if not unfinished:
         return ""
     more = f", and {len(unfinished) - shown_at_most} more (summary.csv)" if len(unfinished) > shown_at_most else ""

@@ -12,15 +12,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from optbench import rundir
-from optbench import fileio
+from optbench import fileio, rundir
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:   # argparse's usage spans lines; the contract is one
+    def error(self, message: str) -> None:  # argparse's usage spans lines; the contract is one
         raise ConfigError(f"{message} (python src/compare.py --help)")
 
 
@@ -28,8 +27,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = OneLineParser(prog="python src/compare.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_a", type=Path, help="a run directory (holding record.json and summary.json)")
     parser.add_argument("run_b", type=Path, help="the run directory to compare it with")
-    parser.add_argument("--figure", type=Path, default=None,
-                        help="where the curves go (.png, .pdf, .svg); default compare-<run ids>.png here")
+    parser.add_argument(
+        "--figure",
+        type=Path,
+        default=None,
+        help="where the curves go (.png, .pdf, .svg); default compare-<run ids>.png here",
+    )
     return parser.parse_args(argv)
 
 
@@ -42,8 +45,10 @@ def figure_path(wanted: Path | None, run_ids: tuple[str, str]) -> Path:
         raise ConfigError(f"--figure {path}: the folder {path.parent} does not exist: create it, or name another")
     for folder in (path.parent.resolve(), *path.parent.resolve().parents):
         if rundir.RunDir(folder).holds_results():
-            raise ConfigError(f"--figure {path}: {folder} is a run directory, and a run directory holds only its "
-                              "run's files: save the figure elsewhere")
+            raise ConfigError(
+                f"--figure {path}: {folder} is a run directory, and a run directory holds only its "
+                "run's files: save the figure elsewhere"
+            )
     return path
 
 
@@ -73,7 +78,9 @@ def report(a, b, path: Path) -> None:
     labels = {"A": run_label("A", a, numbers), "B": run_label("B", b, numbers)}
     print(f"A: {a.path}\nB: {b.path}")
     if numbers:
-        print(tabulate(numbers, headers=["config (keys that differ)", "A", "B"], tablefmt="simple", disable_numparse=True))
+        print(
+            tabulate(numbers, headers=["config (keys that differ)", "A", "B"], tablefmt="simple", disable_numparse=True)
+        )
     else:
         print("config: the same in every setting that can change the numbers")
     if numbers_free:

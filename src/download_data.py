@@ -19,18 +19,22 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 
 class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:   # argparse's usage spans lines; the contract is one
+    def error(self, message: str) -> None:  # argparse's usage spans lines; the contract is one
         raise ConfigError(f"{message} (python src/download_data.py --help)")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = OneLineParser(prog="python src/download_data.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("datasets", nargs="+", metavar="DATASET", help="cifar10, cifar100")
-    parser.add_argument("--human-labels", action="store_true",
-                        help="also the dataset's CIFAR-N human label file (noise=human)")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="where to put them (default: conf/config.yaml's paths.data_dir: $OPTBENCH_DATA_DIR, "
-                             "else data/)")
+    parser.add_argument(
+        "--human-labels", action="store_true", help="also the dataset's CIFAR-N human label file (noise=human)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where to put them (default: conf/config.yaml's paths.data_dir: $OPTBENCH_DATA_DIR, else data/)",
+    )
     return parser.parse_args(argv)
 
 
@@ -48,7 +52,7 @@ def configured_data_dir() -> Path:
 def main(argv: list[str]) -> int:
     try:
         args = parse_args(argv)
-        from optbench.data.download import check_request, fetch   # torch and torchvision: after the arguments
+        from optbench.data.download import check_request, fetch  # torch and torchvision: after the arguments
 
         data_dir = args.data_dir or configured_data_dir()
         check_request(args.datasets, data_dir)

@@ -1,8 +1,8 @@
 """Run a study from experiments/ as plain Hydra multiruns of src/train.py; see optbench/studies/study_command.py.
 
-    python src/study.py --list
-    python src/study.py full --dry-run
-    python src/study.py H3 --launcher parallel
+python src/study.py --list
+python src/study.py full --dry-run
+python src/study.py H3 --launcher parallel
 """
 
 import sys

@@ -12,16 +12,22 @@ import os
 import sys
 from pathlib import Path
 
-import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from optbench.errors import EXIT_BAD_INPUT, ConfigError
+import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 from optbench.config.hydra_glue import register_resolvers
-from optbench.training.train_command import (deferred_exit_status, hydra_files, preflight, run_job, sweep_end_line,
-                                            with_job_defaults)
+from optbench.errors import EXIT_BAD_INPUT, ConfigError
+from optbench.training.train_command import (
+    deferred_exit_status,
+    hydra_files,
+    preflight,
+    run_job,
+    sweep_end_line,
+    with_job_defaults,
+)
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 register_resolvers()
@@ -30,9 +36,13 @@ register_resolvers()
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     hydra_config = HydraConfig.get()
-    cfg = with_job_defaults(cfg, hydra_config.overrides.task, CONF_DIR)   # Schedule-Free: scheduler=constant
-    status = run_job(cfg, Path(hydra_config.runtime.output_dir), multirun=hydra_config.mode == RunMode.MULTIRUN,
-                     files=hydra_files(cfg, hydra_config))
+    cfg = with_job_defaults(cfg, hydra_config.overrides.task, CONF_DIR)  # Schedule-Free: scheduler=constant
+    status = run_job(
+        cfg,
+        Path(hydra_config.runtime.output_dir),
+        multirun=hydra_config.mode == RunMode.MULTIRUN,
+        files=hydra_files(cfg, hydra_config),
+    )
     if status == EXIT_BAD_INPUT and os.environ.get("SUBMITIT_FOLDER"):
         # In a submitit job (local or SLURM) exiting leaves no result file, so the sweep waits for the job
         # for ever where sacct is off: the refusal is printed, the job ends normally, and the study runner

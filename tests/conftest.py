@@ -19,8 +19,17 @@ CIFAR10_JPEG = REPO.parent / "shared" / "data" / "cifar10-jpeg"
 # Decoded real images are cached here across test sessions (git-ignored); CI decodes them once.
 os.environ.setdefault("OPTBENCH_TEST_DATA_DIR", str(REPO / ".cache" / "test-data"))
 
-TINY = ["dataset=synthetic", "dataset.train_size=600", "dataset.test_size=200", "dataset.val_size=100",
-        "model.width=8", "epochs=1", "batch_size=50", "device=cpu", "train.progress_bar=false"]
+TINY = [
+    "dataset=synthetic",
+    "dataset.train_size=600",
+    "dataset.test_size=200",
+    "dataset.val_size=100",
+    "model.width=8",
+    "epochs=1",
+    "batch_size=50",
+    "device=cpu",
+    "train.progress_bar=false",
+]
 
 register_resolvers()
 
@@ -33,9 +42,12 @@ def compose_config(overrides: list[str]):
 @pytest.fixture
 def tiny_config(tmp_path):
     """compose(extra overrides) -> a tiny synthetic run config writing under tmp_path."""
+
     def make(*extra: str):
-        return compose_config([*TINY, f"paths.results_dir={tmp_path / 'results'}",
-                               f"paths.data_dir={tmp_path / 'data'}", *extra])
+        return compose_config(
+            [*TINY, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}", *extra]
+        )
+
     return make
 
 
@@ -44,7 +56,6 @@ def real_cifar10_root() -> Path:
     if not CIFAR10_JPEG.is_dir():
         pytest.skip(f"real CIFAR-10 JPEG copies not found at {CIFAR10_JPEG}")
     return CIFAR10_JPEG
-
 
 
 @pytest.fixture

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from omegaconf import OmegaConf
-
 from conftest import REPO, compose_config
 from fixtures.aggregate.fake_runs import ramp_records, realistic_study, write_run
+from omegaconf import OmegaConf
 
 sys.path.insert(0, str(REPO / "src"))
-import aggregate as aggregate_cli  # noqa: E402  src/aggregate.py, called in-process for the quick error cases
+import aggregate as aggregate_cli
 
 REAL_RUNS = [("sgd", 0, "none"), ("sgd", 1, "none"), ("adam", 0, "none"), ("adam", 1, "none"), ("sgd", 0, "symmetric")]
 
@@ -28,19 +27,33 @@ REAL_RUNS = [("sgd", 0, "none"), ("sgd", 1, "none"), ("adam", 0, "none"), ("adam
 def real_results(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("real") / "results"
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)   # tiny tensors: threads only add contention on a shared 2-core machine
+    torch.set_num_threads(1)  # tiny tensors: threads only add contention on a shared 2-core machine
     try:
         from optbench.training.run import train
 
         for optimizer, seed, noise in REAL_RUNS:
-            cfg = compose_config(["dataset=synthetic", "dataset.train_size=200", "dataset.val_size=50",
-                                  "dataset.test_size=50", "model.width=8", "epochs=2", "batch_size=50",
-                                  "device=cpu", "train.progress_bar=false", "train.checkpoint_every=0",
-                                  f"optimizer={optimizer}", f"seed={seed}", f"noise={noise}",
-                                  f"paths.results_dir={results}", f"paths.data_dir={results.parent / 'data'}"])
+            cfg = compose_config(
+                [
+                    "dataset=synthetic",
+                    "dataset.train_size=200",
+                    "dataset.val_size=50",
+                    "dataset.test_size=50",
+                    "model.width=8",
+                    "epochs=2",
+                    "batch_size=50",
+                    "device=cpu",
+                    "train.progress_bar=false",
+                    "train.checkpoint_every=0",
+                    f"optimizer={optimizer}",
+                    f"seed={seed}",
+                    f"noise={noise}",
+                    f"paths.results_dir={results}",
+                    f"paths.data_dir={results.parent / 'data'}",
+                ]
+            )
             run_dir = results / "synthetic" / f"{noise}-{cfg.noise.rate}" / optimizer / f"seed{seed}"
             (run_dir / ".hydra").mkdir(parents=True)
-            OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")   # what Hydra writes: the unresolved job config
+            OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")  # what Hydra writes: the unresolved job config
             train(cfg, run_dir)
     finally:
         torch.set_num_threads(threads)
@@ -48,8 +61,14 @@ def real_results(tmp_path_factory) -> Path:
 
 
 def run_aggregate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "src/aggregate.py", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "MPLBACKEND": "Agg"})
+    return subprocess.run(
+        [sys.executable, "src/aggregate.py", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+    )
 
 
 def snapshot(folder: Path) -> dict:
@@ -62,7 +81,7 @@ def test_real_tiny_runs_end_to_end(real_results, tmp_path):
     out = tmp_path / "aggregate"
     done = run_aggregate(real_results, "--out", out, "--target-acc", "0.3")
     assert done.returncode == 0, done.stderr
-    assert snapshot(real_results) == before                       # run directories are never touched
+    assert snapshot(real_results) == before  # run directories are never touched
     with open(out / "summary.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(REAL_RUNS)
@@ -72,12 +91,17 @@ def test_real_tiny_runs_end_to_end(real_results, tmp_path):
             assert (out / "tables" / f"{name}.{extension}").stat().st_size > 0
     report = (out / "report.md").read_text()
     pngs = sorted((out / "figures").glob("*.png"))
-    assert {path.stem for path in pngs} >= {"final_accuracy", "accuracy_vs_noise", "accuracy_vs_wall_time",
-                                             "learning_curves_synthetic-clean", "memorization_synthetic-symmetric-20"}
+    assert {path.stem for path in pngs} >= {
+        "final_accuracy",
+        "accuracy_vs_noise",
+        "accuracy_vs_wall_time",
+        "learning_curves_synthetic-clean",
+        "memorization_synthetic-symmetric-20",
+    }
     for png in pngs:
         assert png.with_suffix(".pdf").stat().st_size > 0
-        assert f"](figures/{png.name})" in report                # every figure is embedded
-    assert "## Hypotheses" in report and "H2" in report          # verdicts from experiments/hypotheses
+        assert f"](figures/{png.name})" in report  # every figure is embedded
+    assert "## Hypotheses" in report and "H2" in report  # verdicts from experiments/hypotheses
     assert "`experiments/hypotheses/h2_generalisation.yaml`" in report and str(REPO) not in report  # no machine's path
     assert "\\begin{tabular}" in (out / "tables" / "results.tex").read_text()
 
@@ -87,8 +111,15 @@ def test_messy_study_report_shows_every_status_and_keeps_user_files(tmp_path):
 
     results = tmp_path / "results"
     realistic_study(results, seeds=(0, 1), rates=(0.0, 0.2), epochs=6)
-    write_run(results, ramp_records(0.9)[:1], optimizer="adamw", seed=9, status="failed", epochs_planned=6,
-              error="RuntimeError: boom")
+    write_run(
+        results,
+        ramp_records(0.9)[:1],
+        optimizer="adamw",
+        seed=9,
+        status="failed",
+        epochs_planned=6,
+        error="RuntimeError: boom",
+    )
     out = results / "aggregate"
     out.mkdir()
     (out / "my_notes.txt").write_text("keep me")
@@ -99,7 +130,7 @@ def test_messy_study_report_shows_every_status_and_keeps_user_files(tmp_path):
     assert "RuntimeError: boom" in report
     assert "Only **completed** runs enter means" in report
     assert (out / "my_notes.txt").read_text() == "keep me"
-    assert outcome.runs == 2 * 5 * 2 + 3      # the output folder inside results/ is not scanned as runs
+    assert outcome.runs == 2 * 5 * 2 + 3  # the output folder inside results/ is not scanned as runs
 
 
 def test_stale_outputs_of_an_earlier_aggregation_are_removed_but_nothing_else(tmp_path):
@@ -117,7 +148,7 @@ def test_stale_outputs_of_an_earlier_aggregation_are_removed_but_nothing_else(tm
     assert not (out / "figures" / "learning_curves_old-setting.png").exists()
     assert (out / "figures" / "mine.png").read_text() == "user file"
     assert (out / "report.md").read_text() == "second"
-    assert not [path for path in out.rglob("*tmp*")]          # atomic writes leave no temporary files
+    assert not [path for path in out.rglob("*tmp*")]  # atomic writes leave no temporary files
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path):
@@ -126,20 +157,25 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and "does not exist" in done.stderr
 
 
-@pytest.mark.parametrize("case", ["empty", "target", "experiments", "bad_hypothesis", "out_is_a_run", "out_in_a_run",
-                                  "results_is_a_run", "study"])
+@pytest.mark.parametrize(
+    "case",
+    ["empty", "target", "experiments", "bad_hypothesis", "out_is_a_run", "out_in_a_run", "results_is_a_run", "study"],
+)
 def test_bad_input_cases_name_the_fix(tmp_path, capsys, case):
     results = tmp_path / "results"
     results.mkdir()
     if case != "empty":
         write_run(results, ramp_records(0.9))
-    args = {"empty": [results], "target": [results, "--target-acc", "90"],
-            "experiments": [results, "--experiments", tmp_path / "nope"],
-            "bad_hypothesis": [results, "--experiments", tmp_path / "experiments"],
-            "out_is_a_run": [results, "--out", results / "cifar10" / "none-0.0" / "sgd" / "seed0"],
-            "out_in_a_run": [results, "--out", results / "cifar10" / "none-0.0" / "sgd" / "seed0" / "aggregate"],
-            "results_is_a_run": [results / "cifar10" / "none-0.0" / "sgd" / "seed0"],
-            "study": [results, "--study", "nosuch"]}[case]
+    args = {
+        "empty": [results],
+        "target": [results, "--target-acc", "90"],
+        "experiments": [results, "--experiments", tmp_path / "nope"],
+        "bad_hypothesis": [results, "--experiments", tmp_path / "experiments"],
+        "out_is_a_run": [results, "--out", results / "cifar10" / "none-0.0" / "sgd" / "seed0"],
+        "out_in_a_run": [results, "--out", results / "cifar10" / "none-0.0" / "sgd" / "seed0" / "aggregate"],
+        "results_is_a_run": [results / "cifar10" / "none-0.0" / "sgd" / "seed0"],
+        "study": [results, "--study", "nosuch"],
+    }[case]
     if case == "bad_hypothesis":
         (tmp_path / "experiments" / "hypotheses").mkdir(parents=True)
         (tmp_path / "experiments" / "hypotheses" / "h.yaml").write_text("id: H1\nstatement: s\n")
@@ -147,10 +183,16 @@ def test_bad_input_cases_name_the_fix(tmp_path, capsys, case):
     assert aggregate_cli.main([str(arg) for arg in args]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error: ") and error.count("\n") == 1
-    expected = {"empty": "no run directories", "target": "fraction", "experiments": "does not exist",
-                "bad_hypothesis": "missing 'test'", "out_is_a_run": "is a run directory",
-                "out_in_a_run": "inside one", "results_is_a_run": "give the folder above it",
-                "study": "unknown study 'nosuch': choose"}[case]
+    expected = {
+        "empty": "no run directories",
+        "target": "fraction",
+        "experiments": "does not exist",
+        "bad_hypothesis": "missing 'test'",
+        "out_is_a_run": "is a run directory",
+        "out_in_a_run": "inside one",
+        "results_is_a_run": "give the folder above it",
+        "study": "unknown study 'nosuch': choose",
+    }[case]
     assert expected in error
     assert snapshot(results) == before and not (results / "aggregate").exists()
 
@@ -158,8 +200,15 @@ def test_bad_input_cases_name_the_fix(tmp_path, capsys, case):
 def test_the_one_line_names_the_runs_that_did_not_finish(tmp_path, capsys):
     results = tmp_path / "results"
     realistic_study(results, seeds=(0, 1), rates=(0.0,), epochs=3)
-    write_run(results, ramp_records(0.9)[:1], optimizer="adamw", seed=9, status="failed", epochs_planned=3,
-              error="RuntimeError: boom")
+    write_run(
+        results,
+        ramp_records(0.9)[:1],
+        optimizer="adamw",
+        seed=9,
+        status="failed",
+        epochs_planned=3,
+        error="RuntimeError: boom",
+    )
     assert aggregate_cli.main([str(results), "--no-figures"]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert " runs -> " in line and "did not finish: " in line and "seed9 (failed)" in line

@@ -5,31 +5,48 @@ import json
 import math
 
 import pytest
-
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
+
 from optbench.analysis.hypotheses import Context, evaluate, parse_hypothesis
 from optbench.analysis.pipeline import aggregate, analyse
 from optbench.errors import ConfigError
-from optbench.specs.study_spec import PlannedSetting, find_study, planned_settings
+from optbench.specs.study_spec import PlannedSetting, find_study
 
 H3_HUMAN = REPO / "experiments" / "hypotheses" / "h3_noise_robustness_human.yaml"
-RATES = {"aggre": 0.090133, "worst": 0.402111}   # realised on the training split (as summary.json records them)
+RATES = {"aggre": 0.090133, "worst": 0.402111}  # realised on the training split (as summary.json records them)
 
 
 def matrix_for(rate: float, classes: int = 10, per_class: int = 100) -> list[list[int]]:
     """Counts (true x given): each class keeps 1 - rate of its images, the rest go to the next class."""
     wrong = round(rate * per_class)
-    return [[per_class - wrong if given == true else wrong if given == (true + 1) % classes else 0
-             for given in range(classes)] for true in range(classes)]
+    return [
+        [
+            per_class - wrong if given == true else wrong if given == (true + 1) % classes else 0
+            for given in range(classes)
+        ]
+        for true in range(classes)
+    ]
 
 
 def write_human_run(root, accuracy: float, optimizer: str, seed: int, label_set: str):
-    run_dir = write_run(root, ramp_records(accuracy), optimizer=optimizer, seed=seed, noise="human", rate=0.0,
-                        variant=f"set-{label_set}", overrides={"noise.label_set": label_set})
+    run_dir = write_run(
+        root,
+        ramp_records(accuracy),
+        optimizer=optimizer,
+        seed=seed,
+        noise="human",
+        rate=0.0,
+        variant=f"set-{label_set}",
+        overrides={"noise.label_set": label_set},
+    )
     summary = json.loads((run_dir / "summary.json").read_text())
-    summary["noise"].update(realised_rate=RATES[label_set], label_set=label_set, annotated_dataset="cifar10",
-                            transition_matrix=matrix_for(RATES[label_set]))
+    summary["noise"].update(
+        realised_rate=RATES[label_set],
+        label_set=label_set,
+        annotated_dataset="cifar10",
+        transition_matrix=matrix_for(RATES[label_set]),
+    )
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return run_dir
 
@@ -50,7 +67,7 @@ def test_each_label_set_is_a_setting_named_by_kind_set_and_realised_rate(tmp_pat
     assert analysis.settings == ["cifar10, clean", "cifar10, human aggre 9.01%", "cifar10, human worst 40.21%"]
     human = analysis.runs[analysis.runs["noise"] == "human"]
     assert set(human["label_set"]) == {"aggre", "worst"} and set(human["noise_rate"]) == {0.0901, 0.4021}
-    assert "cfg.noise.label_set" not in analysis.grouping.setting_keys   # the realised rate already tells them apart
+    assert "cfg.noise.label_set" not in analysis.grouping.setting_keys  # the realised rate already tells them apart
 
 
 def test_the_report_draws_each_label_sets_transition_matrix(tmp_path):
@@ -66,10 +83,13 @@ def test_the_report_draws_each_label_sets_transition_matrix(tmp_path):
 def test_h3_names_human_label_sets_and_each_is_a_required_comparison(tmp_path):
     human_study(tmp_path, seeds=range(7))
     analysis = analyse(tmp_path)
-    result = evaluate(parse_hypothesis(H3_HUMAN), Context(analysis.runs, analysis.curves,
-                                                         analysis.grouping.setting_keys))
-    assert [check.comparison for check in result.checks] == ["lion vs adamw, clean -> human aggre 9.01%",
-                                                             "lion vs adamw, clean -> human worst 40.21%"]
+    result = evaluate(
+        parse_hypothesis(H3_HUMAN), Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)
+    )
+    assert [check.comparison for check in result.checks] == [
+        "lion vs adamw, clean -> human aggre 9.01%",
+        "lion vs adamw, clean -> human worst 40.21%",
+    ]
     assert result.verdict == "supported"
     worst = result.checks[1].numbers
     assert worst["drop_subject"] == pytest.approx(0.05 + 0.001 * 3 / 7) and worst["drop_other"] == pytest.approx(0.10)
@@ -82,11 +102,17 @@ def test_a_planned_label_set_without_runs_is_named_missing(tmp_path):
             child.unlink() if child.is_file() else child.rmdir()
         run_dir.rmdir()
     analysis = analyse(tmp_path)
-    planned = [PlannedSetting("cifar10", "none", 0.0, ("lion", "adamw")),
-               *(PlannedSetting("cifar10", "human", math.nan, ("lion", "adamw"), label_set)
-                 for label_set in ("aggre", "worst"))]
-    result = evaluate(parse_hypothesis(H3_HUMAN), Context(analysis.runs, analysis.curves,
-                                                         analysis.grouping.setting_keys, planned=planned))
+    planned = [
+        PlannedSetting("cifar10", "none", 0.0, ("lion", "adamw")),
+        *(
+            PlannedSetting("cifar10", "human", math.nan, ("lion", "adamw"), label_set)
+            for label_set in ("aggre", "worst")
+        ),
+    ]
+    result = evaluate(
+        parse_hypothesis(H3_HUMAN),
+        Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, planned=planned),
+    )
     assert result.verdict == "inconclusive"
     missing = [check for check in result.checks if check.outcome == "missing"]
     assert missing and all("human worst" in check.comparison for check in missing)
@@ -99,8 +125,14 @@ def test_a_study_planning_label_sets_aggregates_a_folder_without_human_runs(tmp_
     for seed in range(3):
         for optimizer in ("lion", "adamw"):
             write_run(tmp_path / "results", ramp_records(0.9 - 0.01 * seed), optimizer=optimizer, seed=seed)
-    outcome = aggregate(tmp_path / "results", tmp_path / "out", 0.5, REPO / "experiments", draw_figures=False,
-                        study=find_study("human_noise_cpu"))
+    outcome = aggregate(
+        tmp_path / "results",
+        tmp_path / "out",
+        0.5,
+        REPO / "experiments",
+        draw_figures=False,
+        study=find_study("human_noise_cpu"),
+    )
     assert outcome.verdicts == {"H3-human": "inconclusive"}
     report = outcome.report.read_text()
     assert "no runs of adamw, lion in this planned setting (imagefolder)" in report
@@ -109,8 +141,9 @@ def test_a_study_planning_label_sets_aggregates_a_folder_without_human_runs(tmp_
 
 def test_a_human_noise_drop_test_needs_label_sets(tmp_path):
     path = tmp_path / "h.yaml"
-    path.write_text("id: H9\nstatement: x\ntest: {kind: noise_drop, subject: lion, versus: adamw, noise: human, "
-                    "rates: [0.2]}\n")
+    path.write_text(
+        "id: H9\nstatement: x\ntest: {kind: noise_drop, subject: lion, versus: adamw, noise: human, rates: [0.2]}\n"
+    )
     with pytest.raises(ConfigError, match="test.noise: human needs test.label_sets"):
         parse_hypothesis(path)
 
@@ -120,7 +153,10 @@ def test_the_study_plans_human_label_sets_in_their_own_directories():
 
     study = find_study("H3-human", REPO / "experiments")
     assert {(setting.noise, setting.label_set) for setting in planned_settings(study)} == {
-        ("none", ""), ("human", "aggre"), ("human", "worst")}
+        ("none", ""),
+        ("human", "aggre"),
+        ("human", "worst"),
+    }
 
 
 def test_the_cpu_study_plans_clean_aggre_and_worst_runs_with_the_shared_label_file(capsys, tmp_path):
@@ -143,21 +179,34 @@ def test_a_folder_without_human_label_noise_is_not_asked_h3_human_and_keeps_its_
         write_run(tmp_path, ramp_records(0.9), optimizer="adamw", seed=seed)
     analysis = analyse(tmp_path)
     assert "label_set" not in analysis.runs
-    result = evaluate(parse_hypothesis(H3_HUMAN), Context(analysis.runs, analysis.curves,
-                                                         analysis.grouping.setting_keys))
+    result = evaluate(
+        parse_hypothesis(H3_HUMAN), Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)
+    )
     assert result.checks == [] and result.verdict == "inconclusive"
 
 
 def test_a_study_planning_label_sets_names_them_missing_where_only_its_clean_runs_are_here(tmp_path):
     """`--study human_noise_cpu` on its clean runs alone: the label sets it planned have no runs, so H3-human is
     inconclusive with both named as missing, not "not tested" as though nobody had asked for them."""
-    budget = {"model.width": 16, "dataset.train_subset": 10000}   # the study's: 8 epochs, width 16, 10,000 images
+    budget = {"model.width": 16, "dataset.train_subset": 10000}  # the study's: 8 epochs, width 16, 10,000 images
     for seed in range(3):
         for optimizer in ("lion", "adamw"):
-            write_run(tmp_path / "results", ramp_records(0.9 - 0.01 * seed, epochs=8), optimizer=optimizer, seed=seed,
-                      dataset="imagefolder", overrides=budget)
-    outcome = aggregate(tmp_path / "results", tmp_path / "out", 0.5, REPO / "experiments", draw_figures=False,
-                        study=find_study("human_noise_cpu"))
+            write_run(
+                tmp_path / "results",
+                ramp_records(0.9 - 0.01 * seed, epochs=8),
+                optimizer=optimizer,
+                seed=seed,
+                dataset="imagefolder",
+                overrides=budget,
+            )
+    outcome = aggregate(
+        tmp_path / "results",
+        tmp_path / "out",
+        0.5,
+        REPO / "experiments",
+        draw_figures=False,
+        study=find_study("human_noise_cpu"),
+    )
     assert outcome.verdicts == {"H3-human": "inconclusive"}
     report = outcome.report.read_text()
     assert "2 of 2 missing" in report

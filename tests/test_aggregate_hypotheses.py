@@ -11,11 +11,11 @@ import json
 import math
 
 import pytest
+from conftest import REPO
+from fixtures.aggregate.fake_runs import ramp_records, record, write_run
 from scipy import stats
 from scipy.special import betainc
 
-from conftest import REPO
-from fixtures.aggregate.fake_runs import ramp_records, record, write_run
 from optbench.analysis.hypotheses import Context, evaluate, load_hypotheses, parse_hypothesis
 from optbench.analysis.pipeline import analyse
 from optbench.errors import ConfigError
@@ -47,8 +47,10 @@ def sign_flip_p(a, b) -> float:
     """The exact paired sign-flip p by hand: every one of the 2^n sign patterns of the differences a - b."""
     differences = [x - y for x, y in zip(a, b)]
     observed = mean(differences)
-    null = [mean([sign * d for sign, d in zip(signs, differences)])
-            for signs in itertools.product((1, -1), repeat=len(differences))]
+    null = [
+        mean([sign * d for sign, d in zip(signs, differences)])
+        for signs in itertools.product((1, -1), repeat=len(differences))
+    ]
     greater = sum(value >= observed - 1e-12 for value in null) / len(null)
     less = sum(value <= observed + 1e-12 for value in null) / len(null)
     return min(1.0, 2 * min(greater, less))
@@ -68,10 +70,12 @@ def write_study(root, accuracies: dict, noise="none", rate=0.0, seeds=None):
 
 # Eight seeds: SGD ahead of each other optimizer on every seed (exact sign-flip p = 2/256 per comparison).
 SGD = [0.950, 0.955, 0.960, 0.951, 0.957, 0.953, 0.958, 0.952]
-OTHERS_WORSE = {"adam": [0.920, 0.921, 0.933, 0.925, 0.929, 0.922, 0.931, 0.927],
-                "adamw": [0.930, 0.938, 0.940, 0.935, 0.933, 0.939, 0.936, 0.931],
-                "lion": [0.925, 0.935, 0.930, 0.928, 0.933, 0.926, 0.934, 0.929],
-                "muon": [0.940, 0.941, 0.952, 0.944, 0.946, 0.943, 0.949, 0.942]}
+OTHERS_WORSE = {
+    "adam": [0.920, 0.921, 0.933, 0.925, 0.929, 0.922, 0.931, 0.927],
+    "adamw": [0.930, 0.938, 0.940, 0.935, 0.933, 0.939, 0.936, 0.931],
+    "lion": [0.925, 0.935, 0.930, 0.928, 0.933, 0.926, 0.934, 0.929],
+    "muon": [0.940, 0.941, 0.952, 0.944, 0.946, 0.943, 0.949, 0.942],
+}
 
 
 def test_repository_hypotheses_load_and_unknown_top_level_keys_are_ignored(tmp_path):
@@ -83,13 +87,16 @@ def test_repository_hypotheses_load_and_unknown_top_level_keys_are_ignored(tmp_p
     assert load_hypotheses(tmp_path / "experiments")[0].test.subject == "sgd"
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("id: H9\nstatement: x\n", "missing 'test'"),
-    ("id: H9\nstatement: x\ntest: {kind: vibes}\n", "test.kind must be one of"),
-    ("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, versus: adam, better: up}\n", "better"),
-    ("id: H9\nstatement: x\ntest: {kind: noise_drop, subject: lion, versus: adamw, noise: symmetric}\n", "rates"),
-    ("id: [unclosed\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id: H9\nstatement: x\n", "missing 'test'"),
+        ("id: H9\nstatement: x\ntest: {kind: vibes}\n", "test.kind must be one of"),
+        ("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, versus: adam, better: up}\n", "better"),
+        ("id: H9\nstatement: x\ntest: {kind: noise_drop, subject: lion, versus: adamw, noise: symmetric}\n", "rates"),
+        ("id: [unclosed\n", "not valid YAML"),
+    ],
+)
 def test_malformed_hypothesis_files_name_the_file_and_the_fix(tmp_path, text, message):
     (tmp_path / "bad.yaml").write_text(text)
     with pytest.raises(ConfigError, match=message) as error:
@@ -101,10 +108,17 @@ def test_h2_supported_when_sgd_beats_every_optimizer_significantly(tmp_path):
     write_study(tmp_path, {"sgd": SGD, **OTHERS_WORSE})
     result = verdict(tmp_path, "h2_generalisation.yaml")
     assert result.verdict == "supported"
-    assert [check.comparison for check in result.checks] == ["sgd vs adam", "sgd vs adamw", "sgd vs lion", "sgd vs muon"]
+    assert [check.comparison for check in result.checks] == [
+        "sgd vs adam",
+        "sgd vs adamw",
+        "sgd vs lion",
+        "sgd vs muon",
+    ]
     first = result.checks[0].numbers
     assert first["test"] == "paired t" and (first["n_subject"], first["n_other"], first["n_pairs"]) == (8, 8, 8)
-    assert first["mean_subject"] == pytest.approx(mean(SGD)) and first["mean_other"] == pytest.approx(mean(OTHERS_WORSE["adam"]))
+    assert first["mean_subject"] == pytest.approx(mean(SGD)) and first["mean_other"] == pytest.approx(
+        mean(OTHERS_WORSE["adam"])
+    )
     assert first["p"] == pytest.approx(paired_t_p(SGD, OTHERS_WORSE["adam"]), rel=1e-9)
     assert first["exact_p"] == pytest.approx(sign_flip_p(SGD, OTHERS_WORSE["adam"]), rel=1e-12) == 2 / 256
     assert first["exact_min_p"] == pytest.approx(2 / 256)
@@ -141,7 +155,7 @@ def test_h2_inconclusive_names_the_missing_runs(tmp_path):
 
 
 def test_h2_inconclusive_when_not_significant_or_one_seed(tmp_path):
-    write_study(tmp_path, {"sgd": SGD, **OTHERS_WORSE, "adam": [0.949, 0.958, 0.951]})   # sgd barely ahead
+    write_study(tmp_path, {"sgd": SGD, **OTHERS_WORSE, "adam": [0.949, 0.958, 0.951]})  # sgd barely ahead
     assert verdict(tmp_path, "h2_generalisation.yaml").verdict == "inconclusive"
     one_seed = tmp_path / "one"
     write_study(one_seed, {"sgd": [0.95], **{name: values[:1] for name, values in OTHERS_WORSE.items()}})
@@ -173,7 +187,9 @@ def test_h3_with_paired_seeds_compares_per_seed_drops_with_the_paired_t_test(tmp
     lion_drops = [c - n for c, n in zip(LION_CLEAN, LION_20)]
     adamw_drops = [c - n for c, n in zip(ADAMW_CLEAN, ADAMW_20)]
     assert at_20["test"] == "paired t on per-seed drops"
-    assert at_20["drop_subject"] == pytest.approx(mean(lion_drops)) and at_20["drop_other"] == pytest.approx(mean(adamw_drops))
+    assert at_20["drop_subject"] == pytest.approx(mean(lion_drops)) and at_20["drop_other"] == pytest.approx(
+        mean(adamw_drops)
+    )
     assert at_20["p"] == pytest.approx(paired_t_p(lion_drops, adamw_drops), rel=1e-9)
     assert at_20["exact_p"] == pytest.approx(sign_flip_p(lion_drops, adamw_drops), rel=1e-12) == 0.25
 
@@ -182,13 +198,15 @@ def test_h3_means_beside_the_test_are_taken_on_the_seeds_it_tested(tmp_path):
     """Clean seeds with no noisy run (a study continued on clean data only) enter no per-seed drop, so they
     must not move the clean means, drops and n shown beside the test either."""
     noise_study(tmp_path, rates=(0.2,))
-    write_study(tmp_path, {"lion": [0.50, 0.52], "adamw": [0.99, 0.98]}, seeds=(3, 4))   # clean only
+    write_study(tmp_path, {"lion": [0.50, 0.52], "adamw": [0.99, 0.98]}, seeds=(3, 4))  # clean only
     at_20 = verdict(tmp_path, "h3_noise_robustness.yaml").checks[0].numbers
     lion_drops = [c - n for c, n in zip(LION_CLEAN, LION_20)]
     adamw_drops = [c - n for c, n in zip(ADAMW_CLEAN, ADAMW_20)]
     assert (at_20["n_subject_clean"], at_20["n_other_clean"], at_20["n_subject_noisy"]) == (3, 3, 3)
     assert at_20["mean_subject_clean"] == pytest.approx(mean(LION_CLEAN))
-    assert at_20["drop_subject"] == pytest.approx(mean(lion_drops)) and at_20["drop_other"] == pytest.approx(mean(adamw_drops))
+    assert at_20["drop_subject"] == pytest.approx(mean(lion_drops)) and at_20["drop_other"] == pytest.approx(
+        mean(adamw_drops)
+    )
     assert at_20["difference"] == pytest.approx(mean(lion_drops) - mean(adamw_drops))
 
 
@@ -199,8 +217,15 @@ def test_h3_supported_with_seven_seeds_smaller_drops_on_every_one(tmp_path):
     lion_clean, adamw_clean = [0.93 + 0.001 * i for i in seeds], [0.94 + 0.001 * i for i in seeds]
     write_study(tmp_path, {"lion": lion_clean, "adamw": adamw_clean})
     for rate, lion_drop, adamw_drop in ((0.2, 0.03, 0.06), (0.4, 0.07, 0.14)):
-        write_study(tmp_path, {"lion": [v - lion_drop - 0.002 * (i % 2) for i, v in enumerate(lion_clean)],
-                               "adamw": [v - adamw_drop for v in adamw_clean]}, "symmetric", rate)
+        write_study(
+            tmp_path,
+            {
+                "lion": [v - lion_drop - 0.002 * (i % 2) for i, v in enumerate(lion_clean)],
+                "adamw": [v - adamw_drop for v in adamw_clean],
+            },
+            "symmetric",
+            rate,
+        )
     result = verdict(tmp_path, "h3_noise_robustness.yaml")
     assert result.verdict == "supported" and result.exact_verdict == "supported"
     assert all(check.numbers["p"] < 0.05 for check in result.checks)
@@ -209,11 +234,11 @@ def test_h3_supported_with_seven_seeds_smaller_drops_on_every_one(tmp_path):
 
 def test_h3_without_paired_seeds_uses_the_welch_satterthwaite_contrast(tmp_path):
     noise_study(tmp_path, noisy_seeds=(3, 4, 5))
-    check = verdict(tmp_path, "h3_noise_robustness.yaml").checks[1]   # clean -> 40 %
+    check = verdict(tmp_path, "h3_noise_robustness.yaml").checks[1]  # clean -> 40 %
     cells = [LION_CLEAN, LION_40, ADAMW_CLEAN, ADAMW_40]
     parts = [sample_sd(cell) ** 2 / 3 for cell in cells]
     estimate = (mean(LION_CLEAN) - mean(LION_40)) - (mean(ADAMW_CLEAN) - mean(ADAMW_40))
-    df = sum(parts) ** 2 / sum(part ** 2 / 2 for part in parts)
+    df = sum(parts) ** 2 / sum(part**2 / 2 for part in parts)
     t = estimate / math.sqrt(sum(parts))
     assert check.numbers["test"] == "Welch-Satterthwaite contrast"
     assert (check.numbers["difference"], check.numbers["p"]) == pytest.approx((estimate, two_sided_p(t, df)), rel=1e-9)
@@ -280,7 +305,7 @@ def test_h1_when_no_lion_run_ever_reaches_the_target_it_is_not_rejected(tmp_path
 def test_h1_counts_a_run_that_never_reaches_the_target_as_censored(tmp_path):
     check = h1_verdict(tmp_path, [(2, 4), (2, 5), (0, 5)]).checks[0]
     assert check.numbers["censored_subject"] == 1
-    assert math.isnan(check.numbers["mean_subject"])   # no made-up epoch for the censored run
+    assert math.isnan(check.numbers["mean_subject"])  # no made-up epoch for the censored run
     assert check.numbers["test"] == "sign-flip on ranks, exact"
     # pooled mid-ranks of lion (2, 2, never) and adamw (4, 5, 5): lion 1.5, 1.5, 6; adamw 3, 4.5, 4.5
     assert check.numbers["p"] == pytest.approx(sign_flip_p([1.5, 1.5, 6], [3, 4.5, 4.5]), rel=1e-12)
@@ -288,15 +313,24 @@ def test_h1_counts_a_run_that_never_reaches_the_target_as_censored(tmp_path):
 
 
 def test_a_hypothesis_is_parsed_once_with_its_defaults_applied(tmp_path):
-    (tmp_path / "h.yaml").write_text("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, versus: adam}\n")
+    (tmp_path / "h.yaml").write_text(
+        "id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, versus: adam}\n"
+    )
     test = parse_hypothesis(tmp_path / "h.yaml").test
     assert (test.versus, test.metric, test.better, test.alpha, test.min_seeds, test.where) == (
-        ("adam",), "test_acc_at_best_val", "higher", 0.05, 3, {})
+        ("adam",),
+        "test_acc_at_best_val",
+        "higher",
+        0.05,
+        3,
+        {},
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         test.alpha = 0.5
 
 
 # ---- never over-claim on degenerate or incomplete data --------------------------------------------------
+
 
 def test_h3_with_constant_cells_on_the_welch_path_is_not_testable_never_p_zero(tmp_path):
     """Four constant cells whose seeds do not pair: H3 is not testable, never SUPPORTED with p < 0.001 and an
@@ -336,9 +370,15 @@ def test_a_required_arm_with_failed_runs_below_min_seeds_makes_the_verdict_incon
 
 def test_a_configuration_chosen_among_several_on_the_same_seeds_is_marked_post_selection(tmp_path):
     write_study(tmp_path, {"sgd": SGD, **OTHERS_WORSE})
-    for seed, accuracy in enumerate(SGD):   # a second SGD arm, worse on validation
-        write_run(tmp_path, ramp_records(accuracy - 0.01, val_acc=0.5), optimizer="sgd", seed=seed,
-                  overrides={"optimizer.lr": 0.01}, variant="optimizer.lr=0.01")
+    for seed, accuracy in enumerate(SGD):  # a second SGD arm, worse on validation
+        write_run(
+            tmp_path,
+            ramp_records(accuracy - 0.01, val_acc=0.5),
+            optimizer="sgd",
+            seed=seed,
+            overrides={"optimizer.lr": 0.01},
+            variant="optimizer.lr=0.01",
+        )
     result = verdict(tmp_path, "h2_generalisation.yaml")
     assert all(check.numbers["post_selection"] for check in result.checks)
     assert "post-selection" in result.checks[0].detail
@@ -360,11 +400,13 @@ def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path
     analysis = analyse(tmp_path)
     hypothesis = parse_hypothesis(HYPOTHESES / "h3_noise_robustness.yaml")
     study = find_study("H3", REPO / "experiments")
-    planned = planned_settings(dataclasses.replace(study, grid={**study.grid, "epochs": 3}))   # the runs' budget
+    planned = planned_settings(dataclasses.replace(study, grid={**study.grid, "epochs": 3}))  # the runs' budget
     assert {(setting.dataset, setting.rate) for setting in planned} == {
-        (dataset, rate) for dataset in ("cifar10", "cifar100") for rate in (0.0, 0.2, 0.4)}
-    result = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys,
-                                          planned=planned))
+        (dataset, rate) for dataset in ("cifar10", "cifar100") for rate in (0.0, 0.2, 0.4)
+    }
+    result = evaluate(
+        hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, planned=planned)
+    )
     missing = [check for check in result.checks if check.outcome == "missing"]
     assert [check.setting for check in missing] == ["cifar100"] and result.verdict == "inconclusive"
     assert "no runs of adamw, lion in this planned setting (cifar100)" in result.reason
@@ -383,14 +425,16 @@ def test_with_the_study_named_runs_outside_its_plan_stay_out_of_the_verdict(tmp_
     analysis = analyse(tmp_path)
     hypothesis = parse_hypothesis(HYPOTHESES / "h1_convergence.yaml")
     clean = [PlannedSetting("cifar10", "none", 0.0, ("lion", "adamw"))]
-    planned = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys,
-                                           planned=clean))
+    planned = evaluate(
+        hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, planned=clean)
+    )
     assert [check.setting for check in planned.checks] == ["cifar10, clean"]
     everything = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
     assert len(everything.checks) == 2
 
 
 # ---- epochs to target, interpolated; the seeds a test uses are the seeds it counts ------------------------------
+
 
 def crossing_curve(before: float, after: float, at: int, epochs: int = 6, final_val: float = 0.9) -> list[dict]:
     """Validation accuracy `before` after epoch at - 1 and `after` after epoch `at`, then `final_val` to the end."""
@@ -421,11 +465,13 @@ def hx_verdict(root, experiments, versus="adam"):
     """A one-comparison hypothesis, sgd higher test accuracy than `versus`, evaluated on `root`."""
     folder = experiments / "hypotheses"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "hx.yaml").write_text(f"id: HX\nstatement: sgd beats {versus}\ntest: {{kind: metric_comparison, "
-                                    f"subject: sgd, versus: [{versus}]}}\n")
+    (folder / "hx.yaml").write_text(
+        f"id: HX\nstatement: sgd beats {versus}\ntest: {{kind: metric_comparison, subject: sgd, versus: [{versus}]}}\n"
+    )
     analysis = analyse(root)
-    return evaluate(parse_hypothesis(folder / "hx.yaml"), Context(analysis.runs, analysis.curves,
-                                                                  analysis.grouping.setting_keys))
+    return evaluate(
+        parse_hypothesis(folder / "hx.yaml"), Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)
+    )
 
 
 def test_a_completed_run_without_its_headline_number_is_not_a_seed_of_the_test(tmp_path):
@@ -467,8 +513,14 @@ def test_a_seed_run_twice_in_one_arm_counts_once_and_the_arms_still_pair(tmp_pat
     counting seed 1 twice. Now seed 1 counts once, at the mean of its two runs, and the test is paired."""
     sgd, adam = [0.950, 0.955, 0.948], [0.930, 0.921, 0.935]
     write_study(tmp_path / "runs", {"sgd": sgd, "adam": adam})
-    write_run(tmp_path / "runs", ramp_records(0.957), optimizer="sgd", seed=1, variant="rerun",
-              overrides={"train.progress_bar": True})
+    write_run(
+        tmp_path / "runs",
+        ramp_records(0.957),
+        optimizer="sgd",
+        seed=1,
+        variant="rerun",
+        overrides={"train.progress_bar": True},
+    )
     check = hx_verdict(tmp_path / "runs", tmp_path / "experiments").checks[0]
     sgd_by_seed = [0.950, (0.955 + 0.957) / 2, 0.948]
     assert check.numbers["test"] == "paired t" and check.numbers["n_pairs"] == 3

@@ -8,8 +8,8 @@ import math
 import shutil
 
 import pytest
-
 from fixtures.aggregate.fake_runs import ramp_records, record, write_run
+
 from optbench import identity
 from optbench.analysis.groups import REPLICATE_KEYS, is_excluded
 from optbench.analysis.load import IDENTITY_SOURCES
@@ -17,7 +17,7 @@ from optbench.analysis.pipeline import analyse
 from optbench.analysis.stats import pairwise
 from optbench.analysis.tables import completed, display_table, problem_runs, results_table
 
-T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)   # t(0.975, 2), closed form
+T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # t(0.975, 2), closed form
 
 
 def results_for(root, target_acc=0.9):
@@ -38,13 +38,27 @@ def messy_study(tmp_path):
     diverged = ramp_records(0.99)[:2]
     diverged[-1]["train/loss"] = math.nan
     write_run(root, diverged, optimizer="sgd", seed=3, status="diverged", epochs_planned=3)
-    write_run(root, ramp_records(0.99)[:1], optimizer="sgd", seed=4, status="failed", epochs_planned=3,
-              error="RuntimeError: CUDA out of memory")
-    write_run(root, ramp_records(0.99)[:2], optimizer="sgd", seed=5, status="running", epochs_planned=3,
-              torn_tail='{"epoch": 3, "train/lo')
-    write_run(root, [], optimizer="sgd", seed=6, write_summary=False, epochs_planned=3)   # never started
+    write_run(
+        root,
+        ramp_records(0.99)[:1],
+        optimizer="sgd",
+        seed=4,
+        status="failed",
+        epochs_planned=3,
+        error="RuntimeError: CUDA out of memory",
+    )
+    write_run(
+        root,
+        ramp_records(0.99)[:2],
+        optimizer="sgd",
+        seed=5,
+        status="running",
+        epochs_planned=3,
+        torn_tail='{"epoch": 3, "train/lo',
+    )
+    write_run(root, [], optimizer="sgd", seed=6, write_summary=False, epochs_planned=3)  # never started
     broken = write_run(root, ramp_records(0.99), optimizer="sgd", seed=7)
-    (broken / "summary.json").write_text('{"status": "compl')                          # unreadable
+    (broken / "summary.json").write_text('{"status": "compl')  # unreadable
     return root
 
 
@@ -57,7 +71,7 @@ def test_every_run_is_a_row_with_its_status(messy_study):
     assert runs.loc["cifar10/none-0.0/sgd/seed5", "status"] == "running"
     assert runs.loc["cifar10/none-0.0/sgd/seed6", "status"] == "unfinished"
     assert runs.loc["cifar10/none-0.0/sgd/seed7", "status"] == "unreadable"
-    assert math.isnan(runs.loc["cifar10/none-0.0/sgd/seed3", "final_train_loss"])   # the NaN token is read
+    assert math.isnan(runs.loc["cifar10/none-0.0/sgd/seed3", "final_train_loss"])  # the NaN token is read
 
 
 def test_torn_metrics_line_is_ignored_with_a_warning(messy_study):
@@ -71,8 +85,15 @@ def test_torn_metrics_line_is_ignored_with_a_warning(messy_study):
 def test_only_completed_runs_enter_the_means_and_the_others_are_counted(messy_study):
     _, table = results_for(messy_study)
     sgd = table.loc["sgd"]
-    assert (sgd["runs"], sgd["seeds"], sgd["diverged"], sgd["failed"], sgd["running"], sgd["unfinished"],
-            sgd["other"]) == (8, 3, 1, 1, 1, 1, 1)
+    assert (
+        sgd["runs"],
+        sgd["seeds"],
+        sgd["diverged"],
+        sgd["failed"],
+        sgd["running"],
+        sgd["unfinished"],
+        sgd["other"],
+    ) == (8, 3, 1, 1, 1, 1, 1)
     assert sgd["test_acc_at_best_val_mean"] == pytest.approx(0.93, abs=1e-15)
     assert sgd["test_acc_at_best_val_std"] == pytest.approx(math.sqrt(0.0013), rel=1e-12)
     half = T_975_DF2 * math.sqrt(0.0013) / math.sqrt(3)
@@ -88,9 +109,10 @@ def test_ranking_counts_diverged_and_failed_runs_at_their_recorded_score(messy_s
     assert table.loc["sgd", "score_mean"] == pytest.approx((0.90 + 0.92 + 0.97 + 0.66 + 0.33) / 5)
     assert (table.loc["adam", "rank"], table.loc["sgd", "rank"]) == (1, 2)
     assert math.isnan(table.loc["adam", "p_vs_best"]) and 0 < table.loc["sgd", "p_vs_best"] <= 1
-    analysis = analyse(messy_study)   # p vs best is the Holm-adjusted p of the pair: the best was chosen after looking
-    tests = pairwise(analysis.runs[analysis.runs["status"] == "completed"], "test_acc_at_best_val", analysis.settings,
-                     analysis.arms)
+    analysis = analyse(messy_study)  # p vs best is the Holm-adjusted p of the pair: the best was chosen after looking
+    tests = pairwise(
+        analysis.runs[analysis.runs["status"] == "completed"], "test_acc_at_best_val", analysis.settings, analysis.arms
+    )
     assert table.loc["sgd", "p_vs_best"] == tests["p_holm"].iloc[0]
 
 
@@ -114,8 +136,14 @@ def test_runs_with_different_lr_are_separate_groups_not_averaged(tmp_path):
     for seed, accuracy in enumerate([0.90, 0.92]):
         write_run(root, ramp_records(accuracy), optimizer="adam", seed=seed)
     for seed, accuracy in enumerate([0.80, 0.84]):
-        write_run(root, ramp_records(accuracy), optimizer="adam", seed=seed, overrides={"optimizer.lr": 0.003},
-                  variant="optimizer.lr=0.003")
+        write_run(
+            root,
+            ramp_records(accuracy),
+            optimizer="adam",
+            seed=seed,
+            overrides={"optimizer.lr": 0.003},
+            variant="optimizer.lr=0.003",
+        )
     write_run(root, ramp_records(0.95), optimizer="sgd", seed=0)
     analysis, table = results_for(root)
     assert analysis.grouping.arm_keys == ["optimizer", "cfg.optimizer.lr"]
@@ -128,23 +156,37 @@ def test_settings_that_differ_are_never_mixed_and_irrelevant_keys_do_not_split(t
     root = tmp_path / "results"
     for seed in range(2):
         # Paths, device, logging and the seed differ between these runs: still one group.
-        write_run(root, ramp_records(0.9), seed=seed, overrides={"paths.data_dir": f"/data{seed}", "device": f"cuda:{seed}",
-                                                                 "train.progress_bar": bool(seed)})
+        write_run(
+            root,
+            ramp_records(0.9),
+            seed=seed,
+            overrides={"paths.data_dir": f"/data{seed}", "device": f"cuda:{seed}", "train.progress_bar": bool(seed)},
+        )
         # A key the aggregator has never heard of, changing the numbers: its own group.
         write_run(root, ramp_records(0.7), seed=seed, overrides={"train.grad_accum": 4}, variant="train.grad_accum=4")
         write_run(root, ramp_records(0.6), seed=seed, overrides={"model.width": 16}, variant="model.width=16")
     analysis, _ = results_for(root)
-    assert analysis.grouping.setting_keys == ["dataset", "noise", "noise_rate", "cfg.model.width", "cfg.train.grad_accum"]
-    assert analysis.runs.groupby("setting").size().to_dict() == {   # a key unset in a setting is left out of its name
-        "cifar10, clean, model.width=64": 2, "cifar10, clean, model.width=64, train.grad_accum=4": 2,
-        "cifar10, clean, model.width=16": 2}
+    assert analysis.grouping.setting_keys == [
+        "dataset",
+        "noise",
+        "noise_rate",
+        "cfg.model.width",
+        "cfg.train.grad_accum",
+    ]
+    assert analysis.runs.groupby("setting").size().to_dict() == {  # a key unset in a setting is left out of its name
+        "cifar10, clean, model.width=64": 2,
+        "cifar10, clean, model.width=64, train.grad_accum=4": 2,
+        "cifar10, clean, model.width=16": 2,
+    }
 
 
 def test_seeds_trained_at_different_precisions_are_different_settings_whatever_the_config_said(tmp_path):
     root = tmp_path / "results"
     # amp: null resolved to fp32 on one machine and bf16 on another; an explicit off is the same fp32.
     for seed, (configured, used) in enumerate([(None, "off"), ("off", "off"), (None, "bf16")]):
-        run_dir = write_run(root, ramp_records(0.9 - 0.1 * seed), seed=seed, overrides={"device_policy.amp": configured})
+        run_dir = write_run(
+            root, ramp_records(0.9 - 0.1 * seed), seed=seed, overrides={"device_policy.amp": configured}
+        )
         summary = json.loads((run_dir / "summary.json").read_text())
         summary["device_policy"]["amp"] = used
         (run_dir / "summary.json").write_text(json.dumps(summary))
@@ -155,10 +197,15 @@ def test_seeds_trained_at_different_precisions_are_different_settings_whatever_t
 
 def test_keys_that_only_differ_between_optimizers_or_datasets_add_no_group(tmp_path):
     root = tmp_path / "results"
-    for optimizer in ("sgd", "lion"):   # lr, betas, momentum differ: that is what "optimizer" means
+    for optimizer in ("sgd", "lion"):  # lr, betas, momentum differ: that is what "optimizer" means
         for dataset, classes in (("cifar10", 10), ("cifar100", 100)):
-            write_run(root, ramp_records(0.8), optimizer=optimizer, dataset=dataset,
-                      overrides={"dataset.num_classes": classes})
+            write_run(
+                root,
+                ramp_records(0.8),
+                optimizer=optimizer,
+                dataset=dataset,
+                overrides={"dataset.num_classes": classes},
+            )
     analysis, _ = results_for(root)
     assert analysis.grouping.group_keys == ["dataset", "noise", "noise_rate", "optimizer"]
 
@@ -169,8 +216,9 @@ def test_epochs_to_target_is_the_crossing_interpolated_between_evaluations(tmp_p
     root = tmp_path / "results"
     write_run(root, [record(1, 0.5, 0.5, 1.0), record(2, 0.91, 0.9, 0.5), record(3, 0.95, 0.94, 0.3)], seed=0)
     write_run(root, [record(1, 0.5, 0.5, 1.0), record(2, 0.8, 0.8, 0.5), record(3, 0.85, 0.84, 0.3)], seed=1)
-    write_run(root, [record(1, 0.93, 0.9, 1.0), record(2, 0.95, 0.9, 0.5), record(3, 0.96, 0.9, 0.3)],
-              seed=2)   # already there at its first evaluation: nothing before it to interpolate from
+    write_run(
+        root, [record(1, 0.93, 0.9, 1.0), record(2, 0.95, 0.9, 0.5), record(3, 0.96, 0.9, 0.3)], seed=2
+    )  # already there at its first evaluation: nothing before it to interpolate from
     analysis, table = results_for(root, target_acc=0.9)
     by_seed = analysis.runs.set_index("seed")["epochs_to_target"]
     assert by_seed[0] == pytest.approx(1 + 0.4 / 0.41) and math.isnan(by_seed[1]) and by_seed[2] == 1.0
@@ -214,9 +262,10 @@ def test_an_older_run_without_a_record_is_read_from_hydra_with_a_warning(tmp_pat
     write_run(root, ramp_records(0.9), optimizer="adam", overrides={"optimizer.lr": 0.003}, write_record=False)
     analysis = analyse(root)
     assert analysis.runs.iloc[0]["cfg.optimizer.lr"] == 0.003
-    assert analysis.runs.iloc[0]["cfg.noise.seed"] == 0   # Hydra's interpolation, resolved
-    assert any("no record.json (an older run): config read from .hydra/config.yaml" in warning
-               for warning in analysis.warnings)
+    assert analysis.runs.iloc[0]["cfg.noise.seed"] == 0  # Hydra's interpolation, resolved
+    assert any(
+        "no record.json (an older run): config read from .hydra/config.yaml" in warning for warning in analysis.warnings
+    )
 
 
 def test_a_damaged_record_makes_the_run_unreadable(tmp_path):
@@ -238,8 +287,17 @@ def test_a_folder_with_only_a_record_is_a_run_that_never_finished_an_epoch(tmp_p
 
 
 def test_grouping_excludes_exactly_the_numbers_free_keys_and_the_replicate_axes():
-    keys = ["seed", "noise.seed", "optimizer.lr", "epochs", "model.width", "dataset.val_size", "hydra.job.name",
-            *identity.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in identity.NUMBERS_FREE_KEYS)]
+    keys = [
+        "seed",
+        "noise.seed",
+        "optimizer.lr",
+        "epochs",
+        "model.width",
+        "dataset.val_size",
+        "hydra.job.name",
+        *identity.NUMBERS_FREE_KEYS,
+        *(f"{free}.child" for free in identity.NUMBERS_FREE_KEYS),
+    ]
     excluded = {key for key in keys if is_excluded(f"cfg.{key}")} - set(IDENTITY_SOURCES.values())
     expected = {*identity.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in identity.NUMBERS_FREE_KEYS), *REPLICATE_KEYS}
     assert excluded == expected
@@ -268,8 +326,12 @@ def test_summary_nan_tokens_and_json_round_trip(tmp_path):
 def test_headline_oracle_and_final_test_accuracy_side_by_side_under_noise(tmp_path):
     """Noisy validation peaks at epoch 3 (test 0.80), clean validation at epoch 2 (test 0.84), final test 0.78."""
     root = tmp_path / "results"
-    records = [record(1, 0.60, 0.70, 1.0), record(2, 0.65, 0.84, 0.5), record(3, 0.70, 0.80, 0.3),
-               record(4, 0.66, 0.78, 0.2)]
+    records = [
+        record(1, 0.60, 0.70, 1.0),
+        record(2, 0.65, 0.84, 0.5),
+        record(3, 0.70, 0.80, 0.3),
+        record(4, 0.66, 0.78, 0.2),
+    ]
     for entry, clean in zip(records, (0.70, 0.90, 0.85, 0.80)):
         entry["val/acc_clean"] = clean
     for seed in (0, 1):
@@ -291,8 +353,14 @@ def test_seconds_to_target_sum_each_epoch_up_to_the_interpolated_crossing(tmp_pa
     """0.80 after epoch 1 (12 s), 0.91 after epoch 2 (11 s): 0.9 is reached 0.1 / 0.11 of the way through epoch 2,
     so after 12 s + (0.1 / 0.11) x 11 s = 22 s."""
     root = tmp_path / "results"
-    write_run(root, [record(1, 0.80, 0.8, 1.0, epoch_seconds=12.0), record(2, 0.91, 0.9, 0.5, epoch_seconds=11.0),
-                     record(3, 0.95, 0.9, 0.4, epoch_seconds=10.0)])
+    write_run(
+        root,
+        [
+            record(1, 0.80, 0.8, 1.0, epoch_seconds=12.0),
+            record(2, 0.91, 0.9, 0.5, epoch_seconds=11.0),
+            record(3, 0.95, 0.9, 0.4, epoch_seconds=10.0),
+        ],
+    )
     run = analyse(root, 0.9).runs.iloc[0]
     assert (run["epochs_to_target"], run["seconds_to_target"]) == pytest.approx((1 + 0.1 / 0.11, 22.0))
     assert math.isnan(analyse(root, 0.99).runs.iloc[0]["seconds_to_target"])
@@ -305,9 +373,9 @@ def test_every_metric_a_hypothesis_or_tuning_can_name_is_a_column_of_a_real_run(
     produces from a run the training wing really wrote: a renamed summary key or column fails here."""
     from optbench.analysis.load import load_runs
     from optbench.formats import run_summary
-    from optbench.studies.tuning_protocol import score_of
-    from optbench.specs.study_spec import SELECTION_METRICS
     from optbench.specs.hypothesis_spec import METRICS
+    from optbench.specs.study_spec import SELECTION_METRICS
+    from optbench.studies.tuning_protocol import score_of
     from optbench.training.run import train
 
     train(tiny_config(), tmp_path / "results" / "run")
@@ -316,5 +384,5 @@ def test_every_metric_a_hypothesis_or_tuning_can_name_is_a_column_of_a_real_run(
     assert len(runs) == 1 and runs.loc[0, "status"] == "completed"
     assert set(METRICS) | set(SELECTION_METRICS) <= set(runs.columns)
     assert not [name for name in METRICS if runs[name].isna().any()]
-    for name in SELECTION_METRICS:   # tuning scores a run by the same number the aggregator loads
+    for name in SELECTION_METRICS:  # tuning scores a run by the same number the aggregator loads
         assert score_of(summary, name) == pytest.approx(runs.loc[0, name])

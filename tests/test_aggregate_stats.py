@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 from scipy.special import betainc
 
-from optbench.analysis.stats import (compare, contrast, describe, holm, min_detectable_d, pairwise, sign_flip_p,
-                                      t_power)
+from optbench.analysis.stats import compare, contrast, describe, holm, min_detectable_d, pairwise, sign_flip_p, t_power
 
 # t(0.975, 2) in closed form: for 2 degrees of freedom the quantile is (2u - 1) / sqrt(2 u (1 - u)); 4.303 in tables.
 T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)
@@ -44,7 +43,7 @@ def paired_t_by_hand(a, b) -> tuple[float, float, float]:
 def welch_by_hand(a, b) -> tuple[float, float, float]:
     va, vb = sample_sd(a) ** 2 / len(a), sample_sd(b) ** 2 / len(b)
     t = (mean(a) - mean(b)) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     return t, df, two_sided_p(t, df)
 
 
@@ -53,13 +52,16 @@ def exact_sign_flip(differences) -> float:
     `differences`: numbers, or Fractions when the data's decimal values are the exact ones."""
     exact = [Fraction(value) for value in differences]
     observed = sum(exact)
-    null = [sum(sign * value for sign, value in zip(signs, exact)) for signs in itertools.product((1, -1), repeat=len(exact))]
+    null = [
+        sum(sign * value for sign, value in zip(signs, exact))
+        for signs in itertools.product((1, -1), repeat=len(exact))
+    ]
     return min(1.0, 2 * min(sum(v >= observed for v in null), sum(v <= observed for v in null)) / len(null))
 
 
 def exact_permutation(a, b) -> float:
     pooled = [Fraction(value) for value in [*a, *b]]
-    observed = sum(pooled[:len(a)])
+    observed = sum(pooled[: len(a)])
     null = [sum(pooled[i] for i in chosen) for chosen in itertools.combinations(range(len(pooled)), len(a))]
     return min(1.0, 2 * min(sum(v >= observed for v in null), sum(v <= observed for v in null)) / len(null))
 
@@ -68,7 +70,7 @@ def test_describe_gives_mean_sample_sd_and_t_interval():
     summary = describe([0.90, 0.92, 0.97])
     assert summary.n == 3
     assert summary.mean == pytest.approx(0.93, abs=1e-15)
-    assert summary.std == pytest.approx(math.sqrt(0.0013), rel=1e-12)       # ddof = 1
+    assert summary.std == pytest.approx(math.sqrt(0.0013), rel=1e-12)  # ddof = 1
     half = T_975_DF2 * math.sqrt(0.0013) / math.sqrt(3)
     assert summary.half_width == pytest.approx(half, rel=1e-12)
     assert (summary.ci_low, summary.ci_high) == pytest.approx((0.93 - half, 0.93 + half), rel=1e-12)
@@ -88,7 +90,7 @@ def test_describe_calls_rounding_noise_zero_spread():
 
 
 def test_paired_seeds_get_the_paired_t_test_with_its_interval():
-    a = pd.Series([0.90, 0.92, 0.97, 0.91, 0.95], index=[2, 0, 1, 3, 4])     # order does not matter, seeds do
+    a = pd.Series([0.90, 0.92, 0.97, 0.91, 0.95], index=[2, 0, 1, 3, 4])  # order does not matter, seeds do
     b = pd.Series([0.90, 0.88, 0.93, 0.92, 0.90], index=[1, 2, 0, 3, 4])
     a_by_seed, b_by_seed = [0.92, 0.97, 0.90, 0.91, 0.95], [0.93, 0.90, 0.88, 0.92, 0.90]
     difference, t, p = paired_t_by_hand(a_by_seed, b_by_seed)
@@ -135,7 +137,7 @@ def test_equal_differences_are_not_testable_never_p_zero():
         result = compare(pd.Series(a), pd.Series(b))
         assert result.test == "none" and math.isnan(result.p_value) and math.isnan(result.effect_size)
         assert "not testable" in result.note and "all equal" in result.note
-        assert result.exact_p == pytest.approx(0.25)   # the exact test still stands beside it
+        assert result.exact_p == pytest.approx(0.25)  # the exact test still stands beside it
 
 
 def test_constant_cells_on_the_welch_path_are_not_testable():
@@ -151,8 +153,8 @@ def test_exact_p_is_never_below_the_exact_value():
     (relative error ~3e-14), which makes a p at n = 8 too small by 2/256 (68 of 1,500 random cases did)."""
     rng = np.random.default_rng(4)
     for _ in range(60):
-        a, b = rng.normal(0.7, 0.01, 8).round(4), rng.normal(0.7, 0.01, 8).round(4)   # accuracies of 10,000 images
-        decimal = [Fraction(str(float(x))) - Fraction(str(float(y))) for x, y in zip(a, b)]   # the data's exact values
+        a, b = rng.normal(0.7, 0.01, 8).round(4), rng.normal(0.7, 0.01, 8).round(4)  # accuracies of 10,000 images
+        decimal = [Fraction(str(float(x))) - Fraction(str(float(y))) for x, y in zip(a, b)]  # the data's exact values
         assert sign_flip_p(a - b) == pytest.approx(exact_sign_flip(decimal), abs=1e-12)
     # a tie in exact arithmetic that floating point breaks: 0.1 + 0.2 != 0.3
     tie = [Fraction("0.1"), Fraction("0.2"), Fraction("-0.3"), Fraction("0.3")]
@@ -183,7 +185,7 @@ def test_power_and_detectable_effect_are_those_of_the_test_used():
     assert result.min_detectable_difference == pytest.approx(result.min_detectable_d * spread, rel=1e-9)
     assert result.power == pytest.approx(t_power(0.05 / spread, 2, math.sqrt(3)), rel=1e-9)
     censored = compare(pd.Series([2.0, 2.0, math.inf]), pd.Series([4.0, 5.0, 5.0]))
-    assert censored.power == 0.0   # its smallest p, 0.25, exceeds alpha
+    assert censored.power == 0.0  # its smallest p, 0.25, exceeds alpha
 
 
 def test_too_few_seeds_gives_no_test_and_says_so():
@@ -193,11 +195,15 @@ def test_too_few_seeds_gives_no_test_and_says_so():
 
 
 def test_contrast_uses_welch_satterthwaite_degrees_of_freedom():
-    cells = [(1.0, describe([0.94, 0.95, 0.96])), (-1.0, describe([0.85, 0.88, 0.86, 0.87])),
-             (-1.0, describe([0.93, 0.95])), (1.0, describe([0.80, 0.82, 0.79]))]
-    parts = [cell.std ** 2 / cell.n for _, cell in cells]
+    cells = [
+        (1.0, describe([0.94, 0.95, 0.96])),
+        (-1.0, describe([0.85, 0.88, 0.86, 0.87])),
+        (-1.0, describe([0.93, 0.95])),
+        (1.0, describe([0.80, 0.82, 0.79])),
+    ]
+    parts = [cell.std**2 / cell.n for _, cell in cells]
     estimate = (0.95 - 0.865) - (0.94 - 0.80333333333333333)
-    df = sum(parts) ** 2 / sum(part ** 2 / (cell.n - 1) for part, (_, cell) in zip(parts, cells))
+    df = sum(parts) ** 2 / sum(part**2 / (cell.n - 1) for part, (_, cell) in zip(parts, cells))
     t = estimate / math.sqrt(sum(parts))
     result = contrast(cells)
     assert result.estimate == pytest.approx(estimate, rel=1e-9)
@@ -212,20 +218,31 @@ def test_holm_adjustment_steps_down_and_keeps_order():
 
 
 def test_pairwise_tests_every_pair_within_a_setting_only():
-    runs = pd.DataFrame({
-        "setting": ["s1"] * 6 + ["s2"] * 2, "arm": ["sgd"] * 3 + ["adam"] * 3 + ["sgd", "adam"],
-        "seed": [0, 1, 2, 0, 1, 2, 0, 0], "acc": [0.90, 0.92, 0.97, 0.88, 0.93, 0.90, 0.5, 0.6]})
+    runs = pd.DataFrame(
+        {
+            "setting": ["s1"] * 6 + ["s2"] * 2,
+            "arm": ["sgd"] * 3 + ["adam"] * 3 + ["sgd", "adam"],
+            "seed": [0, 1, 2, 0, 1, 2, 0, 0],
+            "acc": [0.90, 0.92, 0.97, 0.88, 0.93, 0.90, 0.5, 0.6],
+        }
+    )
     table = pairwise(runs, "acc", ["s1", "s2"], ["sgd", "adam"])
     assert list(table["setting"]) == ["s1", "s2"]
     first = table.iloc[0]
     assert (first["arm_a"], first["arm_b"], first["test"]) == ("sgd", "adam", "paired t")
-    assert table.iloc[1]["test"] == "none"   # one seed each: no test, never a made-up p
+    assert table.iloc[1]["test"] == "none"  # one seed each: no test, never a made-up p
 
 
 def test_pairwise_significance_uses_the_holm_adjusted_p():
     seeds = list(range(8))
-    runs = pd.DataFrame({"setting": ["s"] * 24, "arm": ["a"] * 8 + ["b"] * 8 + ["c"] * 8, "seed": seeds * 3,
-                         "acc": [0.9 + 0.001 * i for i in seeds] + [0.8] * 8 + [0.8 + 0.001 * ((-1) ** i) for i in seeds]})
+    runs = pd.DataFrame(
+        {
+            "setting": ["s"] * 24,
+            "arm": ["a"] * 8 + ["b"] * 8 + ["c"] * 8,
+            "seed": seeds * 3,
+            "acc": [0.9 + 0.001 * i for i in seeds] + [0.8] * 8 + [0.8 + 0.001 * ((-1) ** i) for i in seeds],
+        }
+    )
     table = pairwise(runs, "acc", ["s"], ["a", "b", "c"]).set_index(["arm_a", "arm_b"])
     raw = table["p_value"].to_numpy()
     assert table["p_holm"].to_numpy() == pytest.approx(holm(raw))
@@ -244,14 +261,14 @@ def test_experiments_readme_table_is_what_the_script_prints(capsys):
     spec.loader.exec_module(script)
     assert script.main() == 0
     printed = capsys.readouterr().out
-    assert "| 3 | 0.25 (never < 0.05) | 3.26 | 0.12 | 0.29 | 0.71 |" in printed   # power at d = 1, 2, 4 seed-sd
+    assert "| 3 | 0.25 (never < 0.05) | 3.26 | 0.12 | 0.29 | 0.71 |" in printed  # power at d = 1, 2, 4 seed-sd
     assert printed in (REPO / "experiments" / "README.md").read_text()
 
 
 def test_accuracy_intervals_are_clipped_and_a_zero_difference_is_tied():
     from optbench.analysis.tables import difference_interval, interval
 
-    assert interval(-0.1704, 0.5471) == "[0.00, 54.71]"   # a t interval of three accuracies can reach below 0 %
+    assert interval(-0.1704, 0.5471) == "[0.00, 54.71]"  # a t interval of three accuracies can reach below 0 %
     assert interval(0.95, 1.02) == "[95.00, 100.00]"
     assert difference_interval(0.0, -0.01, 0.01) == "0.00 (tied)"
     assert difference_interval(0.012, -0.004, 0.028) == "+1.20 [-0.40, +2.80]"

@@ -10,23 +10,27 @@ import json
 import sys
 
 import pytest
-
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 from fixtures.aggregate.fake_tuning import Trial, write_tuning_study
+
 from optbench.analysis import aggregate
 from optbench.analysis.tuning_report import EDGE_MARKER, edge_text
 
 sys.path.insert(0, str(REPO / "src"))
-import aggregate as aggregate_cli  # noqa: E402  src/aggregate.py
+import aggregate as aggregate_cli
 
 MAIN_RUNS = 6
 
 
 def lion_trials(winner_lr: float = 1e-4) -> list[Trial]:
     """Top-2 trials on three seeds (the first wins), one more trial on seed 0, one failed trial."""
-    return [Trial(winner_lr, 0.3, [0.45, 0.46, 0.44], wall_time_s=100.0), Trial(3e-5, 0.1, [0.40, 0.41, 0.42], 120.0),
-            Trial(5e-4, 0.5, [0.30], 80.0), Trial(8e-4, 0.05, None, 15.0)]
+    return [
+        Trial(winner_lr, 0.3, [0.45, 0.46, 0.44], wall_time_s=100.0),
+        Trial(3e-5, 0.1, [0.40, 0.41, 0.42], 120.0),
+        Trial(5e-4, 0.5, [0.30], 80.0),
+        Trial(8e-4, 0.05, None, 15.0),
+    ]
 
 
 SGD_TRIALS = [Trial(2e-4, 0.1, [0.50, 0.52, 0.51], 60.0), Trial(6e-5, 0.03, [0.48, 0.47, 0.49], 70.0)]
@@ -57,13 +61,13 @@ def test_tuning_trials_are_set_aside_from_the_main_comparison(tmp_path):
     assert outcome.runs == len(summary) == MAIN_RUNS
     assert not [row for row in summary if "optimizer.lr=" in row["run_id"]]
     table = read_csv(out / "tables" / "results.csv")
-    assert {row["arm"]: int(row["runs"]) for row in table} == {"sgd": 3, "lion": 3}   # no lr variants as arms
+    assert {row["arm"]: int(row["runs"]) for row in table} == {"sgd": 3, "lion": 3}  # no lr variants as arms
     tuning_runs = 3 + 3 + 1 + 1 + 3 + 3
     report = outcome.report.read_text()
     assert f"**{MAIN_RUNS} runs**: {MAIN_RUNS} completed." in report
     assert f"{tuning_runs} more run directories are tuning trials" in report
     assert f"{tuning_runs} run directories found here are tuning trials (the tuning files list {tuning_runs})" in report
-    assert "RuntimeError: boom" not in report        # the failed trial is not a failed run of the study
+    assert "RuntimeError: boom" not in report  # the failed trial is not a failed run of the study
 
 
 def test_tuning_table_counts_cost_from_the_listed_runs(tmp_path):
@@ -80,8 +84,10 @@ def test_tuning_table_counts_cost_from_the_listed_runs(tmp_path):
     assert float(rows["lion"]["winner_mean"]) == pytest.approx(0.45) and rows["lion"]["winner_n"] == "3"
     report = outcome.report.read_text()
     assert f"**Total tuning cost: {lion_hours + sgd_hours:.3g} device-hours** over 14 runs (cpu)" in report
-    assert "Quasirandom search (sobol sampler, seed 0): 4 trials x 2 epochs per optimizer on seed 0; the top 2 " \
-           "trials rerun on seeds 1, 2; the winner is chosen on validation (`val_acc_best`), never on test." in report
+    assert (
+        "Quasirandom search (sobol sampler, seed 0): 4 trials x 2 epochs per optimizer on seed 0; the top 2 "
+        "trials rerun on seeds 1, 2; the winner is chosen on validation (`val_acc_best`), never on test." in report
+    )
     assert "45.00 ± 1.00 (n=3)" in report
 
 
@@ -101,7 +107,7 @@ def test_edge_warning_exactly_when_the_winner_is_at_an_edge(tmp_path, winner_lr,
         assert rows["lion"]["edge"] == expected
         assert edge_warnings == [f"tuning-tune_demo.json, lion: {EDGE_MARKER}: {expected}"]
         assert f"**{EDGE_MARKER}**: {expected}" in (results / "aggregate" / "tables" / "tuning.md").read_text()
-        assert f"- lion: {expected}" in report and f"- {edge_warnings[0]}" in report   # section and warnings
+        assert f"- lion: {expected}" in report and f"- {edge_warnings[0]}" in report  # section and warnings
 
 
 def test_the_runners_edge_sentences_are_used_when_the_file_has_them(tmp_path):
@@ -110,17 +116,21 @@ def test_the_runners_edge_sentences_are_used_when_the_file_has_them(tmp_path):
     rows = tuning_rows(results / "aggregate")
     assert (rows["lion"]["edge"], rows["sgd"]["edge"]) == ("", "runner's words")
     assert [warning for warning in outcome.warnings if EDGE_MARKER in warning] == [
-        f"tuning-tune_demo.json, sgd: {EDGE_MARKER}: runner's words"]
+        f"tuning-tune_demo.json, sgd: {EDGE_MARKER}: runner's words"
+    ]
 
 
-@pytest.mark.parametrize("value, bounds, side", [
-    (0.1, {"values": [0.1, 0.3, 1.0], "scale": "grid"}, "low"),
-    (0.3, {"values": [0.1, 0.3, 1.0], "scale": "grid"}, None),
-    (1.0, {"values": [1.0, 0.3, 0.1], "scale": "grid"}, "high"),
-    (0.95, {"low": 0.0, "high": 1.0, "scale": "linear"}, "high"),
-    (0.5, {"low": 0.0, "high": 1.0, "scale": "linear"}, None),
-    (0.5, {"values": [0.5], "scale": "grid"}, None),          # one value: nothing was searched
-])
+@pytest.mark.parametrize(
+    "value, bounds, side",
+    [
+        (0.1, {"values": [0.1, 0.3, 1.0], "scale": "grid"}, "low"),
+        (0.3, {"values": [0.1, 0.3, 1.0], "scale": "grid"}, None),
+        (1.0, {"values": [1.0, 0.3, 0.1], "scale": "grid"}, "high"),
+        (0.95, {"low": 0.0, "high": 1.0, "scale": "linear"}, "high"),
+        (0.5, {"low": 0.0, "high": 1.0, "scale": "linear"}, None),
+        (0.5, {"values": [0.5], "scale": "grid"}, None),  # one value: nothing was searched
+    ],
+)
 def test_edge_rule_on_grids_and_linear_ranges(value, bounds, side):
     text = edge_text("optimizer.momentum", value, bounds)
     assert (f"at the {side} edge" in text) if side else text == ""
@@ -134,7 +144,7 @@ def test_search_figure_is_drawn_and_embedded(tmp_path):
     assert (figures / "tuning-tune_demo.pdf").stat().st_size > 0
     report = outcome.report.read_text()
     assert "![Tuning search: tune_demo](figures/tuning-tune_demo.png)" in report
-    assert "![Tuning search" not in report.split("## Tuning")[0]   # not among the main comparison's figures
+    assert "![Tuning search" not in report.split("## Tuning")[0]  # not among the main comparison's figures
 
 
 def test_broken_tuning_files_are_warnings_naming_them(tmp_path):
@@ -151,7 +161,7 @@ def test_broken_tuning_files_are_warnings_naming_them(tmp_path):
     assert "tuning-torn.json: not readable as JSON (JSONDecodeError" in warnings
     assert "nested/tuning-future.json: format 2, this aggregator reads format 1: ignored" in warnings
     assert "tuning-partial.json: optimizers.adam.trials[1]: 'runs' missing or not a list: ignored" in warnings
-    assert set(tuning_rows(results / "aggregate")) == {"lion", "sgd"}   # the good file is still read
+    assert set(tuning_rows(results / "aggregate")) == {"lion", "sgd"}  # the good file is still read
 
 
 def test_a_broken_tuning_files_runs_stay_in_the_main_comparison(tmp_path):
@@ -183,7 +193,11 @@ def test_command_line_end_to_end(tmp_path, capsys):
     assert captured.out.startswith(f"{MAIN_RUNS} runs -> {out / 'report.md'}")
     assert f"warning: tuning-tune_demo.json, lion: {EDGE_MARKER}: optimizer.lr = 0.0009" in captured.err
     assert "warning: tuning-torn.json: not readable as JSON" in captured.err
-    for name in ("tables/tuning.csv", "tables/tuning.md", "figures/tuning-tune_demo.png",
-                 "figures/tuning-tune_demo.pdf"):
+    for name in (
+        "tables/tuning.csv",
+        "tables/tuning.md",
+        "figures/tuning-tune_demo.png",
+        "figures/tuning-tune_demo.pdf",
+    ):
         assert (out / name).stat().st_size > 0
     assert "## Tuning" in (out / "report.md").read_text()

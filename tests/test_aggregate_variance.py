@@ -4,7 +4,6 @@ bootstrap, and the table the aggregator writes from runs' predictions.npz."""
 import numpy as np
 import pandas as pd
 import pytest
-
 from fixtures.aggregate.fake_runs import ramp_records, write_predictions, write_run
 
 from optbench.analysis import aggregate
@@ -17,8 +16,8 @@ def test_a_hand_computed_case():
     # D = [[0, 1, 0, 0], [1, 0, 0, -1]]: per seed (0.25, 0), per image (0.5, 0.5, 0, -0.5)
     parts = decompose(correct_a, correct_b)
     assert parts.difference == pytest.approx(0.125)
-    assert parts.var_seeds == pytest.approx(0.03125 / 2)          # var(0.25, 0) = 0.03125, over S = 2
-    assert parts.var_images == pytest.approx((0.6875 / 3) / 4)    # sum of squares 0.6875 about 0.125, ddof 1, over N = 4
+    assert parts.var_seeds == pytest.approx(0.03125 / 2)  # var(0.25, 0) = 0.03125, over S = 2
+    assert parts.var_images == pytest.approx((0.6875 / 3) / 4)  # sum of squares 0.6875 about 0.125, ddof 1, over N = 4
     assert parts.share_seeds + parts.share_images == pytest.approx(1)
     assert parts.share_seeds == pytest.approx(0.015625 / (0.015625 + 0.6875 / 12))
 
@@ -38,7 +37,7 @@ def test_a_difference_the_same_on_every_image_leaves_all_the_variance_to_the_see
     parts = decompose(correct_a, correct_b)
     assert parts.difference == pytest.approx(0.5)
     assert parts.var_images == 0 and parts.share_seeds == 1
-    assert parts.var_seeds == pytest.approx(0.5 / 2)               # var(0, 1) = 0.5 over S = 2
+    assert parts.var_seeds == pytest.approx(0.5 / 2)  # var(0, 1) = 0.5 over S = 2
 
 
 def test_identical_arms_have_no_variance_and_no_shares():
@@ -52,8 +51,9 @@ def test_the_bootstrap_of_one_source_matches_its_variance():
     rng = np.random.default_rng(2)
     one_seed_a, one_seed_b = rng.random(2000) < 0.8, rng.random(2000) < 0.7
     # seeds identical: resampling seeds changes nothing, the rounds vary by the test images alone
-    rounds = bootstrap_differences(np.tile(one_seed_a, (3, 1)), np.tile(one_seed_b, (3, 1)), 2000,
-                                   np.random.default_rng(0))
+    rounds = bootstrap_differences(
+        np.tile(one_seed_a, (3, 1)), np.tile(one_seed_b, (3, 1)), 2000, np.random.default_rng(0)
+    )
     expected = decompose(np.tile(one_seed_a, (3, 1)), np.tile(one_seed_b, (3, 1))).var_images
     assert rounds.var() == pytest.approx(expected, rel=0.1)
     # every image alike within a seed: the rounds vary by the seeds alone (ddof 0: the bootstrap's own)
@@ -87,7 +87,7 @@ def study_with_predictions(results, images=400):
             correct[optimizer, seed] = rng.random(images) < accuracy
             run_dir = write_run(results, ramp_records(correct[optimizer, seed].mean()), optimizer=optimizer, seed=seed)
             write_predictions(run_dir, correct[optimizer, seed], epoch=3)
-    write_run(results, ramp_records(0.5), optimizer="lion", seed=0)    # made before predictions.npz
+    write_run(results, ramp_records(0.5), optimizer="lion", seed=0)  # made before predictions.npz
     return correct
 
 
@@ -95,11 +95,12 @@ def test_the_aggregator_writes_the_variance_table_and_report_section(tmp_path):
     correct = study_with_predictions(tmp_path / "results")
     outcome = aggregate(tmp_path / "results", tmp_path / "out", draw_figures=False)
     table = pd.read_csv(tmp_path / "out" / "tables" / "variance.csv")
-    assert len(table) == 1                                   # lion has no predictions: no pair with it
+    assert len(table) == 1  # lion has no predictions: no pair with it
     row = table.iloc[0]
     assert (row["arm_a"], row["arm_b"], row["seeds"], row["images"]) == ("sgd", "adam", 3, 400)  # seed 3 unpaired
-    expected = decompose(np.stack([correct["sgd", seed] for seed in range(3)]),
-                         np.stack([correct["adam", seed] for seed in range(3)]))
+    expected = decompose(
+        np.stack([correct["sgd", seed] for seed in range(3)]), np.stack([correct["adam", seed] for seed in range(3)])
+    )
     assert row["difference"] == pytest.approx(expected.difference)
     assert row["var_seeds"] == pytest.approx(expected.var_seeds)
     assert row["var_images"] == pytest.approx(expected.var_images)
@@ -112,9 +113,9 @@ def test_predictions_from_another_epoch_or_test_set_are_left_out_with_a_warning(
     results = tmp_path / "results"
     study_with_predictions(results)
     stale = next((results).rglob("sgd/seed0"))
-    write_predictions(stale, np.ones(400, dtype=bool), epoch=2)            # not the selected epoch 3
+    write_predictions(stale, np.ones(400, dtype=bool), epoch=2)  # not the selected epoch 3
     other = next((results).rglob("sgd/seed1"))
-    write_predictions(other, np.ones(300, dtype=bool), epoch=3)            # another test set
+    write_predictions(other, np.ones(300, dtype=bool), epoch=3)  # another test set
     outcome = aggregate(results, tmp_path / "out", draw_figures=False)
     table = pd.read_csv(tmp_path / "out" / "tables" / "variance.csv")
     assert table.iloc[0]["seeds"] == 1 and "fewer than 2 paired seeds" in table.iloc[0]["note"]

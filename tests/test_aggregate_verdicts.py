@@ -6,8 +6,8 @@ per hypothesis."""
 import csv
 
 import pytest
-
 from fixtures.aggregate.fake_runs import ramp_records, write_run
+
 from optbench.formats import decision_record
 
 STUDY = """id: clean_study
@@ -21,12 +21,15 @@ statement: sgd and adam at 40 % symmetric noise, for HY only
 hypotheses: [HY]
 grid: {optimizer: [sgd, adam], seed: [0, 1, 2], dataset: [cifar10], noise: [{name: symmetric, rate: 0.4}], epochs: 3}
 """
-HX = ("id: HX\ntitle: sgd first\nstatement: sgd beats adam\n"
-      "test: {kind: metric_comparison, subject: sgd, versus: [adam]}\n")
-HY = ("id: HY\ntitle: adam under noise\nstatement: adam beats sgd under noise\n"
-      "test: {kind: metric_comparison, subject: adam, versus: [sgd], where: {noise: symmetric}}\n")
-HZ = ("id: HZ\ntitle: muon\nstatement: muon beats lion\n"
-      "test: {kind: metric_comparison, subject: muon, versus: [lion]}\n")
+HX = (
+    "id: HX\ntitle: sgd first\nstatement: sgd beats adam\n"
+    "test: {kind: metric_comparison, subject: sgd, versus: [adam]}\n"
+)
+HY = (
+    "id: HY\ntitle: adam under noise\nstatement: adam beats sgd under noise\n"
+    "test: {kind: metric_comparison, subject: adam, versus: [sgd], where: {noise: symmetric}}\n"
+)
+HZ = "id: HZ\ntitle: muon\nstatement: muon beats lion\ntest: {kind: metric_comparison, subject: muon, versus: [lion]}\n"
 
 
 def experiments(root):
@@ -51,11 +54,25 @@ def folder(root):
         write_run(root, ramp_records(sgd), optimizer="sgd", seed=seed, noise="symmetric", rate=0.4)
         write_run(root, ramp_records(adam), optimizer="adam", seed=seed, noise="symmetric", rate=0.4)
     record = decision_record.new_record("clean_study", (3, 6), 0.05, "rule", {"HX": {"comparisons": 1}})
-    record = decision_record.add_look(record, 0, 3, {"HX": {"decision": "continue", "reason": "cp 60 %", "seeds": 3,
-                                                            "z": {"cifar10, clean: sgd vs adam": 3.0}}})
-    record = decision_record.add_look(record, 1, 6, {"HX": {"decision": "supported", "seeds": 6,
-                                                            "reason": "every comparison crossed z >= 2.10",
-                                                            "z": {"cifar10, clean: sgd vs adam": 4.0}}})
+    record = decision_record.add_look(
+        record,
+        0,
+        3,
+        {"HX": {"decision": "continue", "reason": "cp 60 %", "seeds": 3, "z": {"cifar10, clean: sgd vs adam": 3.0}}},
+    )
+    record = decision_record.add_look(
+        record,
+        1,
+        6,
+        {
+            "HX": {
+                "decision": "supported",
+                "seeds": 6,
+                "reason": "every comparison crossed z >= 2.10",
+                "z": {"cifar10, clean: sgd vs adam": 4.0},
+            }
+        },
+    )
     decision_record.write(decision_record.record_path(root, "clean_study"), record)
     return root
 
@@ -68,8 +85,13 @@ def rows(path):
 def aggregated(tmp_path, **options):
     from optbench.analysis import aggregate
 
-    outcome = aggregate(folder(tmp_path / "runs"), tmp_path / "out", experiments_dir=experiments(tmp_path / "exp"),
-                        draw_figures=False, **options)
+    outcome = aggregate(
+        folder(tmp_path / "runs"),
+        tmp_path / "out",
+        experiments_dir=experiments(tmp_path / "exp"),
+        draw_figures=False,
+        **options,
+    )
     return outcome, {row["hypothesis"]: row for row in rows(tmp_path / "out" / "tables" / "verdicts.csv")}
 
 
@@ -80,22 +102,25 @@ def test_a_hypothesis_a_sequential_study_decided_is_judged_on_its_plan_and_its_d
     outcome, verdicts = aggregated(tmp_path)
     hx = verdicts["HX"]
     assert (hx["verdict"], hx["rule"], hx["settings"], hx["seeds"]) == (
-        "supported", "sequential rule, look 2 of 2", "cifar10, clean", "6")
+        "supported",
+        "sequential rule, look 2 of 2",
+        "cifar10, clean",
+        "6",
+    )
     assert "every comparison crossed z >= 2.10 at look 2 of 2 (6 seeds)" in hx["why"]
     checks = [row for row in rows(tmp_path / "out" / "tables" / "hypotheses.csv") if row["hypothesis"] == "HX"]
     assert [row["setting"] for row in checks] == ["cifar10, clean"]
     assert outcome.verdicts["HX"] == "supported"
     report = outcome.report.read_text()
-    section = report[report.index("### HX"):report.index("### HY")]
+    section = report[report.index("### HX") : report.index("### HY")]
     assert "Fixed-design evaluation of the same runs (the 6 seeds of that look)" in section
-    assert "Seeds needed" not in section   # decided: no planner advice
-    table = report[report.index("| hypothesis | judged on"):report.index("### HX")]
+    assert "Seeds needed" not in section  # decided: no planner advice
+    table = report[report.index("| hypothesis | judged on") : report.index("### HX")]
     assert table.count("| HX ") == 1 and "**SUPPORTED**" in table
-    assert "symmetric 40%" in report[report.index("## Results by setting"):]
+    assert "symmetric 40%" in report[report.index("## Results by setting") :]
 
 
-def test_without_a_study_every_hypothesis_is_judged_on_the_settings_here_and_one_without_runs_is_not_tested(
-        tmp_path):
+def test_without_a_study_every_hypothesis_is_judged_on_the_settings_here_and_one_without_runs_is_not_tested(tmp_path):
     _, verdicts = aggregated(tmp_path)
     assert verdicts["HY"]["rule"] == "fixed design" and verdicts["HY"]["settings"] == "cifar10, symmetric 40%"
     assert verdicts["HZ"]["verdict"] == "not tested" and "no setting has runs of muon, lion" in verdicts["HZ"]["why"]
@@ -124,8 +149,13 @@ def test_a_study_naming_a_hypothesis_no_file_defines_is_refused(tmp_path):
     from optbench.analysis import aggregate
 
     with pytest.raises(ConfigError, match="hypotheses names H9, which no hypothesis file defines"):
-        aggregate(folder(tmp_path / "runs"), tmp_path / "out", experiments_dir=tmp_path / "exp", draw_figures=False,
-                  study=find_study("noisy_study", tmp_path / "exp"))
+        aggregate(
+            folder(tmp_path / "runs"),
+            tmp_path / "out",
+            experiments_dir=tmp_path / "exp",
+            draw_figures=False,
+            study=find_study("noisy_study", tmp_path / "exp"),
+        )
 
 
 def test_a_sequential_study_is_judged_at_its_own_budget_not_at_a_ladder_s_other_rungs(tmp_path):
@@ -134,8 +164,9 @@ def test_a_sequential_study_is_judged_at_its_own_budget_not_at_a_ladder_s_other_
     own setting's tables (and the fidelity section)."""
     for seed in range(3):
         for optimizer, accuracy in (("sgd", 0.90), ("adam", 0.97)):
-            write_run(tmp_path / "runs", ramp_records(accuracy, epochs=6), optimizer=optimizer, seed=seed,
-                      variant="epochs=6")
+            write_run(
+                tmp_path / "runs", ramp_records(accuracy, epochs=6), optimizer=optimizer, seed=seed, variant="epochs=6"
+            )
     outcome, verdicts = aggregated(tmp_path)
     assert (verdicts["HX"]["verdict"], verdicts["HX"]["settings"]) == ("supported", "cifar10, clean, epochs=3")
     checks = [row for row in rows(tmp_path / "out" / "tables" / "hypotheses.csv") if row["hypothesis"] == "HX"]

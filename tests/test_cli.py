@@ -12,23 +12,28 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import CONF_DIR, REPO, TINY, compose_config
 from omegaconf import OmegaConf
 
-from conftest import CONF_DIR, REPO, TINY, compose_config
-from optbench.registry.choices import OPTIMIZERS
+from optbench.config.validation import validate
 from optbench.errors import ConfigError
+from optbench.registry.choices import OPTIMIZERS
 from optbench.registry.optimizers import REGISTRY
 from optbench.training.train_command import preflight
-from optbench.config.validation import validate
 
-GROUP_OPTIONS = [(group.name, option.stem) for group in sorted(CONF_DIR.iterdir()) if group.is_dir()
-                 for option in sorted(group.glob("*.yaml"))]
+GROUP_OPTIONS = [
+    (group.name, option.stem)
+    for group in sorted(CONF_DIR.iterdir())
+    if group.is_dir()
+    for option in sorted(group.glob("*.yaml"))
+]
 
 
 def run_cli(args: list[str], tmp_path: Path, script: str = "src/train.py", env_extra: dict | None = None):
     env = {**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data"), **(env_extra or {})}
-    return subprocess.run([sys.executable, script, *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, script, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def tiny_args(tmp_path: Path) -> list[str]:
@@ -38,12 +43,12 @@ def tiny_args(tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS)
 def test_every_config_option_composes_and_validates(group, option):
     extra = ["dataset.root=/some/folder"] if option == "imagefolder" else []
-    if group == "optimizer":   # under the schedule it accepts (Schedule-Free: constant)
+    if group == "optimizer":  # under the schedule it accepts (Schedule-Free: constant)
         extra.append(f"scheduler={REGISTRY[option].default_schedule}")
     cfg = compose_config([f"{group}={option}", *extra])
     validate(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
-    if group == "logger":   # keyed by tracker name, so several compose at once (logger=[mlflow,csv])
+    if group == "logger":  # keyed by tracker name, so several compose at once (logger=[mlflow,csv])
         assert set(resolved["logger"]) == {option} - {"none"}
     elif group != "experiment":
         assert resolved[group]["name"] == option
@@ -56,8 +61,14 @@ def test_every_default_has_a_comment():
     for path in sorted(CONF_DIR.rglob("*.yaml")):
         for number, line in enumerate(path.read_text().split("\nhydra:")[0].splitlines(), 1):
             key, colon, value = line.strip().partition(":")
-            if colon and value.strip() and not key.startswith(("#", "-")) and key not in exempt_keys \
-                    and "#" not in value and path.parent.name != "experiment":
+            if (
+                colon
+                and value.strip()
+                and not key.startswith(("#", "-"))
+                and key not in exempt_keys
+                and "#" not in value
+                and path.parent.name != "experiment"
+            ):
                 bare.append(f"{path.relative_to(CONF_DIR)}:{number}: {line.strip()}")
     assert not bare, bare
 
@@ -81,8 +92,10 @@ def test_multirun_puts_each_run_in_its_deterministic_directory(tmp_path):
     for path in summaries:
         assert json.loads(path.read_text())["status"] == "completed"
         assert (path.parent / ".hydra" / "config.yaml").exists()
-    assert done.stdout.splitlines()[-1] == ("sweep: 4 completed, 0 diverged, 0 failed, 0 skipped; aggregate with: "
-                                            f"python src/aggregate.py {tmp_path / 'results'}")
+    assert done.stdout.splitlines()[-1] == (
+        "sweep: 4 completed, 0 diverged, 0 failed, 0 skipped; aggregate with: "
+        f"python src/aggregate.py {tmp_path / 'results'}"
+    )
 
 
 @pytest.mark.slow
@@ -95,9 +108,25 @@ def test_hydra_run_dir_puts_everything_there(tmp_path):
 
 @pytest.mark.slow
 def test_run_single_experiment_maps_flags_to_the_same_run(tmp_path):
-    done = run_cli(["--optimizer", "adamw", "--dataset", "synthetic", "--seed", "3", "--epochs", "1",
-                    "--label-noise", "0.2", "--device", "cpu", *tiny_args(tmp_path)[1:]], tmp_path,
-                   script="run_single_experiment.py")
+    done = run_cli(
+        [
+            "--optimizer",
+            "adamw",
+            "--dataset",
+            "synthetic",
+            "--seed",
+            "3",
+            "--epochs",
+            "1",
+            "--label-noise",
+            "0.2",
+            "--device",
+            "cpu",
+            *tiny_args(tmp_path)[1:],
+        ],
+        tmp_path,
+        script="run_single_experiment.py",
+    )
     assert done.returncode == 0, done.stderr
     [summary_path] = (tmp_path / "results" / "synthetic" / "symmetric-0.2" / "adamw").rglob("summary.json")
     summary = json.loads(summary_path.read_text())
@@ -111,13 +140,18 @@ def test_an_optimizer_with_its_own_schedule_runs_plainly_from_every_entry_point(
     says so in train.log and record.json, and keeps the plain run directory, in a sweep and through the flags."""
     swept = run_cli(["-m", "optimizer=sgd,schedulefree_adamw", *tiny_args(tmp_path)], tmp_path)
     assert swept.returncode == 0, swept.stderr
-    flags = run_cli(["--optimizer", "schedulefree_adamw", "--seed", "1", *tiny_args(tmp_path)], tmp_path,
-                    script="run_single_experiment.py")
+    flags = run_cli(
+        ["--optimizer", "schedulefree_adamw", "--seed", "1", *tiny_args(tmp_path)],
+        tmp_path,
+        script="run_single_experiment.py",
+    )
     assert flags.returncode == 0, flags.stderr
     variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
-    for optimizer, seed, schedule, defaults in (("sgd", 0, "cosine", {}),
-                                                ("schedulefree_adamw", 0, "constant", {"scheduler": "constant"}),
-                                                ("schedulefree_adamw", 1, "constant", {"scheduler": "constant"})):
+    for optimizer, seed, schedule, defaults in (
+        ("sgd", 0, "cosine", {}),
+        ("schedulefree_adamw", 0, "constant", {"scheduler": "constant"}),
+        ("schedulefree_adamw", 1, "constant", {"scheduler": "constant"}),
+    ):
         run_dir = tmp_path / "results" / "synthetic" / "none-0.0" / optimizer / variant / f"seed{seed}"
         config = json.loads((run_dir / "record.json").read_text())["config"]
         assert (config["scheduler"]["name"], config["optimizer_defaults"]) == (schedule, defaults)
@@ -161,24 +195,38 @@ BAD_INPUTS = [
     (["dataset=synthetic", "dataset.num_classes=1"], "dataset.num_classes=1"),
     (["train.divergence_factor=0.5"], "train.divergence_factor=0.5"),
     (["optimizer.param_groups=layerwise"], "choose standard or muon"),
-    (["optimizer=schedulefree_adamw", "scheduler=cosine"],
-     "scheduler=cosine: optimizer=schedulefree_adamw accepts scheduler=constant"),
-    (["optimizer=schedulefree_adamw", "scheduler.warmup_fraction=0.1"],   # its own default schedule, then the warmup
-     "use scheduler.warmup_fraction=0 and optimizer.warmup_fraction=0.1"),
-    (["optimizer=schedulefree_adamw", "scheduler=constant", "scheduler.warmup_fraction=0.1"],
-     "use scheduler.warmup_fraction=0 and optimizer.warmup_fraction=0.1"),
-    (["optimizer=schedulefree_adamw", "scheduler=constant", "optimizer.warmup_fraction=2"], "optimizer.warmup_fraction=2"),
+    (
+        ["optimizer=schedulefree_adamw", "scheduler=cosine"],
+        "scheduler=cosine: optimizer=schedulefree_adamw accepts scheduler=constant",
+    ),
+    (
+        ["optimizer=schedulefree_adamw", "scheduler.warmup_fraction=0.1"],  # its own default schedule, then the warmup
+        "use scheduler.warmup_fraction=0 and optimizer.warmup_fraction=0.1",
+    ),
+    (
+        ["optimizer=schedulefree_adamw", "scheduler=constant", "scheduler.warmup_fraction=0.1"],
+        "use scheduler.warmup_fraction=0 and optimizer.warmup_fraction=0.1",
+    ),
+    (
+        ["optimizer=schedulefree_adamw", "scheduler=constant", "optimizer.warmup_fraction=2"],
+        "optimizer.warmup_fraction=2",
+    ),
     (["optimizer=ademamix", "optimizer.betas=[0.9,0.999,1.5]"], "optimizer.betas=[0.9, 0.999, 1.5]"),
     (["noise=symmetric", "noise.validation=maybe"], "choose noisy"),
     (["--optimizer", "adam", "--epochs", "10"], "python src/train.py optimizer=adam epochs=10"),
-    (["+epoch=1"], "+epoch=1: epoch is not a setting optbench reads (did you mean epochs=1?"),   # Hydra's advice
+    (["+epoch=1"], "+epoch=1: epoch is not a setting optbench reads (did you mean epochs=1?"),  # Hydra's advice
     # typos answered at the first try (Hydra's own answer was to add a +, and only that second try got a hint)
     (["optimzer=lion"], "optimzer=lion: optimzer is not a setting optbench reads (did you mean optimizer=lion?"),
     (["+optimzer=lion"], "+optimzer=lion: optimzer is not a setting optbench reads (did you mean optimizer=lion?"),
     (["optimizer=adamw", "optimizer.weight_decy=0.1"], "did you mean optimizer.weight_decay=0.1?"),
-    (["-m", "seed=0,1", "model.widht=8"], "model.widht=8: model.widht is not a setting optbench reads (did you mean "
-                                          "model.width=8?"),
-    (["dataset=imagefolder", "dataset.root=/nowhere/cifar10-jpeg"], "dataset.root=/nowhere/cifar10-jpeg does not exist: "),
+    (
+        ["-m", "seed=0,1", "model.widht=8"],
+        "model.widht=8: model.widht is not a setting optbench reads (did you mean model.width=8?",
+    ),
+    (
+        ["dataset=imagefolder", "dataset.root=/nowhere/cifar10-jpeg"],
+        "dataset.root=/nowhere/cifar10-jpeg does not exist: ",
+    ),
     (["dataset=imagefolder", "dataset.root=nowhere"], "dataset.root=nowhere does not exist (relative to "),
     (["logger=mlfow"], "unknown logger 'mlfow': did you mean logger=mlflow? choose logger="),
     (["optimizer=lino"], "unknown optimizer 'lino': did you mean optimizer=lion? choose optimizer="),
@@ -206,26 +254,40 @@ def test_a_misspelt_key_is_refused_by_the_command_line_with_nothing_made(tmp_pat
 def test_unusable_paths_and_text_are_one_line_and_leave_nothing(tmp_path, case):
     """Each was a Hydra traceback and exit 1; the over-long name also left empty directories behind."""
     (tmp_path / "afile").write_text("keep me")
-    extra = {"results_dir is a file": [f"paths.results_dir={tmp_path / 'afile'}"],
-             "not UTF-8": ["paths.mirror_dir='mirror\udcff'"],
-             "name too long": ["optimizer.lr=0." + "1" * 300],
-             "sweep into a file": ["seed=0,1", f"paths.results_dir={tmp_path / 'afile' / 'below'}"]}[case]
-    expected = {"results_dir is a file": "is a file, not a folder", "not UTF-8": "mirror\\xff': holds a byte that is not UTF-8",
-                "name too long": "longer than a file name may be", "sweep into a file": "is a file, not a folder"}[case]
+    extra = {
+        "results_dir is a file": [f"paths.results_dir={tmp_path / 'afile'}"],
+        "not UTF-8": ["paths.mirror_dir='mirror\udcff'"],
+        "name too long": ["optimizer.lr=0." + "1" * 300],
+        "sweep into a file": ["seed=0,1", f"paths.results_dir={tmp_path / 'afile' / 'below'}"],
+    }[case]
+    expected = {
+        "results_dir is a file": "is a file, not a folder",
+        "not UTF-8": "mirror\\xff': holds a byte that is not UTF-8",
+        "name too long": "longer than a file name may be",
+        "sweep into a file": "is a file, not a folder",
+    }[case]
     flags = ["-m"] if case.startswith("sweep") else []
-    done = subprocess.run([sys.executable, "src/train.py", *flags, *tiny_args(tmp_path), *extra], cwd=REPO, capture_output=True,
-                          env={**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data")}, timeout=300,
-                          errors="surrogateescape")
+    done = subprocess.run(
+        [sys.executable, "src/train.py", *flags, *tiny_args(tmp_path), *extra],
+        cwd=REPO,
+        capture_output=True,
+        env={**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data")},
+        timeout=300,
+        errors="surrogateescape",
+    )
     assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
     assert expected in done.stderr
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep me"
+    assert (
+        sorted(path.name for path in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep me"
+    )
 
 
 @pytest.mark.slow
 def test_good_sweep_passes_preflight_with_every_run_checked():
-    under_cosine = [name for name in OPTIMIZERS if REGISTRY[name].accepts("cosine")]   # the default schedule
-    checked = preflight(["-m", "optimizer=" + ",".join(under_cosine), "seed=0,1,2", "noise=symmetric",
-                         "noise.rate=0.2,0.4"], CONF_DIR)
+    under_cosine = [name for name in OPTIMIZERS if REGISTRY[name].accepts("cosine")]  # the default schedule
+    checked = preflight(
+        ["-m", "optimizer=" + ",".join(under_cosine), "seed=0,1,2", "noise=symmetric", "noise.rate=0.2,0.4"], CONF_DIR
+    )
     assert checked == len(under_cosine) * 3 * 2
 
 
@@ -247,8 +309,15 @@ def assert_no_run_left(results_dir: Path) -> None:
 
 def test_imagefolder_root_without_train_folder_leaves_no_run_directory(tmp_path):
     (tmp_path / "images" / "test" / "cat").mkdir(parents=True)
-    done = run_cli(["dataset=imagefolder", f"dataset.root={tmp_path / 'images'}", "device=cpu",
-                    f"paths.results_dir={tmp_path / 'results'}"], tmp_path)
+    done = run_cli(
+        [
+            "dataset=imagefolder",
+            f"dataset.root={tmp_path / 'images'}",
+            "device=cpu",
+            f"paths.results_dir={tmp_path / 'results'}",
+        ],
+        tmp_path,
+    )
     assert done.returncode == 2
     assert "has no train/ folder" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert_no_run_left(tmp_path / "results")  # Hydra's .hydra/ and log went with the empty run directory
@@ -257,10 +326,17 @@ def test_imagefolder_root_without_train_folder_leaves_no_run_directory(tmp_path)
 @pytest.mark.slow
 def test_missing_cifar_without_network_is_one_line(tmp_path):
     # A proxy on a closed local port makes any download fail at once, whatever network this machine has.
-    closed = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
-              "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
-    done = run_cli(["dataset=cifar10", "model.width=8", "epochs=1", "device=cpu",
-                    f"paths.results_dir={tmp_path / 'results'}"], tmp_path, env_extra=closed)
+    closed = {
+        "http_proxy": "http://127.0.0.1:9",
+        "https_proxy": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+    }
+    done = run_cli(
+        ["dataset=cifar10", "model.width=8", "epochs=1", "device=cpu", f"paths.results_dir={tmp_path / 'results'}"],
+        tmp_path,
+        env_extra=closed,
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "OPTBENCH_DATA_DIR" in lines[0], done.stderr
@@ -280,8 +356,11 @@ def test_setup_smoke_check_passes_on_this_machine(tmp_path):
         for name in ("cat", "dog"):
             (tmp_path / "images" / part / name).mkdir(parents=True)
             Image.new("RGB", (32, 32)).save(tmp_path / "images" / part / name / "0.png")
-    done = run_cli(["--device", "cpu", "--image-folder", str(tmp_path / "images"), "--image-folder",
-                    str(tmp_path / "nowhere")], tmp_path, script="test_setup.py")
+    done = run_cli(
+        ["--device", "cpu", "--image-folder", str(tmp_path / "images"), "--image-folder", str(tmp_path / "nowhere")],
+        tmp_path,
+        script="test_setup.py",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     for name in OPTIMIZERS:
         assert f"✓ {name}: losses" in done.stdout

@@ -7,11 +7,10 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "src"))
-import compare  # noqa: E402  (src/compare.py, the entry point)
+import compare
 
 PUBLISHED = REPO / "docs" / "cpu-study" / "runs" / "imagefolder-cifar10-jpeg-3bcb403b" / "none-0.0"
 
@@ -47,7 +46,7 @@ def test_compare_shows_the_differing_keys_the_headline_numbers_and_draws_the_cur
     assert f"test acc at best-val epoch {100 * best[0]['test/acc']:.2f} % {100 * best[1]['test/acc']:.2f} %" in lines
     assert "status completed completed" in lines and "epochs done 8 of 8 8 of 8" in lines
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"figure: {figure}" in lines
-    assert snapshot(tmp_path / "results") == before   # the runs are only read
+    assert snapshot(tmp_path / "results") == before  # the runs are only read
 
 
 def test_the_figure_goes_to_the_working_directory_by_default(two_runs, tmp_path, monkeypatch):
@@ -57,24 +56,33 @@ def test_the_figure_goes_to_the_working_directory_by_default(two_runs, tmp_path,
     assert (tmp_path / f"compare-{ids[0]}-{ids[1]}.png").is_file()
 
 
-@pytest.mark.parametrize("case, message", [
-    ("missing", "RUN_B {missing}: no such directory"),
-    ("not a run", "RUN_B {empty}: not a run directory (no record.json)"),
-    ("same run", "RUN_A and RUN_B are the same run"),
-    ("damaged", "RUN_B: {b}/summary.json is damaged"),
-    ("figure in a run", "--figure {b}/plots/c.png: {b} is a run directory"),
-    ("not a figure", "--figure {tmp}/c.txt: name a .png, .pdf or .svg file"),
-    ("no folder", "--figure {tmp}/nowhere/c.png: the folder {tmp}/nowhere does not exist"),
-    ("flag", "unrecognized arguments: --colour"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "RUN_B {missing}: no such directory"),
+        ("not a run", "RUN_B {empty}: not a run directory (no record.json)"),
+        ("same run", "RUN_A and RUN_B are the same run"),
+        ("damaged", "RUN_B: {b}/summary.json is damaged"),
+        ("figure in a run", "--figure {b}/plots/c.png: {b} is a run directory"),
+        ("not a figure", "--figure {tmp}/c.txt: name a .png, .pdf or .svg file"),
+        ("no folder", "--figure {tmp}/nowhere/c.png: the folder {tmp}/nowhere does not exist"),
+        ("flag", "unrecognized arguments: --colour"),
+    ],
+)
 def test_bad_input_is_one_error_line_exit_2_and_writes_nothing(two_runs, tmp_path, capsys, case, message):
     a, b = two_runs
     (tmp_path / "empty").mkdir()
     (b / "plots").mkdir()
-    argv = {"missing": [a, tmp_path / "missing"], "not a run": [a, tmp_path / "empty"], "same run": [a, a],
-            "damaged": [a, b], "figure in a run": [a, b, "--figure", b / "plots" / "c.png"],
-            "not a figure": [a, b, "--figure", tmp_path / "c.txt"],
-            "no folder": [a, b, "--figure", tmp_path / "nowhere" / "c.png"], "flag": [a, b, "--colour", "red"]}[case]
+    argv = {
+        "missing": [a, tmp_path / "missing"],
+        "not a run": [a, tmp_path / "empty"],
+        "same run": [a, a],
+        "damaged": [a, b],
+        "figure in a run": [a, b, "--figure", b / "plots" / "c.png"],
+        "not a figure": [a, b, "--figure", tmp_path / "c.txt"],
+        "no folder": [a, b, "--figure", tmp_path / "nowhere" / "c.png"],
+        "flag": [a, b, "--colour", "red"],
+    }[case]
     if case == "damaged":
         (b / "summary.json").write_text('{"status": "compl')
     before = snapshot(tmp_path)
@@ -86,7 +94,18 @@ def test_bad_input_is_one_error_line_exit_2_and_writes_nothing(two_runs, tmp_pat
 
 
 def test_the_command_line(two_runs, tmp_path):
-    done = subprocess.run([sys.executable, str(REPO / "src" / "compare.py"), str(two_runs[0]), str(two_runs[1]),
-                           "--figure", str(tmp_path / "c.svg")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "src" / "compare.py"),
+            str(two_runs[0]),
+            str(two_runs[1]),
+            "--figure",
+            str(tmp_path / "c.svg"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")

@@ -39,6 +39,7 @@ def per_class(labels: torch.Tensor) -> dict[int, int]:
 
 # --- synthetic and splitting -----------------------------------------------------------------------
 
+
 def test_synthetic_shapes_dtypes_and_sizes(tmp_path):
     splits = synthetic(tmp_path)
     for image_set, size in ((splits.train, 160), (splits.val, 40), (splits.test, 40)):
@@ -91,14 +92,16 @@ def test_explicit_mean_and_std_are_kept(tmp_path):
     assert splits.mean == (0.1, 0.2, 0.3) and splits.std == (0.4, 0.5, 0.6)
 
 
-@pytest.mark.parametrize("options", [dict(val_size=200), dict(val_size=197), dict(val_size=3),
-                                     dict(val_size=40, train_subset=2)])
+@pytest.mark.parametrize(
+    "options", [dict(val_size=200), dict(val_size=197), dict(val_size=3), dict(val_size=40, train_subset=2)]
+)
 def test_unstratifiable_sizes_raise_config_error(tmp_path, options):
     with pytest.raises(ConfigError):
         synthetic(tmp_path, **options)
 
 
 # --- imagefolder -----------------------------------------------------------------------------------
+
 
 def write_image(path: Path, image: torch.Tensor) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -257,6 +260,7 @@ def test_real_cifar10_jpeg_folder(real_data_dir):
 
 # --- CIFAR via torchvision -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["cifar10", "cifar100"])
 def test_cifar_download_failure_raises_config_error_naming_the_data_dir_variable(tmp_path, monkeypatch, name):
     def offline(*args, **kwargs):
@@ -283,8 +287,9 @@ def fake_cifar10(tmp_path, monkeypatch):
     folder.mkdir()
     generator = np.random.default_rng(0)
     batches = {}
-    for index, file_name in enumerate(["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4",
-                                       "data_batch_5", "test_batch"]):
+    for index, file_name in enumerate(
+        ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch"]
+    ):
         count = 6 if file_name == "test_batch" else 4
         data = generator.integers(0, 256, size=(count, 3072), dtype=np.uint8)  # rows: R plane, G plane, B plane
         labels = [(4 * index + k) % 10 for k in range(count)]
@@ -296,8 +301,11 @@ def fake_cifar10(tmp_path, monkeypatch):
     # The md5 sums of the fake files cannot match the real ones.
     monkeypatch.setattr(torchvision.datasets.CIFAR10, "_check_integrity", lambda self: True)
     monkeypatch.setattr(torchvision.datasets.cifar, "check_integrity", lambda *args, **kwargs: True)
-    monkeypatch.setattr(torchvision.datasets.cifar, "download_and_extract_archive",
-                        lambda *args, **kwargs: pytest.fail("must not download when the files are present"))
+    monkeypatch.setattr(
+        torchvision.datasets.cifar,
+        "download_and_extract_archive",
+        lambda *args, **kwargs: pytest.fail("must not download when the files are present"),
+    )
     return tmp_path, batches
 
 
@@ -356,7 +364,7 @@ def test_a_symlinked_folder_is_followed_at_most_once(tmp_path, image_root, link)
     data_dir = tmp_path / "data"
     elsewhere = tmp_path / "more-mangoes"
     write_image(elsewhere / "9.png", torch.zeros(3, 32, 32, dtype=torch.uint8))
-    (root / "train" / "mango" / "linked").symlink_to(elsewhere)   # followed once: fine
+    (root / "train" / "mango" / "linked").symlink_to(elsewhere)  # followed once: fine
     assert len(load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0).train) == 19
     if link == "loop":
         (root / "train" / "c").symlink_to(".")
@@ -380,8 +388,8 @@ def test_a_damaged_decode_cache_is_rebuilt_with_one_warning(tmp_path, image_root
     elif damage == "bit flipped":
         pixels = images["train", "apple", 0].numpy().tobytes()[:32]
         at = payload.index(pixels) + 5
-        cache.write_bytes(payload[:at] + bytes([payload[at] ^ 0x10]) + payload[at + 1:])
-    else:   # a cache written before caches carried their checksum
+        cache.write_bytes(payload[:at] + bytes([payload[at] ^ 0x10]) + payload[at + 1 :])
+    else:  # a cache written before caches carried their checksum
         cached = torch.load(cache, weights_only=True)
         torch.save({"train": cached["train"], "test": cached["test"]}, cache)
     with caplog.at_level("WARNING"):
@@ -390,5 +398,5 @@ def test_a_damaged_decode_cache_is_rebuilt_with_one_warning(tmp_path, image_root
     [warning] = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
     assert "is damaged" in warning and "decoding the images again" in warning
     caplog.clear()
-    load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)   # the rebuilt cache is good
+    load_splits(name="imagefolder", data_dir=data_dir, root=str(root), val_size=0)  # the rebuilt cache is good
     assert not [record for record in caplog.records if record.levelname == "WARNING"]

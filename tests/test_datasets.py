@@ -4,15 +4,15 @@ device timing's input shape and the data wing; an unknown dataset is one line, n
 import dataclasses
 
 import pytest
+from conftest import compose_config
 from omegaconf import OmegaConf
 
-from conftest import compose_config
-from optbench.registry import choices, datasets
 from optbench.config.validation import validate
 from optbench.data.fingerprint import FINGERPRINTS, data_fingerprint
 from optbench.data.sources import LOADERS
 from optbench.data.splits import NORMALISATION, load_splits
 from optbench.errors import ConfigError
+from optbench.registry import choices, datasets
 from optbench.studies.estimate import dataset_sizes, workload
 
 
@@ -24,15 +24,21 @@ def test_every_descriptor_names_a_loader_and_a_fingerprint_that_exist():
     assert datasets.DATASETS["cifar100"].num_classes == 100 and len(datasets.CIFAR10_CLASSES) == 10
 
 
-@pytest.mark.parametrize("attempt", [
-    lambda: validate(compose_config(["dataset.name=mnist"])),
-    lambda: data_fingerprint("mnist"),
-    lambda: load_splits(name="mnist", data_dir="unused"),
-], ids=["validation", "fingerprint", "loading"])
+@pytest.mark.parametrize(
+    "attempt",
+    [
+        lambda: validate(compose_config(["dataset.name=mnist"])),
+        lambda: data_fingerprint("mnist"),
+        lambda: load_splits(name="mnist", data_dir="unused"),
+    ],
+    ids=["validation", "fingerprint", "loading"],
+)
 def test_an_unknown_dataset_is_one_line_naming_the_choices(attempt):
     with pytest.raises(ConfigError) as refused:
         attempt()
-    assert "dataset=mnist: not a known dataset; choose dataset=cifar10, cifar100, imagefolder, synthetic" in str(refused.value)
+    assert "dataset=mnist: not a known dataset; choose dataset=cifar10, cifar100, imagefolder, synthetic" in str(
+        refused.value
+    )
     assert "\n" not in str(refused.value)
 
 
@@ -42,7 +48,7 @@ def test_the_estimate_reads_sizes_and_classes_from_the_descriptor():
     assert workload(cifar100, 0).shape[3] == 100
     synthetic = compose_config(["dataset=synthetic", "dataset.num_classes=4", "dataset.train_size=300"])
     assert dataset_sizes(synthetic.dataset) == (100, 200, 500) and workload(synthetic, 0).shape[3] == 4
-    assert dataset_sizes(compose_config(["dataset=imagefolder", "dataset.root=x"]).dataset) is None   # not a folder
+    assert dataset_sizes(compose_config(["dataset=imagefolder", "dataset.root=x"]).dataset) is None  # not a folder
 
 
 def test_the_estimate_counts_a_folder_of_images_from_its_listing(tmp_path):
@@ -67,10 +73,12 @@ def test_two_estimates_on_one_machine_use_one_measurement(tmp_path, monkeypatch)
     first, second = estimate.measure_rates({shape}), estimate.measure_rates({shape})
     assert first == second and first[shape][:2] == ("cpu", 501.0) and len(timed) == 1
     assert (tmp_path / estimate.RATE_CACHE).is_file()
-    assert estimate.measure_rates({("cpu", "resnet18", 8, 10, 32, 3, 16)}) and len(timed) == 2   # another shape: measured
+    assert (
+        estimate.measure_rates({("cpu", "resnet18", 8, 10, 32, 3, 16)}) and len(timed) == 2
+    )  # another shape: measured
     cache = fastest.read_cache(estimate.RATE_CACHE)
-    fastest.write_cache({key: {"load": 0.5} for key in cache}, estimate.RATE_CACHE)   # entries without their rate
-    assert estimate.measure_rates({shape})[shape][:2] == ("cpu", 503.0) and len(timed) == 3   # measured again
+    fastest.write_cache({key: {"load": 0.5} for key in cache}, estimate.RATE_CACHE)  # entries without their rate
+    assert estimate.measure_rates({shape})[shape][:2] == ("cpu", 503.0) and len(timed) == 3  # measured again
 
 
 def test_the_input_shape_for_device_timing_comes_from_the_descriptor_or_the_config():
@@ -82,7 +90,7 @@ def test_the_input_shape_for_device_timing_comes_from_the_descriptor_or_the_conf
 def test_human_label_sets_come_from_the_descriptors():
     assert set(datasets.human_label_sets("cifar10")) == {"aggre", "random1", "random2", "random3", "worst"}
     assert set(datasets.human_label_sets("cifar100")) == {"noisy"}
-    assert datasets.human_label_sets("imagefolder")["worst"].name == "cifar10"   # a folder may copy either
+    assert datasets.human_label_sets("imagefolder")["worst"].name == "cifar10"  # a folder may copy either
     assert datasets.human_label_sets("synthetic") == {}
 
 
@@ -90,8 +98,15 @@ def test_a_new_dataset_is_one_descriptor(monkeypatch, tmp_path):
     """A descriptor reusing the synthetic loader: validated, fingerprinted and loaded with no other change."""
     tiny = dataclasses.replace(datasets.DATASETS["synthetic"], name="tiny")
     monkeypatch.setitem(datasets.DATASETS, "tiny", tiny)
-    cfg = compose_config(["dataset=synthetic", "dataset.name=tiny", "dataset.train_size=60", "dataset.test_size=20",
-                          "dataset.val_size=10"])
+    cfg = compose_config(
+        [
+            "dataset=synthetic",
+            "dataset.name=tiny",
+            "dataset.train_size=60",
+            "dataset.test_size=20",
+            "dataset.val_size=10",
+        ]
+    )
     validate(cfg)
     options = OmegaConf.to_container(cfg.dataset)
     assert data_fingerprint(**options).startswith("synthetic-v1:")

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 README_MAX_LINES = 220
@@ -21,10 +20,10 @@ INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 # ("...") after the target is allowed and ignored.
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")   # http:, https:, mailto:, ...
+EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")  # http:, https:, mailto:, ...
 
 
-DOC_FOLDERS = ("docs", "experiments", "benchmarks", "colab")   # not results/: it holds a user's runs
+DOC_FOLDERS = ("docs", "experiments", "benchmarks", "colab")  # not results/: it holds a user's runs
 
 
 def pages() -> list[Path]:
@@ -50,7 +49,7 @@ def links(text: str) -> list[tuple[int, str]]:
 def github_slug(heading: str) -> str:
     """GitHub's anchor for a heading: markup dropped, lower case, punctuation other than - and _ removed,
     each space a hyphen (runs of hyphens kept, as GitHub keeps them)."""
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)   # a link in a heading: its text
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link in a heading: its text
     text = re.sub(r"<[^>]+>", "", text).replace("`", "").replace("*", "")
     text = text.strip().lower()
     text = re.sub(r"[^\w\- ]", "", text)
@@ -114,26 +113,36 @@ def test_a_missing_file_and_a_missing_heading_are_caught(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "target.md").write_text("# Title\n\n## The `tune:` block, in full\n\n## Title\n")
     page = tmp_path / "docs" / "page.md"
-    page.write_text("[ok](target.md) [ok](target.md#the-tune-block-in-full) [ok](target.md#title-1) [ok](#here)\n"
-                    "## Here\n"
-                    "[gone](missing.md) and [no heading](target.md#nowhere) and [web](https://example.org/x)\n"
-                    "`[in code](missing-too.md)`\n```\n[in a block](missing-three.md)\n```\n")
+    page.write_text(
+        "[ok](target.md) [ok](target.md#the-tune-block-in-full) [ok](target.md#title-1) [ok](#here)\n"
+        "## Here\n"
+        "[gone](missing.md) and [no heading](target.md#nowhere) and [web](https://example.org/x)\n"
+        "`[in code](missing-too.md)`\n```\n[in a block](missing-three.md)\n```\n"
+    )
     assert broken_links(page, root=tmp_path) == [
         "docs/page.md:3: (missing.md) names a file that does not exist",
-        "docs/page.md:3: (target.md#nowhere) names no heading of docs/target.md"]
+        "docs/page.md:3: (target.md#nowhere) names no heading of docs/target.md",
+    ]
 
 
-@pytest.mark.parametrize("heading, slug", [
-    ("Experiment trackers (`conf/logger/`)", "experiment-trackers-conflogger"),
-    ("A durable mirror: train on local disk, keep the results elsewhere",
-     "a-durable-mirror-train-on-local-disk-keep-the-results-elsewhere"),
-    ("torch.compile on this CPU", "torchcompile-on-this-cpu"),
-    ("How many seeds: the planner and the study that stops when decided",
-     "how-many-seeds-the-planner-and-the-study-that-stops-when-decided"),
-    ("MPS, narrow models, memory", "mps-narrow-models-memory"),
-    ("Verdict rule (in five lines)", "verdict-rule-in-five-lines"),
-    ("A study's epoch: evaluation", "a-studys-epoch-evaluation"),
-    ("snake_case stays", "snake_case-stays"),
-])
+@pytest.mark.parametrize(
+    "heading, slug",
+    [
+        ("Experiment trackers (`conf/logger/`)", "experiment-trackers-conflogger"),
+        (
+            "A durable mirror: train on local disk, keep the results elsewhere",
+            "a-durable-mirror-train-on-local-disk-keep-the-results-elsewhere",
+        ),
+        ("torch.compile on this CPU", "torchcompile-on-this-cpu"),
+        (
+            "How many seeds: the planner and the study that stops when decided",
+            "how-many-seeds-the-planner-and-the-study-that-stops-when-decided",
+        ),
+        ("MPS, narrow models, memory", "mps-narrow-models-memory"),
+        ("Verdict rule (in five lines)", "verdict-rule-in-five-lines"),
+        ("A study's epoch: evaluation", "a-studys-epoch-evaluation"),
+        ("snake_case stays", "snake_case-stays"),
+    ],
+)
 def test_slugs_follow_github(heading, slug):
     assert github_slug(heading) == slug

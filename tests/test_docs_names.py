@@ -19,18 +19,29 @@ import tokenize
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "experiments" / "README.md",
-         REPO / "benchmarks" / "README.md", REPO / "results" / "README.md"]
+PAGES = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    REPO / "experiments" / "README.md",
+    REPO / "benchmarks" / "README.md",
+    REPO / "results" / "README.md",
+]
 CONFIGS = sorted((REPO / "conf").rglob("*.yaml"))
 SKIPPED_FOLDERS = {".venv", ".git", ".cache", "results", "data", "__pycache__"}
 SOURCES = sorted(path for path in REPO.rglob("*.py") if not SKIPPED_FOLDERS & set(path.relative_to(REPO).parts))
 PACKAGE = REPO / "src" / "optbench"
 # `optbench.<tag>` names that are not modules: the experiment trackers' tags and the train.log logger.
-NOT_MODULES = {"optbench.run_id", "optbench.attempt", "optbench.setting", "optbench.study", "optbench.run_dir",
-               "optbench.status", "optbench.details"}
+NOT_MODULES = {
+    "optbench.run_id",
+    "optbench.attempt",
+    "optbench.setting",
+    "optbench.study",
+    "optbench.run_dir",
+    "optbench.status",
+    "optbench.details",
+}
 
 FILE_REFERENCE = re.compile(r"(?<![\w./<>{}-])((?:[\w-]+/)*\w+\.py)\b")
 DOTTED_REFERENCE = re.compile(r"(?<![\w./])optbench(?:\.\w+)+")
@@ -43,8 +54,11 @@ def code_text(path: Path) -> str:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             parts.append(ast.get_docstring(node, clean=False) or "")
-    parts += [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
-              if token.type == tokenize.COMMENT]
+    parts += [
+        token.string
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    ]
     return "\n".join(parts)
 
 
@@ -88,7 +102,7 @@ def dotted_exists(reference: str, package: Path = PACKAGE) -> bool:
             folder = folder / part
             continue
         module = folder / f"{part}.py" if (folder / f"{part}.py").is_file() else None
-        rest = parts[position + 1:] if module else parts[position:]
+        rest = parts[position + 1 :] if module else parts[position:]
         module = module or folder / "__init__.py"
         return not rest or rest[0] in top_level_names(module)
     return True
@@ -97,10 +111,14 @@ def dotted_exists(reference: str, package: Path = PACKAGE) -> bool:
 def stale_names(text: str, where: str, roots: list[Path], package: Path = PACKAGE) -> list[str]:
     found = []
     for number, line in enumerate(text.splitlines(), 1):
-        found += [f"{where}:{number}: {match}" for match in FILE_REFERENCE.findall(line)
-                  if not file_exists(match, roots)]
-        found += [f"{where}:{number}: {match.group(0)}" for match in DOTTED_REFERENCE.finditer(line)
-                  if match.group(0) not in NOT_MODULES and not dotted_exists(match.group(0), package)]
+        found += [
+            f"{where}:{number}: {match}" for match in FILE_REFERENCE.findall(line) if not file_exists(match, roots)
+        ]
+        found += [
+            f"{where}:{number}: {match.group(0)}"
+            for match in DOTTED_REFERENCE.finditer(line)
+            if match.group(0) not in NOT_MODULES and not dotted_exists(match.group(0), package)
+        ]
     return found
 
 
@@ -116,18 +134,28 @@ def test_every_named_file_and_module_exists(where, text):
 
 
 def test_a_stale_name_is_caught():
-    text = ("see studies/cli.py and optbench/studies/plan.py, `optbench.aggregate.compare`, optbench.identity.flatten,"
-            "\n"
-            "optbench.identity.gone, optbench.run_id, optbench.formats.run_summary, hydra/_internal/utils.py, "
-            "<name>.py, {stem}.py")
+    text = (
+        "see studies/cli.py and optbench/studies/plan.py, `optbench.aggregate.compare`, optbench.identity.flatten,"
+        "\n"
+        "optbench.identity.gone, optbench.run_id, optbench.formats.run_summary, hydra/_internal/utils.py, "
+        "<name>.py, {stem}.py"
+    )
     assert stale_names(text, "page.md", file_roots()) == [
-        "page.md:1: studies/cli.py", "page.md:1: optbench.aggregate.compare", "page.md:2: optbench.identity.gone"]
+        "page.md:1: studies/cli.py",
+        "page.md:1: optbench.aggregate.compare",
+        "page.md:2: optbench.identity.gone",
+    ]
 
 
 def test_the_texts_are_found():
     names = {where for where, _ in texts()}
-    assert {"README.md", "docs/extending.md", "conf/config.yaml", "src/optbench/rundir.py",
-            "tests/test_house.py"} <= names
+    assert {
+        "README.md",
+        "docs/extending.md",
+        "conf/config.yaml",
+        "src/optbench/rundir.py",
+        "tests/test_house.py",
+    } <= names
 
 
 def unmapped_in_extending(page: Path = REPO / "docs" / "extending.md", package: Path = PACKAGE) -> list[str]:
@@ -135,9 +163,11 @@ def unmapped_in_extending(page: Path = REPO / "docs" / "extending.md", package: 
     things live", its first code block) does not name; with the check above, the map matches the tree."""
     block = page.read_text().split("## Where things live", 1)[1].split("```")[1]
     words = set(re.findall(r"[\w.-]+", block)) | set(re.findall(r"\w+", block))
-    wanted = [*(path.stem for path in sorted(package.rglob("*.py")) if path.name != "__init__.py"),
-              *(path.name for path in sorted((package.parent).glob("*.py"))),
-              *(path.name for path in sorted((REPO / "scripts").iterdir()) if path.suffix in (".py", ".sh"))]
+    wanted = [
+        *(path.stem for path in sorted(package.rglob("*.py")) if path.name != "__init__.py"),
+        *(path.name for path in sorted((package.parent).glob("*.py"))),
+        *(path.name for path in sorted((REPO / "scripts").iterdir()) if path.suffix in (".py", ".sh")),
+    ]
     return [name for name in wanted if name not in words]
 
 
@@ -156,8 +186,11 @@ PROVENANCE = re.compile(r"\bthe issue\b|\bissue's\b|\breproduction\b|\bonce (?:m
 
 
 def provenance_lines(text: str, where: str) -> list[str]:
-    return [f"{where}:{number}: {line.strip()}" for number, line in enumerate(text.splitlines(), 1)
-            if PROVENANCE.search(line)]
+    return [
+        f"{where}:{number}: {line.strip()}"
+        for number, line in enumerate(text.splitlines(), 1)
+        if PROVENANCE.search(line)
+    ]
 
 
 def test_test_docstrings_say_what_they_pin_not_where_they_came_from():
@@ -168,4 +201,5 @@ def test_test_docstrings_say_what_they_pin_not_where_they_came_from():
 
 def test_the_provenance_check_sees_a_test_docstring_citing_its_origin():
     assert provenance_lines('"""The issue\'s reproduction: p = 0."""\n', "t.py") == [
-        "t.py:1: \"\"\"The issue's reproduction: p = 0.\"\"\""]
+        't.py:1: """The issue\'s reproduction: p = 0."""'
+    ]

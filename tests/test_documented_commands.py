@@ -23,15 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "experiments" / "README.md"]
 COMMAND = re.compile(r"^(?:\w+=\S+ )*(?:(?:\.venv/bin/)?python3? |make |optbench-|export )")
 FENCE = re.compile(r"^\s*(```|~~~)")
-LINKED = ("src", "conf", "experiments", "scripts", "tests", "Makefile", "pyproject.toml", "test_setup.py",
-          "run_single_experiment.py")
+LINKED = (
+    "src",
+    "conf",
+    "experiments",
+    "scripts",
+    "tests",
+    "Makefile",
+    "pyproject.toml",
+    "test_setup.py",
+    "run_single_experiment.py",
+)
 # Blocks that show how to check code the page has the reader write (the optimizer its walkthrough adds).
 WALKTHROUGHS = {"docs/adding-an-optimizer.md": "the RAdam walkthrough's checks, for the optimizer the page adds"}
 
@@ -41,7 +49,7 @@ class Documented:
     page: str
     line: int
     text: str
-    exports: tuple = ()   # (name, value) of the `export` lines above it in its block
+    exports: tuple = ()  # (name, value) of the `export` lines above it in its block
 
     def __str__(self) -> str:
         return f"{self.page}:{self.line}: {self.text}"
@@ -73,7 +81,7 @@ def documented_commands(page: Path) -> list[Documented]:
         exports, position = [], 0
         while position < len(lines):
             number, line = start + position, lines[position]
-            while line.rstrip().endswith("\\") and position + 1 < len(lines):   # a command continued on the next line
+            while line.rstrip().endswith("\\") and position + 1 < len(lines):  # a command continued on the next line
                 position += 1
                 line = line.rstrip()[:-1].rstrip() + " " + lines[position].strip()
             text = re.split(r"\s+#\s", line.strip())[0].strip()
@@ -108,9 +116,11 @@ def train_rule(words: list[str]) -> list[str]:
     Hydra will not combine with --cfg): train.py's up-front check of every run of it, what it does before Hydra
     starts, with nothing trained."""
     if "-m" in words or "--multirun" in words:
-        check = ("import sys; from pathlib import Path; from optbench.config.hydra_glue import register_resolvers; "
-                 "from optbench.training.train_command import preflight; register_resolvers(); "
-                 "print(preflight(sys.argv[1:], Path('conf')), 'runs checked')")
+        check = (
+            "import sys; from pathlib import Path; from optbench.config.hydra_glue import register_resolvers; "
+            "from optbench.training.train_command import preflight; register_resolvers(); "
+            "print(preflight(sys.argv[1:], Path('conf')), 'runs checked')"
+        )
         return [words[0], "-c", check, *words[2:]]
     return words if "--cfg" in words else [*words, "--cfg", "job"]
 
@@ -127,13 +137,18 @@ RULES = [
     ("test_setup.py", lambda words: [*words, "--help"], "tests/test_cli.py (about a minute: every optimizer)"),
     ("scripts/publish_runs.py", lambda words: words, "tests/test_publish_runs.py"),
     ("scripts/readme_study.py", lambda words: [*words, "--check"], "tests/test_cpu_study.py"),
-    ("pytest", lambda words: [*words, "--collect-only", "-n", "0", "tests/test_durations.py"],
-     "this suite (its options, collecting one file in one process)"),
+    (
+        "pytest",
+        lambda words: [*words, "--collect-only", "-n", "0", "tests/test_durations.py"],
+        "this suite (its options, collecting one file in one process)",
+    ),
     ("make", lambda words: [words[0], "-n", *words[1:]], "make test is this suite; make quick is a training run"),
 ]
 # Commands whose documented outcome, on the scratch checkout, is a refusal: (exit status, what stderr says).
-REFUSED = {"python src/study.py --select-tuned tune_quasirandom": (2, "the top-k reruns have not run yet"),
-           "python src/study.py full --tuned": (2, "no tuned config for sgd")}
+REFUSED = {
+    "python src/study.py --select-tuned tune_quasirandom": (2, "the top-k reruns have not run yet"),
+    "python src/study.py full --tuned": (2, "no tuned config for sgd"),
+}
 
 
 def entry_point(words: list[str]) -> str:
@@ -146,14 +161,14 @@ def entry_point(words: list[str]) -> str:
 
 def runnable(command: Documented, scratch: Path) -> tuple[list[str], dict]:
     """The argv and environment the command runs with here."""
-    text = re.sub(r"\s\[--[^\]]*\]", "", command.text)   # a synopsis' optional parts: `[--out DIR]`
+    text = re.sub(r"\s\[--[^\]]*\]", "", command.text)  # a synopsis' optional parts: `[--out DIR]`
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     environment.update(USER="someone", PWD=str(scratch), OPTBENCH_CACHE_DIR=str(scratch / "cache"))
     for name, value in command.exports:
         environment[name] = moved(value, scratch)
     text = re.sub(r"\$(\w+)", lambda match: environment.get(match.group(1), match.group(0)), moved(text, scratch))
     words = shlex.split(text)
-    while re.match(r"^\w+=", words[0]):   # `PYTHONPATH=$PWD/src python ...`
+    while re.match(r"^\w+=", words[0]):  # `PYTHONPATH=$PWD/src python ...`
         name, _, value = words.pop(0).partition("=")
         environment[name] = value
     if words[0] in ("python", "python3", ".venv/bin/python"):
@@ -164,9 +179,11 @@ def runnable(command: Documented, scratch: Path) -> tuple[list[str], dict]:
 
 def moved(text: str, scratch: Path) -> str:
     """Absolute folders this machine lacks (/shared/..., /scratch/..., /content/...) moved into the scratch space."""
+
     def into_scratch(match: re.Match) -> str:
         top = match.group(1)
         return match.group(0) if Path("/", top).exists() else f"{scratch}/root/{top}/"
+
     return re.sub(r"(?<![\w.:/])/([\w.-]+)/", into_scratch, text)
 
 
@@ -179,7 +196,7 @@ def scratch(tmp_path_factory) -> Path:
     for name in LINKED:
         (checkout / name).symlink_to(REPO / name)
     (checkout / "docs").mkdir()
-    if (REPO.parent / "shared").is_dir():   # ../shared/data/cifar10-jpeg, as from a checkout under /work
+    if (REPO.parent / "shared").is_dir():  # ../shared/data/cifar10-jpeg, as from a checkout under /work
         (top / "shared").symlink_to(REPO.parent / "shared")
     for results in ("results", "results/cpu-demo", "results/human-noise"):
         for optimizer, accuracy in {"sgd": 0.90, "adam": 0.89, "adamw": 0.91, "lion": 0.88, "muon": 0.92}.items():
@@ -190,17 +207,25 @@ def scratch(tmp_path_factory) -> Path:
 
 def test_the_commands_are_found():
     texts = {command.text for command in all_documented()}
-    assert {"python src/train.py optimizer=lion", "python src/study.py --list", "make test",
-            "python src/download_data.py cifar10 cifar100"} <= texts
+    assert {
+        "python src/train.py optimizer=lion",
+        "python src/study.py --list",
+        "make test",
+        "python src/download_data.py cifar10 cifar100",
+    } <= texts
     clusters = [command for command in all_documented() if command.page == "docs/clusters.md"]
     assert clusters[0].exports == (("OPTBENCH_DATA_DIR", "/shared/optbench/data"),)
-    assert "--launcher slurm --set hydra.launcher.partition=gpu" in clusters[-1].text   # joined across `\`
+    assert "--launcher slurm --set hydra.launcher.partition=gpu" in clusters[-1].text  # joined across `\`
 
 
 def test_every_command_has_a_rule():
     ruled = {name for name, _, _ in RULES}
-    unruled = [str(command) for command in all_documented() if command.page not in WALKTHROUGHS
-               and entry_point(shlex.split(re.sub(r"^(\w+=\S+ )+", "", command.text))) not in ruled]
+    unruled = [
+        str(command)
+        for command in all_documented()
+        if command.page not in WALKTHROUGHS
+        and entry_point(shlex.split(re.sub(r"^(\w+=\S+ )+", "", command.text))) not in ruled
+    ]
     assert unruled == []
 
 
@@ -240,16 +265,23 @@ class Runner:
 
     def __init__(self, scratch: Path, environment: dict):
         self.scratch, self.environment = scratch, environment
-        self.studies = subprocess.Popen([sys.executable, "-c", STUDY_RUNNER], cwd=scratch, env=environment,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.studies = subprocess.Popen(
+            [sys.executable, "-c", STUDY_RUNNER],
+            cwd=scratch,
+            env=environment,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def run(self, argv: tuple, environment: tuple) -> tuple[int, str]:
         if argv[1] == "src/study.py" and dict(environment) == self.environment:
             self.studies.stdin.write(json.dumps(list(argv[2:])) + "\n")
             self.studies.stdin.flush()
             return tuple(json.loads(self.studies.stdout.readline()))
-        done = subprocess.run(list(argv), cwd=self.scratch, env=dict(environment), capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            list(argv), cwd=self.scratch, env=dict(environment), capture_output=True, text=True, timeout=300
+        )
         return done.returncode, done.stderr
 
     def close(self) -> None:
@@ -270,10 +302,10 @@ def outcome(runner: Runner, argv: tuple, environment: tuple, commands: list[Docu
 def test_every_documented_command_runs(scratch):
     pending = queue.SimpleQueue()
     for run in sorted(distinct_runs(scratch).items(), key=lambda run: run[0][0][1] != "src/study.py"):
-        pending.put(run)   # the study commands first: they take longest
+        pending.put(run)  # the study commands first: they take longest
     common = runnable(Documented("", 0, "python src/study.py --list"), scratch)[1]
 
-    def work(_) -> list[str | None]:   # one per core: most of the time goes to Hydra composing a study's runs
+    def work(_) -> list[str | None]:  # one per core: most of the time goes to Hydra composing a study's runs
         runner, failed = Runner(scratch, common), []
         try:
             while True:

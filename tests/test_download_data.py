@@ -17,8 +17,8 @@ import threading
 import numpy as np
 import pytest
 import torchvision
-
 from conftest import REPO
+
 from optbench.data.splits import load_splits
 from optbench.registry import datasets
 
@@ -92,8 +92,11 @@ def mirror(tmp_path, monkeypatch):
     monkeypatch.setattr(cifar10, "meta", {**cifar10.meta, "md5": sums["batches.meta"]})
     monkeypatch.setattr(datasets, "CIFAR_N_RELEASE", server.url)
     descriptor = datasets.DATASETS["cifar10"]
-    monkeypatch.setitem(datasets.DATASETS, "cifar10",
-                        dataclasses.replace(descriptor, human=dataclasses.replace(descriptor.human, md5=md5(labels))))
+    monkeypatch.setitem(
+        datasets.DATASETS,
+        "cifar10",
+        dataclasses.replace(descriptor, human=dataclasses.replace(descriptor.human, md5=md5(labels))),
+    )
     yield server
     server.close()
 
@@ -115,9 +118,10 @@ def test_a_dataset_is_fetched_where_a_run_reads_it_and_only_once(tmp_path, mirro
         f"cifar10: 20 training and 6 test images in {data_dir} (md5-checked)",
         f"cifar10: human label sets aggre, random1, random2, random3, worst in {data_dir}/cifar-n/CIFAR-10_human.pt "
         "(md5-checked)",
-        f"runs find them with paths.data_dir={data_dir} (or OPTBENCH_DATA_DIR={data_dir})"]
+        f"runs find them with paths.data_dir={data_dir} (or OPTBENCH_DATA_DIR={data_dir})",
+    ]
     assert set(mirror.requests) == {"/CIFAR-10_human.pt", "/cifar-10-python.tar.gz"}
-    fetched = len(mirror.requests)   # torchvision asks twice per file: for a redirect, then for the file
+    fetched = len(mirror.requests)  # torchvision asks twice per file: for a redirect, then for the file
     # a run with downloading off now finds the images where the command put them
     splits = load_splits(name="cifar10", data_dir=data_dir, val_size=10, download=False)
     assert (len(splits.train), len(splits.val), len(splits.test)) == (10, 10, 6)
@@ -132,25 +136,28 @@ def test_a_failed_download_is_one_line_and_leaves_the_folder_alone(tmp_path, mir
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "notes.txt").write_text("mine")
-    mirror.close()   # the server is gone: the fetch fails as without a network
+    mirror.close()  # the server is gone: the fetch fails as without a network
     status, out, err = download_data(monkeypatch, capsys, "cifar10", "--data-dir", data_dir)
     assert status == 2 and "runs find them" not in out
-    line, = err.splitlines()
+    (line,) = err.splitlines()
     assert line.startswith(f"error: cifar10 is not in {data_dir} and downloading it failed")
     assert (data_dir / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("arguments, message", [
-    (["imagefolder"], "error: imagefolder has nothing to download"),
-    (["cifar10", "synthetic"], "error: synthetic has nothing to download"),
-    (["cifar1"], "error: unknown dataset 'cifar1': choose from cifar10, cifar100"),
-    ([], "error: the following arguments are required: DATASET"),
-    (["cifar10", "--data-dir", "README.md"], "error: --data-dir README.md is a file"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["imagefolder"], "error: imagefolder has nothing to download"),
+        (["cifar10", "synthetic"], "error: synthetic has nothing to download"),
+        (["cifar1"], "error: unknown dataset 'cifar1': choose from cifar10, cifar100"),
+        ([], "error: the following arguments are required: DATASET"),
+        (["cifar10", "--data-dir", "README.md"], "error: --data-dir README.md is a file"),
+    ],
+)
 def test_bad_input_is_one_line_before_anything_is_fetched(arguments, message, mirror, monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     status, out, err = download_data(monkeypatch, capsys, *arguments)
-    line, = err.splitlines()
+    (line,) = err.splitlines()
     assert status == 2 and line.startswith(message) and out == "" and mirror.requests == []
 
 

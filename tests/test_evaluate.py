@@ -15,7 +15,7 @@ from optbench.training.models import build_model
 def test_folded_batch_norm_predicts_as_the_unfolded_model_except_on_ties(one_thread):
     torch.manual_seed(0)
     model = build_model("resnet18", num_classes=10, width=8)
-    for module in model.modules():   # BatchNorm statistics far from their initial 0 / 1, so folding matters
+    for module in model.modules():  # BatchNorm statistics far from their initial 0 / 1, so folding matters
         if isinstance(module, torch.nn.BatchNorm2d):
             module.running_mean.uniform_(-1, 1)
             module.running_var.uniform_(0.5, 2)
@@ -30,7 +30,7 @@ def test_folded_batch_norm_predicts_as_the_unfolded_model_except_on_ties(one_thr
     differ = logits.argmax(1) != folded_logits.argmax(1)
     assert not (differ & ~ties).any()
     assert torch.allclose(logits, folded_logits, rtol=1e-3, atol=1e-4)
-    assert any(isinstance(module, torch.nn.BatchNorm2d) for module in model.modules())   # the model is untouched
+    assert any(isinstance(module, torch.nn.BatchNorm2d) for module in model.modules())  # the model is untouched
 
 
 def test_the_evaluation_batch_is_the_devices_under_auto():
@@ -43,16 +43,19 @@ def metrics_of(run_dir) -> list[dict]:
 
 
 @pytest.mark.parametrize("test_every", ["epoch", "improved"])
-def test_test_every_improved_tests_where_validation_improves_and_keeps_the_headline(tiny_config, tmp_path, test_every,
-                                                                                   one_thread):
+def test_test_every_improved_tests_where_validation_improves_and_keeps_the_headline(
+    tiny_config, tmp_path, test_every, one_thread
+):
     from optbench.training.run import train
 
     run_dir = tmp_path / test_every
     summary = train(tiny_config("epochs=4", "optimizer=sgd", f"train.test_every={test_every}"), run_dir)
     records = metrics_of(run_dir)
     assert all(record["eval/time_s"] > 0 and record["eval/images"] >= 100 for record in records)
-    assert all(record["eval/images_per_s"] == pytest.approx(record["eval/images"] / record["eval/time_s"])
-               for record in records)
+    assert all(
+        record["eval/images_per_s"] == pytest.approx(record["eval/images"] / record["eval/time_s"])
+        for record in records
+    )
     best_so_far, tested = float("-inf"), []
     for record in records:
         tested.append("test/acc" in record)
@@ -63,7 +66,7 @@ def test_test_every_improved_tests_where_validation_improves_and_keeps_the_headl
         assert all(tested)
     assert "test/acc" in summary["best"] and "test/acc" in summary["final"]
     reference = json.loads((run_dir / "summary.json").read_text())["best"]
-    if test_every == "improved":   # the same seed tested every epoch gives the same headline number
+    if test_every == "improved":  # the same seed tested every epoch gives the same headline number
         every = train(tiny_config("epochs=4", "optimizer=sgd", "train.test_every=epoch"), tmp_path / "every")
         assert every["best"]["test/acc"] == reference["test/acc"] and every["best"]["epoch"] == reference["epoch"]
 

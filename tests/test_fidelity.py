@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CONF_DIR
 from omegaconf import OmegaConf
 
-from conftest import CONF_DIR
 from optbench.analysis import fidelity
 from optbench.analysis.fidelity import Ladder, Rung, analyse_ladder, bootstrap_tau, tau_b
 from optbench.analysis.pipeline import aggregate
@@ -21,33 +21,43 @@ from optbench.specs.study_spec import find_study, load_study
 from optbench.studies import study_command
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "aggregate"))
-from fake_runs import ramp_records, write_run  # noqa: E402
-
-from test_study import SMALL, synthetic_grid, write_study, write_summary  # noqa: E402
+from fake_runs import ramp_records, write_run
+from test_study import SMALL, synthetic_grid, write_study, write_summary
 
 METRIC = "test_acc_at_best_val"
 
 
 # ---------------------------------------------------------------- the study format and the planner
 
+
 def test_the_axis_form_and_the_list_form_give_the_same_rungs(tmp_path):
     axis = load_study(write_study(tmp_path / "axis.yaml", synthetic_grid(), fidelity={"epochs": [1, 2]}))
-    listed = load_study(write_study(tmp_path / "listed.yaml", synthetic_grid(),
-                                    fidelity=[{"epochs": 1}, {"epochs": 2}]))
+    listed = load_study(
+        write_study(tmp_path / "listed.yaml", synthetic_grid(), fidelity=[{"epochs": 1}, {"epochs": 2}])
+    )
     assert [rung.label for rung in axis.rungs] == [rung.label for rung in listed.rungs] == ["epochs=1", "epochs=2"]
-    mixed = load_study(write_study(tmp_path / "mixed.yaml", synthetic_grid(), tuned_by="tune_cpu_demo",
-                                   fidelity=[{"epochs": 8}, {"epochs": 8, "model.width": 32, "tuned_by": "tune_w32"}]))
+    mixed = load_study(
+        write_study(
+            tmp_path / "mixed.yaml",
+            synthetic_grid(),
+            tuned_by="tune_cpu_demo",
+            fidelity=[{"epochs": 8}, {"epochs": 8, "model.width": 32, "tuned_by": "tune_w32"}],
+        )
+    )
     assert mixed.rungs[1].overrides == ("epochs=8", "model.width=32") and mixed.rungs[1].tuned_by == "tune_w32"
 
 
-@pytest.mark.parametrize("block, message", [
-    ({"epochs": [2, 4], "model.width": [8, 16]}, "the axis form names one key"),
-    ({"epochs": [2]}, "give at least two rungs"),
-    ([{"optimizer": "adam"}, {"epochs": 2}], "optimizer changes what is compared"),
-    ([{"noise.rate": 0.2}, {"epochs": 2}], "noise.rate changes what is compared"),
-    ({"epochs": [2, 2]}, "the rung epochs=2 appears twice"),
-    ([{"tuned_by": "tune_cpu_demo"}, {"epochs": 2}], "names no budget key"),
-])
+@pytest.mark.parametrize(
+    "block, message",
+    [
+        ({"epochs": [2, 4], "model.width": [8, 16]}, "the axis form names one key"),
+        ({"epochs": [2]}, "give at least two rungs"),
+        ([{"optimizer": "adam"}, {"epochs": 2}], "optimizer changes what is compared"),
+        ([{"noise.rate": 0.2}, {"epochs": 2}], "noise.rate changes what is compared"),
+        ({"epochs": [2, 2]}, "the rung epochs=2 appears twice"),
+        ([{"tuned_by": "tune_cpu_demo"}, {"epochs": 2}], "names no budget key"),
+    ],
+)
 def test_a_bad_fidelity_block_is_one_error_naming_the_fix(tmp_path, block, message):
     with pytest.raises(ConfigError, match=message):
         load_study(write_study(tmp_path / "bad.yaml", synthetic_grid(), fidelity=block))
@@ -57,13 +67,13 @@ def test_the_cpu_fidelity_study_plans_the_published_directories():
     study = find_study("cpu_fidelity")
     assert [rung.label for rung in study.rungs] == ["epochs=2", "epochs=4", "epochs=8", "epochs=16"]
     assert study.tuned_by == "tune_cpu_demo" and study.grid["optimizer"] == ["sgd", "adam", "adamw", "lion", "muon"]
-    assert set(study.overrides) == set(find_study("cpu_demo").overrides)   # the 8-epoch rung is cpu_demo's runs
+    assert set(study.overrides) == set(find_study("cpu_demo").overrides)  # the 8-epoch rung is cpu_demo's runs
 
 
 def test_a_ladder_whose_rung_exists_trains_nothing_for_it(tmp_path, capsys, monkeypatch):
     results = tmp_path / "results"
     variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs={},model.width=8"
-    for optimizer in ("sgd", "adam"):   # the 1-epoch rung: another study's finished runs
+    for optimizer in ("sgd", "adam"):  # the 1-epoch rung: another study's finished runs
         for seed in (0, 1):
             write_summary(results / "synthetic/none-0.0" / optimizer / variant.format(1) / f"seed{seed}", "completed")
     study = write_study(tmp_path / "ladder.yaml", synthetic_grid(), fidelity={"epochs": [1, 2]})
@@ -91,6 +101,7 @@ def test_dry_run_costs_each_rung_and_status_shows_progress_per_rung(tmp_path, ca
 
 # ---------------------------------------------------------------- tau-b and its interval, by hand
 
+
 def test_tau_b_counts_ties_as_kendall_b_does_by_hand():
     # pairs of (1, 2, 3, 4) vs (1, 3, 2, 2): AB AC AD concordant, BC BD discordant, CD tied in y only:
     # (3 - 2) / sqrt((3 + 2 + 0) * (3 + 2 + 1)) = 1 / sqrt(30)
@@ -117,22 +128,36 @@ def test_unshared_seeds_are_drawn_apart_and_the_interval_is_the_hand_enumeration
 
 def rung(label: str, budget: float, values: dict, seconds: float = 100.0) -> Rung:
     """values: arm -> {seed: accuracy}."""
-    rows = [{"arm": arm, "optimizer": arm, "seed": seed, "status": "completed", METRIC: value,
-             "wall_time_s": seconds, "device": "cpu"}
-            for arm, by_seed in values.items() for seed, value in by_seed.items()]
+    rows = [
+        {
+            "arm": arm,
+            "optimizer": arm,
+            "seed": seed,
+            "status": "completed",
+            METRIC: value,
+            "wall_time_s": seconds,
+            "device": "cpu",
+        }
+        for arm, by_seed in values.items()
+        for seed, value in by_seed.items()
+    ]
     return Rung(label, {"cfg.epochs": budget}, budget, pd.DataFrame(rows))
 
 
 def test_a_missing_optimizer_is_named_and_unequal_seeds_are_kept():
-    low = rung("epochs=2", 2, {"a": {0: 0.50, 1: 0.50, 2: 0.50}, "b": {0: 0.60, 1: 0.60, 2: 0.60},
-                               "c": {0: 0.55, 1: 0.55, 2: 0.55}}, seconds=100)
+    low = rung(
+        "epochs=2",
+        2,
+        {"a": {0: 0.50, 1: 0.50, 2: 0.50}, "b": {0: 0.60, 1: 0.60, 2: 0.60}, "c": {0: 0.55, 1: 0.55, 2: 0.55}},
+        seconds=100,
+    )
     top = rung("epochs=8", 8, {"a": {0: 0.70}, "b": {0: 0.80}, "c": {0: 0.60}, "d": {0: 0.90}}, seconds=400)
     ladder = analyse_ladder(Ladder("cifar10, clean", ["cfg.epochs"], [low, top], ["a", "b", "c", "d"]), METRIC)
     assert ladder.missing == ["d has no completed run at epochs=2"]
     row = ladder.agreement.iloc[0]
     # a, b, c: (0.50, 0.60, 0.55) vs (0.70, 0.80, 0.60): ab concordant, ac discordant, bc concordant -> 1/3
     assert row["arms"] == 3 and row["seeds"] == 3 and row["tau_b"] == pytest.approx(1 / 3)
-    assert (row["tau_low"], row["tau_high"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3))   # no spread
+    assert (row["tau_low"], row["tau_high"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3))  # no spread
     assert row["cost_share"] == pytest.approx(0.25) and row["budget_share"] == pytest.approx(0.25)
     assert ladder.agreement.iloc[1]["seeds"] == 1
 
@@ -140,15 +165,21 @@ def test_a_missing_optimizer_is_named_and_unequal_seeds_are_kept():
 def test_a_constructed_flip_is_found_and_classed():
     # a - b: +2 points at both seeds' spread 0.1 at the low rung, -2 at the top: significant in opposite directions.
     # a - c: +0.1 with noise at the low rung (not significant), -2 at the top: an unconfirmed flip.
-    low = rung("epochs=2", 2, {"a": {0: 0.520, 1: 0.531, 2: 0.509}, "b": {0: 0.500, 1: 0.510, 2: 0.490},
-                               "c": {0: 0.530, 1: 0.500, 2: 0.528}})
-    top = rung("epochs=8", 8, {"a": {0: 0.700, 1: 0.711, 2: 0.689}, "b": {0: 0.720, 1: 0.730, 2: 0.710},
-                               "c": {0: 0.745, 1: 0.751, 2: 0.735}})
+    low = rung(
+        "epochs=2",
+        2,
+        {"a": {0: 0.520, 1: 0.531, 2: 0.509}, "b": {0: 0.500, 1: 0.510, 2: 0.490}, "c": {0: 0.530, 1: 0.500, 2: 0.528}},
+    )
+    top = rung(
+        "epochs=8",
+        8,
+        {"a": {0: 0.700, 1: 0.711, 2: 0.689}, "b": {0: 0.720, 1: 0.730, 2: 0.710}, "c": {0: 0.745, 1: 0.751, 2: 0.735}},
+    )
     ladder = analyse_ladder(Ladder("cifar10, clean", ["cfg.epochs"], [low, top], ["a", "b", "c"]), METRIC)
     flips = ladder.flips.set_index(["a", "b"])
     assert flips.loc[("a", "b"), "flip"] == "confirmed"
     assert flips.loc[("a", "c"), "flip"] == "unconfirmed"
-    assert ("b", "c") not in flips.index   # b < c at both rungs
+    assert ("b", "c") not in flips.index  # b < c at both rungs
     row = ladder.agreement.iloc[0]
     assert row["confirmed_flips"] == 1 and row["unconfirmed_flips"] == 1
     assert row["significant_pairs"] >= 1 and row["kept_pairs"] < row["significant_pairs"]
@@ -174,17 +205,33 @@ def test_the_interval_covers_the_true_tau_at_about_its_nominal_rate():
 
 # ---------------------------------------------------------------- the report on run directories
 
+
 def write_ladder(root: Path) -> None:
     """sgd > adam at 8 epochs on every seed; adam > sgd at 2 epochs; lion only at 8 epochs under 40 % noise."""
     accuracies = {(2, "sgd"): 0.40, (2, "adam"): 0.45, (8, "sgd"): 0.70, (8, "adam"): 0.65}
-    jitter = {"sgd": (0.0, 0.012, 0.005), "adam": (0.0, 0.003, 0.011)}   # differences with spread: testable
+    jitter = {"sgd": (0.0, 0.012, 0.005), "adam": (0.0, 0.003, 0.011)}  # differences with spread: testable
     for (epochs, optimizer), accuracy in accuracies.items():
         for seed in (0, 1, 2):
-            write_run(root, ramp_records(accuracy + jitter[optimizer][seed], epochs=epochs), optimizer=optimizer,
-                      seed=seed, variant=f"epochs={epochs}", overrides={"epochs": epochs}, wall_time_s=10.0 * epochs)
+            write_run(
+                root,
+                ramp_records(accuracy + jitter[optimizer][seed], epochs=epochs),
+                optimizer=optimizer,
+                seed=seed,
+                variant=f"epochs={epochs}",
+                overrides={"epochs": epochs},
+                wall_time_s=10.0 * epochs,
+            )
     for seed in (0, 1, 2):
-        write_run(root, ramp_records(0.5 + 0.01 * seed, epochs=8), optimizer="lion", seed=seed, noise="symmetric",
-                  rate=0.4, variant="epochs=8", overrides={"epochs": 8})
+        write_run(
+            root,
+            ramp_records(0.5 + 0.01 * seed, epochs=8),
+            optimizer="lion",
+            seed=seed,
+            noise="symmetric",
+            rate=0.4,
+            variant="epochs=8",
+            overrides={"epochs": 8},
+        )
 
 
 def test_the_report_has_a_fidelity_section_and_leaves_other_settings_out(tmp_path):
@@ -213,8 +260,12 @@ def test_tuned_values_per_budget_and_their_ratio_to_the_longest():
         def __init__(self, name, epochs, lr):
             self.name = name
             run = {"epochs_done": epochs, "seed": 0}
-            self.optimizers = {"adam": {"trials": [{"runs": [run]}],
-                                        "winner": {"values": {"optimizer.lr": lr, "optimizer.weight_decay": 1e-4}}}}
+            self.optimizers = {
+                "adam": {
+                    "trials": [{"runs": [run]}],
+                    "winner": {"values": {"optimizer.lr": lr, "optimizer.weight_decay": 1e-4}},
+                }
+            }
 
     table = fidelity.tuned_settings([Study("tune_e16", 16, 0.004), Study("tune_e2", 2, 0.001)])
     assert list(table["epochs"]) == [2, 16]
@@ -236,18 +287,31 @@ def test_a_rung_with_its_own_tuning_study_runs_with_its_winners(tmp_path, capsys
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR, conf)
     tuning = {}
-    for name, epochs, lr in (("tune_short", 1, 0.05), ("tune_long", 2, 0.2)):   # selected values, as --select-tuned
+    for name, epochs, lr in (("tune_short", 1, 0.05), ("tune_long", 2, 0.2)):  # selected values, as --select-tuned
         tuned = OmegaConf.load(CONF_DIR / "optimizer" / "sgd.yaml")
         tuned.lr = lr
         (conf / "optimizer" / "tuned" / name).mkdir(parents=True)
         OmegaConf.save(tuned, conf / "optimizer" / "tuned" / name / "sgd.yaml")
         grid = synthetic_grid(optimizer=["sgd"], seed=[5], epochs=epochs)
         tuning[name] = write_study(tmp_path / f"{name}.yaml", grid, tune={"method": "grid", "output": f"tuned/{name}"})
-    ladder = write_study(tmp_path / "ladder.yaml", synthetic_grid(optimizer=["sgd"]),
-                         fidelity=[{"epochs": 1, "tuned_by": str(tuning["tune_short"])},
-                                   {"epochs": 2, "tuned_by": str(tuning["tune_long"])}])
-    argv = [str(ladder), "--dry-run", "--no-estimate", "--conf-dir", str(conf), "--set", *SMALL,
-            f"paths.results_dir={tmp_path / 'results'}"]
+    ladder = write_study(
+        tmp_path / "ladder.yaml",
+        synthetic_grid(optimizer=["sgd"]),
+        fidelity=[
+            {"epochs": 1, "tuned_by": str(tuning["tune_short"])},
+            {"epochs": 2, "tuned_by": str(tuning["tune_long"])},
+        ],
+    )
+    argv = [
+        str(ladder),
+        "--dry-run",
+        "--no-estimate",
+        "--conf-dir",
+        str(conf),
+        "--set",
+        *SMALL,
+        f"paths.results_dir={tmp_path / 'results'}",
+    ]
     assert study_command.main(argv) == 0
     out = capsys.readouterr().out
     assert "is tuned by tune_short: tuning first" in out and "is tuned by tune_long: tuning first" in out
@@ -260,17 +324,28 @@ def test_a_rung_with_its_own_tuning_study_runs_with_its_winners(tmp_path, capsys
 
 def test_some_rungs_tuned_and_others_not_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="some rungs name their tuned_by and others none"):
-        load_study(write_study(tmp_path / "half.yaml", synthetic_grid(),
-                               fidelity=[{"epochs": 1, "tuned_by": "tune_cpu_demo"}, {"epochs": 2}]))
+        load_study(
+            write_study(
+                tmp_path / "half.yaml",
+                synthetic_grid(),
+                fidelity=[{"epochs": 1, "tuned_by": "tune_cpu_demo"}, {"epochs": 2}],
+            )
+        )
 
 
 def test_a_learning_rate_tuned_per_rung_is_the_same_optimizer_on_the_ladder(tmp_path):
-    lrs = {(2, "sgd"): 0.05, (8, "sgd"): 0.2, (2, "adam"): 0.001, (8, "adam"): 0.003}   # a tuned_by per rung
+    lrs = {(2, "sgd"): 0.05, (8, "sgd"): 0.2, (2, "adam"): 0.001, (8, "adam"): 0.003}  # a tuned_by per rung
     for (epochs, optimizer), lr in lrs.items():
         for seed in (0, 1):
             accuracy = 0.5 + 0.1 * (optimizer == "sgd") + 0.01 * seed
-            write_run(tmp_path / "results", ramp_records(accuracy, epochs=epochs), optimizer=optimizer, seed=seed,
-                      variant=f"epochs={epochs},lr={lr}", overrides={"epochs": epochs, "optimizer.lr": lr})
+            write_run(
+                tmp_path / "results",
+                ramp_records(accuracy, epochs=epochs),
+                optimizer=optimizer,
+                seed=seed,
+                variant=f"epochs={epochs},lr={lr}",
+                overrides={"epochs": epochs, "optimizer.lr": lr},
+            )
     aggregate(tmp_path / "results", tmp_path / "out", target_acc=0.3, draw_figures=False)
     per_rung = pd.read_csv(tmp_path / "out/tables/fidelity.csv")
     assert sorted(per_rung["arm"]) == ["adam", "adam", "sgd", "sgd"]
@@ -280,13 +355,19 @@ def test_a_learning_rate_tuned_per_rung_is_the_same_optimizer_on_the_ladder(tmp_
 def test_a_larger_rung_still_being_run_is_shown_not_compared():
     low = rung("epochs=2", 2, {"a": {0: 0.50, 1: 0.52}, "b": {0: 0.60, 1: 0.61}})
     middle = rung("epochs=8", 8, {"a": {0: 0.70, 1: 0.72}, "b": {0: 0.80, 1: 0.83}})
-    started = rung("epochs=16", 16, {"a": {0: 0.90}})   # one optimizer, one seed so far
-    ladder = Ladder("cifar10, clean", ["cfg.epochs"], [low, middle, started], ["a", "b"],
-                    top_index=fidelity.top_rung_index([low, middle, started], ["a", "b"]))
+    started = rung("epochs=16", 16, {"a": {0: 0.90}})  # one optimizer, one seed so far
+    ladder = Ladder(
+        "cifar10, clean",
+        ["cfg.epochs"],
+        [low, middle, started],
+        ["a", "b"],
+        top_index=fidelity.top_rung_index([low, middle, started], ["a", "b"]),
+    )
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8" and list(ladder.agreement["rung"]) == ["epochs=2", "epochs=8"]
-    assert ladder.not_yet == ["epochs=16: a, b have fewer than 2 completed seeds there yet (shown in the table and "
-                              "figures, not compared)"]
+    assert ladder.not_yet == [
+        "epochs=16: a, b have fewer than 2 completed seeds there yet (shown in the table and figures, not compared)"
+    ]
     assert set(ladder.per_rung["rung"]) == {"epochs=2", "epochs=8", "epochs=16"} and ladder.missing == []
 
 
@@ -297,9 +378,11 @@ def test_a_larger_rung_with_one_seed_per_optimizer_is_shown_not_compared():
     middle = rung("epochs=8", 8, {"a": {0: 0.70, 1: 0.72}, "b": {0: 0.80, 1: 0.83}})
     first_seeds = rung("epochs=16", 16, {"a": {0: 0.90}, "b": {0: 0.85}})
     rungs = [low, middle, first_seeds]
-    ladder = Ladder("cifar10, clean", ["cfg.epochs"], rungs, ["a", "b"],
-                    top_index=fidelity.top_rung_index(rungs, ["a", "b"]))
+    ladder = Ladder(
+        "cifar10, clean", ["cfg.epochs"], rungs, ["a", "b"], top_index=fidelity.top_rung_index(rungs, ["a", "b"])
+    )
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8"
-    assert ladder.not_yet == ["epochs=16: a, b have fewer than 2 completed seeds there yet (shown in the table and "
-                              "figures, not compared)"]
+    assert ladder.not_yet == [
+        "epochs=16: a, b have fewer than 2 completed seeds there yet (shown in the table and figures, not compared)"
+    ]

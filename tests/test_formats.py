@@ -13,16 +13,16 @@ import sys
 import zipfile
 
 import pytest
-
 from conftest import REPO
+
 from optbench.analysis.load import UNREADABLE, load_runs
 from optbench.config.validation import validate
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.formats import decision_record, predictions, run_record, run_summary
 
 sys.path.insert(0, str(REPO / "src"))
-import compare  # noqa: E402  (src/compare.py, the entry point)
-from optbench.studies import study_command  # noqa: E402
+import compare
+from optbench.studies import study_command
 
 PUBLISHED = REPO / "docs" / "cpu-study" / "runs"
 PUBLISHED_RUN = next((PUBLISHED / "imagefolder-cifar10-jpeg-3bcb403b" / "none-0.0" / "sgd").glob("*epochs=8*/seed0"))
@@ -49,12 +49,16 @@ def edit_summary(run_dir, change):
     (run_dir / "summary.json").write_text(json.dumps(summary))
 
 
-DAMAGES = {   # what is done to summary.json -> what the one line says
+DAMAGES = {  # what is done to summary.json -> what the one line says
     "wrong type": (lambda summary: summary.update(epochs_done="eight"), "field epochs_done is 'eight'"),
-    "completed without its headline": (lambda summary: summary["best"].pop("test/acc"),
-                                       "says completed but holds no best.test/acc"),
-    "a metric of the wrong type": (lambda summary: summary["best"].update({"val/acc": "0.3"}),
-                                   "field best.val/acc is '0.3'"),
+    "completed without its headline": (
+        lambda summary: summary["best"].pop("test/acc"),
+        "says completed but holds no best.test/acc",
+    ),
+    "a metric of the wrong type": (
+        lambda summary: summary["best"].update({"val/acc": "0.3"}),
+        "field best.val/acc is '0.3'",
+    ),
     "an unknown status": (lambda summary: summary.update(status="done"), "field status is 'done'"),
     "a newer format": (lambda summary: summary.update(format=99), "upgrade optbench"),
     "a non-finite number": (lambda summary: summary.update(wall_time_s=math.inf), "field wall_time_s is inf"),
@@ -98,7 +102,10 @@ def test_a_metrics_line_of_another_shape_makes_the_run_unreadable_a_torn_one_doe
     metrics.write_text("\n".join([lines[0].replace('"epoch": 1', '"epoch": "one"'), *lines[1:]]) + "\n")
     (runs[1] / "metrics.jsonl").write_text((runs[1] / "metrics.jsonl").read_text() + '{"epoch": 9, "val')
     loaded = load_runs(tmp_path / "results", target_acc=0.9).runs.set_index("run_id")
-    assert loaded.loc["seed0", "status"] == UNREADABLE and "metrics.jsonl line 1: field epoch" in loaded.loc["seed0", "notes"]
+    assert (
+        loaded.loc["seed0", "status"] == UNREADABLE
+        and "metrics.jsonl line 1: field epoch" in loaded.loc["seed0", "notes"]
+    )
     assert loaded.loc["seed1", "status"] == "completed"
 
 
@@ -112,10 +119,13 @@ def test_compare_of_a_damaged_run_is_one_error_line_exit_2_and_writes_nothing(ru
 
 
 def test_files_written_before_format_versions_read_as_format_1(runs):
-    summary = run_summary.read(runs[0])   # the published files have no "format" in summary.json
+    summary = run_summary.read(runs[0])  # the published files have no "format" in summary.json
     assert "format" not in json.loads((runs[0] / "summary.json").read_text())
-    assert summary.version == 1 and summary.status == "completed" and summary.headline == pytest.approx(
-        json.loads((runs[0] / "summary.json").read_text())["best"]["test/acc"])
+    assert (
+        summary.version == 1
+        and summary.status == "completed"
+        and summary.headline == pytest.approx(json.loads((runs[0] / "summary.json").read_text())["best"]["test/acc"])
+    )
 
 
 def test_a_written_summary_carries_its_format_and_reads_back(tmp_path, runs):
@@ -133,13 +143,18 @@ def test_a_record_of_another_shape_is_one_line(runs):
         run_record.read(runs[0])
 
 
-@pytest.mark.parametrize("content, message", [
-    ({"format": 1, "study": "s", "decisions": "none"}, "field decisions is 'none', not a JSON list"),
-    ({"format": 1, "study": "s", "decisions": [{"look": 0, "seeds": 3, "hypotheses": {"H1": {}}}]},
-     "field decisions[0].hypotheses.H1.decision is missing"),
-    ({"format": 2, "study": "s", "decisions": []}, "upgrade optbench"),
-    (["a", "list"], "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"format": 1, "study": "s", "decisions": "none"}, "field decisions is 'none', not a JSON list"),
+        (
+            {"format": 1, "study": "s", "decisions": [{"look": 0, "seeds": 3, "hypotheses": {"H1": {}}}]},
+            "field decisions[0].hypotheses.H1.decision is missing",
+        ),
+        ({"format": 2, "study": "s", "decisions": []}, "upgrade optbench"),
+        (["a", "list"], "not a JSON object"),
+    ],
+)
 def test_a_decision_record_of_another_shape_is_one_line(tmp_path, content, message):
     path = tmp_path / "sequential-s.json"
     path.write_text(json.dumps(content))
@@ -154,26 +169,34 @@ def test_a_flipped_byte_inside_a_compressed_member_is_a_damaged_file_not_a_trace
     with zipfile.ZipFile(path) as archive:
         member = archive.getinfo("predicted.npy")
     data = bytearray(path.read_bytes())
-    start = member.header_offset + 30 + len(member.filename) + len(member.extra)   # the compressed bytes
+    start = member.header_offset + 30 + len(member.filename) + len(member.extra)  # the compressed bytes
     data[start + member.compress_size // 2] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(DamagedRunFile, match="p.npz cannot be read"):
         predictions.read(path)
 
 
-@pytest.mark.parametrize("override, key", [("optimizer.lr=inf", "optimizer.lr=inf"),
-                                           ("optimizer.weight_decay=nan", "optimizer.weight_decay=nan"),
-                                           ("train.divergence_factor=inf", "train.divergence_factor=inf")])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("optimizer.lr=inf", "optimizer.lr=inf"),
+        ("optimizer.weight_decay=nan", "optimizer.weight_decay=nan"),
+        ("train.divergence_factor=inf", "train.divergence_factor=inf"),
+    ],
+)
 def test_non_finite_config_numbers_are_refused_at_the_door(tiny_config, override, key):
     with pytest.raises(ConfigError, match=f"^{key}: "):
         validate(tiny_config(override))
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["cpu_demo", "--plan-seeds", "--pilot", "x", "--delta", "inf"], "--delta inf: give the effect"),
-    (["cpu_demo", "--until-decided", "--max-seeds", "1"], "--max-seeds 1: give at least 2"),
-    (["cpu_demo", "--set", "optimizer.lr=-inf"], "optimizer.lr=-inf"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["cpu_demo", "--plan-seeds", "--pilot", "x", "--delta", "inf"], "--delta inf: give the effect"),
+        (["cpu_demo", "--until-decided", "--max-seeds", "1"], "--max-seeds 1: give at least 2"),
+        (["cpu_demo", "--set", "optimizer.lr=-inf"], "optimizer.lr=-inf"),
+    ],
+)
 def test_a_study_checks_its_whole_command_before_tuning_trains(tmp_path, capsys, argv, message):
     """cpu_demo is tuned by tune_cpu_demo: a bad option used to be refused after the tuning study had trained."""
     results = tmp_path / "results"
@@ -193,8 +216,19 @@ def test_docs_runs_md_names_every_key_the_run_files_hold(runs):
     epoch = json.loads((runs[0] / "metrics.jsonl").read_text().splitlines()[0])
     noisy = json.loads(next(PUBLISHED.rglob("symmetric-0.4/*/*/seed0/metrics.jsonl")).read_text().splitlines()[0])
     schema = {field.name for cls in (run_summary.Summary, run_record.RunRecord) for field in dataclasses.fields(cls)}
-    keys = {*summary, *record, *record["identity"], *epoch, *noisy, *schema, "format", "diverged_at", "mirror",
-            "resumes", "selected_by"} - {"version", "content"}
+    keys = {
+        *summary,
+        *record,
+        *record["identity"],
+        *epoch,
+        *noisy,
+        *schema,
+        "format",
+        "diverged_at",
+        "mirror",
+        "resumes",
+        "selected_by",
+    } - {"version", "content"}
     assert sorted(key for key in keys if f"`{key}`" not in text) == []
 
 
@@ -208,8 +242,17 @@ def test_a_tuned_study_is_refused_before_its_tuning_trains_when_its_own_runs_can
     results, conf = tmp_path / "results", tmp_path / "conf"
     shutil.copytree(REPO / "conf", conf)
     before = snapshot(conf)
-    code = study_command.main(["human_noise_cpu", "--experiments", str(experiments), "--conf-dir", str(conf),
-                               "--set", f"paths.results_dir={results}"])
+    code = study_command.main(
+        [
+            "human_noise_cpu",
+            "--experiments",
+            str(experiments),
+            "--conf-dir",
+            str(conf),
+            "--set",
+            f"paths.results_dir={results}",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 2 and "noise.label_file=/no/such.pt: no such file" in captured.err
     assert "tuning first" not in captured.out and not results.exists() and snapshot(conf) == before

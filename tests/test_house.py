@@ -11,12 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-
 from conftest import CONF_DIR, REPO, compose_config
-from optbench.registry import choices
-from optbench import identity
 
+from optbench import identity
+from optbench.registry import choices
 
 
 def loaded_modules(code: str) -> set[str]:
@@ -27,17 +25,26 @@ def loaded_modules(code: str) -> set[str]:
     return set(done.stdout.split())
 
 
-@pytest.mark.parametrize("code", [
-    "from optbench.studies.study_command import main\nmain(['--list'])",
-    "from optbench.studies.study_command import main\nmain(['full', '--dry-run', '--no-estimate'])",
-    "from optbench.studies.study_command import main\nmain(['full', '--status'])",
-    "from pathlib import Path\nfrom optbench.config.hydra_glue import register_resolvers\nregister_resolvers()\n"
-    "from optbench.training.train_command import preflight\n"
-    "assert preflight(['-m', 'optimizer=sgd,adam,adamw,lion,muon', 'seed=0,1,2', 'dataset=cifar10,cifar100'], "
-    "Path('../conf')) == 30",
-    "from optbench.registry import optimizers, choices\nassert choices.OPTIMIZERS == optimizers.NAMES",
-], ids=["study --list", "study full --dry-run --no-estimate", "study full --status", "preflight of a 30-run sweep",
-      "the optimizer registry"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from optbench.studies.study_command import main\nmain(['--list'])",
+        "from optbench.studies.study_command import main\nmain(['full', '--dry-run', '--no-estimate'])",
+        "from optbench.studies.study_command import main\nmain(['full', '--status'])",
+        "from pathlib import Path\nfrom optbench.config.hydra_glue import register_resolvers\nregister_resolvers()\n"
+        "from optbench.training.train_command import preflight\n"
+        "assert preflight(['-m', 'optimizer=sgd,adam,adamw,lion,muon', 'seed=0,1,2', 'dataset=cifar10,cifar100'], "
+        "Path('../conf')) == 30",
+        "from optbench.registry import optimizers, choices\nassert choices.OPTIMIZERS == optimizers.NAMES",
+    ],
+    ids=[
+        "study --list",
+        "study full --dry-run --no-estimate",
+        "study full --status",
+        "preflight of a 30-run sweep",
+        "the optimizer registry",
+    ],
+)
 @pytest.mark.slow
 def test_planning_and_checking_import_no_torch(code):
     assert not {name for name in loaded_modules(code) if name == "torch" or name.startswith("torch.")}
@@ -61,10 +68,12 @@ def hydra_job(overrides: list[str]) -> tuple[str, str, str]:
 
 def same_values(flat: dict) -> list[str]:
     """`key=value` overrides that set each key to the value it already has (so only the name can change)."""
+
     def spelled(value) -> str:
         if value is None or isinstance(value, bool):
             return {None: "null", True: "true", False: "false"}[value]
         return repr(value) if isinstance(value, str) else str(value)
+
     return [f"{key}={spelled(value)}" for key, value in flat.items()]
 
 
@@ -77,14 +86,14 @@ def test_hydra_names_run_directories_without_the_numbers_free_settings():
     flat = identity.flatten(OmegaConf.to_container(compose_config(base), resolve=True))
     free = {key: value for key, value in flat.items() if identity.is_numbers_free(key)}
     plain_name, plain_dir, _ = hydra_job(base)
-    name, run_dir, sweep_dir = hydra_job([*base, *same_values(free), "+paths.scratch=/tmp/x", "seed=0",
-                                          "noise.label_set=aggre"])
+    name, run_dir, sweep_dir = hydra_job(
+        [*base, *same_values(free), "+paths.scratch=/tmp/x", "seed=0", "noise.label_set=aggre"]
+    )
     assert (plain_name, name) == ("", "") and run_dir == plain_dir == sweep_dir
-    assert hydra_job([*base, "+dataset.root=x"])[0] == ""   # the data fingerprint names its level instead
+    assert hydra_job([*base, "+dataset.root=x"])[0] == ""  # the data fingerprint names its level instead
     assert len(free) >= len(identity.NUMBERS_FREE_KEYS)
     # and every setting that can change the numbers names the directory, run and sweep alike
-    changing = {key: value for key, value in flat.items()
-                if not identity.left_out_of_directory_name(key)}
+    changing = {key: value for key, value in flat.items() if not identity.left_out_of_directory_name(key)}
     name, run_dir, sweep_dir = hydra_job([*base, *same_values(changing)])
     assert name == ",".join(sorted(same_values(changing))) and run_dir == sweep_dir
     assert run_dir == f"results/cifar10/human-aggre/sgd/{run_variant(name)}seed0"
@@ -94,13 +103,20 @@ def test_identity_ignores_exactly_the_numbers_free_settings():
     from omegaconf import OmegaConf
 
     plain = OmegaConf.to_container(compose_config([]), resolve=True)
-    moved = OmegaConf.to_container(compose_config(["paths.results_dir=elsewhere", "device=cpu",
-                                                   "train.eval_batch_size=8", "train.progress_bar=false"]), resolve=True)
+    moved = OmegaConf.to_container(
+        compose_config(
+            ["paths.results_dir=elsewhere", "device=cpu", "train.eval_batch_size=8", "train.progress_bar=false"]
+        ),
+        resolve=True,
+    )
     changed = OmegaConf.to_container(compose_config(["optimizer.lr=0.3"]), resolve=True)
     assert identity.identity(plain, "d") == identity.identity(moved, "d")
     assert identity.identity_differences(identity.identity(plain, "d"), identity.identity(changed, "d")) == [
-        "optimizer.lr: 0.1 -> 0.3"]
-    assert identity.identity_differences(identity.identity(plain, "d"), identity.identity(plain, "e")) == ["the data differ"]
+        "optimizer.lr: 0.1 -> 0.3"
+    ]
+    assert identity.identity_differences(identity.identity(plain, "d"), identity.identity(plain, "e")) == [
+        "the data differ"
+    ]
 
 
 def test_the_registries_cover_the_names_config_accepts():
@@ -111,8 +127,12 @@ def test_the_registries_cover_the_names_config_accepts():
     assert tuple(SOURCES) == choices.DATASETS
     assert tuple(BLOCKS_PER_STAGE) == choices.ARCHITECTURES
     assert tuple(AMP_DTYPES) == choices.AMP_CHOICES
-    for group, names in (("dataset", choices.DATASETS), ("noise", choices.NOISE_KINDS),
-                         ("scheduler", choices.SCHEDULES), ("model", choices.ARCHITECTURES)):
+    for group, names in (
+        ("dataset", choices.DATASETS),
+        ("noise", choices.NOISE_KINDS),
+        ("scheduler", choices.SCHEDULES),
+        ("model", choices.ARCHITECTURES),
+    ):
         assert {path.stem for path in (CONF_DIR / group).glob("*.yaml")} == set(names), group
     assert {path.stem for path in (CONF_DIR / "logger").glob("*.yaml")} == {*choices.LOGGERS, "none"}
     assert set(choices.LOGGER_PACKAGES) == set(choices.LOGGERS)
@@ -120,22 +140,33 @@ def test_the_registries_cover_the_names_config_accepts():
     assert launchers == set(choices.LAUNCHERS) - {"basic"}
 
 
-
 # ---- every arrow points down -------------------------------------------------------------------------
 PACKAGE = REPO / "src" / "optbench"
 # Each top-level module or package of optbench, by layer (lowest first). A new one must be placed here.
 LAYERS = {
-    "contract": {"optbench", "optbench.errors", "optbench.durations", "optbench.fileio", "optbench.identity",
-                 "optbench.rundir", "optbench.registry", "optbench.formats", "optbench.specs"},
+    "contract": {
+        "optbench",
+        "optbench.errors",
+        "optbench.durations",
+        "optbench.fileio",
+        "optbench.identity",
+        "optbench.rundir",
+        "optbench.registry",
+        "optbench.formats",
+        "optbench.specs",
+    },
     "foundation": {"optbench.data", "optbench.device", "optbench.config"},
     "wing": {"optbench.training", "optbench.studies", "optbench.analysis"},
-    "command": {"optbench.console_scripts"},   # runs the entry point files, which import the wings
+    "command": {"optbench.console_scripts"},  # runs the entry point files, which import the wings
 }
 RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
 # A wing may use another only along these arrows: a study estimates with the training wing's model and
 # decides with the aggregator's verdicts; training and the aggregator stand alone.
-WING_ARROWS = {"optbench.training": set(), "optbench.analysis": set(),
-               "optbench.studies": {"optbench.training", "optbench.analysis"}}
+WING_ARROWS = {
+    "optbench.training": set(),
+    "optbench.analysis": set(),
+    "optbench.studies": {"optbench.training", "optbench.analysis"},
+}
 
 
 def part_of(module: str) -> str:
@@ -156,13 +187,16 @@ def package_imports(package: Path) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:  # relative: from the importing module's package
-                    anchor = module.split(".")[:len(module.split(".")) - node.level + (parts[-1] == "__init__")]
+                    anchor = module.split(".")[: len(module.split(".")) - node.level + (parts[-1] == "__init__")]
                     base = ".".join([*anchor, *([base] if base else [])])
                 imported.add(base)
                 # `from optbench import rundir` imports the module optbench.rundir
-                imported |= {f"{base}.{alias.name}" for alias in node.names
-                             if (package.parent / base.replace(".", "/") / alias.name).with_suffix(".py").exists()
-                             or (package.parent / base.replace(".", "/") / alias.name).is_dir()}
+                imported |= {
+                    f"{base}.{alias.name}"
+                    for alias in node.names
+                    if (package.parent / base.replace(".", "/") / alias.name).with_suffix(".py").exists()
+                    or (package.parent / base.replace(".", "/") / alias.name).is_dir()
+                }
         found[module] = {name for name in imported if name == "optbench" or name.startswith("optbench.")}
     return found
 
@@ -195,8 +229,11 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
     fastest = copy / "device" / "fastest.py"
     fastest.write_text(fastest.read_text() + "\n\ndef late():\n    from optbench.training.models import build_model\n")
     glue = copy / "config" / "hydra_glue.py"
-    glue.write_text(glue.read_text().replace("from optbench.rundir import", "from optbench.studies import launchers\n"
-                                             "from optbench.rundir import"))
+    glue.write_text(
+        glue.read_text().replace(
+            "from optbench.rundir import", "from optbench.studies import launchers\nfrom optbench.rundir import"
+        )
+    )
     (copy / "analysis" / "late.py").write_text("from ..studies import plan\n")
     (copy / "newcomer.py").write_text("")
     assert layering_violations(copy) == [
@@ -209,7 +246,8 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
         "argument",
         "optbench.device.fastest imports optbench.training.models: a lower layer takes what it needs from above "
         "as an argument",
-        "optbench.newcomer: place optbench.newcomer in a layer of tests/test_house.py LAYERS"]
+        "optbench.newcomer: place optbench.newcomer in a layer of tests/test_house.py LAYERS",
+    ]
 
 
 # ---- each package maps its modules ------------------------------------------------------------------
@@ -226,8 +264,9 @@ def unmapped_modules(package: Path) -> list[str]:
         present |= {f"{path.name}/" for path in folder.iterdir() if (path / "__init__.py").is_file()}
         where = folder.relative_to(package.parent).as_posix()
         problems += [f"{where}: {name} is not in its __init__ docstring" for name in sorted(present - named)]
-        problems += [f"{where}: its __init__ docstring names {name}, which is not there"
-                     for name in sorted(named - present)]
+        problems += [
+            f"{where}: its __init__ docstring names {name}, which is not there" for name in sorted(named - present)
+        ]
     return problems
 
 
@@ -242,15 +281,21 @@ def test_the_module_map_check_sees_a_module_left_out_and_one_gone(tmp_path):
     (copy / "formats" / "predictions.py").unlink()
     assert unmapped_modules(copy) == [
         "optbench/analysis: newcomer.py is not in its __init__ docstring",
-        "optbench/formats: its __init__ docstring names predictions.py, which is not there"]
+        "optbench/formats: its __init__ docstring names predictions.py, which is not there",
+    ]
 
 
 # ---- one definition per file format ------------------------------------------------------------------
 # A file's name (or glob) as a literal belongs to the module that owns its format; others use its constants.
-FORMAT_OWNERS = {"record.json": "optbench.rundir", "summary.json": "optbench.rundir",
-                 "metrics.jsonl": "optbench.rundir", "checkpoint.pt": "optbench.rundir",
-                 "predictions.npz": "optbench.rundir", "tuning-*.json": "optbench.formats.tuning_record",
-                 "sequential-*.json": "optbench.formats.decision_record"}
+FORMAT_OWNERS = {
+    "record.json": "optbench.rundir",
+    "summary.json": "optbench.rundir",
+    "metrics.jsonl": "optbench.rundir",
+    "checkpoint.pt": "optbench.rundir",
+    "predictions.npz": "optbench.rundir",
+    "tuning-*.json": "optbench.formats.tuning_record",
+    "sequential-*.json": "optbench.formats.decision_record",
+}
 FORMAT_PREFIXES = {"tuning-": "optbench.formats.tuning_record", "sequential-": "optbench.formats.decision_record"}
 
 
@@ -262,10 +307,15 @@ def file_names_spelled_out(package: Path) -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and FORMAT_OWNERS.get(node.value, module) != module:
                 found.append(f"{module}: {node.value}")
-            elif isinstance(node, ast.JoinedStr) and len(node.values) >= 2:   # f"tuning-{study}.json"
+            elif isinstance(node, ast.JoinedStr) and len(node.values) >= 2:  # f"tuning-{study}.json"
                 first, last = node.values[0], node.values[-1]
-                if (isinstance(first, ast.Constant) and first.value in FORMAT_PREFIXES and isinstance(last, ast.Constant)
-                        and last.value == ".json" and FORMAT_PREFIXES[first.value] != module):
+                if (
+                    isinstance(first, ast.Constant)
+                    and first.value in FORMAT_PREFIXES
+                    and isinstance(last, ast.Constant)
+                    and last.value == ".json"
+                    and FORMAT_PREFIXES[first.value] != module
+                ):
                     found.append(f"{module}: {first.value}...{last.value}")
     return found
 
@@ -275,14 +325,21 @@ def test_each_file_format_is_named_only_by_the_module_that_owns_it():
 
 
 def test_the_tuning_record_the_runner_writes_is_what_the_aggregator_reads(tmp_path):
-    from optbench.formats import tuning_record
     from optbench.analysis.tuning_report import read_tuning
+    from optbench.formats import tuning_record
 
     run = {"run_dir": "synthetic/none-0.0/lion/seed0", "seed": 0, "status": "completed", "score": 0.4}
-    record = {"format": tuning_record.FORMAT, "study": "tune_demo", "optimizers": {"lion": {
-        "space": {"optimizer.lr": {"low": 1e-5, "high": 1e-3, "scale": "log"}},
-        "trials": [{"index": 0, "values": {"optimizer.lr": 1e-4}, "score": 0.4, "runs": [run]}],
-        "winner": {"index": 0, "values": {"optimizer.lr": 1e-4}, "mean": 0.4, "seeds": [0], "scores": [0.4]}}}}
+    record = {
+        "format": tuning_record.FORMAT,
+        "study": "tune_demo",
+        "optimizers": {
+            "lion": {
+                "space": {"optimizer.lr": {"low": 1e-5, "high": 1e-3, "scale": "log"}},
+                "trials": [{"index": 0, "values": {"optimizer.lr": 1e-4}, "score": 0.4, "runs": [run]}],
+                "winner": {"index": 0, "values": {"optimizer.lr": 1e-4}, "mean": 0.4, "seeds": [0], "scores": [0.4]},
+            }
+        },
+    }
     path = tuning_record.write(tmp_path / "results", record)
     assert path == tmp_path / "results" / "tuning-tune_demo.json"
     found = read_tuning(tmp_path / "results")

@@ -9,24 +9,30 @@ from urllib.error import URLError
 import numpy as np
 import pytest
 import torch
-
 from conftest import REPO, compose_config
-from optbench.registry import datasets
+
 from optbench.config.validation import validate
 from optbench.data import human_labels
 from optbench.data.human_labels import folder_order, human_noise, label_file_path
-from optbench.formats.label_file import read_label_arrays, read_labels
 from optbench.data.sources import ImageSet
 from optbench.data.splits import DatasetSplits
 from optbench.errors import ConfigError
+from optbench.formats.label_file import read_label_arrays, read_labels
+from optbench.registry import datasets
 from optbench.training.run import train
 
 CIFAR_N = REPO.parent / "shared" / "data" / "cifar-n"
 CIFAR10_N = CIFAR_N / "CIFAR-10_human.pt"
 CIFAR100_N = CIFAR_N / "CIFAR-100_human.pt"
 # The paper's rates (Wei et al. 2022, Table 1), as the shared copy's README measures them.
-PUBLISHED_RATES = {("cifar10", "aggre"): 0.0901, ("cifar10", "random1"): 0.1723, ("cifar10", "random2"): 0.1812,
-                   ("cifar10", "random3"): 0.1764, ("cifar10", "worst"): 0.4021, ("cifar100", "noisy"): 0.4020}
+PUBLISHED_RATES = {
+    ("cifar10", "aggre"): 0.0901,
+    ("cifar10", "random1"): 0.1723,
+    ("cifar10", "random2"): 0.1812,
+    ("cifar10", "random3"): 0.1764,
+    ("cifar10", "worst"): 0.4021,
+    ("cifar100", "noisy"): 0.4020,
+}
 
 
 @pytest.fixture
@@ -47,32 +53,48 @@ def test_realised_rates_on_the_full_training_set_are_the_published_ones(shared_l
 
 def test_the_files_follow_torchvisions_training_order(shared_label_files):
     arrays = read_label_arrays(shared_label_files["cifar10"])
-    assert arrays["clean_label"][:10].tolist() == [6, 9, 9, 4, 1, 1, 2, 7, 8, 3]   # torchvision CIFAR10(train)[:10]
+    assert arrays["clean_label"][:10].tolist() == [6, 9, 9, 4, 1, 1, 2, 7, 8, 3]  # torchvision CIFAR10(train)[:10]
     assert {"clean_label", "noisy_label"} <= set(read_label_arrays(shared_label_files["cifar100"]))
 
 
 def fake_splits(clean: np.ndarray, train_index: np.ndarray, val_index: np.ndarray, name="cifar10") -> DatasetSplits:
     """Splits whose labels are the label file's clean ones at the given positions (images: 1 pixel each)."""
+
     def part(index):
         return ImageSet(torch.zeros(len(index), 3, 1, 1, dtype=torch.uint8), torch.from_numpy(clean[index]))
+
     classes = datasets.describe(name).classes
-    return DatasetSplits(name, part(train_index), part(val_index), part(val_index[:1]), classes,
-                         (0.5,) * 3, (0.2,) * 3, train_index, val_index)
+    return DatasetSplits(
+        name,
+        part(train_index),
+        part(val_index),
+        part(val_index[:1]),
+        classes,
+        (0.5,) * 3,
+        (0.2,) * 3,
+        train_index,
+        val_index,
+    )
 
 
 def test_human_noise_puts_the_label_set_on_the_training_and_validation_images(shared_label_files, tmp_path):
     arrays = read_label_arrays(shared_label_files["cifar10"])
     clean, worst = arrays["clean_label"], arrays["worse_label"]
     train_index, val_index = np.arange(0, 50_000, 7), np.arange(3, 50_000, 11)
-    noise = human_noise(fake_splits(clean, train_index, val_index), "worst", tmp_path, label_file=shared_label_files["cifar10"])
+    noise = human_noise(
+        fake_splits(clean, train_index, val_index), "worst", tmp_path, label_file=shared_label_files["cifar10"]
+    )
     assert noise.train.labels.tolist() == worst[train_index].tolist()
     assert noise.val_labels.tolist() == worst[val_index].tolist()
     assert noise.train.realised_rate == pytest.approx(float((clean[train_index] != worst[train_index]).mean()))
     assert 0.38 < noise.train.realised_rate < 0.42 and noise.source == "cifar10"
     counts = torch.tensor(human_labels.transition_matrix(torch.from_numpy(clean[train_index]), noise.train.labels, 10))
-    assert int(counts.sum()) == len(train_index) and int(counts.diagonal().sum()) == len(train_index) - noise.train.num_noisy
+    assert (
+        int(counts.sum()) == len(train_index)
+        and int(counts.diagonal().sum()) == len(train_index) - noise.train.num_noisy
+    )
     cat, dog = datasets.CIFAR10_CLASSES.index("cat"), datasets.CIFAR10_CLASSES.index("dog")
-    assert counts[cat].argsort()[-2] == dog   # people mistake cats for dogs more than for anything else
+    assert counts[cat].argsort()[-2] == dog  # people mistake cats for dogs more than for anything else
 
 
 def test_data_in_another_order_is_refused(shared_label_files, tmp_path):
@@ -80,8 +102,12 @@ def test_data_in_another_order_is_refused(shared_label_files, tmp_path):
     shuffled = clean.copy()
     np.random.default_rng(0).shuffle(shuffled)
     with pytest.raises(ConfigError, match="disagree with the classes of .* train images"):
-        human_noise(fake_splits(shuffled, np.arange(0, 50_000, 5), np.arange(1, 50_000, 50)), "aggre", tmp_path,
-                    label_file=shared_label_files["cifar10"])
+        human_noise(
+            fake_splits(shuffled, np.arange(0, 50_000, 5), np.arange(1, 50_000, 50)),
+            "aggre",
+            tmp_path,
+            label_file=shared_label_files["cifar10"],
+        )
 
 
 def test_a_label_set_of_another_dataset_is_refused_at_validation():
@@ -97,6 +123,7 @@ def test_a_label_set_of_another_dataset_is_refused_at_validation():
 
 # ---- an image folder that copies CIFAR ------------------------------------------------------------
 
+
 def make_folder(root: Path, names: dict[str, list[str]]) -> Path:
     for split in ("train", "test"):
         for class_name, files in names.items():
@@ -110,13 +137,17 @@ def make_folder(root: Path, names: dict[str, list[str]]) -> Path:
 def test_folder_order_maps_each_classs_images_onto_its_original_indices(tmp_path):
     # Original order: index 0 is an automobile, 1 and 2 airplanes, 3 an automobile.
     clean = np.array([1, 0, 0, 1])
-    root = make_folder(tmp_path / "copy", {"airplane": ["0000.jpg", "0001.jpg"], "automobile": ["0000.jpg", "0001.jpg"]})
+    root = make_folder(
+        tmp_path / "copy", {"airplane": ["0000.jpg", "0001.jpg"], "automobile": ["0000.jpg", "0001.jpg"]}
+    )
     assert folder_order(root, clean).tolist() == [1, 2, 0, 3]
 
 
 def test_folder_that_is_not_numbered_in_cifar_order_or_is_incomplete_is_refused(tmp_path):
     clean = np.array([1, 0, 0, 1])
-    renamed = make_folder(tmp_path / "renamed", {"airplane": ["0000.jpg", "0005.jpg"], "automobile": ["0000.jpg", "0001.jpg"]})
+    renamed = make_folder(
+        tmp_path / "renamed", {"airplane": ["0000.jpg", "0005.jpg"], "automobile": ["0000.jpg", "0001.jpg"]}
+    )
     with pytest.raises(ConfigError, match="image 1 of class airplane should be named 0001"):
         folder_order(renamed, clean)
     short = make_folder(tmp_path / "short", {"airplane": ["0000.jpg"], "automobile": ["0000.jpg", "0001.jpg"]})
@@ -127,8 +158,17 @@ def test_folder_that_is_not_numbered_in_cifar_order_or_is_incomplete_is_refused(
 def test_a_folder_of_other_classes_gets_no_human_labels(tmp_path, shared_label_files):
     root = make_folder(tmp_path / "other", {"cats": ["0000.jpg"], "dogs": ["0000.jpg"]})
     splits = fake_splits(np.array([0, 1]), np.array([0]), np.array([1]), name="imagefolder")
-    splits = DatasetSplits("imagefolder", splits.train, splits.val, splits.test, ("cats", "dogs"), splits.mean,
-                           splits.std, splits.train_index, splits.val_index)
+    splits = DatasetSplits(
+        "imagefolder",
+        splits.train,
+        splits.val,
+        splits.test,
+        ("cats", "dogs"),
+        splits.mean,
+        splits.std,
+        splits.train_index,
+        splits.val_index,
+    )
     with pytest.raises(ConfigError, match="are not those of cifar10 or cifar100"):
         human_noise(splits, "worst", tmp_path, root=root, label_file=shared_label_files["cifar10"])
 
@@ -149,6 +189,7 @@ def test_the_shared_image_folder_agrees_with_the_clean_labels_class_by_class(sha
 
 # ---- the file: md5, fetching, and never running pickled code ----------------------------------
 
+
 class Payload:
     """Unpickling this runs os.mkdir(marker): what a malicious label file would do."""
 
@@ -168,7 +209,7 @@ def malicious_file(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_the_malicious_file_really_runs_code_when_unpickled(tmp_path):
     path, marker = malicious_file(tmp_path)
-    torch.load(path, weights_only=False)   # the control: plain pickle executes the payload
+    torch.load(path, weights_only=False)  # the control: plain pickle executes the payload
     assert marker.is_dir()
 
 
@@ -186,12 +227,14 @@ def test_the_reader_refuses_pickled_code_even_past_the_md5_check(tmp_path):
     assert not marker.exists()
 
 
-def test_a_cached_copy_is_used_and_without_network_one_line_says_where_to_put_the_file(tmp_path, monkeypatch,
-                                                                                          shared_label_files):
+def test_a_cached_copy_is_used_and_without_network_one_line_says_where_to_put_the_file(
+    tmp_path, monkeypatch, shared_label_files
+):
     import torchvision.datasets.utils as tv_utils
 
     def offline(url, root, filename=None, md5=None):
         raise URLError("no network")
+
     monkeypatch.setattr(tv_utils, "download_url", offline)
     with pytest.raises(ConfigError) as refused:
         label_file_path(datasets.CIFAR10_N, tmp_path / "data")
@@ -200,21 +243,36 @@ def test_a_cached_copy_is_used_and_without_network_one_line_says_where_to_put_th
     assert "\n" not in str(refused.value)
     expected_place.parent.mkdir(parents=True)
     shutil.copy(shared_label_files["cifar10"], expected_place)
-    assert label_file_path(datasets.CIFAR10_N, tmp_path / "data") == expected_place   # no download asked for
+    assert label_file_path(datasets.CIFAR10_N, tmp_path / "data") == expected_place  # no download asked for
     with pytest.raises(ConfigError, match="noise.label_file=.*does not exist"):
         label_file_path(datasets.CIFAR10_N, tmp_path / "data", tmp_path / "absent.pt")
 
 
 # ---- a real run -----------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
-def test_a_short_real_image_run_under_worst_completes_and_records_its_rate(tmp_path, real_cifar10_root,
-                                                                            shared_label_files, one_thread):
-    cfg = compose_config(["dataset=imagefolder", f"dataset.root={real_cifar10_root}", "noise=human",
-                          "noise.label_set=worst", f"noise.label_file={shared_label_files['cifar10']}",
-                          f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}", "dataset.val_size=500",
-                          "dataset.train_subset=1000", "model.width=8", "epochs=1", "batch_size=100",
-                          "optimizer=adamw", "device=cpu", "train.progress_bar=false"])
+def test_a_short_real_image_run_under_worst_completes_and_records_its_rate(
+    tmp_path, real_cifar10_root, shared_label_files, one_thread
+):
+    cfg = compose_config(
+        [
+            "dataset=imagefolder",
+            f"dataset.root={real_cifar10_root}",
+            "noise=human",
+            "noise.label_set=worst",
+            f"noise.label_file={shared_label_files['cifar10']}",
+            f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}",
+            "dataset.val_size=500",
+            "dataset.train_subset=1000",
+            "model.width=8",
+            "epochs=1",
+            "batch_size=100",
+            "optimizer=adamw",
+            "device=cpu",
+            "train.progress_bar=false",
+        ]
+    )
     summary = train(cfg, tmp_path / "run")
     assert summary["status"] == "completed"
     noise = summary["noise"]
@@ -225,12 +283,21 @@ def test_a_short_real_image_run_under_worst_completes_and_records_its_rate(tmp_p
     assert matrix.shape == (10, 10) and matrix.sum() == 1000 and matrix.sum() - np.trace(matrix) == noise["num_noisy"]
 
 
-@pytest.mark.parametrize("arrays, message", [
-    ({"clean_label": np.array([0, 1, 2])}, "holds no worse_label array"),
-    ({"clean_label": np.array([0, 1, 2]), "worse_label": np.array([0, 1, 10])}, r"worse_label is not one class index"),
-    ({"clean_label": np.array([0, 1, 2]), "worse_label": np.array([[0, 1]])}, r"worse_label is not one class index"),
-    ({"clean_label": np.array([0, 1, 2]), "worse_label": np.array([0, 1])}, "differ in length"),
-])
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        ({"clean_label": np.array([0, 1, 2])}, "holds no worse_label array"),
+        (
+            {"clean_label": np.array([0, 1, 2]), "worse_label": np.array([0, 1, 10])},
+            r"worse_label is not one class index",
+        ),
+        (
+            {"clean_label": np.array([0, 1, 2]), "worse_label": np.array([[0, 1]])},
+            r"worse_label is not one class index",
+        ),
+        ({"clean_label": np.array([0, 1, 2]), "worse_label": np.array([0, 1])}, "differ in length"),
+    ],
+)
 def test_a_label_file_off_its_schema_is_one_line_naming_the_file(tmp_path, arrays, message):
     """A label file that unpickles safely but is not CIFAR-N's shape: one ConfigError line, not an IndexError."""
     path = tmp_path / "labels.pt"

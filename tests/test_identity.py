@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REPO, TINY, compose_config
 from PIL import Image
 
-from conftest import REPO, TINY, compose_config
-from optbench import rundir
-from optbench import identity
-from optbench.errors import ConfigError
+from optbench import identity, rundir
 from optbench.config.hydra_glue import dataset_dir_name
+from optbench.errors import ConfigError
 from optbench.training.run import train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -30,14 +29,18 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def snapshot(folder: Path) -> dict[str, str]:
     """Every file below `folder` (hidden ones included) -> its content hash."""
-    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(folder.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 def run_cli(args: list[str], tmp_path: Path):
     env = {**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data")}
-    return subprocess.run([sys.executable, "src/train.py", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "src/train.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def image_folder(root: Path, classes=("cat", "dog"), per_class: int = 12, seed: int = 0) -> Path:
@@ -52,8 +55,17 @@ def image_folder(root: Path, classes=("cat", "dog"), per_class: int = 12, seed: 
 
 
 def folder_args(root: Path, tmp_path: Path) -> list[str]:
-    return ["dataset=imagefolder", f"dataset.root={root}", "dataset.val_size=4", "model.width=8", "epochs=1",
-            "batch_size=8", "device=cpu", "train.progress_bar=false", f"paths.results_dir={tmp_path / 'results'}"]
+    return [
+        "dataset=imagefolder",
+        f"dataset.root={root}",
+        "dataset.val_size=4",
+        "model.width=8",
+        "epochs=1",
+        "batch_size=8",
+        "device=cpu",
+        "train.progress_bar=false",
+        f"paths.results_dir={tmp_path / 'results'}",
+    ]
 
 
 def test_record_holds_the_config_and_its_identity_and_is_written_once(tiny_config, tmp_path):
@@ -64,15 +76,17 @@ def test_record_holds_the_config_and_its_identity_and_is_written_once(tiny_confi
     assert record["config"]["optimizer"]["name"] == "sgd" and record["identity"]["data"].startswith("synthetic")
     assert "paths.results_dir" not in record["identity"]["config"] and "optimizer.lr" in record["identity"]["config"]
     before = snapshot(run_dir)
-    train(tiny_config(), run_dir)   # skipped: nothing rewritten
+    train(tiny_config(), run_dir)  # skipped: nothing rewritten
     assert snapshot(run_dir) == before
 
 
 def test_settings_that_do_not_change_the_numbers_keep_the_identity(tiny_config, tmp_path):
     train(tiny_config(), tmp_path / "run")
-    again = train(tiny_config("train.eval_batch_size=7", "train.checkpoint_every=0", "device_policy.num_workers=3"),
-                  tmp_path / "run")
-    assert again["status"] == "completed"   # skipped as the same experiment
+    again = train(
+        tiny_config("train.eval_batch_size=7", "train.checkpoint_every=0", "device_policy.num_workers=3"),
+        tmp_path / "run",
+    )
+    assert again["status"] == "completed"  # skipped as the same experiment
 
 
 @pytest.mark.slow
@@ -85,7 +99,7 @@ def test_a_completed_run_with_other_settings_is_refused_and_no_byte_changes(tmp_
     [line] = done.stderr.strip().splitlines()
     assert "holds another experiment" in line and "optimizer.lr: 0.1 -> 0.5" in line and "epochs: 1 -> 3" in line
     assert "train.rerun=true" in line
-    assert snapshot(run_dir) == before   # .hydra/ included: Hydra no longer rewrites it
+    assert snapshot(run_dir) == before  # .hydra/ included: Hydra no longer rewrites it
 
 
 @pytest.mark.slow
@@ -94,7 +108,7 @@ def test_an_interrupted_run_refuses_other_settings_without_touching_hydra_files(
     cfg = compose_config([*TINY, "epochs=2"])
     train(cfg, run_dir, {"overrides.yaml": "- epochs=2\n"})
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
-    summary["status"] = "interrupted"   # as a stop signal leaves it (the checkpoint is there)
+    summary["status"] = "interrupted"  # as a stop signal leaves it (the checkpoint is there)
     (run_dir / rundir.SUMMARY_FILE).write_text(json.dumps(summary))
     before = snapshot(run_dir)
     done = run_cli([*TINY, "epochs=2", f"hydra.run.dir={run_dir}", "optimizer.lr=0.5"], tmp_path)
@@ -129,7 +143,7 @@ def test_changed_images_in_the_same_folder_are_other_data(tmp_path):
     assert run_cli(folder_args(root, tmp_path), tmp_path).returncode == 0
     [first] = (tmp_path / "results").iterdir()
     before = snapshot(first)
-    image_folder(root, per_class=12, seed=5)   # same names, new pixels
+    image_folder(root, per_class=12, seed=5)  # same names, new pixels
     done = run_cli(folder_args(root, tmp_path), tmp_path)
     assert done.returncode == 0, done.stderr
     assert len(list((tmp_path / "results").iterdir())) == 2 and snapshot(first) == before
@@ -155,7 +169,7 @@ def test_a_copy_of_the_data_at_another_path_finds_the_same_runs(tmp_path):
     assert level.name == f"imagefolder-images-{fingerprint.split(':')[1][:8]}"
     before = snapshot(level)
     for copy in (tmp_path / "elsewhere" / "images", tmp_path / "renamed" / "cifar-copy"):
-        shutil.copytree(root, copy, copy_function=shutil.copy)   # new mtimes
+        shutil.copytree(root, copy, copy_function=shutil.copy)  # new mtimes
         assert "skipped" in one_line_run(run_cli(folder_args(copy, tmp_path), tmp_path))
         assert list((tmp_path / "results").iterdir()) == [level] and snapshot(level) == before
 
@@ -185,12 +199,19 @@ def test_published_cpu_study_is_done_from_a_copy_of_the_data_at_another_path(tmp
     copy = tmp_path / "elsewhere" / "cifar10-jpeg"
     copy.parent.mkdir()
     if subprocess.run(["cp", "-al", str(real_cifar10_root), str(copy)], capture_output=True).returncode:
-        pytest.skip("cannot hard-link the real data into the test folder")   # another file system
-    argv = ["cpu_demo", "--dry-run", "--no-estimate", "--set", f"paths.results_dir={REPO / 'docs/cpu-study/runs'}",
-            f"dataset.root={copy}", f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}"]
+        pytest.skip("cannot hard-link the real data into the test folder")  # another file system
+    argv = [
+        "cpu_demo",
+        "--dry-run",
+        "--no-estimate",
+        "--set",
+        f"paths.results_dir={REPO / 'docs/cpu-study/runs'}",
+        f"dataset.root={copy}",
+        f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}",
+    ]
     assert study_command.main(argv) == 0
     out = capsys.readouterr().out
-    assert "50 runs in 10 sweep(s): 50 done, 0 unfinished, 0 new" in out   # the tuning study
+    assert "50 runs in 10 sweep(s): 50 done, 0 unfinished, 0 new" in out  # the tuning study
     assert "21 runs in 7 sweep(s): 21 done, 0 unfinished, 0 new" in out
 
 
@@ -233,10 +254,10 @@ def test_every_run_ends_with_one_line_naming_its_directory_status_and_headline(t
     first = run_cli(args, tmp_path)
     last = first.stdout.strip().splitlines()[-1]
     assert "completed: " in last and str(tmp_path / "results") in last and "test acc 0." in last
-    assert sum("device cpu" in line for line in first.stdout.splitlines()) == 1   # the policy is one line
+    assert sum("device cpu" in line for line in first.stdout.splitlines()) == 1  # the policy is one line
     assert "reasons" not in first.stdout and "policy amp=" not in first.stdout
     log = next((tmp_path / "results").rglob(rundir.LOG_FILE)).read_text()
-    assert "policy amp=" in log and "policy keep_awake=" in log   # the details stay in train.log
+    assert "policy amp=" in log and "policy keep_awake=" in log  # the details stay in train.log
     again = run_cli(args, tmp_path).stdout.strip().splitlines()[-1]
     assert again.split("] ", 1)[1].startswith("skipped, already completed: ") and "test acc 0." in again
 
@@ -246,7 +267,8 @@ def test_flag_style_arguments_get_the_override_form_in_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "error: src/train.py takes Hydra overrides, not flags: python src/train.py optimizer=adam epochs=10 "
-        "(or python run_single_experiment.py --optimizer adam --epochs 10)"]
+        "(or python run_single_experiment.py --optimizer adam --epochs 10)"
+    ]
 
 
 def test_the_rename_script_gives_older_levels_their_content_names(tmp_path):
@@ -258,10 +280,15 @@ def test_the_rename_script_gives_older_levels_their_content_names(tmp_path):
     shutil.copytree(REPO / "docs" / "cpu-study" / "runs", runs)
     [older] = runs.glob("imagefolder-*")
     fingerprint = rundir.recorded_data(older)
-    done = subprocess.run([sys.executable, "scripts/rename_data_levels.py", str(runs)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "scripts/rename_data_levels.py", str(runs)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert [path.name for path in runs.glob("imagefolder-*")] == [f"imagefolder-cifar10-jpeg-{fingerprint[12:20]}"]
     assert older.name not in (runs / "tuning-tune_cpu_demo.json").read_text()
     outcome = aggregate(runs, tmp_path / "out", 0.5, REPO / "experiments", draw_figures=False)
-    assert outcome.runs == 44   # cpu_demo's 21 and the 23 its clean settings added until decided
+    assert outcome.runs == 44  # cpu_demo's 21 and the 23 its clean settings added until decided

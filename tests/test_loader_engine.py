@@ -4,11 +4,17 @@ import pytest
 import torch
 from torch import nn
 
+from optbench.data.pipelines import (
+    channel_tensor,
+    eval_batches,
+    normalise,
+    num_train_batches,
+    random_crop_flip,
+    train_batches,
+)
 from optbench.device.policy import DeviceFacts, decide_policy
-from optbench.training.steps import evaluate, noisy_fit, train_epoch
-from optbench.data.pipelines import (channel_tensor, eval_batches, normalise, num_train_batches, random_crop_flip,
-                             train_batches)
 from optbench.training.models import build_model
+from optbench.training.steps import evaluate, noisy_fit, train_epoch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CPU = torch.device("cpu")
@@ -41,6 +47,7 @@ def match_crop(output: torch.Tensor, image: torch.Tensor, padding: int = 4) -> l
 
 # --- random crop and flip --------------------------------------------------------------------------
 
+
 def test_crop_flip_keeps_shape_and_dtype_and_is_reproducible():
     images = random_images(8)
     first = random_crop_flip(images, torch.Generator().manual_seed(5))
@@ -63,6 +70,7 @@ def test_each_output_is_a_window_of_its_own_zero_padded_image_possibly_mirrored(
 
 
 # --- training batches ------------------------------------------------------------------------------
+
 
 def collect(batches) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(images.clone(), labels.clone()) for images, labels in batches]
@@ -91,8 +99,9 @@ def test_train_batches_drop_the_last_partial_batch_and_keep_labels_paired(augmen
     images, labels = index_images(count), (torch.arange(count) * 7) % 10
     batches = collect(train_batches(images, labels, batch_size, 3, 1, IDENTITY_MEAN, IDENTITY_STD, augment=augment))
     assert len(batches) == num_train_batches(count, batch_size) == 3
-    assert all(len(batch_labels) == batch_size and batch.shape == (batch_size, 3, 32, 32)
-               for batch, batch_labels in batches)
+    assert all(
+        len(batch_labels) == batch_size and batch.shape == (batch_size, 3, 32, 32) for batch, batch_labels in batches
+    )
     seen = [index for batch, _ in batches for index in batch_indices(batch)]
     assert len(set(seen)) == 48  # a permutation: no image twice
     for batch, batch_labels in batches:
@@ -134,6 +143,7 @@ def test_eval_batches_cover_every_image_once_in_order():
 
 # --- engine ----------------------------------------------------------------------------------------
 
+
 def learnable_problem(count: int = 96, num_classes: int = 3):
     """Class c images are brighter in channel c: a linear model separates them."""
     generator = torch.Generator().manual_seed(0)
@@ -173,8 +183,12 @@ def test_train_epoch_lowers_the_loss_on_a_learnable_problem():
     model = linear_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     scheduler = constant_scheduler(optimizer)
-    results = [train_epoch(model, train_batches(images, labels, 16, 0, epoch, MEAN, STD), optimizer, scheduler,
-                           FP32, NO_SCALING).result() for epoch in range(1, 6)]
+    results = [
+        train_epoch(
+            model, train_batches(images, labels, 16, 0, epoch, MEAN, STD), optimizer, scheduler, FP32, NO_SCALING
+        ).result()
+        for epoch in range(1, 6)
+    ]
     assert results[-1]["loss"] < 0.5 * results[0]["loss"]
     assert results[-1]["acc"] > 0.9
 
@@ -197,8 +211,8 @@ def test_evaluate_returns_one_prediction_per_image_and_consistent_metrics():
 
 def test_noisy_fit_fractions_on_a_hand_made_example():
     predicted = torch.tensor([0, 1, 2, 3, 4])
-    noisy = torch.tensor([0, 1, 1, 1, 1])   # matches predictions at 0, 1
-    clean = torch.tensor([2, 1, 2, 3, 0])   # matches predictions at 1, 2, 3
+    noisy = torch.tensor([0, 1, 1, 1, 1])  # matches predictions at 0, 1
+    clean = torch.tensor([2, 1, 2, 3, 0])  # matches predictions at 1, 2, 3
     assert noisy_fit(predicted, noisy, clean) == pytest.approx({"fit_noisy_label": 0.4, "fit_clean_label": 0.6})
 
 

@@ -33,6 +33,7 @@ def ids(parameters) -> list[int]:
 
 # --- model -----------------------------------------------------------------------------------------
 
+
 def test_resnet18_width_64_has_the_standard_parameter_count():
     model = build_model("resnet18", 10, 64)
     assert sum(parameter.numel() for parameter in model.parameters()) == 11_173_962
@@ -55,6 +56,7 @@ def test_output_has_one_logit_per_class():
 
 
 # --- parameter groups ------------------------------------------------------------------------------
+
 
 def test_standard_groups_exempt_exactly_the_1d_parameters_from_weight_decay():
     model = small_model()
@@ -99,6 +101,7 @@ def test_every_parameter_is_in_exactly_one_group(scheme):
 
 # Every registered optimizer builds, lowers the loss and round-trips its state: tests/test_optimizers.py.
 
+
 def test_sgd_config_uses_nesterov_momentum():
     optimizer = build_optimizer(small_model(), **optimizer_config("sgd"))
     assert all(group["nesterov"] and group["momentum"] == 0.9 for group in optimizer.param_groups)
@@ -120,10 +123,13 @@ def test_lion_lr_is_3_to_10x_below_adamw_and_weight_decay_3_to_10x_above():
     assert 3 <= lion["weight_decay"] / adamw["weight_decay"] <= 10
 
 
-@pytest.mark.parametrize("target, options, expected", [
-    ("torch.optim.RAdam", {"lr": 1e-3, "weight_decay": 1e-4}, torch.optim.RAdam),
-    ("pytorch_optimizer.AdaBelief", {"lr": 1e-3, "weight_decay": 1e-4}, pytorch_optimizer.AdaBelief),
-])
+@pytest.mark.parametrize(
+    "target, options, expected",
+    [
+        ("torch.optim.RAdam", {"lr": 1e-3, "weight_decay": 1e-4}, torch.optim.RAdam),
+        ("pytorch_optimizer.AdaBelief", {"lr": 1e-3, "weight_decay": 1e-4}, pytorch_optimizer.AdaBelief),
+    ],
+)
 def test_overriding_target_builds_another_optimizer_class(target, options, expected):
     optimizer = build_optimizer(small_model(), name="other", _target_=target, _partial_=True, **options)
     assert type(optimizer) is expected
@@ -131,15 +137,21 @@ def test_overriding_target_builds_another_optimizer_class(target, options, expec
     assert [group["weight_decay"] for group in optimizer.param_groups] == [options["weight_decay"], 0.0]
 
 
-@pytest.mark.parametrize("target, options", [("torch.optim.NoSuchOptimizer", {"lr": 0.1}),
-                                             ("torch.optim.SGD", {"lr": 0.1, "no_such_argument": 1}),
-                                             ("torch.optim.SGD", {"lr": -1.0})])
+@pytest.mark.parametrize(
+    "target, options",
+    [
+        ("torch.optim.NoSuchOptimizer", {"lr": 0.1}),
+        ("torch.optim.SGD", {"lr": 0.1, "no_such_argument": 1}),
+        ("torch.optim.SGD", {"lr": -1.0}),
+    ],
+)
 def test_bad_target_or_arguments_raise_config_error(target, options):
     with pytest.raises(ConfigError):
         build_optimizer(small_model(), name="bad", _target_=target, _partial_=True, **options)
 
 
 # --- learning-rate schedule ------------------------------------------------------------------------
+
 
 def test_warmup_is_linear_and_reaches_one_at_its_last_step():
     factors = [lr_factor(step, 100, 10, "cosine") for step in range(10)]
@@ -167,9 +179,10 @@ def test_constant_schedule_is_one_after_warmup():
     assert all(lr_factor(step, 100, 4, "constant") == 1.0 for step in range(4, 100))
 
 
-@pytest.mark.parametrize("name, options", [("cosine", {"min_lr_ratio": 0.05}),
-                                           ("step", {"milestones": [0.5, 0.75], "gamma": 0.2}),
-                                           ("constant", {})])
+@pytest.mark.parametrize(
+    "name, options",
+    [("cosine", {"min_lr_ratio": 0.05}), ("step", {"milestones": [0.5, 0.75], "gamma": 0.2}), ("constant", {})],
+)
 def test_scheduler_steps_per_iteration(name, options):
     optimizer = build_optimizer(small_model(), **optimizer_config("muon"))  # two different peak LRs
     peaks = [group["lr"] for group in optimizer.param_groups]

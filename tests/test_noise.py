@@ -5,17 +5,115 @@ from collections import Counter
 import pytest
 import torch
 
-from optbench.errors import ConfigError
 from optbench.data.noise import CIFAR100_SUPERCLASSES, apply_label_noise, asymmetric_mapping
+from optbench.errors import ConfigError
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 # CIFAR-100's fine labels are the class names in alphabetical order.
 CIFAR100_CLASSES = tuple(sorted(name for _, members in CIFAR100_SUPERCLASSES for name in members))
 # The dataset's published coarse label of every fine label, in fine-index order (independent reference).
-CIFAR100_COARSE = [4, 1, 14, 8, 0, 6, 7, 7, 18, 3, 3, 14, 9, 18, 7, 11, 3, 9, 7, 11, 6, 11, 5, 10, 7, 6, 13, 15,
-                   3, 15, 0, 11, 1, 10, 12, 14, 16, 9, 11, 5, 5, 19, 8, 8, 15, 13, 14, 17, 18, 10, 16, 4, 17, 4,
-                   2, 0, 17, 4, 18, 17, 10, 3, 2, 12, 12, 16, 12, 1, 9, 19, 2, 10, 0, 1, 16, 12, 9, 13, 15, 13,
-                   16, 19, 2, 4, 6, 19, 5, 5, 8, 19, 18, 1, 2, 15, 6, 0, 17, 8, 14, 13]
+CIFAR100_COARSE = [
+    4,
+    1,
+    14,
+    8,
+    0,
+    6,
+    7,
+    7,
+    18,
+    3,
+    3,
+    14,
+    9,
+    18,
+    7,
+    11,
+    3,
+    9,
+    7,
+    11,
+    6,
+    11,
+    5,
+    10,
+    7,
+    6,
+    13,
+    15,
+    3,
+    15,
+    0,
+    11,
+    1,
+    10,
+    12,
+    14,
+    16,
+    9,
+    11,
+    5,
+    5,
+    19,
+    8,
+    8,
+    15,
+    13,
+    14,
+    17,
+    18,
+    10,
+    16,
+    4,
+    17,
+    4,
+    2,
+    0,
+    17,
+    4,
+    18,
+    17,
+    10,
+    3,
+    2,
+    12,
+    12,
+    16,
+    12,
+    1,
+    9,
+    19,
+    2,
+    10,
+    0,
+    1,
+    16,
+    12,
+    9,
+    13,
+    15,
+    13,
+    16,
+    19,
+    2,
+    4,
+    6,
+    19,
+    5,
+    5,
+    8,
+    19,
+    18,
+    1,
+    2,
+    15,
+    6,
+    0,
+    17,
+    8,
+    14,
+    13,
+]
 SYNTHETIC_CLASSES = tuple(f"class{index}" for index in range(10))
 C10 = {name: index for index, name in enumerate(CIFAR10_CLASSES)}
 
@@ -31,6 +129,7 @@ def unequal_cifar10_labels() -> torch.Tensor:
 
 
 # --- symmetric -------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("rate", [0.0, 0.2, 0.4, 0.8])
 def test_symmetric_flips_exactly_round_rate_n_labels_to_a_wrong_class(rate):
@@ -90,9 +189,15 @@ def test_clean_labels_passed_in_are_not_modified(kind, classes):
 
 # --- asymmetric CIFAR-10 ---------------------------------------------------------------------------
 
+
 def test_cifar10_mapping_is_the_patrini_one():
-    expected = {C10["truck"]: C10["automobile"], C10["bird"]: C10["airplane"], C10["deer"]: C10["horse"],
-                C10["cat"]: C10["dog"], C10["dog"]: C10["cat"]}
+    expected = {
+        C10["truck"]: C10["automobile"],
+        C10["bird"]: C10["airplane"],
+        C10["deer"]: C10["horse"],
+        C10["cat"]: C10["dog"],
+        C10["dog"]: C10["cat"],
+    }
     assert asymmetric_mapping(CIFAR10_CLASSES) == expected
 
 
@@ -138,6 +243,7 @@ def test_cifar10_cat_dog_swap_decided_on_clean_labels_without_double_flips():
 
 # --- asymmetric CIFAR-100 --------------------------------------------------------------------------
 
+
 def test_cifar100_superclass_table_has_20_superclasses_of_5_distinct_names():
     assert len(CIFAR100_SUPERCLASSES) == 20
     assert all(len(set(members)) == 5 for _, members in CIFAR100_SUPERCLASSES)
@@ -146,8 +252,11 @@ def test_cifar100_superclass_table_has_20_superclasses_of_5_distinct_names():
 
 def test_cifar100_superclass_table_matches_published_coarse_labels():
     coarse_of = {name: coarse for coarse, (_, members) in enumerate(CIFAR100_SUPERCLASSES) for name in members}
-    disagreements = [(fine, name, coarse_of[name], CIFAR100_COARSE[fine])
-                     for fine, name in enumerate(CIFAR100_CLASSES) if coarse_of[name] != CIFAR100_COARSE[fine]]
+    disagreements = [
+        (fine, name, coarse_of[name], CIFAR100_COARSE[fine])
+        for fine, name in enumerate(CIFAR100_CLASSES)
+        if coarse_of[name] != CIFAR100_COARSE[fine]
+    ]
     assert disagreements == []
 
 
@@ -181,6 +290,7 @@ def test_cifar100_asymmetric_noise_stays_within_superclass():
 
 
 # --- no mapping ------------------------------------------------------------------------------------
+
 
 def test_asymmetric_mapping_is_none_for_other_class_sets():
     assert asymmetric_mapping(SYNTHETIC_CLASSES) is None

@@ -5,9 +5,8 @@ import json
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-
 from conftest import REPO
+from nbclient import NotebookClient
 
 NOTEBOOK = REPO / "colab" / "optbench_study.ipynb"
 
@@ -22,7 +21,9 @@ def test_the_notebook_holds_no_training_logic():
     source = "\n".join(cell.source for cell in nbformat.read(NOTEBOOK, as_version=4).cells if cell.cell_type == "code")
     for entry_point in ("test_setup.py", "src/study.py", "src/aggregate.py"):
         assert entry_point in source
-    assert "optbench.training.run" not in source.replace("import optbench.training.run", "")  # only an install check imports it
+    assert "optbench.training.run" not in source.replace(
+        "import optbench.training.run", ""
+    )  # only an install check imports it
 
 
 @pytest.mark.parametrize("with_mirror", [False, True], ids=["local", "mirrored"])
@@ -33,21 +34,31 @@ def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch, wi
     results, mirror = tmp_path / "results", tmp_path / "drive" / "results"
     if with_mirror:
         monkeypatch.setenv("NOTEBOOK_MIRROR_DIR", str(mirror))
-    else:   # one rung of a fidelity ladder (docs/fidelity.md): `study.py --rung` plans the same two runs
+    else:  # one rung of a fidelity ladder (docs/fidelity.md): `study.py --rung` plans the same two runs
         monkeypatch.setenv("NOTEBOOK_RUNG", "epochs=1")
-    for name, value in {"NOTEBOOK_STUDY": "smoke", "NOTEBOOK_OPTIMIZERS": "sgd,lion", "NOTEBOOK_SEEDS": "0",
-                        "NOTEBOOK_DATASETS": "synthetic", "NOTEBOOK_EPOCHS": "1",
-                        "NOTEBOOK_EXTRA": "model.width=8 dataset.train_size=400 dataset.test_size=100 "
-                                          "dataset.val_size=100 batch_size=50 device=cpu",
-                        "NOTEBOOK_RESULTS_DIR": str(results), "NOTEBOOK_DATA_DIR": str(tmp_path / "data"),
-                        "OMP_NUM_THREADS": "1"}.items():
+    for name, value in {
+        "NOTEBOOK_STUDY": "smoke",
+        "NOTEBOOK_OPTIMIZERS": "sgd,lion",
+        "NOTEBOOK_SEEDS": "0",
+        "NOTEBOOK_DATASETS": "synthetic",
+        "NOTEBOOK_EPOCHS": "1",
+        "NOTEBOOK_EXTRA": "model.width=8 dataset.train_size=400 dataset.test_size=100 "
+        "dataset.val_size=100 batch_size=50 device=cpu",
+        "NOTEBOOK_RESULTS_DIR": str(results),
+        "NOTEBOOK_DATA_DIR": str(tmp_path / "data"),
+        "OMP_NUM_THREADS": "1",
+    }.items():
         monkeypatch.setenv(name, value)
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
-    outputs = "".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
-                      for output in cell.get("outputs", []))
+    outputs = "".join(
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    )
     assert "Drive step skipped" in outputs
-    assert with_mirror or "(rung epochs=1: " in outputs   # the study ran at the rung RUNG names
+    assert with_mirror or "(rung epochs=1: " in outputs  # the study ran at the rung RUNG names
     for folder in (results, mirror) if with_mirror else (results,):
         summaries = [path for path in sorted(folder.rglob("summary.json")) if "aggregate" not in path.parts]
         assert len(summaries) == 2 and all(json.loads(path.read_text())["status"] == "completed" for path in summaries)
@@ -55,6 +66,11 @@ def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch, wi
     aggregate = (mirror if with_mirror else results) / "aggregate"
     assert (aggregate / "summary.csv").exists() and (aggregate / "tables" / "results.md").exists()
     assert list((aggregate / "figures").glob("*.png")) and (aggregate / "report.md").exists()
-    displayed = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
-                 if "image/png" in output.get("data", {})]
+    displayed = [
+        output
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "image/png" in output.get("data", {})
+    ]
     assert displayed  # the figures are shown inline

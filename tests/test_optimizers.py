@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
 NAMES = choices.OPTIMIZERS
-STEPS = 30   # optimizer steps of the loss test; also the run length the own-warmup fraction is a share of
+STEPS = 30  # optimizer steps of the loss test; also the run length the own-warmup fraction is a share of
 
 
 def optimizer_config(name: str) -> dict:
@@ -54,6 +54,7 @@ def train_steps(model, optimizer, images, labels, steps: int) -> list[float]:
 
 # --- the registry and the configs -----------------------------------------------------------------
 
+
 def test_the_registry_names_exactly_the_optimizer_configs():
     assert set(NAMES) == {path.stem for path in (CONF / "optimizer").glob("*.yaml")}
     assert NAMES == tuple(optimizers.REGISTRY)
@@ -66,7 +67,9 @@ def test_registry_entry_matches_its_config(name):
     assert config["param_groups"] == spec.param_groups
     # the library whose version is recorded is the one the class is imported from, and it is installed
     top_package = spec.target.split(".")[0]
-    assert spec.library.replace("-", "_") in {dist.replace("-", "_") for dist in metadata.packages_distributions()[top_package]}
+    assert spec.library.replace("-", "_") in {
+        dist.replace("-", "_") for dist in metadata.packages_distributions()[top_package]
+    }
     assert metadata.version(spec.library)
     assert spec.accepts(spec.default_schedule) and spec.default_schedule in choices.SCHEDULES
     assert (spec.own_warmup is not None) == ("warmup_fraction" in config)
@@ -112,13 +115,14 @@ def test_the_search_space_file_gives_every_registered_optimizer_the_registry_ran
 
 # --- every optimizer --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", NAMES)
 def test_it_builds_its_class_over_groups_that_exempt_norms_and_biases(name):
     spec, model = optimizers.REGISTRY[name], small_model()
     optimizer = build(name, model)
     assert type(optimizer) is get_class(spec.target)
     grouped = [p for group in optimizer.param_groups for p in group["params"]]
-    assert sorted(map(id, grouped)) == sorted(id(p) for p in model.parameters())   # each in exactly one group
+    assert sorted(map(id, grouped)) == sorted(id(p) for p in model.parameters())  # each in exactly one group
     vectors = {id(p) for p in model.parameters() if p.ndim < 2}
     for group in optimizer.param_groups:
         if {id(p) for p in group["params"]} <= vectors:
@@ -153,11 +157,11 @@ def test_its_state_loads_with_torch_load_defaults_and_continues_identically(name
     images, labels = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
     train_steps(model, optimizer, images, labels, 3)
     assert optimizer.state, "the optimizer kept no state after three steps"
-    set_mode(optimizer, training=False)   # as the loop does before evaluating and checkpointing
+    set_mode(optimizer, training=False)  # as the loop does before evaluating and checkpointing
     buffer = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buffer)
     buffer.seek(0)
-    saved = torch.load(buffer)   # weights_only=True is the default
+    saved = torch.load(buffer)  # weights_only=True is the default
     twin = small_model()
     twin.load_state_dict(saved["model"])
     twin_optimizer = build(name, twin)
@@ -211,11 +215,11 @@ def test_batch_norm_statistics_are_re_estimated_at_the_current_weights():
             norm.running_var.fill_(7.0)
     images = torch.randn(24, 3, 32, 32)
     with torch.no_grad():
-        features = model.stem[0](images)   # the stem norm's input
+        features = model.stem[0](images)  # the stem norm's input
     batch_means = torch.stack([chunk.mean(dim=(0, 2, 3)) for chunk in features.chunk(3)])
     batch_vars = torch.stack([chunk.transpose(0, 1).flatten(1).var(dim=1) for chunk in features.chunk(3)])
     policy = decide_policy(facts_of(torch.device("cpu")), {"amp": "off", "channels_last": False}, 4)
     recompute_batch_norm(model, [(chunk, None) for chunk in images.chunk(3)], policy)
     assert torch.allclose(stem_norm.running_mean, batch_means.mean(0), atol=1e-5)
     assert torch.allclose(stem_norm.running_var, batch_vars.mean(0), atol=1e-4)
-    assert stem_norm.momentum == 0.1   # restored for training
+    assert stem_norm.momentum == 0.1  # restored for training

@@ -11,9 +11,18 @@ import pytest
 import torch
 from scipy import stats
 
-from optbench.data.pipelines import (DataLoaderPipeline, DevicePipeline, channel_tensor, classic_crop_flip,
-                             classic_normalise, crop_flip, normalise, num_train_batches, sample_crop_flip,
-                             train_batches)
+from optbench.data.pipelines import (
+    DataLoaderPipeline,
+    DevicePipeline,
+    channel_tensor,
+    classic_crop_flip,
+    classic_normalise,
+    crop_flip,
+    normalise,
+    num_train_batches,
+    sample_crop_flip,
+    train_batches,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CPU = torch.device("cpu")
@@ -57,24 +66,29 @@ def collect(batches) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 def same_batches(first, second) -> bool:
-    return len(first) == len(second) and all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-                                             for a, b in zip(first, second))
+    return len(first) == len(second) and all(
+        torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(first, second)
+    )
 
 
 # --- the device pipeline is train_batches ----------------------------------------------------------
+
 
 def test_device_pipeline_epoch_is_train_batches_and_len_counts_its_batches():
     images, labels = coordinate_images(70), torch.arange(70) % 10
     mean, std = channel_tensor(MEAN, CPU), channel_tensor(STD, CPU)
     pipeline = DevicePipeline(images, labels, 16, 7, mean, std)
     for epoch in (1, 2):
-        assert same_batches(collect(pipeline.epoch(epoch)), collect(train_batches(images, labels, 16, 7, epoch, mean, std)))
+        assert same_batches(
+            collect(pipeline.epoch(epoch)), collect(train_batches(images, labels, 16, 7, epoch, mean, std))
+        )
     assert len(pipeline) == num_train_batches(70, 16) == 4
     # Plain per-channel floats work too.
     assert same_batches(collect(DevicePipeline(images, labels, 16, 7, MEAN, STD).epoch(1)), collect(pipeline.epoch(1)))
 
 
 # --- both pipelines: epochs, coverage, labels ------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", PIPELINES)
 def test_each_epoch_sees_every_image_once_less_the_partial_batch_with_its_label(kind):
@@ -83,8 +97,13 @@ def test_each_epoch_sees_every_image_once_less_the_partial_batch_with_its_label(
     pipeline = PIPELINES[kind](images, labels, batch_size)
     batches = collect(pipeline.epoch(1))
     assert len(pipeline) == len(batches) == 3
-    assert all(batch.shape == (batch_size, 3, 32, 32) and batch.dtype == torch.float32 and
-               batch_labels.shape == (batch_size,) and batch_labels.dtype == torch.int64 for batch, batch_labels in batches)
+    assert all(
+        batch.shape == (batch_size, 3, 32, 32)
+        and batch.dtype == torch.float32
+        and batch_labels.shape == (batch_size,)
+        and batch_labels.dtype == torch.int64
+        for batch, batch_labels in batches
+    )
     seen = [index for batch, _ in batches for index in decode(batch)[3]]
     assert len(set(seen)) == 48  # a permutation: no image twice, two left out by the dropped batch
     for batch, batch_labels in batches:
@@ -121,13 +140,15 @@ def test_an_epoch_leaves_the_global_rng_alone(kind):
 
 # --- the DataLoader pipeline ----------------------------------------------------------------------
 
+
 def test_dataloader_batches_do_not_depend_on_workers():
     images, labels = coordinate_images(48), torch.arange(48) % 10
     reference = loader_pipeline(images, labels, 8, seed=1, mean=MEAN, std=STD, num_workers=0)
     expected = {epoch: collect(reference.epoch(epoch)) for epoch in (1, 2)}
     for persistent in (False, True):
-        pipeline = loader_pipeline(images, labels, 8, seed=1, mean=MEAN, std=STD, num_workers=2,
-                                   persistent_workers=persistent)
+        pipeline = loader_pipeline(
+            images, labels, 8, seed=1, mean=MEAN, std=STD, num_workers=2, persistent_workers=persistent
+        )
         for epoch in (1, 2):  # a second epoch reuses the persistent workers
             assert same_batches(collect(pipeline.epoch(epoch)), expected[epoch])
 
@@ -149,6 +170,7 @@ def test_dataloader_pipeline_refuses_a_device_copy_of_the_split():
 
 # --- same augmentation: semantics and distribution ------------------------------------------------
 
+
 def test_both_crops_give_identical_pixels_for_the_same_offsets_and_flip():
     image = torch.randint(1, 256, (3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     keys = [(row, column, flip) for row in range(OFFSETS) for column in range(OFFSETS) for flip in (False, True)]
@@ -156,8 +178,12 @@ def test_both_crops_give_identical_pixels_for_the_same_offsets_and_flip():
     batched = crop_flip(image.expand(len(keys), -1, -1, -1), rows, columns, flips)
     classic = torch.stack([classic_crop_flip(image, *key) for key in keys])
     assert torch.equal(batched, classic)
-    assert torch.allclose(normalise(batched, channel_tensor(MEAN, CPU), channel_tensor(STD, CPU)),
-                          torch.stack([classic_normalise(crop, MEAN, STD) for crop in classic]), atol=1e-6, rtol=0)
+    assert torch.allclose(
+        normalise(batched, channel_tensor(MEAN, CPU), channel_tensor(STD, CPU)),
+        torch.stack([classic_normalise(crop, MEAN, STD) for crop in classic]),
+        atol=1e-6,
+        rtol=0,
+    )
 
 
 def augmentation_draws(pipeline, epochs: range) -> tuple[torch.Tensor, int, int]:
@@ -166,15 +192,17 @@ def augmentation_draws(pipeline, epochs: range) -> tuple[torch.Tensor, int, int]
     for epoch in epochs:
         for batch, _ in pipeline.epoch(epoch):
             rows, columns, flips, _ = decode(batch)
-            counts += torch.bincount(torch.tensor(rows) * OFFSETS + torch.tensor(columns), minlength=OFFSETS ** 2)
+            counts += torch.bincount(torch.tensor(rows) * OFFSETS + torch.tensor(columns), minlength=OFFSETS**2)
             flipped, total = flipped + sum(flips), total + len(flips)
     return counts, flipped, total
 
 
 def test_both_pipelines_draw_offsets_uniformly_on_0_to_8_and_flip_half_the_images():
     images, labels = coordinate_images(1024), torch.zeros(1024, dtype=torch.long)
-    draws = {"device": augmentation_draws(device_pipeline(images, labels, 512, seed=0), range(1, 9)),
-             "dataloader": augmentation_draws(loader_pipeline(images, labels, 512, seed=0), range(1, 9))}
+    draws = {
+        "device": augmentation_draws(device_pipeline(images, labels, 512, seed=0), range(1, 9)),
+        "dataloader": augmentation_draws(loader_pipeline(images, labels, 512, seed=0), range(1, 9)),
+    }
     for counts, flipped, total in draws.values():
         assert total == 8192 and counts.sum() == total  # every decoded offset is inside 0..8
         assert counts.min() > 0

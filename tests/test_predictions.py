@@ -4,8 +4,8 @@ predictions of its validation-selected epoch (the accuracy summary.json reports)
 import numpy as np
 import pytest
 
-from optbench.formats import predictions
 from optbench.errors import DamagedRunFile
+from optbench.formats import predictions
 from optbench.training.run import train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -20,8 +20,8 @@ def test_the_format_round_trips_in_the_smallest_dtype(tmp_path):
     assert np.array_equal(kept.predicted, predicted) and np.array_equal(kept.labels, labels)
     assert kept.accuracy == pytest.approx(np.mean(predicted == labels))
     assert kept.labels_sha256 == predictions.labels_sha256(labels)
-    assert (tmp_path / "p.npz").stat().st_size < 2000              # 1000 images in well under 2 KB
-    many = np.arange(300) * 3                                      # class 897 of 1000 does not fit in uint8
+    assert (tmp_path / "p.npz").stat().st_size < 2000  # 1000 images in well under 2 KB
+    many = np.arange(300) * 3  # class 897 of 1000 does not fit in uint8
     predictions.write(tmp_path / "many.npz", many, many, epoch=1, num_classes=1000)
     assert predictions.read(tmp_path / "many.npz").predicted.dtype == np.uint16
     assert np.array_equal(predictions.read(tmp_path / "many.npz").predicted, many)
@@ -50,7 +50,7 @@ def test_a_write_that_fails_half_way_leaves_the_old_file(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         predictions.write(path, np.ones(50), np.zeros(50), epoch=2, num_classes=10)
     assert path.read_bytes() == before and predictions.read(path).epoch == 1
-    assert [item.name for item in tmp_path.iterdir()] == ["predictions.npz"]   # no temporary left behind
+    assert [item.name for item in tmp_path.iterdir()] == ["predictions.npz"]  # no temporary left behind
 
 
 @pytest.mark.slow
@@ -61,7 +61,7 @@ def test_a_run_keeps_the_selected_epochs_test_predictions(tiny_config, tmp_path)
     assert kept.epoch == summary["best"]["epoch"]
     assert len(kept.labels) == summary["dataset"]["num_test"] == 200
     assert kept.accuracy == pytest.approx(summary["best"]["test/acc"], abs=1e-6)
-    again = train(tiny_config("epochs=1", "train.rerun=true"), run_dir)    # a fresh start: epoch 1's predictions
+    again = train(tiny_config("epochs=1", "train.rerun=true"), run_dir)  # a fresh start: epoch 1's predictions
     assert predictions.read(run_dir / "predictions.npz").epoch == again["best"]["epoch"] == 1
 
 

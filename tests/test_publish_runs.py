@@ -3,7 +3,6 @@
 import importlib.util
 
 import numpy as np
-
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_predictions, write_run
 from fixtures.aggregate.fake_tuning import Trial, write_tuning_study
@@ -29,15 +28,17 @@ def test_records_are_copied_checkpoints_are_not_and_every_status_is_kept(tmp_pat
     results, published = tmp_path / "results", tmp_path / "docs" / "runs"
     small_study(results)
     statuses = publish_runs.publish(results, published)
-    assert statuses == {"completed": 4 + 3, "diverged": 1}     # 3 tuning runs, completed
+    assert statuses == {"completed": 4 + 3, "diverged": 1}  # 3 tuning runs, completed
     assert not list(published.rglob("checkpoint.pt"))
     copied = sorted(path.relative_to(published) for path in published.rglob("*") if path.is_file())
-    expected = sorted(path.relative_to(results) for path in results.rglob("*")
-                      if path.is_file() and path.name != "checkpoint.pt")
+    expected = sorted(
+        path.relative_to(results) for path in results.rglob("*") if path.is_file() and path.name != "checkpoint.pt"
+    )
     assert copied == expected
     assert len(list(published.rglob("predictions.npz"))) == 4
-    assert (published / "tuning" / "tuning-tune_demo.json").read_bytes() == \
-        (results / "tuning" / "tuning-tune_demo.json").read_bytes()
+    assert (published / "tuning" / "tuning-tune_demo.json").read_bytes() == (
+        results / "tuning" / "tuning-tune_demo.json"
+    ).read_bytes()
 
 
 def test_the_aggregator_gives_the_same_tables_from_the_published_copy(tmp_path):
@@ -48,7 +49,7 @@ def test_the_aggregator_gives_the_same_tables_from_the_published_copy(tmp_path):
     publish_runs.publish(results, published)
     original = aggregate(results, tmp_path / "from-results", draw_figures=False)
     copy = aggregate(published, tmp_path / "from-copy", draw_figures=False)
-    assert original.runs == copy.runs == 5                     # tuning trials set aside in both
+    assert original.runs == copy.runs == 5  # tuning trials set aside in both
     for table in ("tables/results.csv", "tables/pairwise.csv", "tables/tuning.csv", "tables/variance.csv"):
         assert (tmp_path / "from-copy" / table).read_text() == (tmp_path / "from-results" / table).read_text()
 

@@ -7,17 +7,23 @@ import re
 
 import pandas as pd
 import pytest
-
 from conftest import REPO
 
 VERDICT = r"(SUPPORTED|REJECTED|INCONCLUSIVE)"
 # study folder -> (--study, the settings each hypothesis is judged on: the plan of the study that tests it)
 PUBLISHED = {
-    "cpu-study": (None, {"H1": ["imagefolder, clean"],                      # cpu_demo_clean, run until decided
-                         "H2": ["imagefolder, clean"],
-                         "H3": ["imagefolder, clean", "imagefolder, symmetric 40%"]}),   # cpu_demo's runs
-    "human-noise-study": ("human_noise_cpu", {"H3-human": ["imagefolder, clean", "imagefolder, human aggre 9.38%",
-                                                           "imagefolder, human worst 39.84%"]}),
+    "cpu-study": (
+        None,
+        {
+            "H1": ["imagefolder, clean"],  # cpu_demo_clean, run until decided
+            "H2": ["imagefolder, clean"],
+            "H3": ["imagefolder, clean", "imagefolder, symmetric 40%"],
+        },
+    ),  # cpu_demo's runs
+    "human-noise-study": (
+        "human_noise_cpu",
+        {"H3-human": ["imagefolder, clean", "imagefolder, human aggre 9.38%", "imagefolder, human worst 39.84%"]},
+    ),
 }
 
 
@@ -28,9 +34,11 @@ def aggregated(name: str, out):
     study_name, _ = PUBLISHED[name]
     study = find_study(study_name, REPO / "experiments") if study_name else None
     aggregate(REPO / "docs" / name / "runs", out, 0.5, REPO / "experiments", draw_figures=False, study=study)
-    return (pd.read_csv(out / "tables" / "verdicts.csv", dtype=str, keep_default_na=False),
-            pd.read_csv(out / "tables" / "hypotheses.csv", dtype=str, keep_default_na=False),
-            (out / "report.md").read_text())
+    return (
+        pd.read_csv(out / "tables" / "verdicts.csv", dtype=str, keep_default_na=False),
+        pd.read_csv(out / "tables" / "hypotheses.csv", dtype=str, keep_default_na=False),
+        (out / "report.md").read_text(),
+    )
 
 
 def verdicts_in_report(report: str) -> dict[str, set[str]]:
@@ -50,7 +58,7 @@ def test_each_hypothesis_has_one_verdict_on_the_settings_of_the_study_that_tests
     verdicts, checks, report = aggregated(name, tmp_path)
     judged = verdicts[verdicts["verdict"] != "not tested"]
     scopes = PUBLISHED[name][1]
-    assert sorted(judged["hypothesis"]) == sorted(scopes)       # one row each, and only the hypotheses tested
+    assert sorted(judged["hypothesis"]) == sorted(scopes)  # one row each, and only the hypotheses tested
     for row in judged.itertuples():
         assert row.settings.split("; ") == scopes[row.hypothesis], row.hypothesis
         for check in checks[checks["hypothesis"] == row.hypothesis].itertuples():
@@ -70,7 +78,7 @@ def test_readme_states_each_cpu_study_verdict_once_as_the_report_does():
     readme_study = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(readme_study)
     text = (REPO / "README.md").read_text()
-    block = text[text.index(readme_study.BEGIN):text.index(readme_study.END)]
+    block = text[text.index(readme_study.BEGIN) : text.index(readme_study.END)]
     table = pd.read_csv(readme_study.VERDICTS_CSV, dtype=str, keep_default_na=False)
     judged = table[table["verdict"] != "not tested"]
     assert verdicts_in_report(block) == {row.hypothesis: {row.verdict} for row in judged.itertuples()}

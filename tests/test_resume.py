@@ -8,25 +8,23 @@ import signal
 import subprocess
 import sys
 import time
-
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import REPO, TINY, compose_config
 from omegaconf import OmegaConf
 
-from conftest import REPO, TINY, compose_config
-
-from optbench.registry.choices import OPTIMIZERS
-from optbench.registry.optimizers import REGISTRY
-from optbench.training import steps as engine
-from optbench.training.train_command import deferred_exit_status, run_job
 from optbench.errors import ConfigError, RunDirectoryBusy, RunInterrupted
 from optbench.formats import predictions
+from optbench.registry.choices import OPTIMIZERS
+from optbench.registry.optimizers import REGISTRY
 from optbench.rundir import RunDir
 from optbench.training import checkpoint
-from optbench.training.run import train
+from optbench.training import steps as engine
 from optbench.training.progress import divergence
+from optbench.training.run import train
+from optbench.training.train_command import deferred_exit_status, run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 # 600 images less 100 for validation, in batches of 50: 10 steps per epoch.
@@ -45,8 +43,9 @@ def read_metrics(run_dir):
 def without_timings(value):
     """Drop wall-clock fields, which differ between any two runs, recursively."""
     if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items()
-                if not any(word in key for word in TIMING_KEYS)}
+        return {
+            key: without_timings(item) for key, item in value.items() if not any(word in key for word in TIMING_KEYS)
+        }
     if isinstance(value, list):
         return [without_timings(item) for item in value]
     return value
@@ -98,7 +97,7 @@ def interrupt_after(monkeypatch, steps: int):
 def uninterrupted(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("reference") / "run"
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)   # as the tests that compare with it (one_thread); restored, or later tests run on 1 thread
+    torch.set_num_threads(1)  # as the tests that compare with it (one_thread); restored, or later tests run on 1 thread
     try:
         summary = train(config(run_dir.parent, "optimizer=lion"), run_dir)
     finally:
@@ -131,6 +130,7 @@ def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path,
     """Selection on epoch 1 (validation falls after it), stopped in epoch 2: only the checkpoint still holds
     epoch 1's test predictions, and the resumed run writes them exactly as an uninterrupted one does."""
     from optbench.training import evaluate as evaluation
+
     real = evaluation.epoch_record
 
     def falling_validation(run, epoch, progress, seconds, best_so_far=None):
@@ -145,7 +145,7 @@ def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path,
             train(config(tmp_path, "optimizer=lion"), tmp_path / "run")
     saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)["selected_predictions"]
     assert saved["epoch"] == 1
-    (tmp_path / "run" / "predictions.npz").unlink()        # the checkpoint alone must carry them
+    (tmp_path / "run" / "predictions.npz").unlink()  # the checkpoint alone must carry them
     train(config(tmp_path, "optimizer=lion"), tmp_path / "run")
     assert kept_predictions(tmp_path / "run") == kept_predictions(tmp_path / "reference")
     assert kept_predictions(tmp_path / "run")[0] == 1
@@ -182,10 +182,11 @@ def uninterrupted_schedule_free(tmp_path_factory):
     return summary, read_metrics(run_dir), torch.load(run_dir / "checkpoint.pt", weights_only=True)
 
 
-@pytest.mark.parametrize("stop_at_step", [5, 10, 15])   # mid-epoch 1, end of epoch 1 (after its evaluation), mid-epoch 2
+@pytest.mark.parametrize("stop_at_step", [5, 10, 15])  # mid-epoch 1, end of epoch 1 (after its evaluation), mid-epoch 2
 @pytest.mark.slow
-def test_schedule_free_resumes_bit_for_bit_whichever_mode_it_stopped_in(tmp_path, monkeypatch,
-                                                                        uninterrupted_schedule_free, stop_at_step):
+def test_schedule_free_resumes_bit_for_bit_whichever_mode_it_stopped_in(
+    tmp_path, monkeypatch, uninterrupted_schedule_free, stop_at_step
+):
     """Schedule-Free is checkpointed in train mode mid-epoch and in eval mode (the evaluated, averaged weights)
     after an epoch; a resumed run switches back exactly as the uninterrupted one does."""
     reference_summary, reference_metrics, reference_state = uninterrupted_schedule_free
@@ -228,8 +229,9 @@ def test_schedule_free_evaluates_and_saves_its_averaged_weights(uninterrupted_sc
 def test_the_last_epoch_always_checkpoints_and_checkpoint_every_is_obeyed(tmp_path, monkeypatch):
     saved_epochs = []
     real_save = checkpoint.save
-    monkeypatch.setattr(checkpoint, "save", lambda path, state: (saved_epochs.append(state["epochs_done"]),
-                                                                         real_save(path, state)))
+    monkeypatch.setattr(
+        checkpoint, "save", lambda path, state: (saved_epochs.append(state["epochs_done"]), real_save(path, state))
+    )
     train(config(tmp_path, "epochs=3", "train.checkpoint_every=2"), tmp_path / "run")
     assert saved_epochs == [2, 3]
 
@@ -280,8 +282,9 @@ def test_a_checkpoint_from_other_settings_is_refused_with_the_key_named(tmp_path
     with pytest.raises(ConfigError, match=r"optimizer.lr: 0.1 -> 0.05.*train.rerun=true"):
         train(config(tmp_path, "optimizer.lr=0.05"), run_dir)
     after = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
-    assert {name: data for name, data in after.items() if name != ".lock"} == \
-        {name: data for name, data in before.items() if name != ".lock"}  # nothing overwritten
+    assert {name: data for name, data in after.items() if name != ".lock"} == {
+        name: data for name, data in before.items() if name != ".lock"
+    }  # nothing overwritten
 
 
 @pytest.mark.slow
@@ -299,7 +302,7 @@ def test_a_truncated_checkpoint_is_a_clear_error_and_is_left_in_place(tmp_path, 
     with pytest.raises(ConfigError, match=r"checkpoint.pt cannot be read.*delete it.*train.rerun=true"):
         train(config(tmp_path), run_dir)
     assert checkpoint.stat().st_size == 1000
-    assert files_but_the_lock(run_dir) == before   # refused before any byte: train.log gained nothing
+    assert files_but_the_lock(run_dir) == before  # refused before any byte: train.log gained nothing
 
 
 def files_but_the_lock(run_dir) -> dict:
@@ -337,9 +340,17 @@ def test_a_second_process_on_the_same_run_directory_is_refused(tmp_path):
 
 def test_a_lock_held_by_a_killed_process_is_free_again(tmp_path):
     run_dir = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom optbench.rundir import RunDir\n"
-                               f"with RunDir({str(run_dir)!r}).lock():\n    print('locked', flush=True)\n"
-                               "    time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom optbench.rundir import RunDir\n"
+            f"with RunDir({str(run_dir)!r}).lock():\n    print('locked', flush=True)\n"
+            "    time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "locked"
     with pytest.raises(RunDirectoryBusy):
         train(config(tmp_path), run_dir)
@@ -367,7 +378,7 @@ def test_a_nan_loss_records_the_epoch_and_the_first_bad_batch(tmp_path):
 def test_a_failing_run_in_a_multirun_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr("optbench.training.models.CifarResNet.forward", lambda self, images: 1 / 0)
-        assert run_job(config(tmp_path), tmp_path / "broken", multirun=True) == 0   # the sweep goes on
+        assert run_job(config(tmp_path), tmp_path / "broken", multirun=True) == 0  # the sweep goes on
     summary = json.loads((tmp_path / "broken" / "summary.json").read_text())
     assert summary["status"] == "failed" and "ZeroDivisionError" in summary["error"]
     assert run_job(config(tmp_path, "epochs=1"), tmp_path / "fine", multirun=True) == 0
@@ -387,8 +398,13 @@ FAULT_RUN = [*RESUME_RUN, "dataset.train_size=1500"]  # 28 steps per epoch: time
 
 
 def command(tmp_path, run_dir):
-    return [sys.executable, "src/train.py", *FAULT_RUN, f"paths.data_dir={tmp_path / 'data'}",
-            f"hydra.run.dir={run_dir}"]
+    return [
+        sys.executable,
+        "src/train.py",
+        *FAULT_RUN,
+        f"paths.data_dir={tmp_path / 'data'}",
+        f"hydra.run.dir={run_dir}",
+    ]
 
 
 def wait_for_lines(run_dir, count: int, process) -> None:

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
+
 from optbench.analysis.seed_planner import exact_floor, sd_upper_bound, seeds_for_power
 
 SQRT2 = math.sqrt(2)
@@ -22,7 +22,7 @@ def test_one_comparison_needs_65_18_7_4_seeds_for_d_half_1_2_4():
 def test_h2s_eight_comparisons_need_10_and_5_seeds_for_d_2_and_4():
     """Each of 8 comparisons at power 0.8^(1/8) so that all 8 together reach 0.8 (intersection-union)."""
     assert [seeds_for_power(d / SQRT2, 0.05, 0.8 ** (1 / 8)) for d in (2, 4)] == [10, 5]
-    assert seeds_for_power(0.0, 0.05, 0.8) is None and seeds_for_power(0.01, 0.05, 0.8) is None   # > 200
+    assert seeds_for_power(0.0, 0.05, 0.8) is None and seeds_for_power(0.01, 0.05, 0.8) is None  # > 200
 
 
 def test_the_exact_tests_floor_is_6_8_9_seeds_for_1_4_8_comparisons():
@@ -44,13 +44,14 @@ def pilot(root, gap: float = 0.01):
 def write_hypothesis(experiments, versus="adam"):
     folder = experiments / "hypotheses"
     folder.mkdir(parents=True)
-    (folder / "hx.yaml").write_text(f"id: HX\nstatement: sgd beats {versus}\ntest: {{kind: metric_comparison, "
-                                    f"subject: sgd, versus: [{versus}]}}\n")
+    (folder / "hx.yaml").write_text(
+        f"id: HX\nstatement: sgd beats {versus}\ntest: {{kind: metric_comparison, subject: sgd, versus: [{versus}]}}\n"
+    )
 
 
 def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
-    from optbench.studies.pilot import plans_from_pilot
     from optbench.specs.study_spec import find_study
+    from optbench.studies.pilot import plans_from_pilot
 
     pilot(tmp_path / "pilot")
     write_hypothesis(tmp_path / "experiments")
@@ -59,15 +60,15 @@ def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
     assert row.n_pilot == 3 and row.difference == pytest.approx(0.01)
     assert row.spread == pytest.approx(0.002) and row.spread_upper == pytest.approx(sd_upper_bound(0.002, 3))
     assert row.seeds_alone == seeds_for_power(0.01 / row.spread_upper, 0.05, 0.8)
-    assert plan.seeds_needed == row.seeds_in_hypothesis == row.seeds_alone   # one comparison
-    assert plan.simulated_power >= 0.75          # the simulation agrees with the noncentral t (4,000 draws)
-    assert plan.hours_per_seed == pytest.approx(200 / 3600)   # one run of sgd and one of adam per seed
+    assert plan.seeds_needed == row.seeds_in_hypothesis == row.seeds_alone  # one comparison
+    assert plan.simulated_power >= 0.75  # the simulation agrees with the noncentral t (4,000 draws)
+    assert plan.hours_per_seed == pytest.approx(200 / 3600)  # one run of sgd and one of adam per seed
     assert f"run {plan.seeds_needed} seeds" in plan.advice() and "device-hours" in plan.advice()
 
 
 def test_a_pilot_pointing_against_the_claim_says_so(tmp_path):
-    from optbench.studies.pilot import plans_from_pilot
     from optbench.specs.study_spec import find_study
+    from optbench.studies.pilot import plans_from_pilot
 
     pilot(tmp_path / "pilot", gap=-0.01)
     write_hypothesis(tmp_path / "experiments")
@@ -78,15 +79,20 @@ def test_a_pilot_pointing_against_the_claim_says_so(tmp_path):
 
 
 def study_cli(*args, cwd=REPO):
-    return subprocess.run([sys.executable, str(REPO / "src" / "study.py"), *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(REPO / "src" / "study.py"), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow
 def test_plan_seeds_from_the_command_line(tmp_path):
     pilot(tmp_path / "pilot")
     write_hypothesis(tmp_path / "experiments")
-    study = REPO / "experiments" / "studies" / "full.yaml"   # a study that is not a hypothesis: plans every one
+    study = REPO / "experiments" / "studies" / "full.yaml"  # a study that is not a hypothesis: plans every one
     done = study_cli(study, "--plan-seeds", "--pilot", tmp_path / "pilot", "--experiments", tmp_path / "experiments")
     assert done.returncode == 0, done.stderr
     assert "## HX: seeds needed" in done.stdout and "| sgd vs adam |" in done.stdout.replace("  ", " ")
@@ -113,8 +119,15 @@ def h3_pilot(root, noisy_seeds):
         for seed, accuracy in enumerate(clean):
             write_run(root, ramp_records(accuracy), optimizer=optimizer, seed=seed, wall_time_s=100.0)
         for seed, accuracy in zip(noisy_seeds, noisy):
-            write_run(root, ramp_records(accuracy), optimizer=optimizer, seed=seed, noise="symmetric", rate=0.4,
-                      wall_time_s=100.0)
+            write_run(
+                root,
+                ramp_records(accuracy),
+                optimizer=optimizer,
+                seed=seed,
+                noise="symmetric",
+                rate=0.4,
+                wall_time_s=100.0,
+            )
 
 
 def h3_plan(root, delta):
@@ -123,8 +136,10 @@ def h3_plan(root, delta):
     from optbench.analysis.seed_planner import plan_seeds
 
     analysis = analyse(root)
-    verdict = evaluate(parse_hypothesis(REPO / "experiments" / "hypotheses" / "h3_noise_robustness.yaml"),
-                       Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
+    verdict = evaluate(
+        parse_hypothesis(REPO / "experiments" / "hypotheses" / "h3_noise_robustness.yaml"),
+        Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys),
+    )
     return plan_seeds(verdict, analysis.runs, delta)
 
 
@@ -151,8 +166,11 @@ def test_a_required_comparison_the_pilot_cannot_size_still_counts(tmp_path):
     assert plan.required == 2 and borrowed.n_pilot == 0 and "symmetric 20%" in borrowed.comparison
     assert borrowed.spread_upper == sized.spread_upper
     effect_over_sd = 0.02 / sized.spread_upper
-    assert plan.seeds_needed == seeds_for_power(effect_over_sd, 0.05, 0.8 ** 0.5) > seeds_for_power(effect_over_sd,
-                                                                                                    0.05, 0.8)
+    assert (
+        plan.seeds_needed
+        == seeds_for_power(effect_over_sd, 0.05, 0.8**0.5)
+        > seeds_for_power(effect_over_sd, 0.05, 0.8)
+    )
     assert plan.simulated_power >= 0.78 and "all 2 required comparisons" in plan.advice()
     unplanned = h3_plan(tmp_path, delta=None)
     assert unplanned.seeds_needed is None and "cannot size imagefolder" not in unplanned.advice()

@@ -9,8 +9,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from optbench.analysis.sequential_rule import (FUTILITY, REJECTED, SUPPORTED, UNDECIDED, Design, boundaries, decide,
-                                           looks_for, signed_z, spent)
+from optbench.analysis.sequential_rule import (
+    FUTILITY,
+    REJECTED,
+    SUPPORTED,
+    UNDECIDED,
+    Design,
+    boundaries,
+    decide,
+    looks_for,
+    signed_z,
+    spent,
+)
 
 ALPHA = 0.05
 LOOKS = (3, 6, 10, 16)
@@ -38,16 +48,17 @@ def simulate(effect: float, comparisons: int, studies: int, seed: int) -> tuple[
                 break
         outcomes.append(decision.decision)
         seeds.append(n)
-    return {name: outcomes.count(name) / studies for name in (SUPPORTED, REJECTED, FUTILITY, UNDECIDED)}, \
-        float(np.mean(seeds))
+    return {name: outcomes.count(name) / studies for name in (SUPPORTED, REJECTED, FUTILITY, UNDECIDED)}, float(
+        np.mean(seeds)
+    )
 
 
 def test_boundaries_spend_alpha_the_obrien_fleming_way():
     bounds = boundaries(LOOKS, ALPHA)
-    assert bounds[0] == pytest.approx(stats.norm.ppf(1 - ALPHA / 2) / math.sqrt(3 / 16), rel=1e-3)   # first look: exact
+    assert bounds[0] == pytest.approx(stats.norm.ppf(1 - ALPHA / 2) / math.sqrt(3 / 16), rel=1e-3)  # first look: exact
     assert list(bounds) == sorted(bounds, reverse=True) and 1.96 < bounds[-1] < 2.1
-    assert bounds == pytest.approx((4.53, 3.20, 2.49, 2.01), abs=0.005)   # as experiments/README.md gives them
-    assert boundaries((16,), ALPHA)[0] == pytest.approx(1.959964, abs=1e-5)   # one look: the fixed design
+    assert bounds == pytest.approx((4.53, 3.20, 2.49, 2.01), abs=0.005)  # as experiments/README.md gives them
+    assert boundaries((16,), ALPHA)[0] == pytest.approx(1.959964, abs=1e-5)  # one look: the fixed design
     assert spent(1.0, ALPHA) == pytest.approx(ALPHA)
     assert looks_for(3, 16) == (3, 6, 10, 16) and looks_for(3, 10) == (3, 6, 10)
 
@@ -70,23 +81,40 @@ def test_a_hopeless_comparison_stops_for_futility():
     design = Design(LOOKS, ALPHA, 1)
     assert decide([-0.5], 1, design).decision == FUTILITY
     assert decide([1.5], 1, design).decision == "continue"
-    assert decide([math.nan], 1, design).decision == "continue"        # not testable yet: keep going
-    assert decide([1.0], 3, design).decision == UNDECIDED               # the last look decides or gives up
+    assert decide([math.nan], 1, design).decision == "continue"  # not testable yet: keep going
+    assert decide([1.0], 3, design).decision == UNDECIDED  # the last look decides or gives up
 
 
 # ---- the decision record and the study loop -------------------------------------------------------------------
+
 
 def test_a_decision_once_taken_is_kept_at_later_looks(tmp_path):
     from optbench.formats import decision_record
 
     record = decision_record.new_record("s", (3, 6), ALPHA, "rule", {})
-    record = decision_record.add_look(record, 0, 3, {"H1": {"decision": "futility", "reason": "r", "seeds": 3},
-                                               "H2": {"decision": "continue", "reason": "r", "seeds": 3}})
-    record = decision_record.add_look(record, 1, 6, {"H1": {"decision": "supported", "reason": "more data", "seeds": 6},
-                                               "H2": {"decision": "supported", "reason": "r", "seeds": 6}})
+    record = decision_record.add_look(
+        record,
+        0,
+        3,
+        {
+            "H1": {"decision": "futility", "reason": "r", "seeds": 3},
+            "H2": {"decision": "continue", "reason": "r", "seeds": 3},
+        },
+    )
+    record = decision_record.add_look(
+        record,
+        1,
+        6,
+        {
+            "H1": {"decision": "supported", "reason": "more data", "seeds": 6},
+            "H2": {"decision": "supported", "reason": "r", "seeds": 6},
+        },
+    )
     assert record["decisions"][1]["hypotheses"]["H1"]["decision"] == "futility"
-    assert decision_record.stopped(record) == {"H1": {"decision": "futility", "reason": "r", "seeds": 3},
-                                         "H2": {"decision": "supported", "reason": "r", "seeds": 6}}
+    assert decision_record.stopped(record) == {
+        "H1": {"decision": "futility", "reason": "r", "seeds": 3},
+        "H2": {"decision": "supported", "reason": "r", "seeds": 6},
+    }
     path = decision_record.record_path(tmp_path, "s")
     decision_record.write(path, record)
     assert decision_record.read(path) == record and not list(tmp_path.glob(".*tmp"))
@@ -118,29 +146,56 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
     (tmp_path / "experiments" / "studies" / "seqtiny.yaml").write_text(STUDY)
     (tmp_path / "experiments" / "hypotheses" / "hs.yaml").write_text(HYPOTHESIS)
     results = tmp_path / "results"
-    command = [sys.executable, str(REPO / "src" / "study.py"), "seqtiny", "--until-decided", "--max-seeds", "4",
-               "--experiments", str(tmp_path / "experiments"), "--set", f"paths.results_dir={results}"]
+    command = [
+        sys.executable,
+        str(REPO / "src" / "study.py"),
+        "seqtiny",
+        "--until-decided",
+        "--max-seeds",
+        "4",
+        "--experiments",
+        str(tmp_path / "experiments"),
+        "--set",
+        f"paths.results_dir={results}",
+    ]
     first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
     record = json.loads((results / "sequential-seqtiny.json").read_text())
     assert record["looks"] == [3, 4] and record["hypotheses"]["HS"]["comparisons"] == 1
     final = record["decisions"][-1]["hypotheses"]["HS"]
-    assert final["decision"] in ("supported", "rejected", "futility", "undecided")   # the last look always decides
+    assert final["decision"] in ("supported", "rejected", "futility", "undecided")  # the last look always decides
     spent = final["seeds"]
     seeds = sorted(int(path.name.removeprefix("seed")) for path in results.rglob("seed*") if path.is_dir())
-    assert seeds == sorted([*range(spent)] * 2)       # new seeds are ordinary runs; none beyond the stop
+    assert seeds == sorted([*range(spent)] * 2)  # new seeds are ordinary runs; none beyond the stop
     assert f"HS: {final['decision']}" in first.stdout and f"seeds spent: {spent}" in first.stdout
     again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and json.loads((results / "sequential-seqtiny.json").read_text()) == record
-    assert "sweep" not in again.stdout   # nothing planned or trained again
-    aggregated = subprocess.run([sys.executable, str(REPO / "src" / "aggregate.py"), str(results), "--out",
-                                 str(tmp_path / "out"), "--experiments", str(tmp_path / "experiments"), "--no-figures"],
-                                cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "sweep" not in again.stdout  # nothing planned or trained again
+    aggregated = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "src" / "aggregate.py"),
+            str(results),
+            "--out",
+            str(tmp_path / "out"),
+            "--experiments",
+            str(tmp_path / "experiments"),
+            "--no-figures",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert aggregated.returncode == 0, aggregated.stderr
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Sequential decisions" in report and f"| {final['decision']}" in report
-    published = subprocess.run([sys.executable, str(REPO / "scripts" / "publish_runs.py"), str(results),
-                                str(tmp_path / "published")], capture_output=True, text=True, timeout=300)
+    published = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "publish_runs.py"), str(results), str(tmp_path / "published")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert published.returncode == 0, published.stderr
     assert json.loads((tmp_path / "published" / "sequential-seqtiny.json").read_text()) == record
 
@@ -155,19 +210,24 @@ def test_later_looks_train_only_the_optimizers_the_open_hypotheses_compare():
     from pathlib import Path
     from types import SimpleNamespace
 
-    from optbench.studies.until_decided import study_for_look
     from optbench.specs.study_spec import Study
+    from optbench.studies.until_decided import study_for_look
 
-    study = Study("s", "t", "s", Path("s.yaml"), {"optimizer": ["sgd", "adam", "adamw", "lion", "muon"],
-                                                  "seed": [0, 1, 2], "epochs": 8})
+    study = Study(
+        "s",
+        "t",
+        "s",
+        Path("s.yaml"),
+        {"optimizer": ["sgd", "adam", "adamw", "lion", "muon"], "seed": [0, 1, 2], "epochs": 8},
+    )
     h1 = SimpleNamespace(id="H1", test=SimpleNamespace(subject="lion", versus=("adamw",)))
     h2 = SimpleNamespace(id="H2", test=SimpleNamespace(subject="sgd", versus=("adam", "adamw", "lion", "muon")))
     both = study_for_look(study, 6, [h1, h2])
     assert both.grid == {**study.grid, "seed": [0, 1, 2, 3, 4, 5]}
-    only_h1 = study_for_look(study, 10, [h1])   # H2 decided: sgd, adam and muon get no more seeds
+    only_h1 = study_for_look(study, 10, [h1])  # H2 decided: sgd, adam and muon get no more seeds
     assert only_h1.grid["optimizer"] == ["adamw", "lion"] and only_h1.grid["seed"] == list(range(10))
     assert only_h1.grid["epochs"] == 8 and study.grid["seed"] == [0, 1, 2]
-    no_axis = Study("s", "t", "s", Path("s.yaml"), {"seed": [0, 1, 2]})   # the optimizer comes from overrides
+    no_axis = Study("s", "t", "s", Path("s.yaml"), {"seed": [0, 1, 2]})  # the optimizer comes from overrides
     assert study_for_look(no_axis, 6, [h1]).grid == {"seed": [0, 1, 2, 3, 4, 5]}
 
 
@@ -186,16 +246,31 @@ def look_study():
 
     from optbench.specs.study_spec import Study
 
-    return Study("seqlook", "t", "s", Path("seqlook.yaml"), {"optimizer": ["sgd", "adam"], "seed": [0, 1, 2],
-                                                             "dataset": ["cifar10"], "noise": [{"name": "none"}],
-                                                             "epochs": 3})
+    return Study(
+        "seqlook",
+        "t",
+        "s",
+        Path("seqlook.yaml"),
+        {
+            "optimizer": ["sgd", "adam"],
+            "seed": [0, 1, 2],
+            "dataset": ["cifar10"],
+            "noise": [{"name": "none"}],
+            "epochs": 3,
+        },
+    )
 
 
 def hypothesis_with(min_seeds: int):
     from optbench.specs.hypothesis_spec import Hypothesis, HypothesisTest
 
-    return Hypothesis("HX", "x", "sgd beats adam", HypothesisTest("metric_comparison", "sgd", ("adam",),
-                                                                  min_seeds=min_seeds), "hx.yaml")
+    return Hypothesis(
+        "HX",
+        "x",
+        "sgd beats adam",
+        HypothesisTest("metric_comparison", "sgd", ("adam",), min_seeds=min_seeds),
+        "hx.yaml",
+    )
 
 
 def test_a_look_is_decided_on_its_own_seeds_not_every_run_in_the_folder(tmp_path):

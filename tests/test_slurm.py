@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, TINY
 
 SLURM_STATE = Path(os.environ.get("OPTBENCH_SLURM_DIR", "/tmp/optbench-slurm"))
@@ -28,8 +27,12 @@ CPU_JOB = ["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "
 # Long enough (about a minute of training) that the warning 30 s into an attempt lands mid-training even
 # when the rest of the suite leaves the cores free; one thread so the numbers of a job and of the reference
 # run in this process's child are the same bit for bit.
-PREEMPT_RUN = [*[o for o in TINY if not o.startswith("epochs=")], "epochs=24", "dataset.train_size=1500",
-               "optimizer=adam"]
+PREEMPT_RUN = [
+    *[o for o in TINY if not o.startswith("epochs=")],
+    "epochs=24",
+    "dataset.train_size=1500",
+    "optimizer=adam",
+]
 TIMING_KEYS = ("time_s", "per_s", "wall_time", "resumes")
 JOB_TIMEOUT_S = 420
 
@@ -58,8 +61,10 @@ def job_env() -> dict[str, str]:
 
 def comparable(metrics_path: Path) -> list[dict]:
     records = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
-    return [{key: value for key, value in record.items() if not any(part in key for part in TIMING_KEYS)}
-            for record in records]
+    return [
+        {key: value for key, value in record.items() if not any(part in key for part in TIMING_KEYS)}
+        for record in records
+    ]
 
 
 def release_requeued_jobs(stop: threading.Event) -> None:
@@ -74,8 +79,17 @@ def release_requeued_jobs(stop: threading.Event) -> None:
 def run_preempted_sweep(tmp_path: Path, interrupt, *launcher: str) -> tuple[subprocess.CompletedProcess, Path]:
     """A one-run SLURM sweep of PREEMPT_RUN; `interrupt(run_dir)` acts on it while it trains."""
     results = tmp_path / "results"
-    command = [sys.executable, "src/train.py", "-m", *PREEMPT_RUN, "hydra/launcher=slurm", *CPU_JOB, *launcher,
-               f"paths.results_dir={results}", f"paths.data_dir={tmp_path / 'data'}"]
+    command = [
+        sys.executable,
+        "src/train.py",
+        "-m",
+        *PREEMPT_RUN,
+        "hydra/launcher=slurm",
+        *CPU_JOB,
+        *launcher,
+        f"paths.results_dir={results}",
+        f"paths.data_dir={tmp_path / 'data'}",
+    ]
     log = open(tmp_path / "sweep.log", "w")
     sweep = subprocess.Popen(command, cwd=REPO, env=job_env(), stdout=log, stderr=subprocess.STDOUT)
     stop = threading.Event()
@@ -115,8 +129,14 @@ def wait_for(probe, sweep: subprocess.Popen, timeout_s: float = JOB_TIMEOUT_S):
 @pytest.fixture(scope="module")
 def uninterrupted_metrics(tmp_path_factory) -> list[dict]:
     root = tmp_path_factory.mktemp("reference")
-    command = [sys.executable, "src/train.py", *PREEMPT_RUN, f"hydra.run.dir={root / 'run'}",
-               f"paths.results_dir={root / 'results'}", f"paths.data_dir={root / 'data'}"]
+    command = [
+        sys.executable,
+        "src/train.py",
+        *PREEMPT_RUN,
+        f"hydra.run.dir={root / 'run'}",
+        f"paths.results_dir={root / 'results'}",
+        f"paths.data_dir={root / 'data'}",
+    ]
     result = subprocess.run(command, cwd=REPO, env=job_env(), capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
     assert result.returncode == 0, result.stderr[-2000:]
     return comparable(root / "run" / "metrics.jsonl")
@@ -124,22 +144,41 @@ def uninterrupted_metrics(tmp_path_factory) -> list[dict]:
 
 def test_smoke_study_runs_every_run_through_sbatch_and_the_aggregator_reads_them(tmp_path):
     results = tmp_path / "results"
-    study = [sys.executable, "src/study.py", "smoke", "--launcher", "slurm", "--set", *CPU_JOB, "device=cpu",
-             "train.progress_bar=false", f"paths.results_dir={results}", f"paths.data_dir={tmp_path / 'data'}"]
+    study = [
+        sys.executable,
+        "src/study.py",
+        "smoke",
+        "--launcher",
+        "slurm",
+        "--set",
+        *CPU_JOB,
+        "device=cpu",
+        "train.progress_bar=false",
+        f"paths.results_dir={results}",
+        f"paths.data_dir={tmp_path / 'data'}",
+    ]
     result = subprocess.run(study, cwd=REPO, env=job_env(), capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
     assert result.returncode == 0, result.stderr[-3000:]
     submissions = list((results / ".submitit").rglob("*_submission.sh"))
-    assert submissions and "#SBATCH" in submissions[0].read_text()          # submitted with sbatch
-    assert len(list((results / ".submitit").rglob("*_result.pkl"))) == 2    # both jobs came back
-    dry_run = subprocess.run([*study, "--dry-run", "--no-estimate"], cwd=REPO, env=job_env(), capture_output=True,
-                             text=True, timeout=120)
+    assert submissions and "#SBATCH" in submissions[0].read_text()  # submitted with sbatch
+    assert len(list((results / ".submitit").rglob("*_result.pkl"))) == 2  # both jobs came back
+    dry_run = subprocess.run(
+        [*study, "--dry-run", "--no-estimate"], cwd=REPO, env=job_env(), capture_output=True, text=True, timeout=120
+    )
     planned = [line.split()[1] for line in dry_run.stdout.splitlines() if line.startswith("  ")]
-    assert len(planned) == 2 and all(line.startswith("  done") for line in dry_run.stdout.splitlines()
-                                     if line.startswith("  "))
+    assert len(planned) == 2 and all(
+        line.startswith("  done") for line in dry_run.stdout.splitlines() if line.startswith("  ")
+    )
     for run_dir in planned:  # each run in the directory the plan names
         assert json.loads((Path(run_dir) / "summary.json").read_text())["status"] == "completed"
-    aggregate = subprocess.run([sys.executable, "src/aggregate.py", str(results), "--no-figures"], cwd=REPO,
-                               env=job_env(), capture_output=True, text=True, timeout=300)
+    aggregate = subprocess.run(
+        [sys.executable, "src/aggregate.py", str(results), "--no-figures"],
+        cwd=REPO,
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert aggregate.returncode == 0, aggregate.stderr[-2000:]
     assert aggregate.stdout.startswith("2 runs ->")
     report = (results / "aggregate" / "report.md").read_text()
@@ -164,8 +203,13 @@ def test_a_run_requeued_mid_training_resumes_to_the_uninterrupted_numbers(tmp_pa
 def test_a_run_past_its_time_limit_is_warned_requeued_and_resumes(tmp_path, uninterrupted_metrics):
     # --time=2 --signal=USR2@90: SLURM warns about 30 s into each attempt (measured: 30 s; with --time=1 the
     # warning came after 6 s, before training starts), the run checkpoints, submitit's handler requeues it.
-    result, run_dir = run_preempted_sweep(tmp_path, lambda run_dir: None, "hydra.launcher.timeout_min=2",
-                                          "hydra.launcher.signal_delay_s=90", "hydra.launcher.max_num_timeout=10")
+    result, run_dir = run_preempted_sweep(
+        tmp_path,
+        lambda run_dir: None,
+        "hydra.launcher.timeout_min=2",
+        "hydra.launcher.signal_delay_s=90",
+        "hydra.launcher.max_num_timeout=10",
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     log = (run_dir / "train.log").read_text()
     assert "SIGUSR2 received" in log and "resuming" in log

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import CONF_DIR, TINY, compose_config
 from hydra import compose, initialize_config_dir
 
-from conftest import CONF_DIR, TINY, compose_config
+from optbench.device.gpu_per_job import gpu_for_job
+from optbench.errors import ConfigError
 from optbench.registry.choices import OPTIMIZERS
 from optbench.registry.optimizers import REGISTRY
-from optbench.errors import ConfigError
-from optbench.studies import study_command, tuning_protocol
-from optbench.device.gpu_per_job import gpu_for_job
-from optbench.studies.plan import quasirandom_trials
 from optbench.specs.study_spec import find_study, study_files
+from optbench.studies import study_command, tuning_protocol
+from optbench.studies.plan import quasirandom_trials
 
 SMALL = [override for override in TINY if not override.startswith(("dataset=", "epochs="))]
 
@@ -26,15 +26,22 @@ def write_study(path: Path, grid: dict, **extra) -> Path:
 
 
 def synthetic_grid(**changes) -> dict:
-    return {"optimizer": ["sgd", "adam"], "seed": [0, 1], "dataset": ["synthetic"], "noise": [{"name": "none"}],
-            "epochs": 1, **changes}
+    return {
+        "optimizer": ["sgd", "adam"],
+        "seed": [0, 1],
+        "dataset": ["synthetic"],
+        "noise": [{"name": "none"}],
+        "epochs": 1,
+        **changes,
+    }
 
 
 def write_summary(run_dir: Path, status: str, epochs_done: int = 1, val_acc: float = 0.5) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     record = {"epoch": epochs_done, "val/acc": val_acc, "test/acc": val_acc}
-    (run_dir / "summary.json").write_text(json.dumps(
-        {"status": status, "epochs_done": epochs_done, "epochs_planned": 1, "best": record, "final": record}))
+    (run_dir / "summary.json").write_text(
+        json.dumps({"status": status, "epochs_done": epochs_done, "epochs_planned": 1, "best": record, "final": record})
+    )
 
 
 def test_every_study_file_parses():
@@ -55,7 +62,7 @@ def test_full_study_grid():
 @pytest.mark.parametrize("hypothesis", ["H1", "H2", "H3"])
 def test_hypothesis_studies_hold_the_runs_their_test_needs(hypothesis):
     study = find_study(hypothesis)
-    test, grid = study.test, study.grid   # the same parsed HypothesisTest the aggregator evaluates
+    test, grid = study.test, study.grid  # the same parsed HypothesisTest the aggregator evaluates
     assert {test.subject, *test.versus} <= set(grid["optimizer"])
     assert len(grid["seed"]) >= test.min_seeds and grid["epochs"] == 200
     noise_names = [entry["name"] for entry in grid["noise"]]
@@ -75,24 +82,27 @@ def test_tuning_grid_scales_each_default():
 
 
 def test_the_grid_method_keeps_a_learning_rate_free_optimizers_lr():
-    prodigy = tuning_protocol.grid_values(compose_config(["optimizer=prodigy"]).optimizer, find_study("tune_lr_wd").tune)
-    assert list(prodigy) == ["optimizer.weight_decay"]   # lr stays 1.0
+    prodigy = tuning_protocol.grid_values(
+        compose_config(["optimizer=prodigy"]).optimizer, find_study("tune_lr_wd").tune
+    )
+    assert list(prodigy) == ["optimizer.weight_decay"]  # lr stays 1.0
 
 
 @pytest.mark.slow
 def test_the_2026_study_compares_every_registered_optimizer_under_its_own_schedule(tmp_path):
     study = find_study("optimizers_2026")
     assert study.grid["optimizer"] == list(OPTIMIZERS) and study.tuned_by == "tune_optimizers_2026"
-    assert {key: study.grid[key] for key in ("seed", "dataset", "noise", "epochs")} == \
-        {key: find_study("full").grid[key] for key in ("seed", "dataset", "noise", "epochs")}   # full's protocol
+    assert {key: study.grid[key] for key in ("seed", "dataset", "noise", "epochs")} == {
+        key: find_study("full").grid[key] for key in ("seed", "dataset", "noise", "epochs")
+    }  # full's protocol
     planned = study_command.plan(study, CONF_DIR, [f"paths.results_dir={tmp_path}"], "basic", False)
     runs = [run for _, sweep_runs in planned for run in sweep_runs]
     assert len(runs) == len(OPTIMIZERS) * 3 * 2
-    for run in runs:   # every run validated; each under the schedule its registry entry gives it
+    for run in runs:  # every run validated; each under the schedule its registry entry gives it
         assert run.cfg.scheduler.name == REGISTRY[run.cfg.optimizer.name].default_schedule
     core = {str(run.run_dir) for run in runs if run.cfg.optimizer.name in find_study("full").grid["optimizer"]}
     full = study_command.plan(find_study("full"), CONF_DIR, [f"paths.results_dir={tmp_path}"], "basic", False)
-    assert core == {str(run.run_dir) for _, sweep_runs in full for run in sweep_runs}   # shared, never re-trained
+    assert core == {str(run.run_dir) for _, sweep_runs in full for run in sweep_runs}  # shared, never re-trained
 
 
 def test_the_2026_tuning_study_searches_prodigys_d_coef_and_every_optimizer_the_same_way():
@@ -100,14 +110,15 @@ def test_the_2026_tuning_study_searches_prodigys_d_coef_and_every_optimizer_the_
     assert tune.grid["optimizer"] == find_study("optimizers_2026").grid["optimizer"]
     trials = quasirandom_trials(tune)
     assert set(trials("prodigy")[0].values) == {"optimizer.d_coef", "optimizer.weight_decay"}
-    assert trials("sgd") == quasirandom_trials(find_study("tune_quasirandom"))("sgd")   # same trials as before
+    assert trials("sgd") == quasirandom_trials(find_study("tune_quasirandom"))("sgd")  # same trials as before
 
 
 @pytest.mark.slow
 def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path / "cache"))   # no rate cached: it measures, and says so
-    study = write_study(tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"},
-                                                                      {"name": "symmetric", "rate": [0.2]}]))
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path / "cache"))  # no rate cached: it measures, and says so
+    study = write_study(
+        tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"}, {"name": "symmetric", "rate": [0.2]}])
+    )
     results = tmp_path / "results"
     variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
     write_summary(results / "synthetic/none-0.0/sgd" / variant / "seed0", "completed")
@@ -121,8 +132,11 @@ def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys, monkeypat
     assert f"new        {results}/synthetic/symmetric-0.2/sgd/{variant}/seed1" in out
     assert "noise=symmetric noise.rate=0.2" in out
     assert "estimated time:" in out and "7 run(s) still to do" in out and "training images/s" in out
-    assert out.index("noise=symmetric noise.rate=0.2") < out.index("estimating: timing 7 training steps of resnet18 "
-                                                                    "width 8") < out.index("estimated time:")
+    assert (
+        out.index("noise=symmetric noise.rate=0.2")
+        < out.index("estimating: timing 7 training steps of resnet18 width 8")
+        < out.index("estimated time:")
+    )
 
 
 @pytest.mark.slow
@@ -142,14 +156,16 @@ def test_a_dry_run_estimates_from_the_study_s_own_runs_on_disk_without_timing_th
     from optbench.studies import estimate
 
     monkeypatch.setattr(estimate, "measure_rates", lambda *_: pytest.fail("timed the model"))
-    study = write_study(tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"},
-                                                                      {"name": "symmetric", "rate": [0.2]}]))
+    study = write_study(
+        tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"}, {"name": "symmetric", "rate": [0.2]}])
+    )
     results = tmp_path / "results"
     variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
     done = results / "synthetic/none-0.0/sgd" / variant / "seed0"
     write_summary(done, "completed")
-    (done / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "train/images_per_s": 100.0, "train/time_s": 5.0,
-                                                    "time_s": 11.0}) + "\n")
+    (done / "metrics.jsonl").write_text(
+        json.dumps({"epoch": 1, "train/images_per_s": 100.0, "train/time_s": 5.0, "time_s": 11.0}) + "\n"
+    )
     assert study_command.main([str(study), "--dry-run", "--set", *SMALL, f"paths.results_dir={results}"]) == 0
     out = capsys.readouterr().out
     assert f"estimated time: {format_duration(77.0)} for 7 run(s) still to do" in out
@@ -164,9 +180,13 @@ def test_recorded_rates_are_the_medians_over_every_epoch_of_the_shape_s_runs(tmp
     epochs = {"a": [(100.0, 5.0, 8.0), (300.0, 2.0, 3.0)], "b": [(200.0, 3.0, 9.0)], "c": []}
     for name, rows in epochs.items():
         (tmp_path / name).mkdir()
-        (tmp_path / name / "metrics.jsonl").write_text("".join(json.dumps(
-            {"epoch": epoch, "train/images_per_s": rate, "train/time_s": train_s, "time_s": epoch_s}) + "\n"
-            for epoch, (rate, train_s, epoch_s) in enumerate(rows, 1)))
+        (tmp_path / name / "metrics.jsonl").write_text(
+            "".join(
+                json.dumps({"epoch": epoch, "train/images_per_s": rate, "train/time_s": train_s, "time_s": epoch_s})
+                + "\n"
+                for epoch, (rate, train_s, epoch_s) in enumerate(rows, 1)
+            )
+        )
     work = Workload(shape, 500, 300, 1)
     rates = recorded_rates([(work, tmp_path / "a"), (work, tmp_path / "b"), (Workload(other, 1, 1, 1), tmp_path / "c")])
     # training: median(100, 300, 200) = 200; evaluation: 300 images in 3 s, 1 s, 6 s -> median(100, 300, 50) = 100
@@ -179,16 +199,19 @@ def estimate_rate(runs, train_rate, eval_rate):
     return RecordedRate(runs, train_rate, eval_rate)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["no_such_study"], "unknown study 'no_such_study'"),
-    (["fulll"], "unknown study 'fulll': did you mean full? choose "),   # misspelt names get the closest
-    (["h33", "--dry-run"], "unknown study 'h33': did you mean H3? choose "),
-    (["full", "--dry-run", "--no-estimate", "--set", "optimzer=lion"], "did you mean optimizer=lion?"),
-    (["full", "--until-decided", "--hypotheses", "H22"], "--hypotheses H22: did you mean H2? not one of "),
-    (["full", "--launcher", "moon"], "invalid choice: 'moon'"),
-    (["full", "--set", "noise.rate=0.3"], "noise=none changes no label"),
-    (["--select-tuned", "full"], "not a tuning study"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["no_such_study"], "unknown study 'no_such_study'"),
+        (["fulll"], "unknown study 'fulll': did you mean full? choose "),  # misspelt names get the closest
+        (["h33", "--dry-run"], "unknown study 'h33': did you mean H3? choose "),
+        (["full", "--dry-run", "--no-estimate", "--set", "optimzer=lion"], "did you mean optimizer=lion?"),
+        (["full", "--until-decided", "--hypotheses", "H22"], "--hypotheses H22: did you mean H2? not one of "),
+        (["full", "--launcher", "moon"], "invalid choice: 'moon'"),
+        (["full", "--set", "noise.rate=0.3"], "noise=none changes no label"),
+        (["--select-tuned", "full"], "not a tuning study"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert study_command.main(argv) == 2
     err = capsys.readouterr().err
@@ -198,20 +221,32 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):
     study = write_study(tmp_path / "typo.yaml", synthetic_grid(optimizer=["sgd", "lino"]))
     assert study_command.main([str(study), "--dry-run"]) == 2
-    error = capsys.readouterr().err   # one line; tuned configs (conf/optimizer/tuned/...) are listed after the five
-    assert error.startswith("error: unknown optimizer 'lino': did you mean optimizer=lion? choose optimizer=" + ", ".join(sorted(OPTIMIZERS)))
+    error = capsys.readouterr().err  # one line; tuned configs (conf/optimizer/tuned/...) are listed after the five
+    assert error.startswith(
+        "error: unknown optimizer 'lino': did you mean optimizer=lion? choose optimizer="
+        + ", ".join(sorted(OPTIMIZERS))
+    )
     assert error.count("\n") == 1 and "tuned/cpu_demo/lion" in error
 
 
 @pytest.mark.slow
 def test_study_runs_end_to_end_then_skips_finished_runs(tmp_path, capsys):
     study = write_study(tmp_path / "one.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
-    argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
+    argv = [
+        str(study),
+        "--set",
+        *SMALL,
+        f"paths.results_dir={tmp_path / 'results'}",
+        f"paths.data_dir={tmp_path / 'data'}",
+    ]
     assert study_command.main(argv) == 0  # launches `python src/train.py -m ...` as a subprocess
     summaries = list((tmp_path / "results").rglob("summary.json"))
     assert len(summaries) == 1 and json.loads(summaries[0].read_text())["status"] == "completed"
     aggregate = f"aggregate with: python src/aggregate.py {tmp_path / 'results'}"
-    assert capsys.readouterr().out.splitlines()[-1] == f"study one: 1 completed, 0 diverged, 0 failed, 0 skipped; {aggregate}"
+    assert (
+        capsys.readouterr().out.splitlines()[-1]
+        == f"study one: 1 completed, 0 diverged, 0 failed, 0 skipped; {aggregate}"
+    )
     assert study_command.main(argv) == 0
     out = capsys.readouterr().out
     assert "1 runs in 1 sweep(s): 1 done" in out and "all 1 runs finished, skipped" in out
@@ -222,12 +257,18 @@ def test_study_runs_end_to_end_then_skips_finished_runs(tmp_path, capsys):
 def test_tuning_selection_writes_a_config_that_composes(tmp_path, capsys):
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR, conf)
-    study = write_study(tmp_path / "tune.yaml", synthetic_grid(optimizer=["lion", "sgd"], seed=[0, 1]),
-                        tune={"lr_factors": [0.1, 1, 10], "weight_decay_factors": [1, 10]})
+    study = write_study(
+        tmp_path / "tune.yaml",
+        synthetic_grid(optimizer=["lion", "sgd"], seed=[0, 1]),
+        tune={"lr_factors": [0.1, 1, 10], "weight_decay_factors": [1, 10]},
+    )
     results = tmp_path / "results"
     argv = ["--conf-dir", str(conf), "--set", *SMALL, f"paths.results_dir={results}"]
-    runs = [run for _, sweep_runs in study_command.plan(study_command.find_study(str(study)), conf, argv[3:], "basic", False)
-            for run in sweep_runs]
+    runs = [
+        run
+        for _, sweep_runs in study_command.plan(study_command.find_study(str(study)), conf, argv[3:], "basic", False)
+        for run in sweep_runs
+    ]
     assert len(runs) == 2 * 3 * 2 * 2
     for run in runs:  # lion wins at 10x its lr and 1x its weight decay; sgd at 0.1x, 10x
         lr_factor = run.cfg.optimizer.lr / {"lion": 1e-4, "sgd": 0.1}[run.cfg.optimizer.name]
@@ -274,11 +315,22 @@ def test_a_run_failing_in_a_launcher_worker_is_named_and_the_study_exits_non_zer
             (images / part / label).mkdir(parents=True)
             for index in range(3):
                 (images / part / label / f"{index}.png").write_bytes(b"not an image")
-    study = write_study(tmp_path / "bad_data.yaml", synthetic_grid(optimizer=["sgd"], seed=[0], dataset=["imagefolder"]))
+    study = write_study(
+        tmp_path / "bad_data.yaml", synthetic_grid(optimizer=["sgd"], seed=[0], dataset=["imagefolder"])
+    )
     results = tmp_path / "results"
     small = [override for override in SMALL if not override.startswith("dataset.")]
-    argv = [str(study), "--launcher", launcher, "--set", *small, f"dataset.root={images}", "dataset.val_size=2",
-            f"paths.results_dir={results}", f"paths.data_dir={tmp_path / 'data'}"]
+    argv = [
+        str(study),
+        "--launcher",
+        launcher,
+        "--set",
+        *small,
+        f"dataset.root={images}",
+        "dataset.val_size=2",
+        f"paths.results_dir={results}",
+        f"paths.data_dir={tmp_path / 'data'}",
+    ]
     assert study_command.main(argv) == status
     errors = capsys.readouterr().err
     assert "run not finished:" in errors and "no summary.json" in errors and str(results) in errors
@@ -286,16 +338,24 @@ def test_a_run_failing_in_a_launcher_worker_is_named_and_the_study_exits_non_zer
 
 
 @pytest.mark.slow
-def test_a_planned_directory_holding_another_experiment_is_its_own_state_and_never_launched(tmp_path, tiny_config, capsys):
+def test_a_planned_directory_holding_another_experiment_is_its_own_state_and_never_launched(
+    tmp_path, tiny_config, capsys
+):
     """A finished run of another experiment in a planned run's directory was "all 2 runs finished, skipped"
     (or, launched, read as completed): the planner reads the record, shows it, and refuses to launch."""
     from optbench.studies.plan import plan
     from optbench.training.run import train
 
     study = write_study(tmp_path / "one.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]))
-    argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
+    argv = [
+        str(study),
+        "--set",
+        *SMALL,
+        f"paths.results_dir={tmp_path / 'results'}",
+        f"paths.data_dir={tmp_path / 'data'}",
+    ]
     [(_, [planned])] = plan(find_study(str(study)), CONF_DIR, argv[2:], "basic", False)
-    train(tiny_config("optimizer.lr=0.5"), planned.run_dir)   # another experiment, finished, in the planned directory
+    train(tiny_config("optimizer.lr=0.5"), planned.run_dir)  # another experiment, finished, in the planned directory
     before = {path: path.read_bytes() for path in planned.run_dir.rglob("*") if path.is_file()}
     assert study_command.main([*argv, "--dry-run", "--no-estimate"]) == 0
     out = capsys.readouterr().out
@@ -322,10 +382,19 @@ def test_the_outcome_check_compares_run_ids(tmp_path):
 def test_grid_values_hydra_respells_name_the_directories_hydra_makes(tmp_path, capsys):
     """A grid value of 1000 or more: the planner expected `optimizer.lr=1e+11`, Hydra trained into
     `optimizer.lr=100000000000.0`; the study exited 1 and its dry run showed the run as new for ever."""
-    study = write_study(tmp_path / "tune.yaml", synthetic_grid(optimizer=["sgd"], seed=[0]),
-                        tune={"lr_factors": [1, 1.0e+12], "weight_decay_factors": [1]})
-    argv = [str(study), "--set", *SMALL, f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}"]
-    assert study_command.main(argv) == 0   # the 1e11 run diverges: a result
+    study = write_study(
+        tmp_path / "tune.yaml",
+        synthetic_grid(optimizer=["sgd"], seed=[0]),
+        tune={"lr_factors": [1, 1.0e12], "weight_decay_factors": [1]},
+    )
+    argv = [
+        str(study),
+        "--set",
+        *SMALL,
+        f"paths.results_dir={tmp_path / 'results'}",
+        f"paths.data_dir={tmp_path / 'data'}",
+    ]
+    assert study_command.main(argv) == 0  # the 1e11 run diverges: a result
     assert study_command.main([*argv, "--dry-run", "--no-estimate"]) == 0
     out = capsys.readouterr().out
     assert "2 runs in 1 sweep(s): 2 done, 0 unfinished, 0 new" in out and "optimizer.lr=100000000000.0" in out
@@ -335,8 +404,9 @@ def test_a_misspelt_key_in_a_hypothesis_test_block_is_refused(tmp_path):
     """`metrc:` was ignored and the default metric tested."""
     from optbench.specs.hypothesis_spec import parse_hypothesis
 
-    (tmp_path / "h9.yaml").write_text("id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, "
-                                      "versus: adam, metrc: final_test_acc}\n")
+    (tmp_path / "h9.yaml").write_text(
+        "id: H9\nstatement: x\ntest: {kind: metric_comparison, subject: sgd, versus: adam, metrc: final_test_acc}\n"
+    )
     with pytest.raises(ConfigError, match=r"test.metrc is not a test setting: did you mean test.metric\?") as error:
         parse_hypothesis(tmp_path / "h9.yaml")
     assert "h9.yaml" in str(error.value) and "\n" not in str(error.value)

@@ -8,7 +8,6 @@ import logging
 import struct
 
 import pytest
-
 from conftest import TINY, compose_config
 from test_resume import interrupt_after
 
@@ -20,8 +19,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def config(tmp_path, *extra):
-    return compose_config([*TINY, "epochs=2", f"paths.results_dir={tmp_path / 'results'}",
-                           f"paths.data_dir={tmp_path / 'data'}", *extra])
+    return compose_config(
+        [*TINY, "epochs=2", f"paths.results_dir={tmp_path / 'results'}", f"paths.data_dir={tmp_path / 'data'}", *extra]
+    )
 
 
 def metrics_of(run_dir):
@@ -40,12 +40,12 @@ def mlflow_runs(results_dir):
 def test_mlflow_holds_one_run_per_run_directory_with_every_epoch_and_a_resume_continues_it(tmp_path, monkeypatch):
     results = tmp_path / "results"
     with monkeypatch.context() as patch:
-        interrupt_after(patch, 10)   # 10 steps per epoch: stopped after epoch 1's checkpoint
+        interrupt_after(patch, 10)  # 10 steps per epoch: stopped after epoch 1's checkpoint
         with pytest.raises(RunInterrupted):
             train(config(tmp_path, "logger=mlflow", "study=H9"), tmp_path / "run")
     client, runs = mlflow_runs(results)
     assert [run.info.status for run in runs] == ["KILLED"]
-    summary = train(config(tmp_path, "logger=mlflow", "study=H9"), tmp_path / "run")   # resumes
+    summary = train(config(tmp_path, "logger=mlflow", "study=H9"), tmp_path / "run")  # resumes
     assert summary["resumes"] == 1
     client, runs = mlflow_runs(results)
     assert len(runs) == 1, "the resume continues the same MLflow run"
@@ -56,10 +56,11 @@ def test_mlflow_holds_one_run_per_run_directory_with_every_epoch_and_a_resume_co
     assert run.data.params["optimizer.lr"] == "0.1" and run.data.params["epochs"] == "2"
     history = client.get_metric_history(run.info.run_id, "val/acc")
     assert [(metric.step, metric.value) for metric in history] == [
-        (record["epoch"], pytest.approx(record["val/acc"])) for record in metrics_of(tmp_path / "run")]
+        (record["epoch"], pytest.approx(record["val/acc"])) for record in metrics_of(tmp_path / "run")
+    ]
     assert [metric.step for metric in client.get_metric_history(run.info.run_id, "train/loss")] == [1, 2]
 
-    train(config(tmp_path, "logger=mlflow", "seed=1", "epochs=1"), tmp_path / "run-seed1")   # another directory
+    train(config(tmp_path, "logger=mlflow", "seed=1", "epochs=1"), tmp_path / "run-seed1")  # another directory
     _, runs = mlflow_runs(results)
     assert len(runs) == 2 and len({run.data.tags["optbench.run_id"] for run in runs}) == 2
 
@@ -72,15 +73,15 @@ def wandb_records(path):
     data, position, block, pending = path.read_bytes(), 7, 32768, b""
     assert data[:4] == b":W&B"
     while position + 7 <= len(data):
-        if block - position % block < 7:   # a block's tail too short for a chunk header is padding
+        if block - position % block < 7:  # a block's tail too short for a chunk header is padding
             position += block - position % block
             continue
-        _, length, kind = struct.unpack("<IHB", data[position:position + 7])
+        _, length, kind = struct.unpack("<IHB", data[position : position + 7])
         if kind == 0 and length == 0:
             break
-        pending += data[position + 7:position + 7 + length]
+        pending += data[position + 7 : position + 7 + length]
         position += 7 + length
-        if kind in (1, 4):   # a full record, or the last chunk of one
+        if kind in (1, 4):  # a full record, or the last chunk of one
             record = wandb_internal_pb2.Record()
             record.ParseFromString(pending)
             pending = b""
@@ -90,19 +91,23 @@ def wandb_records(path):
 @pytest.mark.slow
 def test_wandb_offline_run_folders_hold_every_epoch_under_one_run_id_across_a_resume(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
-        interrupt_after(patch, 10)   # stopped after epoch 1's checkpoint
+        interrupt_after(patch, 10)  # stopped after epoch 1's checkpoint
         with pytest.raises(RunInterrupted):
             train(config(tmp_path, "logger=wandb"), tmp_path / "run")
     summary = train(config(tmp_path, "logger=wandb"), tmp_path / "run")
     run_files = sorted((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
-    assert len(run_files) == 2   # one offline folder per session (wandb sync joins them by run id)
+    assert len(run_files) == 2  # one offline folder per session (wandb sync joins them by run id)
     records = [record for path in run_files for record in wandb_records(path)]
     run_ids = {record.run.run_id for record in records if record.HasField("run")}
     assert len(run_ids) == 1 and run_ids.pop().startswith(summary["run_id"])
-    history = [{item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
-               for record in records if record.HasField("history")]
+    history = [
+        {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
+        for record in records
+        if record.HasField("history")
+    ]
     assert [(row["epoch"], row["val/acc"]) for row in history] == [
-        (record["epoch"], pytest.approx(record["val/acc"])) for record in metrics_of(tmp_path / "run")]
+        (record["epoch"], pytest.approx(record["val/acc"])) for record in metrics_of(tmp_path / "run")
+    ]
 
 
 @pytest.mark.slow
@@ -116,7 +121,7 @@ def test_tensorboard_and_csv_together_and_the_older_switch(tmp_path):
     with open(tmp_path / "run" / "csv" / "metrics.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert [float(row["val/acc"]) for row in rows] == [record["val/acc"] for record in metrics_of(tmp_path / "run")]
-    train(config(tmp_path, "train.tensorboard=true", "epochs=1"), tmp_path / "old")   # still works
+    train(config(tmp_path, "train.tensorboard=true", "epochs=1"), tmp_path / "old")  # still works
     assert list((tmp_path / "old" / "tensorboard").glob("events.out.tfevents.*"))
 
 
@@ -128,29 +133,34 @@ def test_a_broken_tracker_is_logged_once_and_never_fails_the_run(tmp_path, monke
     monkeypatch.setattr(CsvTracker, "log_epoch", disk_full)
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     with caplog.at_level(logging.WARNING):
-        summary = train(config(tmp_path, "logger=[mlflow,csv]", "logger.mlflow.tracking_uri=http://127.0.0.1:9"),
-                        tmp_path / "run")
+        summary = train(
+            config(tmp_path, "logger=[mlflow,csv]", "logger.mlflow.tracking_uri=http://127.0.0.1:9"), tmp_path / "run"
+        )
     assert summary["status"] == "completed" and len(metrics_of(tmp_path / "run")) == 2
     failures = [record.getMessage() for record in caplog.records if "failed" in record.getMessage()]
-    assert len(failures) == 2, failures   # once each, not once per epoch
+    assert len(failures) == 2, failures  # once each, not once per epoch
     assert any(line.startswith("logger mlflow failed starting") for line in failures)
     assert any(line.startswith("logger csv failed logging epoch 1") and "No space left" in line for line in failures)
 
 
 def test_loggers_are_not_part_of_a_runs_identity(tmp_path):
     plain = train(config(tmp_path, "epochs=1"), tmp_path / "run")
-    again = train(config(tmp_path, "epochs=1", "logger=csv"), tmp_path / "run")   # same run: skipped, not refused
+    again = train(config(tmp_path, "epochs=1", "logger=csv"), tmp_path / "run")  # same run: skipped, not refused
     assert again == plain
 
 
-@pytest.mark.parametrize("override, message", [
-    ("logger=[csv,mlfow]", "unknown logger 'mlfow': did you mean logger=mlflow"),
-    ("logger.wandb.mode=sometimes", "logger.wandb.mode=sometimes: choose offline"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("logger=[csv,mlfow]", "unknown logger 'mlfow': did you mean logger=mlflow"),
+        ("logger.wandb.mode=sometimes", "logger.wandb.mode=sometimes: choose offline"),
+    ],
+)
 def test_a_bad_logger_choice_is_one_line(tmp_path, override, message):
-    from optbench.config.validation import validate
-    from optbench.config.hydra_glue import check_groups
     from conftest import CONF_DIR
+
+    from optbench.config.hydra_glue import check_groups
+    from optbench.config.validation import validate
 
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         check_groups([override], CONF_DIR)
@@ -160,10 +170,10 @@ def test_a_bad_logger_choice_is_one_line(tmp_path, override, message):
 @pytest.mark.slow
 def test_a_tracker_added_when_a_run_resumes_gets_its_earlier_epochs(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
-        interrupt_after(patch, 10)   # epoch 1 trained without a tracker
+        interrupt_after(patch, 10)  # epoch 1 trained without a tracker
         with pytest.raises(RunInterrupted):
             train(config(tmp_path), tmp_path / "run")
-    train(config(tmp_path, "logger=[mlflow,csv]"), tmp_path / "run")   # resumed with trackers: not another experiment
+    train(config(tmp_path, "logger=[mlflow,csv]"), tmp_path / "run")  # resumed with trackers: not another experiment
     client, runs = mlflow_runs(tmp_path / "results")
     assert [metric.step for metric in client.get_metric_history(runs[0].info.run_id, "val/acc")] == [1, 2]
     with open(tmp_path / "run" / "csv" / "metrics.csv") as handle:
@@ -181,9 +191,20 @@ def test_four_runs_started_at_once_on_a_new_folder_all_reach_one_mlflow_store_wi
 
     env = {**os.environ, "OPTBENCH_DATA_DIR": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
     tiny = [override for override in TINY if not override.startswith("epochs=")]
-    command = [sys.executable, "src/train.py", *tiny, "epochs=2", "logger=mlflow", f"paths.results_dir={tmp_path / 'results'}"]
-    started = [subprocess.Popen([*command, f"seed={seed}"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True) for seed in range(4)]
+    command = [
+        sys.executable,
+        "src/train.py",
+        *tiny,
+        "epochs=2",
+        "logger=mlflow",
+        f"paths.results_dir={tmp_path / 'results'}",
+    ]
+    started = [
+        subprocess.Popen(
+            [*command, f"seed={seed}"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for seed in range(4)
+    ]
     outputs = [process.communicate(timeout=600)[0] for process in started]
     assert [process.returncode for process in started] == [0] * 4, outputs
     assert not [output for output in outputs if "logger mlflow failed" in output], outputs
@@ -200,21 +221,26 @@ def folder_bytes(folder):
 
 def runs_bytes(results):
     """Every file of the run directories (the MLflow store and its artifacts beside them left out)."""
-    return {path: data for path, data in folder_bytes(results).items()
-            if not path.relative_to(results).parts[0].startswith("mlflow")}
+    return {
+        path: data
+        for path, data in folder_bytes(results).items()
+        if not path.relative_to(results).parts[0].startswith("mlflow")
+    }
 
 
 @pytest.mark.slow
-def test_runs_on_disk_go_into_mlflow_once_and_a_later_resume_with_the_tracker_continues_the_same_run(tmp_path, monkeypatch):
+def test_runs_on_disk_go_into_mlflow_once_and_a_later_resume_with_the_tracker_continues_the_same_run(
+    tmp_path, monkeypatch
+):
     """`logger=mlflow` on a finished run only said "skipped"; runs trained without a tracker could not reach one."""
     from optbench.training.tracker_export import log_folder
 
     results = tmp_path / "results"
     train(config(tmp_path, "seed=2"), results / "finished-later-asked" / "seed2")
-    train(config(tmp_path, "seed=2", "logger=mlflow"), results / "finished-later-asked" / "seed2")   # skipped, logged
+    train(config(tmp_path, "seed=2", "logger=mlflow"), results / "finished-later-asked" / "seed2")  # skipped, logged
     train(config(tmp_path, "seed=1"), results / "finished" / "seed1")
     with monkeypatch.context() as patch:
-        interrupt_after(patch, 10)   # stopped after epoch 1's checkpoint
+        interrupt_after(patch, 10)  # stopped after epoch 1's checkpoint
         with pytest.raises(RunInterrupted):
             train(config(tmp_path), results / "stopped" / "seed0")
     before = runs_bytes(results)
@@ -232,7 +258,7 @@ def test_runs_on_disk_go_into_mlflow_once_and_a_later_resume_with_the_tracker_co
     assert [metric.step for metric in client.get_metric_history(finished.info.run_id, "val/acc")] == [1, 2]
     assert finished.data.metrics["best/test/acc"] == pytest.approx(summary["best"]["test/acc"])
 
-    train(config(tmp_path, "logger=mlflow"), results / "stopped" / "seed0")   # resumes the stopped run
+    train(config(tmp_path, "logger=mlflow"), results / "stopped" / "seed0")  # resumes the stopped run
     client, runs = mlflow_runs(results)
     [stopped] = [run for run in runs if run.data.tags["optbench.setting"] == "stopped"]
     assert len(runs) == 3 and stopped.info.run_id == by_setting["stopped"].info.run_id
@@ -246,10 +272,14 @@ def test_a_missing_folder_or_a_tracker_that_writes_into_run_directories_is_one_l
 
     from conftest import REPO
 
-    for arguments, expected in (([str(tmp_path / "nowhere"), "--to-tracker", "mlflow"], "nowhere does not exist"),
-                                ([str(tmp_path), "--to-tracker", "csv"], "--to-tracker csv: writes into the run "),
-                                ([str(tmp_path), "--to-tracker", "mlfow"], "--to-tracker mlfow: is not a tracker")):
-        done = subprocess.run([sys.executable, "src/aggregate.py", *arguments], cwd=REPO, capture_output=True, text=True)
+    for arguments, expected in (
+        ([str(tmp_path / "nowhere"), "--to-tracker", "mlflow"], "nowhere does not exist"),
+        ([str(tmp_path), "--to-tracker", "csv"], "--to-tracker csv: writes into the run "),
+        ([str(tmp_path), "--to-tracker", "mlfow"], "--to-tracker mlfow: is not a tracker"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "src/aggregate.py", *arguments], cwd=REPO, capture_output=True, text=True
+        )
         assert done.returncode == 2 and done.stderr.startswith("error: ") and expected in done.stderr, done.stderr
         assert done.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
@@ -262,6 +292,7 @@ def test_a_published_folder_goes_into_mlflow_with_every_epoch_and_is_left_as_it_
     import sys
 
     from conftest import REPO
+
     from optbench.training.tracker_export import run_dirs
 
     folder, store = REPO / published, f"sqlite:///{tmp_path / 'mlflow.db'}"

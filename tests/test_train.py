@@ -5,17 +5,44 @@ import json
 import os
 
 import pytest
-
 from conftest import compose_config
 
 from optbench.registry.choices import OPTIMIZERS
 from optbench.registry.optimizers import REGISTRY
 from optbench.training.run import train
 
-EPOCH_KEYS = {"epoch", "lr", "time_s", "train/loss", "train/acc", "train/images", "train/time_s",
-              "train/images_per_s", "val/loss", "val/acc", "test/loss", "test/acc"}
-SUMMARY_KEYS = {"status", "epochs_done", "epochs_planned", "final", "best", "wall_time_s", "train_images_per_s",
-                "device", "device_policy", "versions", "git", "noise", "dataset", "model", "optimizer", "seed"}
+EPOCH_KEYS = {
+    "epoch",
+    "lr",
+    "time_s",
+    "train/loss",
+    "train/acc",
+    "train/images",
+    "train/time_s",
+    "train/images_per_s",
+    "val/loss",
+    "val/acc",
+    "test/loss",
+    "test/acc",
+}
+SUMMARY_KEYS = {
+    "status",
+    "epochs_done",
+    "epochs_planned",
+    "final",
+    "best",
+    "wall_time_s",
+    "train_images_per_s",
+    "device",
+    "device_policy",
+    "versions",
+    "git",
+    "noise",
+    "dataset",
+    "model",
+    "optimizer",
+    "seed",
+}
 
 
 def read_metrics(run_dir):
@@ -23,8 +50,9 @@ def read_metrics(run_dir):
 
 
 def without_timings(records):
-    return [{key: value for key, value in record.items() if "time" not in key and "per_s" not in key}
-            for record in records]
+    return [
+        {key: value for key, value in record.items() if "time" not in key and "per_s" not in key} for record in records
+    ]
 
 
 @pytest.mark.slow
@@ -43,15 +71,22 @@ def test_one_epoch_synthetic_run_writes_the_contract_and_beats_chance(tiny_confi
     assert summary["best"]["epoch"] == best["epoch"] and summary["best"]["test/acc"] == best["test/acc"]
     assert summary["best"]["selected_by"] == "val/acc"
     assert summary["final"]["test/acc"] > 0.2  # 10 classes: chance is 0.1
-    assert summary["dataset"] == {"name": "synthetic", "num_classes": 10, "num_train": 500, "num_val": 100,
-                                  "num_test": 200}
+    assert summary["dataset"] == {
+        "name": "synthetic",
+        "num_classes": 10,
+        "num_train": 500,
+        "num_val": 100,
+        "num_test": 200,
+    }
     assert (run_dir / "checkpoint.pt").stat().st_size > 0
 
 
 @pytest.mark.slow
 def test_same_seed_gives_identical_metrics_and_another_seed_does_not(tiny_config, tmp_path):
-    runs = {name: train(tiny_config(f"seed={seed}", "noise=symmetric", "noise.rate=0.2"), tmp_path / name)
-            for name, seed in (("a", 0), ("b", 0), ("c", 1))}
+    runs = {
+        name: train(tiny_config(f"seed={seed}", "noise=symmetric", "noise.rate=0.2"), tmp_path / name)
+        for name, seed in (("a", 0), ("b", 0), ("c", 1))
+    }
     first, again, other = (without_timings(read_metrics(tmp_path / name)) for name in "abc")
     assert first == again  # bit-identical on CPU, noise draw included
     assert first != other
@@ -103,8 +138,9 @@ def test_completed_run_is_skipped_unless_rerun(tiny_config, tmp_path):
 
 @pytest.mark.slow
 def test_diverging_run_stops_with_status_diverged(tiny_config, tmp_path):
-    summary = train(tiny_config("optimizer=sgd", "optimizer.lr=1e6", "epochs=3", "scheduler=constant"),
-                    tmp_path / "run")
+    summary = train(
+        tiny_config("optimizer=sgd", "optimizer.lr=1e6", "epochs=3", "scheduler=constant"), tmp_path / "run"
+    )
     assert summary["status"] == "diverged" and summary["diverged_at"]["epoch"] <= 3
 
 
@@ -116,10 +152,21 @@ def test_tensorboard_scalars_are_written(tiny_config, tmp_path):
 
 @pytest.mark.slow
 def test_short_run_on_real_cifar10_images_beats_chance(tmp_path, real_cifar10_root):
-    cfg = compose_config(["dataset=imagefolder", f"dataset.root={real_cifar10_root}",
-                          f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}", "dataset.val_size=1000",
-                          "dataset.train_subset=3000", "model.width=8", "epochs=2", "batch_size=64",
-                          "optimizer=adamw", "device=cpu", "train.progress_bar=false"])
+    cfg = compose_config(
+        [
+            "dataset=imagefolder",
+            f"dataset.root={real_cifar10_root}",
+            f"paths.data_dir={os.environ['OPTBENCH_TEST_DATA_DIR']}",
+            "dataset.val_size=1000",
+            "dataset.train_subset=3000",
+            "model.width=8",
+            "epochs=2",
+            "batch_size=64",
+            "optimizer=adamw",
+            "device=cpu",
+            "train.progress_bar=false",
+        ]
+    )
     summary = train(cfg, tmp_path / "run")
     assert summary["status"] == "completed"
     assert summary["dataset"]["num_test"] == 10000 and summary["dataset"]["num_train"] == 3000
@@ -128,8 +175,10 @@ def test_short_run_on_real_cifar10_images_beats_chance(tmp_path, real_cifar10_ro
 
 @pytest.mark.slow
 def test_the_dataloader_pipeline_trains_and_its_numbers_do_not_depend_on_workers(tiny_config, tmp_path):
-    runs = [train(tiny_config("data.pipeline=dataloader", f"device_policy.num_workers={workers}"), tmp_path / str(workers))
-            for workers in (0, 1)]
+    runs = [
+        train(tiny_config("data.pipeline=dataloader", f"device_policy.num_workers={workers}"), tmp_path / str(workers))
+        for workers in (0, 1)
+    ]
     assert [run["status"] for run in runs] == ["completed", "completed"]
     assert without_timings([runs[0]["final"]]) == without_timings([runs[1]["final"]])
     assert runs[0]["final"]["train/images"] == 500  # 600 less 100 for validation, whole batches of 50

@@ -18,8 +18,10 @@ OPTIMIZERS = ("sgd", "adam", "adamw", "lion", "muon")
 
 def hypothesis(tmp_path, versus: list[str]):
     path = tmp_path / "h.yaml"
-    path.write_text(f"id: HX\nstatement: sgd is best\ntest: {{kind: metric_comparison, subject: sgd, "
-                    f"versus: [{', '.join(versus)}], alpha: {ALPHA}}}\n")
+    path.write_text(
+        f"id: HX\nstatement: sgd is best\ntest: {{kind: metric_comparison, subject: sgd, "
+        f"versus: [{', '.join(versus)}], alpha: {ALPHA}}}\n"
+    )
     return parse_hypothesis(path)
 
 
@@ -31,9 +33,21 @@ def study(rng, optimizers, seeds: int, noise, shift: float = 0.0, subject_scale:
         scale = subject_scale if name == "sgd" else 1.0
         for seed in range(seeds):
             value = 0.90 + shared[seed] + 0.003 * (scale * noise(rng) + (shift if name == "sgd" else 0.0))
-            rows.append({"run_id": f"{name}/{seed}", "setting": "cifar10, clean", "dataset": "cifar10",
-                         "noise": "none", "noise_rate": 0.0, "optimizer": name, "arm": name, "seed": seed,
-                         "status": "completed", "val_acc_best": 0.9, "test_acc_at_best_val": value})
+            rows.append(
+                {
+                    "run_id": f"{name}/{seed}",
+                    "setting": "cifar10, clean",
+                    "dataset": "cifar10",
+                    "noise": "none",
+                    "noise_rate": 0.0,
+                    "optimizer": name,
+                    "arm": name,
+                    "seed": seed,
+                    "status": "completed",
+                    "val_acc_best": 0.9,
+                    "test_acc_at_best_val": value,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -42,17 +56,20 @@ def rates(tested, make_runs, repetitions: int, rng) -> dict:
     return {name: verdicts.count(name) / repetitions for name in ("supported", "rejected")}
 
 
-NOISES = {"normal": lambda rng: rng.normal(),
-          "heavy-tailed (t, 3 df)": lambda rng: rng.standard_t(3) / np.sqrt(3.0),
-          "normal, subject twice as noisy": "unequal"}
+NOISES = {
+    "normal": lambda rng: rng.normal(),
+    "heavy-tailed (t, 3 df)": lambda rng: rng.standard_t(3) / np.sqrt(3.0),
+    "normal, subject twice as noisy": "unequal",
+}
 
 
 @pytest.mark.parametrize("noise_name", list(NOISES))
 def test_a_single_comparison_errs_at_most_alpha_in_each_direction_under_the_null(tmp_path, noise_name):
     tested = hypothesis(tmp_path, ["adam"])
     noise, scale = (NOISES["normal"], 2.0) if NOISES[noise_name] == "unequal" else (NOISES[noise_name], 1.0)
-    found = rates(tested, lambda rng: study(rng, ("sgd", "adam"), 5, noise, subject_scale=scale), 400,
-                  np.random.default_rng(25))
+    found = rates(
+        tested, lambda rng: study(rng, ("sgd", "adam"), 5, noise, subject_scale=scale), 400, np.random.default_rng(25)
+    )
     assert found["supported"] <= ALPHA and found["rejected"] <= ALPHA, found
 
 
@@ -66,6 +83,7 @@ def test_at_three_seeds_a_large_effect_is_supported_more_often_than_not(tmp_path
     """d = 4 run-noise sds at n = 3: the paired t finds it about 70 % of the time (the exact sign-flip test,
     stuck at p >= 0.25, never would)."""
     tested = hypothesis(tmp_path, ["adam"])
-    found = rates(tested, lambda rng: study(rng, ("sgd", "adam"), 3, NOISES["normal"], shift=4.0), 200,
-                  np.random.default_rng(7))
+    found = rates(
+        tested, lambda rng: study(rng, ("sgd", "adam"), 3, NOISES["normal"], shift=4.0), 200, np.random.default_rng(7)
+    )
     assert found["supported"] > 0.5 and found["rejected"] == 0.0, found

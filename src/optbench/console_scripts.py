@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-EXIT_BAD_INPUT = 2   # errors.EXIT_BAD_INPUT, kept here so a broken install fails before any import
+EXIT_BAD_INPUT = 2  # errors.EXIT_BAD_INPUT, kept here so a broken install fails before any import
 # command -> the entry point it runs, relative to the checkout; pyproject.toml's [project.scripts] lists the same
 ENTRY_POINTS = {
     "optbench-train": "src/train.py",
@@ -31,11 +31,14 @@ def run_entry_point(command: str) -> None:
     """Run the command's file as `python FILE sys.argv[1:]`; its sys.exit is this command's exit."""
     path = CHECKOUT / ENTRY_POINTS[command]
     if not path.is_file():
-        print(f"error: {command} runs {path}, which is not there: the optbench commands need the checkout "
-              "installed in place (pip install -e <checkout>)", file=sys.stderr)
+        print(
+            f"error: {command} runs {path}, which is not there: the optbench commands need the checkout "
+            "installed in place (pip install -e <checkout>)",
+            file=sys.stderr,
+        )
         sys.exit(EXIT_BAD_INPUT)
     sys.argv[0] = str(path)
-    sys.path.insert(0, str(path.parent))   # what `python FILE` puts first, so the file's own imports resolve alike
+    sys.path.insert(0, str(path.parent))  # what `python FILE` puts first, so the file's own imports resolve alike
     runpy.run_path(str(path), run_name="__main__")
 
 

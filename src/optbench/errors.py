@@ -10,11 +10,11 @@ try; exit status 3. Library code raises these; only the entry points (src/*.py) 
 
 import difflib
 
-EXIT_OK = 0              # completed or diverged: a result
-EXIT_FAILED = 1          # any other failure (recorded as failed in summary.json)
-EXIT_BAD_INPUT = 2       # bad configuration or input, as one line naming the fix
-EXIT_OUT_OF_MEMORY = 3   # the device ran out of memory
-EXIT_SIGNAL_BASE = 128   # stopped by a signal after a checkpoint: 128 + its number (130 Ctrl-C, 143 SIGTERM)
+EXIT_OK = 0  # completed or diverged: a result
+EXIT_FAILED = 1  # any other failure (recorded as failed in summary.json)
+EXIT_BAD_INPUT = 2  # bad configuration or input, as one line naming the fix
+EXIT_OUT_OF_MEMORY = 3  # the device ran out of memory
+EXIT_SIGNAL_BASE = 128  # stopped by a signal after a checkpoint: 128 + its number (130 Ctrl-C, 143 SIGTERM)
 
 
 def did_you_mean(given: str, known, spelled=lambda name: name) -> str:

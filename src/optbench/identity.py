@@ -16,14 +16,27 @@ import json
 # and dataset.root, which the data fingerprint covers. The directory name (conf/config.yaml exclude_keys),
 # the resume check and the aggregator's grouping all use this list.
 NUMBERS_FREE_KEYS = (
-    "paths", "device", "device_policy.num_workers", "device_policy.pin_memory", "device_policy.persistent_workers",
-    "device_policy.keep_awake", "device_policy.threads", "dataset.root", "dataset.download",
-    "noise.label_file",   # a local copy of a human label file: refused unless its md5 is the official one
-    "train.rerun", "train.progress_bar", "train.tensorboard",
-    "train.checkpoint_every", "train.divergence_factor", "train.eval_batch_size", "train.test_every",
+    "paths",
+    "device",
+    "device_policy.num_workers",
+    "device_policy.pin_memory",
+    "device_policy.persistent_workers",
+    "device_policy.keep_awake",
+    "device_policy.threads",
+    "dataset.root",
+    "dataset.download",
+    "noise.label_file",  # a local copy of a human label file: refused unless its md5 is the official one
+    "train.rerun",
+    "train.progress_bar",
+    "train.tensorboard",
+    "train.checkpoint_every",
+    "train.divergence_factor",
+    "train.eval_batch_size",
+    "train.test_every",
     "train.mirror_every_s",
-    "logger", "study",   # experiment trackers (conf/logger/) and the study tag they carry
-    "optimizer_defaults",   # which group options came from the optimizer's registry entry; the options are recorded
+    "logger",
+    "study",  # experiment trackers (conf/logger/) and the study tag they carry
+    "optimizer_defaults",  # which group options came from the optimizer's registry entry; the options are recorded
 )
 
 
@@ -73,8 +86,11 @@ def run_id(run_identity: dict) -> str:
 def identity_differences(recorded: dict, wanted: dict) -> list[str]:
     """'key: recorded -> wanted' for each config key that differs, and 'the data differ' when they do."""
     then, now = recorded.get("config", {}), wanted.get("config", {})
-    changed = [f"{key}: {then.get(key)!r} -> {now.get(key)!r}" for key in sorted(then.keys() | now.keys())
-               if then.get(key) != now.get(key)]
+    changed = [
+        f"{key}: {then.get(key)!r} -> {now.get(key)!r}"
+        for key in sorted(then.keys() | now.keys())
+        if then.get(key) != now.get(key)
+    ]
     if recorded.get("data") != wanted.get("data"):
         changed.append("the data differ")
     return changed

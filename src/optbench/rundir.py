@@ -22,7 +22,7 @@ RECORD_FILE = "record.json"
 SUMMARY_FILE = "summary.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINT_FILE = "checkpoint.pt"
-PREDICTIONS_FILE = "predictions.npz"   # numpy; its reader and writer are optbench/formats/predictions.py
+PREDICTIONS_FILE = "predictions.npz"  # numpy; its reader and writer are optbench/formats/predictions.py
 LOG_FILE = "train.log"
 HYDRA_DIR = ".hydra"
 LOCK_FILE = ".lock"
@@ -38,8 +38,10 @@ def noise_level(name: str, rate=0.0, label_set=None) -> str:
 def is_run_dir(folder) -> bool:
     """A folder that holds a run: its record, its summary, or only Hydra's config (a run that never wrote either)."""
     folder = Path(folder)
-    return any((folder / name).is_file() for name in (RECORD_FILE, SUMMARY_FILE)) or \
-        (folder / HYDRA_DIR / "config.yaml").is_file()
+    return (
+        any((folder / name).is_file() for name in (RECORD_FILE, SUMMARY_FILE))
+        or (folder / HYDRA_DIR / "config.yaml").is_file()
+    )
 
 
 class RunDir:
@@ -66,9 +68,13 @@ class RunDir:
     def lock(self):
         """An flock on .lock: a second process pointed here refuses; the kernel drops it when its holder dies."""
         self.path.mkdir(parents=True, exist_ok=True)
-        return exclusive_lock(self.path / LOCK_FILE, lambda holder: RunDirectoryBusy(
-            f"{self.path} is being trained by {holder}: wait for it to finish (or stop it), then run this "
-            "command again to resume or skip it"))
+        return exclusive_lock(
+            self.path / LOCK_FILE,
+            lambda holder: RunDirectoryBusy(
+                f"{self.path} is being trained by {holder}: wait for it to finish (or stop it), then run this "
+                "command again to resume or skip it"
+            ),
+        )
 
 
 def is_being_trained(run_path: Path) -> bool:
@@ -76,7 +82,7 @@ def is_being_trained(run_path: Path) -> bool:
     return is_locked(Path(run_path) / LOCK_FILE)
 
 
-NAME_MAX_BYTES = 255   # the longest file name ext4, APFS, NTFS and most others take
+NAME_MAX_BYTES = 255  # the longest file name ext4, APFS, NTFS and most others take
 
 
 def check_creatable(path: Path) -> None:
@@ -87,13 +93,17 @@ def check_creatable(path: Path) -> None:
     for part in path.parts:
         size = len(part.encode(errors="surrogateescape"))
         if size > NAME_MAX_BYTES:
-            raise ConfigError(f"the run directory name '{part[:60]}...' is {size} bytes, longer than a file name may be "
-                              f"({NAME_MAX_BYTES}): shorten the override values that name it, or set hydra.run.dir=DIR")
+            raise ConfigError(
+                f"the run directory name '{part[:60]}...' is {size} bytes, longer than a file name may be "
+                f"({NAME_MAX_BYTES}): shorten the override values that name it, or set hydra.run.dir=DIR"
+            )
     for folder in (path, *path.parents):
         if folder.exists() or folder.is_symlink():
             if not folder.is_dir():
-                raise ConfigError(f"{folder} is a file, not a folder: point paths.results_dir (or hydra.run.dir) at a "
-                                  "folder, or move the file away")
+                raise ConfigError(
+                    f"{folder} is a file, not a folder: point paths.results_dir (or hydra.run.dir) at a "
+                    "folder, or move the file away"
+                )
             return
 
 
@@ -132,7 +142,7 @@ def remove_empty_dirs(folder: Path, stop: Path) -> None:
     folder, stop = Path(folder).resolve(), Path(stop).resolve()
     while folder != stop and stop in folder.parents:
         try:
-            folder.rmdir()   # fails, and ends the walk, at the first folder that is not empty
+            folder.rmdir()  # fails, and ends the walk, at the first folder that is not empty
         except OSError:
             return
         folder = folder.parent

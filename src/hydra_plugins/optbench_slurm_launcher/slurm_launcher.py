@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
-
 from optbench.errors import EXIT_BAD_INPUT
 from optbench.studies.launchers import sbatch_error_line
 
@@ -24,13 +23,13 @@ class CheckedSlurmLauncher(SlurmLauncher):
         try:
             with _sbatch_output_held():
                 return super().launch(job_overrides, initial_job_idx)
-        except FileNotFoundError as error:   # no sbatch on this machine
+        except FileNotFoundError as error:  # no sbatch on this machine
             complaint = f"{error.filename or 'sbatch'} not found"
         except Exception as error:  # submitit.core.utils.FailedJobError, raised from sbatch's CalledProcessError
             cause = error.__cause__
             if isinstance(cause, subprocess.CalledProcessError) and "sbatch" in str(cause.cmd):
                 complaint = str(cause.stderr or cause.output or error)
-            elif isinstance(error, RuntimeError) and "srun" in str(error):   # submitit: no SLURM tools on this machine
+            elif isinstance(error, RuntimeError) and "srun" in str(error):  # submitit: no SLURM tools on this machine
                 complaint = str(error)
             else:
                 raise

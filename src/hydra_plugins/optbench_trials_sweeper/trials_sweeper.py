@@ -14,7 +14,6 @@ the jobs. It lives in the `hydra_plugins` package because Hydra only instantiate
 """
 
 from dataclasses import dataclass, field
-from typing import List, Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
@@ -24,22 +23,21 @@ from hydra.core.override_parser.types import Override
 @dataclass
 class TrialsSweeperConf:
     _target_: str = "hydra_plugins.optbench_trials_sweeper.trials_sweeper.TrialsSweeper"
-    max_batch_size: Optional[int] = None
-    trials: List[str] = field(default_factory=list)   # each: "key=value key=value"
+    max_batch_size: int | None = None
+    trials: list[str] = field(default_factory=list)  # each: "key=value key=value"
 
 
-ConfigStore.instance().store(group="hydra/sweeper", name="optbench_trials", node=TrialsSweeperConf,
-                             provider="optbench")
+ConfigStore.instance().store(group="hydra/sweeper", name="optbench_trials", node=TrialsSweeperConf, provider="optbench")
 
 
 class TrialsSweeper(BasicSweeper):
-    def __init__(self, max_batch_size: Optional[int], trials: List[str]) -> None:
+    def __init__(self, max_batch_size: int | None, trials: list[str]) -> None:
         super().__init__(max_batch_size=max_batch_size)
         self.trials = [str(trial).split() for trial in trials]
 
-    def split_arguments(self, overrides: List[Override], max_batch_size: Optional[int]) -> List[List[List[str]]]:
+    def split_arguments(self, overrides: list[Override], max_batch_size: int | None) -> list[list[list[str]]]:
         """The basic sweeper's product of the command line, times each trial (all of them when none is given)."""
         combinations = BasicSweeper.split_arguments(overrides, None)[0]
         jobs = [combination + trial for combination in combinations for trial in (self.trials or [[]])]
         size = max_batch_size if max_batch_size and max_batch_size > 0 else len(jobs)
-        return [jobs[start:start + size] for start in range(0, len(jobs), size)] or [[]]
+        return [jobs[start : start + size] for start in range(0, len(jobs), size)] or [[]]

@@ -18,17 +18,17 @@ import textwrap
 import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: files only, works on headless machines
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
 
-from optbench.registry import datasets  # noqa: E402
-from optbench.analysis.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank  # noqa: E402
-from optbench.analysis.load import number  # noqa: E402
-from optbench.analysis.stats import describe  # noqa: E402
-from optbench.analysis.tuning_report import TuningStudy  # noqa: E402
-from optbench.durations import duration_unit  # noqa: E402
+from optbench.analysis.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank
+from optbench.analysis.load import number
+from optbench.analysis.stats import describe
+from optbench.analysis.tuning_report import TuningStudy
+from optbench.durations import duration_unit
+from optbench.registry import datasets
 
 TAB10 = plt.get_cmap("tab10").colors
 FIXED_COLOURS = dict(zip(KNOWN_OPTIMIZERS, TAB10[:5]))  # sgd blue, adam orange, adamw green, lion red, muon purple
@@ -36,10 +36,20 @@ EXTRA_COLOURS = TAB10[5:] + plt.get_cmap("Dark2").colors
 # Dotted (":") is kept for runs that did not complete, so variants never use it.
 LINE_STYLES = ["-", "--", "-.", (0, (6, 2, 1, 2, 1, 2))]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
-PANEL_SIZE = (4.6, 3.4)   # inches per panel: readable when the PNG is shown at page width
+PANEL_SIZE = (4.6, 3.4)  # inches per panel: readable when the PNG is shown at page width
 MAX_COLUMNS = 3
-plt.rcParams.update({"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "legend.fontsize": 8.5,
-                     "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+plt.rcParams.update(
+    {
+        "font.size": 9,
+        "axes.titlesize": 9.5,
+        "axes.labelsize": 9,
+        "legend.fontsize": 8.5,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+    }
+)
 
 
 def optimizer_colours(names) -> dict:
@@ -65,22 +75,30 @@ class Style:
 
     def line(self, arm: str) -> dict:
         variant = self.variant[arm]
-        return {"color": self.colour(arm), "linestyle": LINE_STYLES[variant % len(LINE_STYLES)],
-                "marker": MARKERS[variant % len(MARKERS)]}
+        return {
+            "color": self.colour(arm),
+            "linestyle": LINE_STYLES[variant % len(LINE_STYLES)],
+            "marker": MARKERS[variant % len(MARKERS)],
+        }
 
 
 def panel_grid(count: int, panel_size=PANEL_SIZE, columns: int = MAX_COLUMNS):
     columns = max(1, min(columns, count))
     rows = math.ceil(count / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(panel_size[0] * columns, panel_size[1] * rows + 0.6),
-                                squeeze=False, layout="constrained")
+    figure, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(panel_size[0] * columns, panel_size[1] * rows + 0.6),
+        squeeze=False,
+        layout="constrained",
+    )
     flat = list(axes.flat)
     for unused in flat[count:]:
         unused.set_visible(False)
     return figure, flat[:count]
 
 
-def wrap(text: str, width: int = 58) -> str:   # a panel title: about 58 characters fit a 4.6 in panel
+def wrap(text: str, width: int = 58) -> str:  # a panel title: about 58 characters fit a 4.6 in panel
     return "\n".join(textwrap.wrap(text, width))
 
 
@@ -105,10 +123,10 @@ def finish(figure, title: str, handles: list, extra_handles: list | None = None)
 def legend_columns(figure, handles: list) -> int:
     """As many columns as fit the figure's width, so the legend is never cut off at the sides."""
     widest = max(len(handle.get_label()) for handle in handles)
-    entry_inches = 0.07 * widest + 0.7   # about 0.07 in per character at 8.5 pt, plus the line sample
+    entry_inches = 0.07 * widest + 0.7  # about 0.07 in per character at 8.5 pt, plus the line sample
     fitting = max(1, int(figure.get_figwidth() / entry_inches))
     rows = math.ceil(len(handles) / fitting)
-    return math.ceil(len(handles) / rows)   # balanced rows
+    return math.ceil(len(handles) / rows)  # balanced rows
 
 
 def sentence(axis_label: str) -> str:
@@ -124,6 +142,7 @@ def percent_axis(axis, label: str) -> None:
 
 # ---- learning curves and memorization ---------------------------------------------------------------
 
+
 def mean_band(curves: pd.DataFrame, column: str) -> pd.DataFrame:
     """Per epoch: mean and sd over runs, and how many runs have the epoch."""
     values = curves[["epoch", column]].replace([np.inf, -np.inf], np.nan).dropna()
@@ -137,16 +156,29 @@ def clipped_error(means, halves, high: float = 100.0) -> np.ndarray:
     return np.array([means - np.clip(means - halves, 0, high), np.clip(means + halves, 0, high) - means])
 
 
-def draw_mean_band(axis, curves: pd.DataFrame, column: str, arm: str, style: Style, scale: float = 1.0,
-                   bounds: tuple[float, float] = (-np.inf, np.inf)) -> bool:
+def draw_mean_band(
+    axis,
+    curves: pd.DataFrame,
+    column: str,
+    arm: str,
+    style: Style,
+    scale: float = 1.0,
+    bounds: tuple[float, float] = (-np.inf, np.inf),
+) -> bool:
     band = mean_band(curves, column)
     if not len(band):
         return False
     line = style.line(arm)
     axis.plot(band["epoch"], scale * band["mean"], color=line["color"], linestyle=line["linestyle"], linewidth=1.8)
     spread = band["std"].fillna(0)
-    axis.fill_between(band["epoch"], np.clip(scale * (band["mean"] - spread), *bounds),
-                      np.clip(scale * (band["mean"] + spread), *bounds), color=line["color"], alpha=0.18, linewidth=0)
+    axis.fill_between(
+        band["epoch"],
+        np.clip(scale * (band["mean"] - spread), *bounds),
+        np.clip(scale * (band["mean"] + spread), *bounds),
+        color=line["color"],
+        alpha=0.18,
+        linewidth=0,
+    )
     return True
 
 
@@ -158,8 +190,14 @@ def draw_unfinished(axis, curves: pd.DataFrame, column: str, arm: str, style: St
         if not len(values):
             continue
         axis.plot(values["epoch"], scale * values[column], color=style.colour(arm), linestyle=":", linewidth=1)
-        axis.plot(values["epoch"].iloc[-1:], scale * values[column].iloc[-1:], color=style.colour(arm),
-                  marker="x", markersize=6, linestyle="none")
+        axis.plot(
+            values["epoch"].iloc[-1:],
+            scale * values[column].iloc[-1:],
+            color=style.colour(arm),
+            marker="x",
+            markersize=6,
+            linestyle="none",
+        )
         drawn = True
     return drawn
 
@@ -171,9 +209,11 @@ def split_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arm: st
     return curves[curves["run_id"].isin(done)], curves[curves["run_id"].isin(others)], len(done)
 
 
-CURVE_PANELS = [("train/loss", "training loss (cross-entropy, nats)", 1.0, True),
-                ("val/acc", "validation accuracy (%)", 100.0, False),
-                ("test/acc", "test accuracy (%)", 100.0, False)]
+CURVE_PANELS = [
+    ("train/loss", "training loss (cross-entropy, nats)", 1.0, True),
+    ("val/acc", "validation accuracy (%)", 100.0, False),
+    ("test/acc", "test accuracy (%)", 100.0, False),
+]
 
 
 def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms: list[str], style: Style):
@@ -188,8 +228,16 @@ def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms
         for axis, (column, _, scale, _) in zip(axes, panels):
             draw_mean_band(axis, done, column, arm, style, scale, (0.0, 100.0) if scale == 100.0 else (0.0, np.inf))
             any_unfinished |= draw_unfinished(axis, unfinished, column, arm, style, scale)
-        handles.append(Line2D([], [], color=style.colour(arm), linestyle=style.line(arm)["linestyle"], linewidth=2,
-                              label=f"{arm} (n={n_done})"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=style.colour(arm),
+                linestyle=style.line(arm)["linestyle"],
+                linewidth=2,
+                label=f"{arm} (n={n_done})",
+            )
+        )
     for axis, (column, label, _, log_scale) in zip(axes, panels):
         axis.set_xlabel("epoch")
         axis.set_ylabel(label)
@@ -198,14 +246,18 @@ def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms
         if log_scale and len(values) and values.min() > 0 and values.max() / values.min() > 10:  # a decade or more
             axis.set_yscale("log")
             axis.set_ylabel(label.replace(")", ", log scale)"))
-    extra = [Line2D([], [], color="grey", linestyle=":", marker="x", label="run not completed (not in mean)")] \
-        if any_unfinished else []
-    return finish(figure, f"Learning curves: {setting}\nline = mean over completed seeds, band = ±1 sd",
-                  handles, extra)
+    extra = (
+        [Line2D([], [], color="grey", linestyle=":", marker="x", label="run not completed (not in mean)")]
+        if any_unfinished
+        else []
+    )
+    return finish(figure, f"Learning curves: {setting}\nline = mean over completed seeds, band = ±1 sd", handles, extra)
 
 
-MEMORIZATION_PANELS = [("noisy/fit_noisy_label", "flipped samples fit to their wrong label (%)"),
-                       ("noisy/fit_clean_label", "flipped samples fit to their true label (%)")]
+MEMORIZATION_PANELS = [
+    ("noisy/fit_noisy_label", "flipped samples fit to their wrong label (%)"),
+    ("noisy/fit_clean_label", "flipped samples fit to their true label (%)"),
+]
 
 
 def memorization_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms: list[str], style: Style):
@@ -219,29 +271,40 @@ def memorization_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, 
     handles = []
     for arm in [arm for arm in arms if arm in set(in_setting["arm"])]:
         done, _, n_done = split_curves(runs, curves, setting, arm)
-        drawn = [draw_mean_band(axis, done, column, arm, style, 100.0, (0.0, 100.0)) for axis, (column, _) in
-                 zip(axes, MEMORIZATION_PANELS)]
+        drawn = [
+            draw_mean_band(axis, done, column, arm, style, 100.0, (0.0, 100.0))
+            for axis, (column, _) in zip(axes, MEMORIZATION_PANELS)
+        ]
         if any(drawn):
-            handles.append(Line2D([], [], color=style.colour(arm), linestyle=style.line(arm)["linestyle"],
-                                  linewidth=2, label=f"{arm} (n={n_done})"))
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=style.colour(arm),
+                    linestyle=style.line(arm)["linestyle"],
+                    linewidth=2,
+                    label=f"{arm} (n={n_done})",
+                )
+            )
     for axis, (_, label) in zip(axes, MEMORIZATION_PANELS):
         axis.set_xlabel("epoch")
         percent_axis(axis, label)
         axis.set_ylim(-2, 102)
         axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    return finish(figure, f"Memorization of noisy labels: {setting}\nmean over completed seeds, band = ±1 sd",
-                  handles)
+    return finish(figure, f"Memorization of noisy labels: {setting}\nmean over completed seeds, band = ±1 sd", handles)
 
 
 # ---- final accuracy per optimizer --------------------------------------------------------------------
 
-def final_accuracy(runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style, metric: str,
-                   metric_label: str):
+
+def final_accuracy(
+    runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style, metric: str, metric_label: str
+):
     """Per setting: each seed as a dot, the mean with its 95 % CI as a bar; non-completed runs counted."""
     if not settings:
         return None
     most_arms = max(runs.loc[runs["setting"] == setting, "arm"].nunique() for setting in settings)
-    width = max(PANEL_SIZE[0], 0.75 * most_arms + 0.8)   # room for every optimizer's name under its column
+    width = max(PANEL_SIZE[0], 0.75 * most_arms + 0.8)  # room for every optimizer's name under its column
     figure, axes = panel_grid(len(settings), (width, PANEL_SIZE[1] + 0.3), columns=max(1, int(14 // width)))
     for axis, setting in zip(axes, settings):
         in_setting = runs[runs["setting"] == setting]
@@ -258,24 +321,46 @@ def final_accuracy(runs: pd.DataFrame, settings: list[str], arms: list[str], sty
         axis.set_title(wrap(setting))
         percent_axis(axis, metric_label)
     # The names are under the columns in each optimizer's colour: the legend only explains the marks.
-    legend = [Line2D([], [], color="grey", marker="o", linestyle="none", markersize=5, label="one completed seed"),
-              Line2D([], [], color="black", marker="_", markersize=12, linestyle="-", label="mean and 95% CI")]
-    return finish(figure, f"{sentence(metric_label)} per optimizer\n"
-                          "runs not completed are counted under the name, never averaged", legend)
+    legend = [
+        Line2D([], [], color="grey", marker="o", linestyle="none", markersize=5, label="one completed seed"),
+        Line2D([], [], color="black", marker="_", markersize=12, linestyle="-", label="mean and 95% CI"),
+    ]
+    return finish(
+        figure,
+        f"{sentence(metric_label)} per optimizer\nruns not completed are counted under the name, never averaged",
+        legend,
+    )
 
 
 def draw_seed_dots(axis, position: int, group: pd.DataFrame, metric: str, arm: str, style: Style) -> None:
     done = group[group["status"] == "completed"]
     values = 100 * done[metric].dropna().to_numpy()
     jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else np.zeros(len(values))
-    axis.scatter(position + jitter, values, color=style.colour(arm), s=22, alpha=0.85, zorder=3,
-                 marker=style.line(arm)["marker"], edgecolor="white", linewidth=0.5)
+    axis.scatter(
+        position + jitter,
+        values,
+        color=style.colour(arm),
+        s=22,
+        alpha=0.85,
+        zorder=3,
+        marker=style.line(arm)["marker"],
+        edgecolor="white",
+        linewidth=0.5,
+    )
     summary = describe(values)
     if summary.n:
         half = summary.half_width if np.isfinite(summary.half_width) else 0
-        axis.errorbar(position + 0.25, summary.mean, yerr=clipped_error([summary.mean], [half]), color="black",
-                      marker="_", markersize=12,
-                      capsize=3, linewidth=1.2, zorder=4)
+        axis.errorbar(
+            position + 0.25,
+            summary.mean,
+            yerr=clipped_error([summary.mean], [half]),
+            color="black",
+            marker="_",
+            markersize=12,
+            capsize=3,
+            linewidth=1.2,
+            zorder=4,
+        )
 
 
 def tick_label(in_setting: pd.DataFrame, arm: str) -> str:
@@ -288,10 +373,13 @@ def tick_label(in_setting: pd.DataFrame, arm: str) -> str:
 
 # ---- accuracy against noise rate, learning rate and wall time -----------------------------------------
 
+
 def base_setting(runs: pd.DataFrame) -> pd.Series:
     """The setting without its noise part: 'cifar10' or 'cifar10, epochs=100'."""
+
     def strip(row) -> str:
         return row["setting"].replace(f", {noise_label(row['noise'], row['noise_rate'], row.get('label_set'))}", "", 1)
+
     return runs.apply(strip, axis=1)
 
 
@@ -318,10 +406,17 @@ def accuracy_vs_noise(runs: pd.DataFrame, arms: list[str], style: Style, metric:
                 rates = [100 * rate + shift for rate, _ in points]
                 means = [100 * summary.mean for _, summary in points]
                 halves = [100 * np.nan_to_num(summary.half_width) for _, summary in points]
-                axis.errorbar(rates, means, yerr=clipped_error(means, halves), color=style.colour(arm),
-                              marker=style.line(arm)["marker"],
-                              linestyle=LINE_STYLES[kind_index % len(LINE_STYLES)], capsize=3, linewidth=1.6,
-                              markersize=5)
+                axis.errorbar(
+                    rates,
+                    means,
+                    yerr=clipped_error(means, halves),
+                    color=style.colour(arm),
+                    marker=style.line(arm)["marker"],
+                    linestyle=LINE_STYLES[kind_index % len(LINE_STYLES)],
+                    capsize=3,
+                    linewidth=1.6,
+                    markersize=5,
+                )
             if arm not in used_arms:
                 used_arms.append(arm)
         axis.set_xticks(sorted({100 * rate for rate in here["noise_rate"]}))
@@ -329,11 +424,20 @@ def accuracy_vs_noise(runs: pd.DataFrame, arms: list[str], style: Style, metric:
         percent_axis(axis, metric_label)
         axis.set_title(wrap(base))
     kinds = sorted(kinds_seen)
-    extra = [Line2D([], [], color="grey", linestyle=LINE_STYLES[i % len(LINE_STYLES)], label=f"{kind} noise")
-             for i, kind in enumerate(kinds)] if len(kinds) > 1 else []
-    return finish(figure, f"{sentence(metric_label)} vs label-noise rate\nmean over completed seeds, bars = 95% CI",
-                  [Line2D([], [], color=style.colour(arm), marker=style.line(arm)["marker"], label=arm)
-                   for arm in used_arms], extra)
+    extra = (
+        [
+            Line2D([], [], color="grey", linestyle=LINE_STYLES[i % len(LINE_STYLES)], label=f"{kind} noise")
+            for i, kind in enumerate(kinds)
+        ]
+        if len(kinds) > 1
+        else []
+    )
+    return finish(
+        figure,
+        f"{sentence(metric_label)} vs label-noise rate\nmean over completed seeds, bars = 95% CI",
+        [Line2D([], [], color=style.colour(arm), marker=style.line(arm)["marker"], label=arm) for arm in used_arms],
+        extra,
+    )
 
 
 LR_KEY = "cfg.optimizer.lr"
@@ -343,8 +447,11 @@ def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric
     """Only when an LR sweep is present: some optimizer has more than one lr within a setting."""
     if LR_KEY not in runs:
         return None
-    swept = [setting for setting in settings
-             if (runs[runs["setting"] == setting].groupby("optimizer")[LR_KEY].nunique() > 1).any()]
+    swept = [
+        setting
+        for setting in settings
+        if (runs[runs["setting"] == setting].groupby("optimizer")[LR_KEY].nunique() > 1).any()
+    ]
     if not swept:
         return None
     figure, axes = panel_grid(len(swept))
@@ -355,23 +462,31 @@ def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric
             cells = here[here["optimizer"] == optimizer]
             points = sorted((float(lr), describe(group[metric])) for lr, group in cells.groupby(LR_KEY))
             colour = style.colours[str(optimizer)]
-            axis.errorbar([lr for lr, _ in points], [100 * s.mean for _, s in points],
-                          yerr=clipped_error([100 * s.mean for _, s in points], [100 * s.half_width for _, s in points]),
-                          color=colour, marker="o",
-                          capsize=3, linewidth=1.6, markersize=5)
+            axis.errorbar(
+                [lr for lr, _ in points],
+                [100 * s.mean for _, s in points],
+                yerr=clipped_error([100 * s.mean for _, s in points], [100 * s.half_width for _, s in points]),
+                color=colour,
+                marker="o",
+                capsize=3,
+                linewidth=1.6,
+                markersize=5,
+            )
             if optimizer not in used:
                 used.append(optimizer)
-        axis.set_xscale("log")   # learning rates are swept over decades
+        axis.set_xscale("log")  # learning rates are swept over decades
         axis.set_xlabel("peak learning rate (log scale)")
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
     handles = [Line2D([], [], color=style.colours[str(name)], marker="o", label=str(name)) for name in used]
-    return finish(figure, f"{sentence(metric_label)} vs learning rate\n"
-                          "mean over completed seeds, bars = 95% CI", handles)
+    return finish(
+        figure, f"{sentence(metric_label)} vs learning rate\nmean over completed seeds, bars = 95% CI", handles
+    )
 
 
-def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style, metric: str,
-                          metric_label: str):
+def accuracy_vs_wall_time(
+    runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style, metric: str, metric_label: str
+):
     done = runs[(runs["status"] == "completed") & runs["wall_time_s"].notna() & runs[metric].notna()]
     settings = [setting for setting in settings if setting in set(done["setting"])]
     if not settings:
@@ -384,13 +499,23 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
         for arm in [arm for arm in arms if arm in set(here["arm"])]:
             group = here[here["arm"] == arm]
             durations, accuracy = group["wall_time_s"] / seconds_per_unit, 100 * group[metric]
-            axis.scatter(durations, accuracy, color=style.colour(arm), marker=style.line(arm)["marker"], s=20, alpha=0.5)
-            axis.scatter([durations.mean()], [accuracy.mean()], color=style.colour(arm), marker=style.line(arm)["marker"],
-                         s=80, edgecolor="black", linewidth=0.8, zorder=3)
+            axis.scatter(
+                durations, accuracy, color=style.colour(arm), marker=style.line(arm)["marker"], s=20, alpha=0.5
+            )
+            axis.scatter(
+                [durations.mean()],
+                [accuracy.mean()],
+                color=style.colour(arm),
+                marker=style.line(arm)["marker"],
+                s=80,
+                edgecolor="black",
+                linewidth=0.8,
+                zorder=3,
+            )
             if arm not in used:
                 used.append(arm)
         durations = here["wall_time_s"]
-        log_axis = durations.min() > 0 and durations.max() / durations.min() > 20   # spread over decades
+        log_axis = durations.min() > 0 and durations.max() / durations.min() > 20  # spread over decades
         if log_axis:
             axis.set_xscale("log")
         else:
@@ -399,12 +524,19 @@ def accuracy_vs_wall_time(runs: pd.DataFrame, settings: list[str], arms: list[st
         axis.set_xlabel(f"wall time per run ({unit}, log scale)" if log_axis else f"wall time per run ({unit})")
         percent_axis(axis, metric_label)
         axis.set_title(wrap(setting))
-    extra = [Line2D([], [], color="grey", marker="o", markersize=4, alpha=0.5, linestyle="none", label="one seed"),
-             Line2D([], [], color="grey", marker="o", markersize=8, markeredgecolor="black", linestyle="none",
-                    label="mean")]
-    return finish(figure, f"{sentence(metric_label)} vs wall time\ncompleted runs",
-                  [Line2D([], [], color=style.colour(arm), marker=style.line(arm)["marker"], linestyle="none",
-                          label=arm) for arm in used], extra)
+    extra = [
+        Line2D([], [], color="grey", marker="o", markersize=4, alpha=0.5, linestyle="none", label="one seed"),
+        Line2D([], [], color="grey", marker="o", markersize=8, markeredgecolor="black", linestyle="none", label="mean"),
+    ]
+    return finish(
+        figure,
+        f"{sentence(metric_label)} vs wall time\ncompleted runs",
+        [
+            Line2D([], [], color=style.colour(arm), marker=style.line(arm)["marker"], linestyle="none", label=arm)
+            for arm in used
+        ],
+        extra,
+    )
 
 
 def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style):
@@ -412,8 +544,10 @@ def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str
     tau x the best arm's cost. None when fewer than two arms share a setting."""
     from optbench.analysis.robust import costs, profile
 
-    tables = {cost: costs(runs, column, settings, arms).dropna(how="all")
-              for cost, column in (("epochs", "epochs_to_target"), ("wall-clock seconds", "seconds_to_target"))}
+    tables = {
+        cost: costs(runs, column, settings, arms).dropna(how="all")
+        for cost, column in (("epochs", "epochs_to_target"), ("wall-clock seconds", "seconds_to_target"))
+    }
     if len(arms) < 2 or not any(len(table) for table in tables.values()):
         return None
     figure, axes = panel_grid(2)
@@ -424,30 +558,47 @@ def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str
         taus = np.geomspace(1.0, max(2.0, 1.2 * largest), 200)
         curves = profile(table, taus)
         for arm, width in zip(arms, widths):
-            axis.step(taus, 100 * curves.loc[arm].to_numpy(), where="post", label=arm,
-                      **{**style.line(arm), "marker": None, "linewidth": width})
+            axis.step(
+                taus,
+                100 * curves.loc[arm].to_numpy(),
+                where="post",
+                label=arm,
+                **{**style.line(arm), "marker": None, "linewidth": width},
+            )
         axis.set_ylim(-3, 103)
-        if not np.isfinite(table.to_numpy()).any():   # a flat line at 0 would look like a result
-            axis.text(0.5, 0.5, "no run reached the target:\nlower --target-acc", transform=axis.transAxes,
-                      ha="center", va="center", fontsize=9, color="dimgrey")
+        if not np.isfinite(table.to_numpy()).any():  # a flat line at 0 would look like a result
+            axis.text(
+                0.5,
+                0.5,
+                "no run reached the target:\nlower --target-acc",
+                transform=axis.transAxes,
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="dimgrey",
+            )
         axis.set_xlabel("tau: cost relative to the best optimizer's (ratio)")
         percent_axis(axis, "settings reached within tau (%)")
         axis.set_title(f"{cost} to the target")
     handles = [Line2D([], [], label=arm, **{**style.line(arm), "marker": None, "linewidth": 2}) for arm in arms]
-    return finish(figure, "Performance profiles across settings\nhigher and further left is better; cost = median "
-                          "over seeds, a run that never reaches the target, diverges or fails costs infinity; "
-                          "lines drawn thick to thin so that equal ones stay visible", handles)
+    return finish(
+        figure,
+        "Performance profiles across settings\nhigher and further left is better; cost = median "
+        "over seeds, a run that never reaches the target, diverges or fails costs infinity; "
+        "lines drawn thick to thin so that equal ones stay visible",
+        handles,
+    )
 
 
 def profile_widths(count: int) -> list[float]:
     """Line widths, first arm widest: a later arm's curve drawn over an equal one leaves its edges showing."""
-    step = min(1.1, 4.4 / max(count - 1, 1))   # never wider than 5.7 pt, however many arms
+    step = min(1.1, 4.4 / max(count - 1, 1))  # never wider than 5.7 pt, however many arms
     return list(np.linspace(1.3 + step * max(count - 1, 0), 1.3, count)) if count else []
 
 
 # ---- tuning: every trial of the search, per optimizer and hyperparameter ------------------------------
 
-TUNING_PANEL_SIZE = (2.6, 2.0)   # inches per (hyperparameter, optimizer) panel: small, many panels side by side
+TUNING_PANEL_SIZE = (2.6, 2.0)  # inches per (hyperparameter, optimizer) panel: small, many panels side by side
 SCORE_LABELS = {"val_acc_best": "best validation accuracy (%)", "final_val_acc": "final validation accuracy (%)"}
 SEARCHED_RANGE = {"color": "grey", "linestyle": "--", "linewidth": 0.8}
 
@@ -457,12 +608,13 @@ def tuning_search(study: TuningStudy, colours: dict):
     against its value, top-k trials outlined, the winner a star at its mean over the confirm seeds (± sd).
     Trials with a run that did not complete are an x (at the bottom when they have no score).
     None when no optimizer searched anything."""
-    names = sorted((name for name, entry in study.optimizers.items() if entry["trials"] and entry["space"]),
-                   key=optimizer_rank)   # columns in the other figures' order: sgd, adam, adamw, lion, muon
+    names = sorted(
+        (name for name, entry in study.optimizers.items() if entry["trials"] and entry["space"]), key=optimizer_rank
+    )  # columns in the other figures' order: sgd, adam, adamw, lion, muon
     keys = list(dict.fromkeys(key for name in names for key in study.optimizers[name]["space"]))
     if not names:
         return None
-    size = (TUNING_PANEL_SIZE[0] * len(names) + 0.4, TUNING_PANEL_SIZE[1] * len(keys) + 1.2)   # + labels, legend
+    size = (TUNING_PANEL_SIZE[0] * len(names) + 0.4, TUNING_PANEL_SIZE[1] * len(keys) + 1.2)  # + labels, legend
     figure, axes = plt.subplots(len(keys), len(names), squeeze=False, sharey=True, layout="constrained", figsize=size)
     select_on = study.record.get("select_on")
     label = SCORE_LABELS.get(select_on, f"{select_on} (%)")
@@ -470,12 +622,15 @@ def tuning_search(study: TuningStudy, colours: dict):
     for column, name in enumerate(names):
         axes[0][column].set_title(name, color=colours.get(name, "black"))
         for row, key in enumerate(keys):
-            any_unfinished |= draw_search_panel(axes[row][column], study.optimizers[name], key,
-                                                colours.get(name, "grey"))
-    figure.supylabel(label, fontsize=plt.rcParams["axes.labelsize"])   # one label: panels are short and share y
+            any_unfinished |= draw_search_panel(
+                axes[row][column], study.optimizers[name], key, colours.get(name, "grey")
+            )
+    figure.supylabel(label, fontsize=plt.rcParams["axes.labelsize"])  # one label: panels are short and share y
     budget = study.record.get("budget") or {}
-    title = (f"Tuning search: {study.name}\n{study.record.get('method', '?')}, {budget.get('trials', '?')} trials x "
-             f"{budget.get('epochs', '?')} epochs per optimizer; selected on validation, never test")
+    title = (
+        f"Tuning search: {study.name}\n{study.record.get('method', '?')}, {budget.get('trials', '?')} trials x "
+        f"{budget.get('epochs', '?')} epochs per optimizer; selected on validation, never test"
+    )
     return finish(figure, title, tuning_legend(budget, any_unfinished))
 
 
@@ -491,15 +646,22 @@ def draw_search_panel(axis, entry: dict, key: str, colour) -> bool:
     for trial in trials:
         value, score = number(trial["values"][key]), 100 * number(trial.get("score"))
         if not math.isfinite(score):
-            points["unscored"].append((value, 0.03))   # no score to place it by: at the bottom of the panel
+            points["unscored"].append((value, 0.03))  # no score to place it by: at the bottom of the panel
             continue
         points["completed" if trial_completed(trial) else "not completed"].append((value, score))
         if trial.get("top_k"):
             points["top_k"].append((value, score))
     axis.scatter(*xy(points["completed"]), color=colour, s=16, alpha=0.75, zorder=3)
     axis.scatter(*xy(points["not completed"]), color=colour, marker="x", s=24, zorder=3)
-    axis.scatter(*xy(points["unscored"]), transform=axis.get_xaxis_transform(), color=colour, marker="x", s=24,
-                 clip_on=False, zorder=3)
+    axis.scatter(
+        *xy(points["unscored"]),
+        transform=axis.get_xaxis_transform(),
+        color=colour,
+        marker="x",
+        s=24,
+        clip_on=False,
+        zorder=3,
+    )
     axis.scatter(*xy(points["top_k"]), facecolor="none", edgecolor="black", s=70, linewidth=0.9, zorder=4)
     draw_winner(axis, entry.get("winner") or {}, key, colour)
     for end in search_ends(bounds):
@@ -522,12 +684,23 @@ def trial_completed(trial: dict) -> bool:
 
 
 def draw_winner(axis, winner: dict, key: str, colour) -> None:
-    value, mean, sd = (number(item) for item in ((winner.get("values") or {}).get(key), winner.get("mean"),
-                                                   winner.get("sd")))
+    value, mean, sd = (
+        number(item) for item in ((winner.get("values") or {}).get(key), winner.get("mean"), winner.get("sd"))
+    )
     if math.isfinite(value) and math.isfinite(mean):
-        spread = clipped_error([100 * mean], [100 * sd]) if math.isfinite(sd) else None   # within 0-100 %
-        axis.errorbar([value], [100 * mean], yerr=spread, color=colour,
-                      marker="*", markersize=13, markeredgecolor="black", markeredgewidth=0.7, capsize=3, zorder=5)
+        spread = clipped_error([100 * mean], [100 * sd]) if math.isfinite(sd) else None  # within 0-100 %
+        axis.errorbar(
+            [value],
+            [100 * mean],
+            yerr=spread,
+            color=colour,
+            marker="*",
+            markersize=13,
+            markeredgecolor="black",
+            markeredgewidth=0.7,
+            capsize=3,
+            zorder=5,
+        )
 
 
 def search_ends(bounds: dict) -> list[float]:
@@ -541,28 +714,59 @@ def tuning_legend(budget: dict, any_unfinished: bool) -> list:
     def seeds(key: str) -> str:
         listed = budget.get(key) or []
         return ("seed " if len(listed) == 1 else "seeds ") + (", ".join(str(seed) for seed in listed) or "?")
-    handles = [Line2D([], [], color="grey", marker="o", linestyle="none", markersize=4,
-                      label=f"trial (score on {seeds('trial_seeds')})"),
-               Line2D([], [], color="black", marker="o", markerfacecolor="none", linestyle="none", markersize=8,
-                      label=f"top {budget.get('top_k', 'k')}: rerun on {seeds('confirm_seeds')}"),
-               Line2D([], [], color="grey", marker="*", markeredgecolor="black", markersize=11, linestyle="-",
-                      label="winner: mean ± sd over its seeds"),
-               Line2D([], [], **SEARCHED_RANGE, label="searched range")]
+
+    handles = [
+        Line2D(
+            [],
+            [],
+            color="grey",
+            marker="o",
+            linestyle="none",
+            markersize=4,
+            label=f"trial (score on {seeds('trial_seeds')})",
+        ),
+        Line2D(
+            [],
+            [],
+            color="black",
+            marker="o",
+            markerfacecolor="none",
+            linestyle="none",
+            markersize=8,
+            label=f"top {budget.get('top_k', 'k')}: rerun on {seeds('confirm_seeds')}",
+        ),
+        Line2D(
+            [],
+            [],
+            color="grey",
+            marker="*",
+            markeredgecolor="black",
+            markersize=11,
+            linestyle="-",
+            label="winner: mean ± sd over its seeds",
+        ),
+        Line2D([], [], **SEARCHED_RANGE, label="searched range"),
+    ]
     if any_unfinished:
-        handles.append(Line2D([], [], color="grey", marker="x", linestyle="none",
-                              label="run diverged/failed (no score: at bottom)"))
+        handles.append(
+            Line2D(
+                [], [], color="grey", marker="x", linestyle="none", label="run diverged/failed (no score: at bottom)"
+            )
+        )
     return handles
 
 
 # ---- human label noise -----------------------------------------------------------------------------
 
-ANNOTATED_CELLS_UP_TO = 10   # classes whose cells get their percentage written in; more would not be legible
+ANNOTATED_CELLS_UP_TO = 10  # classes whose cells get their percentage written in; more would not be legible
 
 
 def transition_heatmap(runs: pd.DataFrame, setting: str):
     """Who was taken for whom under a human label set: P(given label | true class) on the training split, from
     the transition matrix a run recorded (every run of a setting shares it: same label set, same split)."""
-    recorded = runs[(runs["setting"] == setting) & runs["transition_matrix"].map(lambda matrix: isinstance(matrix, list))]
+    recorded = runs[
+        (runs["setting"] == setting) & runs["transition_matrix"].map(lambda matrix: isinstance(matrix, list))
+    ]
     if not len(recorded):
         return None
     first = recorded.iloc[0]
@@ -576,8 +780,15 @@ def transition_heatmap(runs: pd.DataFrame, setting: str):
     figure.colorbar(image, ax=axis, label="% of the true class's training images")
     if size <= ANNOTATED_CELLS_UP_TO:
         for row, column in np.ndindex(size, size):
-            axis.text(column, row, f"{percent[row, column]:.0f}", ha="center", va="center", fontsize=7,
-                      color="black" if percent[row, column] > 50 else "white")
+            axis.text(
+                column,
+                row,
+                f"{percent[row, column]:.0f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if percent[row, column] > 50 else "white",
+            )
     if names and size <= 20:
         axis.set_xticks(range(size), names, rotation=60, ha="right")
         axis.set_yticks(range(size), names)
@@ -585,8 +796,12 @@ def transition_heatmap(runs: pd.DataFrame, setting: str):
     axis.set_xlabel("given (human) label")
     axis.set_ylabel("true class")
     wrong = 100 * (counts.sum() - np.trace(counts)) / max(counts.sum(), 1)
-    return finish(figure, f"Human label noise: {setting}\nrow = true class, column = the label training sees, "
-                          f"% of the row; {wrong:.2f} % wrong on the training split", [])
+    return finish(
+        figure,
+        f"Human label noise: {setting}\nrow = true class, column = the label training sees, "
+        f"% of the row; {wrong:.2f} % wrong on the training split",
+        [],
+    )
 
 
 def close(figure) -> None:
@@ -594,6 +809,7 @@ def close(figure) -> None:
 
 
 # ---------------------------------------------------------------- fidelity ladders (fidelity.py)
+
 
 def rung_positions(per_rung: pd.DataFrame) -> tuple[list[str], list[float], bool]:
     """Rungs in budget order, their x positions (the budget, or 1, 2, 3 when a budget is unknown), and whether
@@ -632,8 +848,12 @@ def fidelity_ranks(per_rung: pd.DataFrame, arms: list[str], style: Style, settin
     axis.set_yticks(range(1, top_rank + 1))
     axis.set_ylabel("rank of the mean (1 = best)")
     rung_axis(axis, labels, positions, log)
-    return finish(figure, f"Rank against budget: {setting}\nEach line one optimizer; a crossing is a reordering "
-                          "(the flips table says whether it is significant)", handles)
+    return finish(
+        figure,
+        f"Rank against budget: {setting}\nEach line one optimizer; a crossing is a reordering "
+        "(the flips table says whether it is significant)",
+        handles,
+    )
 
 
 def fidelity_metric(per_rung: pd.DataFrame, arms: list[str], style: Style, setting: str, metric_label: str):
@@ -650,10 +870,15 @@ def fidelity_metric(per_rung: pd.DataFrame, arms: list[str], style: Style, setti
             continue
         x = [where[rung] for rung in rows["rung"]]
         axis.plot(x, rows["mean"] * 100, linewidth=1.6, markersize=5, **style.line(arm))
-        axis.fill_between(x, rows["ci_low"] * 100, rows["ci_high"] * 100, color=style.colour(arm), alpha=0.15,
-                          linewidth=0)
+        axis.fill_between(
+            x, rows["ci_low"] * 100, rows["ci_high"] * 100, color=style.colour(arm), alpha=0.15, linewidth=0
+        )
         handles.append(Line2D([], [], label=arm, **style.line(arm)))
     percent_axis(axis, metric_label)
     rung_axis(axis, labels, positions, log)
-    return finish(figure, f"{sentence(metric_label)} against budget: {setting}\nLines: mean over seeds; bands: 95 % "
-                          "t interval of the mean (none where a rung has one seed)", handles)
+    return finish(
+        figure,
+        f"{sentence(metric_label)} against budget: {setting}\nLines: mean over seeds; bands: 95 % "
+        "t interval of the mean (none where a rung has one seed)",
+        handles,
+    )

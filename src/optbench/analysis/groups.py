@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from optbench.analysis.load import IDENTITY_SOURCES, is_clean
-from optbench.registry.choices import OPTIMIZERS
 from optbench.identity import is_numbers_free
+from optbench.registry.choices import OPTIMIZERS
 
 CONFIG_PREFIX = "cfg."
 # The replicate axes: runs that differ only in these are repeats of one experiment, to be averaged.
@@ -35,13 +35,13 @@ ARM_IDENTITY = ["optimizer"]
 # (cifar10 vs cifar100 class counts) without splitting anything; they become keys only when they
 # differ within one dataset. Fields outside these sections become keys when they differ at all.
 OWNERS = {"dataset.": ["dataset"], "noise.": ["noise", "noise_rate"], "optimizer.": ["optimizer"]}
-KNOWN_OPTIMIZERS = OPTIMIZERS   # the registry's optimizers, in its reading order (the five first)
+KNOWN_OPTIMIZERS = OPTIMIZERS  # the registry's optimizers, in its reading order (the five first)
 
 
 @dataclass(frozen=True)
 class Grouping:
-    setting_keys: list[str]   # columns of the run table that define a comparable setting
-    arm_keys: list[str]       # columns that tell the compared arms apart within a setting
+    setting_keys: list[str]  # columns of the run table that define a comparable setting
+    arm_keys: list[str]  # columns that tell the compared arms apart within a setting
 
     @property
     def group_keys(self) -> list[str]:
@@ -98,9 +98,9 @@ def noise_label(noise: str, rate: float, label_set=None) -> str:
 
 def format_value(value) -> str:
     if value is None:
-        return "unset"   # the key is absent from this run's config (an older config, or another optimizer's key)
-    if isinstance(value, float):   # numpy's too: its repr would say np.float64(0.4)
-        return repr(float(value))   # shortest exact form: 0.001, 3e-05; two different rates never share a label
+        return "unset"  # the key is absent from this run's config (an older config, or another optimizer's key)
+    if isinstance(value, float):  # numpy's too: its repr would say np.float64(0.4)
+        return repr(float(value))  # shortest exact form: 0.001, 3e-05; two different rates never share a label
     return str(value)
 
 
@@ -110,15 +110,21 @@ def is_set(value) -> bool:
 
 def setting_label(row, grouping: Grouping) -> str:
     """'cifar10, symmetric 20%, epochs=100': dataset, noise, then any other varying setting that is set."""
-    extra = [f"{short_key(key)}={format_value(row[key])}" for key in grouping.setting_keys
-             if key not in SETTING_IDENTITY and is_set(row[key])]
+    extra = [
+        f"{short_key(key)}={format_value(row[key])}"
+        for key in grouping.setting_keys
+        if key not in SETTING_IDENTITY and is_set(row[key])
+    ]
     return ", ".join([str(row["dataset"]), noise_label(row["noise"], row["noise_rate"], row.get("label_set")), *extra])
 
 
 def arm_label(row, grouping: Grouping) -> str:
     """'adam' or 'adam lr=0.003': the optimizer, then any optimizer field that varies within it and is set."""
-    extra = [f"{short_key(key).removeprefix('optimizer.')}={format_value(row[key])}"
-             for key in grouping.arm_keys if key not in ARM_IDENTITY and is_set(row[key])]
+    extra = [
+        f"{short_key(key).removeprefix('optimizer.')}={format_value(row[key])}"
+        for key in grouping.arm_keys
+        if key not in ARM_IDENTITY and is_set(row[key])
+    ]
     return " ".join([str(row["optimizer"]), ", ".join(extra)]).strip()
 
 
@@ -129,17 +135,19 @@ def distinct_labels(runs: pd.DataFrame, keys: list[str], labels: list[str]) -> l
     tuples = [tuple(repr(row[key]) for key in keys) for _, row in runs[keys].iterrows()]
     meanings = pd.Series(tuples, dtype=object).groupby(pd.Series(labels)).nunique()
     shared = set(meanings[meanings > 1].index)
-    return [f"{label} [{hashlib.sha1(repr(values).encode()).hexdigest()[:6]}]" if label in shared else label
-            for label, values in zip(labels, tuples)]
+    return [
+        f"{label} [{hashlib.sha1(repr(values).encode()).hexdigest()[:6]}]" if label in shared else label
+        for label, values in zip(labels, tuples)
+    ]
 
 
 def label_runs(runs: pd.DataFrame, grouping: Grouping) -> pd.DataFrame:
     """Add `setting` and `arm` text columns, the names tables, figures and verdicts use."""
     labelled = runs.copy()
-    labelled["setting"] = distinct_labels(runs, grouping.setting_keys,
-                                          [setting_label(row, grouping) for _, row in runs.iterrows()])
-    labelled["arm"] = distinct_labels(runs, grouping.arm_keys,
-                                      [arm_label(row, grouping) for _, row in runs.iterrows()])
+    labelled["setting"] = distinct_labels(
+        runs, grouping.setting_keys, [setting_label(row, grouping) for _, row in runs.iterrows()]
+    )
+    labelled["arm"] = distinct_labels(runs, grouping.arm_keys, [arm_label(row, grouping) for _, row in runs.iterrows()])
     return labelled
 
 
@@ -151,6 +159,7 @@ def optimizer_rank(name) -> tuple:
 
 def ordered_settings(runs: pd.DataFrame, grouping: Grouping) -> list[str]:
     """Setting labels sorted by dataset, then noise rate (clean first), noise kind, then the other setting keys."""
+
     def sort_key(row) -> tuple:
         others = tuple(repr(row[key]) for key in grouping.setting_keys if key not in SETTING_IDENTITY)
         return str(row["dataset"]), float(row["noise_rate"]), str(row["noise"]), others
@@ -168,6 +177,7 @@ def value_sort_key(value) -> tuple:
 
 def ordered_arms(runs: pd.DataFrame, grouping: Grouping) -> list[str]:
     """Arm labels: sgd, adam, adamw, lion, muon, then other optimizers; variants of one optimizer by value."""
+
     def sort_key(row) -> tuple:
         return optimizer_rank(row["optimizer"]), tuple(value_sort_key(row[key]) for key in grouping.arm_keys[1:])
 

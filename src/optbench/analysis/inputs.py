@@ -13,8 +13,10 @@ from optbench.rundir import is_run_dir
 def check_inputs(results_dir: Path, out_dir: Path | None, target_acc: float, alpha: float) -> tuple[Path, Path]:
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
-        raise ConfigError(f"results folder {results_dir} does not exist: give the folder runs were written to "
-                          f"(paths.results_dir, default results/)")
+        raise ConfigError(
+            f"results folder {results_dir} does not exist: give the folder runs were written to "
+            f"(paths.results_dir, default results/)"
+        )
     if not 0 < target_acc <= 1:
         raise ConfigError(f"--target-acc {target_acc}: give a validation accuracy as a fraction in (0, 1], e.g. 0.9")
     if not 0 < alpha < 1:
@@ -25,9 +27,13 @@ def check_inputs(results_dir: Path, out_dir: Path | None, target_acc: float, alp
         raise ConfigError(f"--out {out_dir} is a file: give a folder for the aggregator's output")
     inside = next((folder for folder in [out_dir.resolve(), *out_dir.resolve().parents] if is_run_dir(folder)), None)
     if inside is not None and default_out:
-        raise ConfigError(f"{results_dir} is a run directory, and the default output folder would be inside it: "
-                          f"give the folder above it, or --out DIR outside any run")
+        raise ConfigError(
+            f"{results_dir} is a run directory, and the default output folder would be inside it: "
+            f"give the folder above it, or --out DIR outside any run"
+        )
     if inside is not None:
-        raise ConfigError(f"--out {out_dir} is a run directory or inside one ({inside}): give a separate folder, "
-                          f"e.g. {results_dir}/aggregate")
+        raise ConfigError(
+            f"--out {out_dir} is a run directory or inside one ({inside}): give a separate folder, "
+            f"e.g. {results_dir}/aggregate"
+        )
     return results_dir, out_dir

@@ -23,41 +23,62 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from optbench import rundir
-from optbench.formats import run_summary
 from optbench.errors import DamagedRunFile
+from optbench.formats import metrics_log, run_record, run_summary
 from optbench.identity import flatten
 from optbench.rundir import HYDRA_DIR, METRICS_FILE, RECORD_FILE, SUMMARY_FILE
-from optbench.formats import metrics_log
-from optbench.formats import run_record
 
 HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
 
 # Statuses a run can have; only "completed" runs enter means and statistics.
-UNFINISHED = "unfinished"   # no summary.json: never started, or killed before epoch 0
-UNREADABLE = "unreadable"   # summary.json or record.json exists but cannot be read (copied mid-write, edited by hand)
+UNFINISHED = "unfinished"  # no summary.json: never started, or killed before epoch 0
+UNREADABLE = "unreadable"  # summary.json or record.json exists but cannot be read (copied mid-write, edited by hand)
 STATUSES = (*run_summary.STATUSES, UNFINISHED)
 # A run without summary.json (never started, or killed before epoch 0) reads as this empty summary.
 EMPTY_SUMMARY = run_summary.Summary(
-    version=run_summary.FORMAT, status=UNFINISHED, run_id=None, epochs_done=0, epochs_planned=None, seed=None,
-    optimizer=None, device=None, error=None, best=None, final=None, best_clean_val=None, wall_time_s=None,
-    train_time_s=None, train_images_per_s=None, dataset={}, noise={}, model={}, git={}, device_policy={},
-    diverged_at=None, content={})
-PRECISION_KEY = "cfg.device_policy.amp"   # the configured value, replaced by the one the run trained in   # the ones counted in their own table column; unreadable is "other"
+    version=run_summary.FORMAT,
+    status=UNFINISHED,
+    run_id=None,
+    epochs_done=0,
+    epochs_planned=None,
+    seed=None,
+    optimizer=None,
+    device=None,
+    error=None,
+    best=None,
+    final=None,
+    best_clean_val=None,
+    wall_time_s=None,
+    train_time_s=None,
+    train_images_per_s=None,
+    dataset={},
+    noise={},
+    model={},
+    git={},
+    device_policy={},
+    diverged_at=None,
+    content={},
+)
+PRECISION_KEY = "cfg.device_policy.amp"  # the configured value, replaced by the one the run trained in   # the ones counted in their own table column; unreadable is "other"
 
 # The identity columns every run has, and the config keys they come from.
-HUMAN = "human"            # noise kind whose setting is a label set, identified by its realised rate
-HUMAN_RATE_DIGITS = 4      # realised rates rounded to 0.01 %: the seeds of one label set and split share it
-IDENTITY_SOURCES = {"dataset": "dataset.name", "noise": "noise.name", "noise_rate": "noise.rate",
-                    "optimizer": "optimizer.name"}
+HUMAN = "human"  # noise kind whose setting is a label set, identified by its realised rate
+HUMAN_RATE_DIGITS = 4  # realised rates rounded to 0.01 %: the seeds of one label set and split share it
+IDENTITY_SOURCES = {
+    "dataset": "dataset.name",
+    "noise": "noise.name",
+    "noise_rate": "noise.rate",
+    "optimizer": "optimizer.name",
+}
 
 
 @dataclass
 class LoadedRuns:
-    runs: pd.DataFrame                  # one row per run: identity, status, headline metrics, flattened config
-    curves: pd.DataFrame                # one row per (run, epoch): run_id plus every metrics.jsonl key
-    config_keys: list[str]              # flattened config columns present in `runs`
+    runs: pd.DataFrame  # one row per run: identity, status, headline metrics, flattened config
+    curves: pd.DataFrame  # one row per (run, epoch): run_id plus every metrics.jsonl key
+    config_keys: list[str]  # flattened config columns present in `runs`
     warnings: list[str] = field(default_factory=list)
-    set_aside: list[str] = field(default_factory=list)   # run ids left out as tuning trials
+    set_aside: list[str] = field(default_factory=list)  # run ids left out as tuning trials
 
 
 def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
@@ -68,15 +89,19 @@ def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
         here = Path(folder)
         if rundir.is_run_dir(here):
             found.append(here)
-            subfolders.clear()   # a run directory holds no other runs (tensorboard/ and .hydra/ are its own)
+            subfolders.clear()  # a run directory holds no other runs (tensorboard/ and .hydra/ are its own)
             continue
-        subfolders[:] = sorted(name for name in subfolders
-                               if not name.startswith(".") and (skip is None or (here / name).resolve() != skip))
+        subfolders[:] = sorted(
+            name
+            for name in subfolders
+            if not name.startswith(".") and (skip is None or (here / name).resolve() != skip)
+        )
     return sorted(found)
 
 
-def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None,
-              set_aside: frozenset[Path] = frozenset()) -> LoadedRuns:
+def load_runs(
+    results_dir: Path, target_acc: float, skip: Path | None = None, set_aside: frozenset[Path] = frozenset()
+) -> LoadedRuns:
     """Every run below `results_dir` except those whose resolved path is in `set_aside` (tuning trials),
     which are only counted."""
     rows, curve_frames, warnings, set_aside_ids = [], [], [], []
@@ -94,8 +119,10 @@ def load_runs(results_dir: Path, target_acc: float, skip: Path | None = None,
     config_keys = sorted({key for row in rows for key in row if key.startswith("cfg.")})
     for key in config_keys:  # keep config values as written (4 stays 4, a missing key stays None, not NaN)
         runs[key] = pd.Series([row.get(key) for row in rows], index=runs.index, dtype=object)
-    curves = pd.concat([frame for frame in curve_frames if len(frame)] or [pd.DataFrame({"run_id": [], "epoch": []})],
-                       ignore_index=True)
+    curves = pd.concat(
+        [frame for frame in curve_frames if len(frame)] or [pd.DataFrame({"run_id": [], "epoch": []})],
+        ignore_index=True,
+    )
     return LoadedRuns(runs=runs, curves=curves, config_keys=config_keys, warnings=warnings, set_aside=set_aside_ids)
 
 
@@ -112,11 +139,16 @@ def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.Da
     warnings.extend(consistency_warnings(run_dir, status, summary, records))
     curve = pd.DataFrame(records)
     curve.insert(0, "run_id", run_id)
-    row = {"run_id": run_id, "status": status, **identity(config, summary),
-           **human_noise_facts(summary),
-           "seed": config.get("seed", summary.seed),
-           **headline_metrics(summary, curve, target_acc), "notes": "; ".join(warnings)}
-    if row["epochs_planned"] is None:   # no summary: the config says what was planned
+    row = {
+        "run_id": run_id,
+        "status": status,
+        **identity(config, summary),
+        **human_noise_facts(summary),
+        "seed": config.get("seed", summary.seed),
+        **headline_metrics(summary, curve, target_acc),
+        "notes": "; ".join(warnings),
+    }
+    if row["epochs_planned"] is None:  # no summary: the config says what was planned
         row["epochs_planned"] = config.get("epochs")
     row.update({f"cfg.{key}": value for key, value in config.items()})
     row.update(precision_used(summary))
@@ -149,12 +181,16 @@ def consistency_warnings(run_dir: Path, status: str, summary: run_summary.Summar
     warnings = []
     selected_by = (summary.best or {}).get("selected_by")
     if selected_by not in (None, "val/acc"):
-        warnings.append(f"no validation split: 'best' is chosen by {selected_by}, so test acc at best val is not "
-                        f"validation-selected")
+        warnings.append(
+            f"no validation split: 'best' is chosen by {selected_by}, so test acc at best val is not "
+            f"validation-selected"
+        )
     if status == "running":
         written = datetime.datetime.fromtimestamp((run_dir / SUMMARY_FILE).stat().st_mtime, datetime.timezone.utc)
-        warnings.append(f"status 'running': still training, or killed before it could record an end "
-                        f"(summary.json last written {written:%Y-%m-%d %H:%M} UTC)")
+        warnings.append(
+            f"status 'running': still training, or killed before it could record an end "
+            f"(summary.json last written {written:%Y-%m-%d %H:%M} UTC)"
+        )
     epochs_done = summary.epochs_done
     if epochs_done and not records:
         warnings.append("metrics.jsonl missing or empty: no curves, no epochs-to-target")
@@ -176,8 +212,10 @@ def read_config(run_dir: Path, warnings: list[str]) -> tuple[dict | None, bool]:
         return flatten(record.config), False
     config = read_hydra_config(run_dir / HYDRA_CONFIG, warnings)
     if config is not None:
-        warnings.append(f"no {RECORD_FILE} (an older run): config read from {HYDRA_CONFIG}, which may not be "
-                        f"the config the run trained with")
+        warnings.append(
+            f"no {RECORD_FILE} (an older run): config read from {HYDRA_CONFIG}, which may not be "
+            f"the config the run trained with"
+        )
     return config, False
 
 
@@ -200,10 +238,20 @@ def read_hydra_config(path: Path, warnings: list[str]) -> dict | None:
 def config_from_summary(summary: run_summary.Summary) -> dict:
     """The settings summary.json itself records, for a run whose .hydra/ folder is missing."""
     dataset, noise, model = summary.dataset, summary.noise, summary.model
-    return {key: value for key, value in {
-        "dataset.name": dataset.get("name"), "noise.name": noise.get("kind"), "noise.rate": noise.get("rate"),
-        "optimizer.name": summary.optimizer, "seed": summary.seed, "epochs": summary.epochs_planned,
-        "model.name": model.get("name"), "model.width": model.get("width")}.items() if value is not None}
+    return {
+        key: value
+        for key, value in {
+            "dataset.name": dataset.get("name"),
+            "noise.name": noise.get("kind"),
+            "noise.rate": noise.get("rate"),
+            "optimizer.name": summary.optimizer,
+            "seed": summary.seed,
+            "epochs": summary.epochs_planned,
+            "model.name": model.get("name"),
+            "model.width": model.get("width"),
+        }.items()
+        if value is not None
+    }
 
 
 def read_summary(run_dir: Path, warnings: list[str]) -> tuple[run_summary.Summary | None, bool]:
@@ -219,7 +267,7 @@ def read_epochs(run_dir: Path, warnings: list[str]) -> tuple[list[dict], bool]:
     """(one dict per epoch, whether metrics.jsonl holds a line that is JSON but not an epoch record). A line
     that is not JSON (a torn last line after a crash) is skipped with a warning."""
     try:
-        records, bad = metrics_log.read(run_dir)   # accepts the NaN tokens older runs wrote
+        records, bad = metrics_log.read(run_dir)  # accepts the NaN tokens older runs wrote
     except DamagedRunFile as error:
         warnings.append(f"{error}; run counted as '{UNREADABLE}'")
         return [], True
@@ -231,13 +279,17 @@ def read_epochs(run_dir: Path, warnings: list[str]) -> tuple[list[dict], bool]:
 def identity(config: dict, summary: run_summary.Summary) -> dict:
     """dataset, noise, noise_rate, optimizer: from the config, else from summary.json."""
     noise = summary.noise
-    fallback = {"dataset": summary.dataset.get("name"), "noise": noise.get("kind"),
-                "noise_rate": noise.get("rate"), "optimizer": summary.optimizer}
+    fallback = {
+        "dataset": summary.dataset.get("name"),
+        "noise": noise.get("kind"),
+        "noise_rate": noise.get("rate"),
+        "optimizer": summary.optimizer,
+    }
     values = {column: config.get(source, fallback[column]) for column, source in IDENTITY_SOURCES.items()}
     values["noise_rate"] = float(values["noise_rate"]) if values["noise_rate"] is not None else 0.0
     if values["noise"] is None:
         values["noise"] = "none"
-    if values["noise"] == HUMAN:   # the label set fixes the rate: its realised rate on the training split
+    if values["noise"] == HUMAN:  # the label set fixes the rate: its realised rate on the training split
         values["noise_rate"] = round(number(noise.get("realised_rate")), HUMAN_RATE_DIGITS)
     return values
 
@@ -248,20 +300,23 @@ def human_noise_facts(summary: run_summary.Summary) -> dict:
     noise = summary.noise
     if noise.get("kind") != HUMAN:
         return {}
-    return {"label_set": noise.get("label_set"), "transition_matrix": noise.get("transition_matrix"),
-            "annotated_dataset": noise.get("annotated_dataset")}
+    return {
+        "label_set": noise.get("label_set"),
+        "transition_matrix": noise.get("transition_matrix"),
+        "annotated_dataset": noise.get("annotated_dataset"),
+    }
 
 
 def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_acc: float) -> dict:
     best, final = summary.best or {}, summary.final or {}
-    oracle = summary.best_clean_val or {}   # under label noise only: the epoch chosen on clean labels
+    oracle = summary.best_clean_val or {}  # under label noise only: the epoch chosen on clean labels
     noise, model = summary.noise, summary.model
     return {
         "epochs_done": summary.epochs_done if summary is not EMPTY_SUMMARY else len(curve),
         "epochs_planned": summary.epochs_planned,
         "best_epoch": best.get("epoch"),
         "val_acc_best": number(best.get("val/acc")),
-        "test_acc_at_best_val": number(best.get("test/acc")),   # the headline: selected as a practitioner can
+        "test_acc_at_best_val": number(best.get("test/acc")),  # the headline: selected as a practitioner can
         "test_acc_at_best_clean_val": number(oracle.get("test/acc")),
         "final_val_acc": number(final.get("val/acc")),
         "final_test_acc": number(final.get("test/acc")),
@@ -276,7 +331,7 @@ def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_a
         "train_images_per_s": number(summary.train_images_per_s),
         "realised_noise_rate": number(noise.get("realised_rate")),
         "num_parameters": model.get("num_parameters"),
-        "num_classes": number(summary.dataset.get("num_classes")),   # chance = 1 / num_classes
+        "num_classes": number(summary.dataset.get("num_classes")),  # chance = 1 / num_classes
         "device": summary.device,
         "git_commit": summary.git.get("commit"),
         "error": summary.error or diverged_text(summary.diverged_at),
@@ -345,7 +400,7 @@ def seconds_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
         return math.nan
     before, at, fraction = found
     times = curve[["epoch", "time_s"]].astype(float)
-    if at == before:   # reached at the first evaluation: the time through it
+    if at == before:  # reached at the first evaluation: the time through it
         return float(times.loc[times["epoch"] <= at, "time_s"].sum())
     done = times.loc[times["epoch"] <= before, "time_s"].sum()
     crossing_epochs = times.loc[(times["epoch"] > before) & (times["epoch"] <= at), "time_s"].sum()

@@ -31,8 +31,11 @@ def is_unset(value) -> bool:
 
 def setting_columns(runs: pd.DataFrame) -> list[str]:
     """The config columns that describe a setting: those that change the numbers and are not the optimizer's."""
-    return sorted(column for column in runs.columns if column.startswith("cfg.") and not is_excluded(column)
-                  and owner_of(column) != ARM_IDENTITY)
+    return sorted(
+        column
+        for column in runs.columns
+        if column.startswith("cfg.") and not is_excluded(column) and owner_of(column) != ARM_IDENTITY
+    )
 
 
 def values_of(series: pd.Series) -> list:
@@ -61,7 +64,7 @@ def setting_hash(full: dict) -> str:
 
 def shortened(stem: str, digest: str) -> str:
     """The stem's beginning and the hash, within STEM_LIMIT characters."""
-    head = stem[:STEM_LIMIT - HASH_LENGTH - 1].rstrip("-.")
+    head = stem[: STEM_LIMIT - HASH_LENGTH - 1].rstrip("-.")
     return f"{head}-{digest}" if head else digest
 
 
@@ -70,8 +73,10 @@ def file_stems(runs: pd.DataFrame, settings: list[str]) -> dict[str, str]:
     digests = {setting: setting_hash(full_setting(runs, setting)) for setting in settings}
     plain = {setting: slug(setting) for setting in settings}
     shared = {stem for stem in plain.values() if list(plain.values()).count(stem) > 1}
-    return {setting: shortened(stem, digests[setting]) if len(stem) > STEM_LIMIT or stem in shared else stem
-            for setting, stem in plain.items()}
+    return {
+        setting: shortened(stem, digests[setting]) if len(stem) > STEM_LIMIT or stem in shared else stem
+        for setting, stem in plain.items()
+    }
 
 
 def short_name(text: str) -> str:
@@ -85,8 +90,9 @@ def settings_index(runs: pd.DataFrame, settings: list[str], stems: dict[str, str
     rows = []
     for setting in settings:
         full = {key: " | ".join(map(format_value, values)) for key, values in full_setting(runs, setting).items()}
-        rows.append({"name": stems[setting], "setting": setting, "runs": int((runs["setting"] == setting).sum()),
-                     **full})
+        rows.append(
+            {"name": stems[setting], "setting": setting, "runs": int((runs["setting"] == setting).sum()), **full}
+        )
     return pd.DataFrame(rows)
 
 

@@ -17,7 +17,7 @@ MANIFEST = ".aggregate-manifest"
 class OutputDir:
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.written: list[str] = []   # paths relative to root, in writing order
+        self.written: list[str] = []  # paths relative to root, in writing order
 
     def path(self, relative: str) -> Path:
         return self.root / relative
@@ -39,7 +39,9 @@ class OutputDir:
         paths = []
         for extension in ("png", "pdf"):
             buffer = io.BytesIO()
-            figure.savefig(buffer, format=extension, dpi=150)  # constrained layout already fits; "tight" would draw twice
+            figure.savefig(
+                buffer, format=extension, dpi=150
+            )  # constrained layout already fits; "tight" would draw twice
             # The first save fixed the layout; laying out again for the PDF costs time and changes nothing.
             figure.set_layout_engine("none")
             relative = f"{stem}.{extension}"

@@ -37,11 +37,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from optbench.formats import decision_record
-from optbench.analysis import fidelity
+from optbench.analysis import fidelity, robust
 from optbench.analysis import figures as figure_makers
-from optbench.analysis import robust
-from optbench.analysis.variance import variance_display, variance_table
 from optbench.analysis.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
 from optbench.analysis.hypotheses import Context, hypothesis_files, load_hypotheses
 from optbench.analysis.inputs import check_inputs
@@ -50,21 +47,62 @@ from optbench.analysis.names import constant_keys, file_stems, settings_index, s
 from optbench.analysis.output import OutputDir
 from optbench.analysis.report import FidelityParts, ReportParts, TuningParts, render_report, verdict_rows
 from optbench.analysis.stats import ALPHA, pairwise
-from optbench.analysis.tables import (PRIMARY_METRIC, completed, display_table, pairwise_display, problem_display,
-                                       problem_runs, results_table, to_latex, to_markdown)
+from optbench.analysis.tables import (
+    PRIMARY_METRIC,
+    completed,
+    display_table,
+    pairwise_display,
+    problem_display,
+    problem_runs,
+    results_table,
+    to_latex,
+    to_markdown,
+)
 from optbench.analysis.tuning_report import TuningRecords, read_tuning, tuning_display, tuning_table
+from optbench.analysis.variance import variance_display, variance_table
 from optbench.analysis.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.errors import ConfigError
+from optbench.formats import decision_record
 from optbench.specs.study_spec import Study
 
 log = logging.getLogger(__name__)
 PRIMARY_LABEL = "test accuracy at best validation (%)"
 # Columns summary.csv leads with; the flattened config (cfg.*) follows.
-RUN_COLUMNS = ["run_id", "status", "setting", "arm", "dataset", "noise", "noise_rate", "label_set", "optimizer", "seed",
-               "epochs_done", "epochs_planned", "best_epoch", "val_acc_best", "test_acc_at_best_val", "test_acc_at_best_clean_val", "final_val_acc",
-               "final_test_acc", "best_test_acc", "final_train_loss", "final_train_acc", "epochs_to_target", "seconds_to_target",
-               "wall_time_s", "train_time_s", "train_images_per_s", "realised_noise_rate", "num_parameters", "num_classes", "device",
-               "git_commit", "error", "notes"]
+RUN_COLUMNS = [
+    "run_id",
+    "status",
+    "setting",
+    "arm",
+    "dataset",
+    "noise",
+    "noise_rate",
+    "label_set",
+    "optimizer",
+    "seed",
+    "epochs_done",
+    "epochs_planned",
+    "best_epoch",
+    "val_acc_best",
+    "test_acc_at_best_val",
+    "test_acc_at_best_clean_val",
+    "final_val_acc",
+    "final_test_acc",
+    "best_test_acc",
+    "final_train_loss",
+    "final_train_acc",
+    "epochs_to_target",
+    "seconds_to_target",
+    "wall_time_s",
+    "train_time_s",
+    "train_images_per_s",
+    "realised_noise_rate",
+    "num_parameters",
+    "num_classes",
+    "device",
+    "git_commit",
+    "error",
+    "notes",
+]
 
 
 @dataclass
@@ -79,36 +117,55 @@ class Outcome:
 @dataclass
 class Analysis:
     """The loaded runs, labelled and ordered: what tables, figures and verdicts are computed from."""
-    runs: pd.DataFrame          # one row per run, with `setting` and `arm` labels
-    curves: pd.DataFrame        # one row per (run, epoch)
+
+    runs: pd.DataFrame  # one row per run, with `setting` and `arm` labels
+    curves: pd.DataFrame  # one row per (run, epoch)
     grouping: Grouping
     settings: list[str]
     arms: list[str]
     warnings: list[str]
-    set_aside: list[str]        # run ids of tuning trials, not in `runs`
-    stems: dict[str, str]       # setting label -> the short name in its file names (names.file_stems)
+    set_aside: list[str]  # run ids of tuning trials, not in `runs`
+    stems: dict[str, str]  # setting label -> the short name in its file names (names.file_stems)
 
 
-def analyse(results_dir: Path, target_acc: float = 0.9, skip: Path | None = None,
-            set_aside: frozenset[Path] = frozenset()) -> Analysis:
+def analyse(
+    results_dir: Path, target_acc: float = 0.9, skip: Path | None = None, set_aside: frozenset[Path] = frozenset()
+) -> Analysis:
     """Load and label the runs; `set_aside` (resolved run directories of tuning trials) are left out."""
     loaded = load_runs(Path(results_dir), target_acc, skip=skip, set_aside=set_aside)
     if not len(loaded.runs) and not loaded.set_aside:
-        raise ConfigError(f"no run directories (folders holding summary.json or .hydra/config.yaml) under "
-                          f"{results_dir}: give the folder runs were written to, e.g. results/")
-    if not len(loaded.runs):   # only tuning trials here: empty tables, and the report is their Tuning section
+        raise ConfigError(
+            f"no run directories (folders holding summary.json or .hydra/config.yaml) under "
+            f"{results_dir}: give the folder runs were written to, e.g. results/"
+        )
+    if not len(loaded.runs):  # only tuning trials here: empty tables, and the report is their Tuning section
         loaded.runs = pd.DataFrame(columns=RUN_COLUMNS)
     grouping = find_grouping(loaded.runs, loaded.config_keys)
     runs = label_runs(loaded.runs, grouping)
     settings = ordered_settings(runs, grouping)
-    return Analysis(runs=runs, curves=loaded.curves, grouping=grouping, settings=settings,
-                    arms=ordered_arms(runs, grouping), warnings=list(loaded.warnings), set_aside=loaded.set_aside,
-                    stems=file_stems(runs, settings))
+    return Analysis(
+        runs=runs,
+        curves=loaded.curves,
+        grouping=grouping,
+        settings=settings,
+        arms=ordered_arms(runs, grouping),
+        warnings=list(loaded.warnings),
+        set_aside=loaded.set_aside,
+        stems=file_stems(runs, settings),
+    )
 
 
-def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float = 0.9,
-              experiments_dir: Path | None = None, alpha: float = ALPHA, command: str = "",
-              draw_figures: bool = True, study: Study | None = None, fidelity_extra: list[str] = ()) -> Outcome:
+def aggregate(
+    results_dir: Path,
+    out_dir: Path | None = None,
+    target_acc: float = 0.9,
+    experiments_dir: Path | None = None,
+    alpha: float = ALPHA,
+    command: str = "",
+    draw_figures: bool = True,
+    study: Study | None = None,
+    fidelity_extra: list[str] = (),
+) -> Outcome:
     """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
     each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py).
     `fidelity_extra`: budget keys a study's rungs name beyond fidelity.FIDELITY_KEYS."""
@@ -122,9 +179,9 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
     tests = pairwise(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
     results = results_table(runs, analysis.grouping, settings, arms, tests)
     sequential = read_decision_records(results_dir, skip, warnings)
-    judgements, untested, hypotheses_note = judge_hypotheses(hypotheses, hypotheses_note, analysis,
-                                                             tuning.seeds_tuned_on(), sequential, study,
-                                                             experiments_dir, warnings)
+    judgements, untested, hypotheses_note = judge_hypotheses(
+        hypotheses, hypotheses_note, analysis, tuning.seeds_tuned_on(), sequential, study, experiments_dir, warnings
+    )
     out = OutputDir(out_dir)
     write_summary_csv(out, runs)
     out.write_text("settings.csv", settings_index(runs, settings, analysis.stems).to_csv(index=False))
@@ -138,41 +195,84 @@ def aggregate(results_dir: Path, out_dir: Path | None = None, target_acc: float 
         out.write_text("tables/verdicts.csv", verdict_table(judgements, untested).to_csv(index=False))
         table_files.append("tables/verdicts.csv")
     if judgements:
-        out.write_text("tables/hypotheses.csv", pd.DataFrame(
-            [row for judgement in judgements for row in verdict_rows(judgement.fixed)]).to_csv(index=False))
+        out.write_text(
+            "tables/hypotheses.csv",
+            pd.DataFrame([row for judgement in judgements for row in verdict_rows(judgement.fixed)]).to_csv(
+                index=False
+            ),
+        )
         table_files.append("tables/hypotheses.csv")
-    drawn = write_figures(out, runs, analysis.curves, settings, arms, analysis.stems, warnings) \
-        if draw_figures and len(runs) else []
+    drawn = (
+        write_figures(out, runs, analysis.curves, settings, arms, analysis.stems, warnings)
+        if draw_figures and len(runs)
+        else []
+    )
     tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
-    fidelity_parts = write_fidelity(out, analysis, tuning, alpha, draw_figures, fidelity_extra,
-                                    lambda rung_runs: judge_rung(judged_hypotheses(hypotheses, judgements),
-                                                                 analysis, rung_runs, tuning.seeds_tuned_on(),
-                                                                 experiments_dir))
+    fidelity_parts = write_fidelity(
+        out,
+        analysis,
+        tuning,
+        alpha,
+        draw_figures,
+        fidelity_extra,
+        lambda rung_runs: judge_rung(
+            judged_hypotheses(hypotheses, judgements), analysis, rung_runs, tuning.seeds_tuned_on(), experiments_dir
+        ),
+    )
     parts = ReportParts(
-        results_dir=str(results_dir), command=command or f"aggregate({results_dir})",
+        results_dir=str(results_dir),
+        command=command or f"aggregate({results_dir})",
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        target_acc=target_acc, alpha=alpha, runs=runs, results=results, pairwise=tests, problems=problem_runs(runs),
-        judgements=judgements, untested=untested, hypotheses_note=hypotheses_note, figures=drawn,
+        target_acc=target_acc,
+        alpha=alpha,
+        runs=runs,
+        results=results,
+        pairwise=tests,
+        problems=problem_runs(runs),
+        judgements=judgements,
+        untested=untested,
+        hypotheses_note=hypotheses_note,
+        figures=drawn,
         table_files=table_files,
-        robust=robust_results, tuning=tuning_parts, sequential=sequential, variance=variance,
-        fidelity=fidelity_parts, varying_keys=[short_key(key) for key in analysis.grouping.varying_config],
-        constant_keys=constant_keys(runs), warnings=warnings)
+        robust=robust_results,
+        tuning=tuning_parts,
+        sequential=sequential,
+        variance=variance,
+        fidelity=fidelity_parts,
+        varying_keys=[short_key(key) for key in analysis.grouping.varying_config],
+        constant_keys=constant_keys(runs),
+        warnings=warnings,
+    )
     report = out.write_text("report.md", render_report(parts))
     out.finish()
-    return Outcome(report=report, runs=len(runs), written=list(out.written),
-                   verdicts=verdicts_by_name(judgements), warnings=warnings)
+    return Outcome(
+        report=report,
+        runs=len(runs),
+        written=list(out.written),
+        verdicts=verdicts_by_name(judgements),
+        warnings=warnings,
+    )
 
 
 def verdicts_by_name(judgements: list[Judgement]) -> dict[str, str]:
     """Hypothesis id -> verdict; a hypothesis judged in more than one scope is named with its study."""
     ids = [judgement.hypothesis.id for judgement in judgements]
-    return {(name if ids.count(name) == 1 else f"{name} ({judgement.scope.study or 'folder'})"): judgement.verdict
-            for name, judgement in zip(ids, judgements)}
+    return {
+        (name if ids.count(name) == 1 else f"{name} ({judgement.scope.study or 'folder'})"): judgement.verdict
+        for name, judgement in zip(ids, judgements)
+    }
 
 
-def judge_hypotheses(hypotheses: list, hypotheses_note: str, analysis: Analysis, tuned_on: dict[str, set[int]],
-                     records: list[dict], study: Study | None, experiments_dir: Path | None,
-                     warnings: list[str]) -> tuple[list[Judgement], list[NotTested], str]:
+def judge_hypotheses(
+    hypotheses: list,
+    hypotheses_note: str,
+    analysis: Analysis,
+    tuned_on: dict[str, set[int]],
+    records: list[dict],
+    study: Study | None,
+    experiments_dir: Path | None,
+    warnings: list[str],
+) -> tuple[list[Judgement], list[NotTested], str]:
     """The verdicts (verdicts.judge), the hypotheses not tested, and the note on where the hypotheses came from;
     none when every run is a tuning trial. `tuned_on`: per optimizer, the seeds its tuning ran (comparisons on
     them are marked post-selection)."""
@@ -183,9 +283,13 @@ def judge_hypotheses(hypotheses: list, hypotheses_note: str, analysis: Analysis,
     return judgements, untested, hypotheses_note
 
 
-
-def judge_rung(hypotheses: list, analysis: Analysis, rung_runs: pd.DataFrame, tuned_on: dict[str, set[int]],
-               experiments_dir: Path | None) -> list[Judgement]:
+def judge_rung(
+    hypotheses: list,
+    analysis: Analysis,
+    rung_runs: pd.DataFrame,
+    tuned_on: dict[str, set[int]],
+    experiments_dir: Path | None,
+) -> list[Judgement]:
     """The hypotheses' verdicts on one rung of a fidelity ladder: the fixed-design rule on that rung's runs alone
     (a decision record belongs to the budget its study ran at, so no rung takes it over)."""
     context = Context(rung_runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
@@ -239,9 +343,11 @@ def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
 def robust_tables(runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
     """IQM, probability of improvement and performance profiles (optbench.analysis.robust), with diverged
     and failed runs counted as results."""
-    return {"robust": robust.iqm_table(runs, PRIMARY_METRIC, settings, arms),
-            "improvement": robust.improvement_table(runs, PRIMARY_METRIC, settings, arms),
-            "profiles": robust.profile_table(runs, settings, arms)}
+    return {
+        "robust": robust.iqm_table(runs, PRIMARY_METRIC, settings, arms),
+        "improvement": robust.improvement_table(runs, PRIMARY_METRIC, settings, arms),
+        "profiles": robust.profile_table(runs, settings, arms),
+    }
 
 
 def write_robust_tables(out: OutputDir, tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -259,18 +365,33 @@ def write_variance_table(out: OutputDir, table: pd.DataFrame) -> list[str]:
     return ["tables/variance.csv", "tables/variance.md"]
 
 
-def write_tables(out: OutputDir, results: pd.DataFrame, tests: pd.DataFrame, runs: pd.DataFrame,
-                 target_acc: float, stems: dict[str, str]) -> list[str]:
+def write_tables(
+    out: OutputDir,
+    results: pd.DataFrame,
+    tests: pd.DataFrame,
+    runs: pd.DataFrame,
+    target_acc: float,
+    stems: dict[str, str],
+) -> list[str]:
     files = ["summary.csv", "settings.csv"]
     out.write_text("tables/results.csv", results.to_csv(index=False))
     out.write_text("tables/results.md", per_setting_markdown(results, lambda group: display_table(group, target_acc)))
-    out.write_text("tables/results.tex", per_setting_latex(
-        results, lambda group: display_table(group, target_acc), "Test accuracy at best validation", "results", stems))
+    out.write_text(
+        "tables/results.tex",
+        per_setting_latex(
+            results,
+            lambda group: display_table(group, target_acc),
+            "Test accuracy at best validation",
+            "results",
+            stems,
+        ),
+    )
     files += ["tables/results.csv", "tables/results.md", "tables/results.tex"]
     out.write_text("tables/pairwise.csv", tests.to_csv(index=False))
     out.write_text("tables/pairwise.md", per_setting_markdown(tests, pairwise_display))
-    out.write_text("tables/pairwise.tex", per_setting_latex(tests, pairwise_display, "Pairwise tests", "pairwise",
-                                                            stems))
+    out.write_text(
+        "tables/pairwise.tex", per_setting_latex(tests, pairwise_display, "Pairwise tests", "pairwise", stems)
+    )
     files += ["tables/pairwise.csv", "tables/pairwise.md", "tables/pairwise.tex"]
     problems = problem_runs(runs)
     out.write_text("tables/runs_not_completed.csv", problems.to_csv(index=False))
@@ -282,41 +403,83 @@ def write_tables(out: OutputDir, results: pd.DataFrame, tests: pd.DataFrame, run
 def per_setting_markdown(table: pd.DataFrame, render) -> str:
     if not len(table):
         return "_(none)_\n"
-    return "\n".join(f"## {setting}\n\n{to_markdown(render(group))}" for setting, group in
-                     table.groupby("setting", sort=False))
+    return "\n".join(
+        f"## {setting}\n\n{to_markdown(render(group))}" for setting, group in table.groupby("setting", sort=False)
+    )
 
 
 def per_setting_latex(table: pd.DataFrame, render, caption: str, label: str, stems: dict[str, str]) -> str:
     if not len(table):
         return "% no rows\n"
-    return "\n".join(to_latex(render(group), f"{caption}: {setting}", f"tab:{label}-{stems[setting]}")
-                     for setting, group in table.groupby("setting", sort=False))
+    return "\n".join(
+        to_latex(render(group), f"{caption}: {setting}", f"tab:{label}-{stems[setting]}")
+        for setting, group in table.groupby("setting", sort=False)
+    )
 
 
-def write_figures(out: OutputDir, runs: pd.DataFrame, curves: pd.DataFrame, settings: list[str], arms: list[str],
-                  slugs: dict[str, str], warnings: list[str]) -> list[tuple[str, str]]:
+def write_figures(
+    out: OutputDir,
+    runs: pd.DataFrame,
+    curves: pd.DataFrame,
+    settings: list[str],
+    arms: list[str],
+    slugs: dict[str, str],
+    warnings: list[str],
+) -> list[tuple[str, str]]:
     """Draw every figure the data allows; a figure that fails becomes a warning in the report, not a crash.
     `slugs`: each setting's short file-name stem (names.file_stems)."""
     style = figure_makers.Style(runs, arms)
-    planned = [("Test accuracy per optimizer", "final_accuracy",
-                lambda: figure_makers.final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
-               ("Accuracy vs label-noise rate", "accuracy_vs_noise",
-                lambda: figure_makers.accuracy_vs_noise(runs, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
-               ("Accuracy vs learning rate", "accuracy_vs_lr",
-                lambda: figure_makers.accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL)),
-               ("Accuracy vs wall time", "accuracy_vs_wall_time",
-                lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL)),
-               ("Performance profiles", "performance_profiles",
-                lambda: figure_makers.performance_profiles(runs, settings, arms, style))]
+    planned = [
+        (
+            "Test accuracy per optimizer",
+            "final_accuracy",
+            lambda: figure_makers.final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        ),
+        (
+            "Accuracy vs label-noise rate",
+            "accuracy_vs_noise",
+            lambda: figure_makers.accuracy_vs_noise(runs, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        ),
+        (
+            "Accuracy vs learning rate",
+            "accuracy_vs_lr",
+            lambda: figure_makers.accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        ),
+        (
+            "Accuracy vs wall time",
+            "accuracy_vs_wall_time",
+            lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        ),
+        (
+            "Performance profiles",
+            "performance_profiles",
+            lambda: figure_makers.performance_profiles(runs, settings, arms, style),
+        ),
+    ]
     for setting in settings:
-        planned.append((f"Learning curves: {setting}", f"learning_curves_{slugs[setting]}",
-                        lambda setting=setting: figure_makers.learning_curves(runs, curves, setting, arms, style)))
+        planned.append(
+            (
+                f"Learning curves: {setting}",
+                f"learning_curves_{slugs[setting]}",
+                lambda setting=setting: figure_makers.learning_curves(runs, curves, setting, arms, style),
+            )
+        )
     for setting in settings:
-        planned.append((f"Memorization of noisy labels: {setting}", f"memorization_{slugs[setting]}",
-                        lambda setting=setting: figure_makers.memorization_curves(runs, curves, setting, arms, style)))
+        planned.append(
+            (
+                f"Memorization of noisy labels: {setting}",
+                f"memorization_{slugs[setting]}",
+                lambda setting=setting: figure_makers.memorization_curves(runs, curves, setting, arms, style),
+            )
+        )
     for setting in human_settings(runs, settings):
-        planned.append((f"Human label noise, who was taken for whom: {setting}", f"transition_matrix_{slugs[setting]}",
-                        lambda setting=setting: figure_makers.transition_heatmap(runs, setting)))
+        planned.append(
+            (
+                f"Human label noise, who was taken for whom: {setting}",
+                f"transition_matrix_{slugs[setting]}",
+                lambda setting=setting: figure_makers.transition_heatmap(runs, setting),
+            )
+        )
     return draw_planned(out, planned, warnings)
 
 
@@ -354,13 +517,18 @@ def write_tuning(out: OutputDir, tuning: TuningRecords, analysis: Analysis, draw
     out.write_text("tables/tuning.csv", table.to_csv(index=False))
     out.write_text("tables/tuning.md", to_markdown(tuning_display(table)))
     names = [*analysis.runs["optimizer"].map(str), *table["optimizer"]]
-    colours = figure_makers.optimizer_colours(names)   # the main figures' colours, for the same optimizers
+    colours = figure_makers.optimizer_colours(names)  # the main figures' colours, for the same optimizers
     stems = [f"tuning-{stem}" for stem in unique_names([study.name for study in tuning.studies])]
-    planned = [(f"Tuning search: {study.name}", stem, lambda study=study: figure_makers.tuning_search(study, colours))
-               for study, stem in zip(tuning.studies, stems)]
+    planned = [
+        (f"Tuning search: {study.name}", stem, lambda study=study: figure_makers.tuning_search(study, colours))
+        for study, stem in zip(tuning.studies, stems)
+    ]
     drawn = {path for _, path in draw_planned(out, planned, analysis.warnings)} if draw_figures else set()
-    figures = {study.source: f"figures/{stem}.png" for study, stem in zip(tuning.studies, stems)
-               if f"figures/{stem}.png" in drawn}
+    figures = {
+        study.source: f"figures/{stem}.png"
+        for study, stem in zip(tuning.studies, stems)
+        if f"figures/{stem}.png" in drawn
+    }
     return TuningParts(studies=tuning.studies, table=table, figures=figures, set_aside=analysis.set_aside)
 
 
@@ -376,8 +544,15 @@ def unique_names(labels: list[str]) -> list[str]:
     return slugs
 
 
-def write_fidelity(out: OutputDir, analysis: Analysis, tuning: TuningRecords, alpha: float, draw_figures: bool,
-                   extra_keys: list[str], judge_runs) -> FidelityParts | None:
+def write_fidelity(
+    out: OutputDir,
+    analysis: Analysis,
+    tuning: TuningRecords,
+    alpha: float,
+    draw_figures: bool,
+    extra_keys: list[str],
+    judge_runs,
+) -> FidelityParts | None:
     """The fidelity ladders' tables and figures (fidelity.py); None when the runs form no ladder.
     `judge_runs(runs)`: the hypotheses' verdicts on those runs (verdicts rung by rung)."""
     ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, fidelity.fidelity_keys(extra_keys))
@@ -386,10 +561,12 @@ def write_fidelity(out: OutputDir, analysis: Analysis, tuning: TuningRecords, al
     ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, alpha) for ladder in ladders]
     verdicts = [fidelity.verdicts_by_rung(ladder, judge_runs) for ladder in ladders]
     tuned = fidelity.tuned_settings(tuning.studies)
-    tables = {"fidelity": pd.concat([ladder.per_rung for ladder in ladders]),
-              "fidelity_agreement": pd.concat([ladder.agreement for ladder in ladders]),
-              "fidelity_flips": pd.concat([ladder.flips for ladder in ladders]),
-              "fidelity_verdicts": pd.concat(verdicts)}
+    tables = {
+        "fidelity": pd.concat([ladder.per_rung for ladder in ladders]),
+        "fidelity_agreement": pd.concat([ladder.agreement for ladder in ladders]),
+        "fidelity_flips": pd.concat([ladder.flips for ladder in ladders]),
+        "fidelity_verdicts": pd.concat(verdicts),
+    }
     if not tuned.empty:
         tables["fidelity_tuning"] = tuned
     files = []
@@ -399,11 +576,25 @@ def write_fidelity(out: OutputDir, analysis: Analysis, tuning: TuningRecords, al
         files += [f"tables/{name}.csv", f"tables/{name}.md"]
     stems = unique_names([ladder.setting for ladder in ladders])
     styles = [figure_makers.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
-    planned = [entry for ladder, stem, style in zip(ladders, stems, styles) for entry in (
-        (f"Rank against budget: {ladder.setting}", f"fidelity_ranks_{stem}",
-         lambda ladder=ladder, style=style: figure_makers.fidelity_ranks(ladder.per_rung, ladder.arms, style, ladder.setting)),
-        (f"Test accuracy against budget: {ladder.setting}", f"fidelity_metric_{stem}",
-         lambda ladder=ladder, style=style: figure_makers.fidelity_metric(ladder.per_rung, ladder.arms, style, ladder.setting,
-                                                             PRIMARY_LABEL)))]
+    planned = [
+        entry
+        for ladder, stem, style in zip(ladders, stems, styles)
+        for entry in (
+            (
+                f"Rank against budget: {ladder.setting}",
+                f"fidelity_ranks_{stem}",
+                lambda ladder=ladder, style=style: figure_makers.fidelity_ranks(
+                    ladder.per_rung, ladder.arms, style, ladder.setting
+                ),
+            ),
+            (
+                f"Test accuracy against budget: {ladder.setting}",
+                f"fidelity_metric_{stem}",
+                lambda ladder=ladder, style=style: figure_makers.fidelity_metric(
+                    ladder.per_rung, ladder.arms, style, ladder.setting, PRIMARY_LABEL
+                ),
+            ),
+        )
+    ]
     drawn = draw_planned(out, planned, analysis.warnings) if draw_figures else []
     return FidelityParts(ladders=ladders, verdicts=verdicts, tuned=tuned, figures=drawn, table_files=files)

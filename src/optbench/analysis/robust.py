@@ -31,10 +31,10 @@ import pandas as pd
 from scipy import stats
 
 CONFIDENCE = 0.95
-BOOTSTRAP_RESAMPLES = 50_000   # percentile intervals; fixed seed so the same runs give the same table
-UNDER_COVERING_N = 6   # fewer runs per setting than this: the interval covers less than 95 %, expanded or not
-TAUS = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)   # profile columns: within tau x the best arm's cost
-RESULT_STATUSES = ("completed", "diverged", "failed")   # runs that ended; interrupted or running ones have not
+BOOTSTRAP_RESAMPLES = 50_000  # percentile intervals; fixed seed so the same runs give the same table
+UNDER_COVERING_N = 6  # fewer runs per setting than this: the interval covers less than 95 %, expanded or not
+TAUS = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)  # profile columns: within tau x the best arm's cost
+RESULT_STATUSES = ("completed", "diverged", "failed")  # runs that ended; interrupted or running ones have not
 
 
 def scored_runs(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -54,9 +54,9 @@ def normalise(runs: pd.DataFrame, metric: str) -> pd.Series:
     average, 0 is guessing; CIFAR-10 and CIFAR-100 (or clean and noisy) then weigh alike when pooled.
     The reference is fixed from the data, not resampled in the bootstrap."""
     classes = runs.groupby("setting")["num_classes"].transform("max") if "num_classes" in runs else math.nan
-    chance = (1.0 / pd.Series(classes, index=runs.index, dtype=float)).fillna(0.0)   # unknown: from 0
+    chance = (1.0 / pd.Series(classes, index=runs.index, dtype=float)).fillna(0.0)  # unknown: from 0
     best = runs.groupby(["setting", "arm"])[metric].transform("mean").groupby(runs["setting"]).transform("max")
-    room = (best - chance).where(best - chance > 0)   # a setting where nobody beat chance cannot be normalised
+    room = (best - chance).where(best - chance > 0)  # a setting where nobody beat chance cannot be normalised
     return (runs[metric].astype(float) - chance) / room
 
 
@@ -90,7 +90,9 @@ def expanded_level(n: int, confidence: float = CONFIDENCE) -> float:
     return float(1 - 2 * stats.norm.sf(math.sqrt(n / (n - 1)) * stats.t.ppf(1 - alpha / 2, n - 1)))
 
 
-def stratified_interval(strata: list[np.ndarray], statistic, bounds=(-math.inf, math.inf)) -> tuple[float, float, float]:
+def stratified_interval(
+    strata: list[np.ndarray], statistic, bounds=(-math.inf, math.inf)
+) -> tuple[float, float, float]:
     """(estimate, low, high): the statistic on the data and its stratified bootstrap percentile interval, expanded
     for the smallest setting's runs (`expanded_level`), clipped to the statistic's range `bounds`. A setting with
     fewer than two runs cannot be resampled: the interval is then NaN."""
@@ -98,8 +100,15 @@ def stratified_interval(strata: list[np.ndarray], statistic, bounds=(-math.inf, 
     if not strata or min(len(stratum) for stratum in strata) < 2:
         return estimate, math.nan, math.nan
     level = expanded_level(min(len(stratum) for stratum in strata))
-    result = stats.bootstrap(strata, statistic, n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=level,
-                             method="percentile", vectorized=True, rng=np.random.default_rng(0))
+    result = stats.bootstrap(
+        strata,
+        statistic,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(0),
+    )
     low, high = np.clip([result.confidence_interval.low, result.confidence_interval.high], *bounds)
     return estimate, float(low), float(high)
 
@@ -126,16 +135,32 @@ def iqm_table(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[s
             rows.append(iqm_row(setting, arm, metric, [values], failures(scored, [setting], arm), (0.0, 1.0)))
         if len(strata) > 1:
             pooled = [values_of(scored, setting, arm, "normalised") for setting in strata]
-            rows.append(iqm_row(f"all {len(strata)} settings", arm, f"{metric}, normalised per setting", pooled,
-                                failures(scored, strata, arm), (-math.inf, math.inf)))
+            rows.append(
+                iqm_row(
+                    f"all {len(strata)} settings",
+                    arm,
+                    f"{metric}, normalised per setting",
+                    pooled,
+                    failures(scored, strata, arm),
+                    (-math.inf, math.inf),
+                )
+            )
     return pd.DataFrame(rows)
 
 
 def iqm_row(setting: str, arm: str, metric: str, strata: list[np.ndarray], failed: int, bounds) -> dict:
     estimate, low, high = stratified_interval(strata, pooled_iqm, bounds)
-    return {"setting": setting, "arm": arm, "metric": metric, "runs": sum(map(len, strata)),
-            "diverged_or_failed": failed, "iqm": estimate, "ci_low": low, "ci_high": high,
-            "under_covering": min(map(len, strata)) < UNDER_COVERING_N}
+    return {
+        "setting": setting,
+        "arm": arm,
+        "metric": metric,
+        "runs": sum(map(len, strata)),
+        "diverged_or_failed": failed,
+        "iqm": estimate,
+        "ci_low": low,
+        "ci_high": high,
+        "under_covering": min(map(len, strata)) < UNDER_COVERING_N,
+    }
 
 
 def improvement_table(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[str]) -> pd.DataFrame:
@@ -144,9 +169,11 @@ def improvement_table(runs: pd.DataFrame, metric: str, settings: list[str], arms
     scored = scored_runs(runs, metric)
     rows = []
     for index, arm_a in enumerate(arms):
-        for arm_b in arms[index + 1:]:
-            pairs = {setting: (values_of(scored, setting, arm_a, metric), values_of(scored, setting, arm_b, metric))
-                     for setting in settings}
+        for arm_b in arms[index + 1 :]:
+            pairs = {
+                setting: (values_of(scored, setting, arm_a, metric), values_of(scored, setting, arm_b, metric))
+                for setting in settings
+            }
             pairs = {setting: pair for setting, pair in pairs.items() if len(pair[0]) and len(pair[1])}
             for setting, pair in pairs.items():
                 rows.append(improvement_row(setting, arm_a, arm_b, metric, [pair]))
@@ -158,11 +185,20 @@ def improvement_table(runs: pd.DataFrame, metric: str, settings: list[str], arms
 def improvement_row(setting: str, arm_a: str, arm_b: str, metric: str, pairs: list[tuple]) -> dict:
     strata = [values for pair in pairs for values in pair]
     estimate, low, high = stratified_interval(strata, mean_win_probability, (0.0, 1.0))
-    return {"setting": setting, "arm_a": arm_a, "arm_b": arm_b, "metric": metric, "p_a_beats_b": estimate,
-            "ci_low": low, "ci_high": high, "under_covering": min(map(len, strata)) < UNDER_COVERING_N}
+    return {
+        "setting": setting,
+        "arm_a": arm_a,
+        "arm_b": arm_b,
+        "metric": metric,
+        "p_a_beats_b": estimate,
+        "ci_low": low,
+        "ci_high": high,
+        "under_covering": min(map(len, strata)) < UNDER_COVERING_N,
+    }
 
 
 # ---- performance profiles -----------------------------------------------------------------------------
+
 
 def costs(runs: pd.DataFrame, cost_column: str, settings: list[str], arms: list[str]) -> pd.DataFrame:
     """Settings x arms: the median over seeds of the cost to reach the target; a run that never reaches it,

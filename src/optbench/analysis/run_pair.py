@@ -13,24 +13,31 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from optbench import rundir
-from optbench import identity
+from optbench import identity, rundir
 from optbench.durations import format_duration
 from optbench.errors import ConfigError, DamagedRunFile
-from optbench.formats import metrics_log
-from optbench.formats import run_record
-from optbench.formats import run_summary
+from optbench.formats import metrics_log, run_record, run_summary
 
 COLOURS = {"A": "tab:blue", "B": "tab:orange"}
-MAX_LABEL_KEYS = 3   # differing keys named in a run's legend label, these first:
-LABEL_KEYS = ("optimizer.name", "dataset.name", "noise.name", "noise.rate", "seed", "optimizer.lr",
-              "optimizer.weight_decay", "epochs", "batch_size", "model.width")
+MAX_LABEL_KEYS = 3  # differing keys named in a run's legend label, these first:
+LABEL_KEYS = (
+    "optimizer.name",
+    "dataset.name",
+    "noise.name",
+    "noise.rate",
+    "seed",
+    "optimizer.lr",
+    "optimizer.weight_decay",
+    "epochs",
+    "batch_size",
+    "model.width",
+)
 
 
 @dataclass
 class ComparedRun:
     path: Path
-    config: dict        # flattened resolved config (record.json)
+    config: dict  # flattened resolved config (record.json)
     summary: run_summary.Summary
     records: list[dict]  # metrics.jsonl, one per epoch
 
@@ -49,16 +56,21 @@ def read_compared(path: Path, which: str) -> ComparedRun:
         raise ConfigError(f"{which}: {error}") from None
     if record is None or summary is None:
         missing = rundir.RECORD_FILE if record is None else rundir.SUMMARY_FILE
-        raise ConfigError(f"{which} {path}: not a run directory (no {missing}): give the folder holding a run's "
-                          f"{rundir.RECORD_FILE} and {rundir.SUMMARY_FILE}, e.g. results/cifar10/none-0.0/sgd/seed0")
+        raise ConfigError(
+            f"{which} {path}: not a run directory (no {missing}): give the folder holding a run's "
+            f"{rundir.RECORD_FILE} and {rundir.SUMMARY_FILE}, e.g. results/cifar10/none-0.0/sgd/seed0"
+        )
     return ComparedRun(path, identity.flatten(record.config), summary, records)
 
 
 def config_differences(a: ComparedRun, b: ComparedRun) -> tuple[list[tuple[str, str, str]], list[str]]:
     """([(key, A's value, B's value)] for the keys that can change the numbers, [numbers-free keys that differ])."""
     differing = sorted(key for key in a.config.keys() | b.config.keys() if a.config.get(key) != b.config.get(key))
-    numbers = [(key, shown_value(a.config, key), shown_value(b.config, key))
-               for key in differing if not identity.is_numbers_free(key)]
+    numbers = [
+        (key, shown_value(a.config, key), shown_value(b.config, key))
+        for key in differing
+        if not identity.is_numbers_free(key)
+    ]
     return numbers, [key for key in differing if identity.is_numbers_free(key)]
 
 
@@ -69,8 +81,10 @@ def shown_value(config: dict, key: str) -> str:
 def run_label(which: str, run: ComparedRun, differences: list[tuple[str, str, str]]) -> str:
     """'A: optimizer.name=sgd, optimizer.lr=0.1' (the telling differing keys first), or the run's folder name."""
     column = 1 if which == "A" else 2
-    telling = sorted((row for row in differences if not row[0].endswith(("_target_", "_partial_"))),
-                     key=lambda row: LABEL_KEYS.index(row[0]) if row[0] in LABEL_KEYS else len(LABEL_KEYS))
+    telling = sorted(
+        (row for row in differences if not row[0].endswith(("_target_", "_partial_"))),
+        key=lambda row: LABEL_KEYS.index(row[0]) if row[0] in LABEL_KEYS else len(LABEL_KEYS),
+    )
     named = [f"{row[0]}={row[column]}" for row in telling[:MAX_LABEL_KEYS]]
     more = f" (+{len(differences) - len(named)} more)" if len(differences) > len(named) else ""
     return f"{which}: " + (", ".join(named) + more if named else run.path.name)
@@ -83,19 +97,31 @@ def percent(value) -> str:
 def headline_rows(a: ComparedRun, b: ComparedRun) -> list[tuple[str, str, str]]:
     """(what, A, B): status, epochs, test accuracy at the best-validation epoch, best validation accuracy,
     final accuracies and training loss, wall time and throughput."""
+
     def rows_of(run: ComparedRun) -> list[str]:
         summary, best, final = run.summary, run.summary.best or {}, run.summary.final or {}
         rate = summary.train_images_per_s
-        return [summary.status,
-                f"{summary.epochs_done} of {summary.epochs_planned or '?'}",
-                percent(best.get("test/acc")),
-                f"{percent(best.get('val/acc'))} (epoch {best.get('epoch', '-')})" if "val/acc" in best else "-",
-                percent(final.get("test/acc")),
-                "-" if final.get("train/loss") is None else f"{final['train/loss']:.4f}",
-                format_duration(summary.wall_time_s),
-                "-" if not rate else f"{rate:.0f}"]
-    names = ["status", "epochs done", "test acc at best-val epoch", "best val acc", "final test acc",
-             "final train loss", "wall time", "training images/s"]
+        return [
+            summary.status,
+            f"{summary.epochs_done} of {summary.epochs_planned or '?'}",
+            percent(best.get("test/acc")),
+            f"{percent(best.get('val/acc'))} (epoch {best.get('epoch', '-')})" if "val/acc" in best else "-",
+            percent(final.get("test/acc")),
+            "-" if final.get("train/loss") is None else f"{final['train/loss']:.4f}",
+            format_duration(summary.wall_time_s),
+            "-" if not rate else f"{rate:.0f}",
+        ]
+
+    names = [
+        "status",
+        "epochs done",
+        "test acc at best-val epoch",
+        "best val acc",
+        "final test acc",
+        "final train loss",
+        "wall time",
+        "training images/s",
+    ]
     return list(zip(names, rows_of(a), rows_of(b)))
 
 
@@ -103,7 +129,7 @@ def curves_figure(a: ComparedRun, b: ComparedRun, labels: dict[str, str]):
     """Accuracy (validation solid, test dashed) and training loss against epochs, A in blue, B in orange."""
     import matplotlib
 
-    matplotlib.use("Agg")   # files only, works on headless machines
+    matplotlib.use("Agg")  # files only, works on headless machines
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
@@ -111,17 +137,30 @@ def curves_figure(a: ComparedRun, b: ComparedRun, labels: dict[str, str]):
     for which, run in (("A", a), ("B", b)):
         epochs = [record["epoch"] for record in run.records]
         for key, style in (("val/acc", "-"), ("test/acc", "--")):
-            values = [100 * record[key] if isinstance(record.get(key), (int, float)) else math.nan for record in run.records]
+            values = [
+                100 * record[key] if isinstance(record.get(key), (int, float)) else math.nan for record in run.records
+            ]
             if any(math.isfinite(value) for value in values):
-                accuracy_axis.plot(epochs, values, style, color=COLOURS[which], marker="o", markersize=3,
-                                   label=f"{which} {key.split('/')[0]}")
-        losses = [record["train/loss"] if isinstance(record.get("train/loss"), (int, float)) else math.nan
-                  for record in run.records]
+                accuracy_axis.plot(
+                    epochs,
+                    values,
+                    style,
+                    color=COLOURS[which],
+                    marker="o",
+                    markersize=3,
+                    label=f"{which} {key.split('/')[0]}",
+                )
+        losses = [
+            record["train/loss"] if isinstance(record.get("train/loss"), (int, float)) else math.nan
+            for record in run.records
+        ]
         loss_axis.plot(epochs, losses, "-", color=COLOURS[which], marker="o", markersize=3, label=which)
-    accuracy_axis.set(xlabel="epoch", ylabel="accuracy (%)", ylim=(0, 100), title="validation (solid) and test (dashed)")
+    accuracy_axis.set(
+        xlabel="epoch", ylabel="accuracy (%)", ylim=(0, 100), title="validation (solid) and test (dashed)"
+    )
     loss_axis.set(xlabel="epoch", ylabel="training loss (cross-entropy, nats)", title="training loss")
     for axis in (accuracy_axis, loss_axis):
-        axis.xaxis.set_major_locator(MaxNLocator(integer=True))   # epochs are whole
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
     figure.suptitle("\n".join(labels[which] for which in ("A", "B")), fontsize=9)

@@ -27,9 +27,9 @@ from scipy import stats
 from optbench.analysis.stats import t_power
 
 TARGET_POWER = 0.8
-SD_CONFIDENCE = 0.8      # one-sided upper bound of the pilot's sd (Browne 1995)
-MAX_SEEDS = 200          # beyond this the effect is too small to plan for: "more than 200"
-SIMULATIONS = 4000       # the simulation that checks the hypothesis-level power (seconds at most)
+SD_CONFIDENCE = 0.8  # one-sided upper bound of the pilot's sd (Browne 1995)
+MAX_SEEDS = 200  # beyond this the effect is too small to plan for: "more than 200"
+SIMULATIONS = 4000  # the simulation that checks the hypothesis-level power (seconds at most)
 
 
 @dataclass(frozen=True)
@@ -37,14 +37,14 @@ class ComparisonPlan:
     setting: str
     comparison: str
     n_pilot: int
-    difference: float       # observed, metric units (subject - other; for drops, drop difference)
-    spread: float           # sd of the per-seed differences in the pilot
-    spread_upper: float     # its 80 % upper confidence bound
-    effect: float           # the effect planned for (|observed| or delta), metric units
-    seeds_alone: int | None     # seeds for 80 % power for this comparison alone (None: more than MAX_SEEDS)
-    seeds_in_hypothesis: int | None   # for power 0.8^(1/m), so all m together reach 0.8
-    power_at_pilot: float   # the paired t's power at the pilot's n against `effect` at `spread_upper`
-    against_claim: bool = False   # the pilot's difference goes the other way: more seeds will not support it
+    difference: float  # observed, metric units (subject - other; for drops, drop difference)
+    spread: float  # sd of the per-seed differences in the pilot
+    spread_upper: float  # its 80 % upper confidence bound
+    effect: float  # the effect planned for (|observed| or delta), metric units
+    seeds_alone: int | None  # seeds for 80 % power for this comparison alone (None: more than MAX_SEEDS)
+    seeds_in_hypothesis: int | None  # for power 0.8^(1/m), so all m together reach 0.8
+    power_at_pilot: float  # the paired t's power at the pilot's n against `effect` at `spread_upper`
+    against_claim: bool = False  # the pilot's difference goes the other way: more seeds will not support it
     note: str = ""
 
 
@@ -53,13 +53,13 @@ class SeedPlan:
     hypothesis: str
     alpha: float
     comparisons: list[ComparisonPlan]
-    seeds_needed: int | None        # the hypothesis: the largest seeds_in_hypothesis (None: a comparison needs > MAX)
-    simulated_power: float          # of "supported" at seeds_needed, by simulation
-    exact_floor: int                # the fewest seeds with which the exact test can reach alpha at all
-    hours_per_seed: float           # device-hours one more seed costs (every arm x setting of the hypothesis)
+    seeds_needed: int | None  # the hypothesis: the largest seeds_in_hypothesis (None: a comparison needs > MAX)
+    simulated_power: float  # of "supported" at seeds_needed, by simulation
+    exact_floor: int  # the fewest seeds with which the exact test can reach alpha at all
+    hours_per_seed: float  # device-hours one more seed costs (every arm x setting of the hypothesis)
     n_pilot: int
-    unsized: tuple[str, ...] = ()   # required comparisons the pilot cannot size and the plan could not either
-    required: int = 1               # m: the hypothesis's required comparisons, sized or not
+    unsized: tuple[str, ...] = ()  # required comparisons the pilot cannot size and the plan could not either
+    required: int = 1  # m: the hypothesis's required comparisons, sized or not
 
     @property
     def extra_hours(self) -> float:
@@ -72,25 +72,37 @@ class SeedPlan:
             return f"{self.hypothesis}: no comparison has the spread a plan needs (run at least 2 paired seeds per arm)"
         against = [row.comparison for row in self.comparisons if row.against_claim]
         if against:
-            return (f"{self.hypothesis}: the pilot points against it ({', '.join(against)}); more seeds would test "
-                    f"whether it is rejected, not support it (give --delta to plan for an effect in the stated direction)")
+            return (
+                f"{self.hypothesis}: the pilot points against it ({', '.join(against)}); more seeds would test "
+                f"whether it is rejected, not support it (give --delta to plan for an effect in the stated direction)"
+            )
         if self.unsized:
-            return (f"{self.hypothesis}: the pilot cannot size {'; '.join(self.unsized)}, a required comparison "
-                    f"(no runs or no spread there); run the pilot there, or give --delta to plan it with the largest sd "
-                    f"of the others")
+            return (
+                f"{self.hypothesis}: the pilot cannot size {'; '.join(self.unsized)}, a required comparison "
+                f"(no runs or no spread there); run the pilot there, or give --delta to plan it with the largest sd "
+                f"of the others"
+            )
         if self.seeds_needed is None:
-            return (f"{self.hypothesis}: at least one comparison's effect is too small to detect with {MAX_SEEDS} seeds; "
-                    f"plan for a larger effect (--delta) or drop the claim")
+            return (
+                f"{self.hypothesis}: at least one comparison's effect is too small to detect with {MAX_SEEDS} seeds; "
+                f"plan for a larger effect (--delta) or drop the claim"
+            )
         needed = max(self.seeds_needed, 2)
         more = max(0, needed - self.n_pilot)
-        exact = (f"; the exact test needs at least {self.exact_floor} to agree" if needed < self.exact_floor else "")
+        exact = f"; the exact test needs at least {self.exact_floor} to agree" if needed < self.exact_floor else ""
         borrowed = [row.comparison for row in self.comparisons if row.n_pilot == 0]
-        unpriced = (f", not counting {'; '.join(borrowed)}, which has no pilot runs to price and was planned with the "
-                    f"largest sd of the others" if borrowed else "")
-        return (f"{self.hypothesis}: run {needed} seeds ({more} more than the pilot's {self.n_pilot}, "
-                f"about {self.extra_hours:.3g} device-hours{unpriced}) for {100 * TARGET_POWER:.0f} % power to "
-                f"support it with all {self.required} required comparisons (simulated: "
-                f"{100 * self.simulated_power:.0f} %){exact}")
+        unpriced = (
+            f", not counting {'; '.join(borrowed)}, which has no pilot runs to price and was planned with the "
+            f"largest sd of the others"
+            if borrowed
+            else ""
+        )
+        return (
+            f"{self.hypothesis}: run {needed} seeds ({more} more than the pilot's {self.n_pilot}, "
+            f"about {self.extra_hours:.3g} device-hours{unpriced}) for {100 * TARGET_POWER:.0f} % power to "
+            f"support it with all {self.required} required comparisons (simulated: "
+            f"{100 * self.simulated_power:.0f} %){exact}"
+        )
 
 
 def comparison_units(test) -> tuple[float, str]:
@@ -119,7 +131,7 @@ def seeds_for_power(effect_over_sd: float, alpha: float, power: float) -> int | 
 
 def exact_floor(alpha: float, comparisons: int = 1) -> int:
     """The fewest paired seeds whose exact sign-flip test can give p < alpha / comparisons (Holm's first step)."""
-    return next(n for n in range(2, 64) if 2 / 2 ** n < alpha / comparisons)
+    return next(n for n in range(2, 64) if 2 / 2**n < alpha / comparisons)
 
 
 def independent_runs_per_difference(numbers: dict) -> int:
@@ -143,14 +155,27 @@ def plan_comparison(check, alpha: float, comparisons: int, delta: float | None) 
     against = delta is None and difference != 0 and (difference > 0) != (check.better == "higher")
     effect = math.nan if against else (abs(delta) if delta is not None else abs(difference))
     per_comparison = TARGET_POWER ** (1 / comparisons)
-    notes = ["against the claim" if against else "",
-             "" if numbers.get("n_pairs") else f"seeds did not pair: planned as paired, one seed's difference taken as "
-                                               f"{independent_runs_per_difference(numbers)} independent runs"]
-    return ComparisonPlan(check.setting, check.comparison, n, difference, spread, upper, effect,
-                          seeds_for_power(effect / upper, alpha, TARGET_POWER),
-                          seeds_for_power(effect / upper, alpha, per_comparison),
-                          t_power(effect / upper, n - 1, math.sqrt(n), alpha), against,
-                          "; ".join(filter(None, notes)))
+    notes = [
+        "against the claim" if against else "",
+        ""
+        if numbers.get("n_pairs")
+        else f"seeds did not pair: planned as paired, one seed's difference taken as "
+        f"{independent_runs_per_difference(numbers)} independent runs",
+    ]
+    return ComparisonPlan(
+        check.setting,
+        check.comparison,
+        n,
+        difference,
+        spread,
+        upper,
+        effect,
+        seeds_for_power(effect / upper, alpha, TARGET_POWER),
+        seeds_for_power(effect / upper, alpha, per_comparison),
+        t_power(effect / upper, n - 1, math.sqrt(n), alpha),
+        against,
+        "; ".join(filter(None, notes)),
+    )
 
 
 def simulated_power(plans: list[ComparisonPlan], n: int, alpha: float, rng=None) -> float:
@@ -179,11 +204,20 @@ def borrowed_plan(check, like: ComparisonPlan, alpha: float, comparisons: int, d
     """A required comparison the pilot cannot size, planned for `delta` with the sd of `like` (the largest of the
     others): n_pilot 0 says it has no pilot runs of its own."""
     effect = abs(delta)
-    return ComparisonPlan(check.setting, check.comparison, 0, math.nan, like.spread, like.spread_upper, effect,
-                          seeds_for_power(effect / like.spread_upper, alpha, TARGET_POWER),
-                          seeds_for_power(effect / like.spread_upper, alpha, TARGET_POWER ** (1 / comparisons)),
-                          math.nan, note=f"no pilot spread here ({check.outcome}): planned with the largest sd of the "
-                                         f"others ({like.setting}: {like.comparison})")
+    return ComparisonPlan(
+        check.setting,
+        check.comparison,
+        0,
+        math.nan,
+        like.spread,
+        like.spread_upper,
+        effect,
+        seeds_for_power(effect / like.spread_upper, alpha, TARGET_POWER),
+        seeds_for_power(effect / like.spread_upper, alpha, TARGET_POWER ** (1 / comparisons)),
+        math.nan,
+        note=f"no pilot spread here ({check.outcome}): planned with the largest sd of the "
+        f"others ({like.setting}: {like.comparison})",
+    )
 
 
 def plan_seeds(verdict, runs: pd.DataFrame, delta: float | None = None) -> SeedPlan:
@@ -198,31 +232,54 @@ def plan_seeds(verdict, runs: pd.DataFrame, delta: float | None = None) -> SeedP
         widest = max(plans, key=lambda plan: plan.spread_upper)
         plans += [borrowed_plan(check, widest, test.alpha, comparisons, delta) for check in unsized]
         unsized = []
-    needed = None if not plans or unsized or any(plan.seeds_in_hypothesis is None for plan in plans) else \
-        max(plan.seeds_in_hypothesis for plan in plans)
+    needed = (
+        None
+        if not plans or unsized or any(plan.seeds_in_hypothesis is None for plan in plans)
+        else max(plan.seeds_in_hypothesis for plan in plans)
+    )
     power = simulated_power(plans, needed, test.alpha) if needed else math.nan
     n_pilot = min((plan.n_pilot for plan in plans if plan.n_pilot), default=0)
-    return SeedPlan(verdict.hypothesis.id, test.alpha, plans, needed, power, exact_floor(test.alpha),
-                    hours_per_seed(runs) if runs is not None else math.nan, n_pilot,
-                    tuple(f"{check.setting}: {check.comparison}" for check in unsized) if plans else (), comparisons)
+    return SeedPlan(
+        verdict.hypothesis.id,
+        test.alpha,
+        plans,
+        needed,
+        power,
+        exact_floor(test.alpha),
+        hours_per_seed(runs) if runs is not None else math.nan,
+        n_pilot,
+        tuple(f"{check.setting}: {check.comparison}" for check in unsized) if plans else (),
+        comparisons,
+    )
 
 
 def plan_table(plan: SeedPlan, scale: float = 100.0, unit: str = "pp") -> pd.DataFrame:
     """One row per comparison, as text."""
+
     def seeds(value) -> str:
         return f"> {MAX_SEEDS}" if value is None else str(value)
 
     def seeds_text(row: ComparisonPlan, value) -> str:
         return "—" if row.against_claim else seeds(value)
 
-    return pd.DataFrame([{
-        "setting": row.setting, "comparison": row.comparison, "pilot seeds": row.n_pilot,
-        f"difference ({unit})": f"{scale * row.difference:+.2f}" if np.isfinite(row.difference) else "—",
-        f"sd of differences ({unit}, 80% upper bound)": f"{scale * row.spread:.2f} ({scale * row.spread_upper:.2f})",
-        f"effect planned ({unit})": "—" if row.against_claim else f"{scale * row.effect:.2f}",
-        "power now": "—" if row.against_claim or not np.isfinite(row.power_at_pilot)
-        else f"{100 * row.power_at_pilot:.0f}%",
-        "seeds for 80% (alone)": seeds_text(row, row.seeds_alone),
-        f"seeds for the hypothesis ({100 * TARGET_POWER ** (1 / plan.required):.0f}% each)":
-            seeds_text(row, row.seeds_in_hypothesis),
-        "note": row.note} for row in plan.comparisons])
+    return pd.DataFrame(
+        [
+            {
+                "setting": row.setting,
+                "comparison": row.comparison,
+                "pilot seeds": row.n_pilot,
+                f"difference ({unit})": f"{scale * row.difference:+.2f}" if np.isfinite(row.difference) else "—",
+                f"sd of differences ({unit}, 80% upper bound)": f"{scale * row.spread:.2f} ({scale * row.spread_upper:.2f})",
+                f"effect planned ({unit})": "—" if row.against_claim else f"{scale * row.effect:.2f}",
+                "power now": "—"
+                if row.against_claim or not np.isfinite(row.power_at_pilot)
+                else f"{100 * row.power_at_pilot:.0f}%",
+                "seeds for 80% (alone)": seeds_text(row, row.seeds_alone),
+                f"seeds for the hypothesis ({100 * TARGET_POWER ** (1 / plan.required):.0f}% each)": seeds_text(
+                    row, row.seeds_in_hypothesis
+                ),
+                "note": row.note,
+            }
+            for row in plan.comparisons
+        ]
+    )

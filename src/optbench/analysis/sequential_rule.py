@@ -58,19 +58,22 @@ def inside(bounds: list[float], fractions: list[float]) -> float:
         return float(2 * stats.norm.cdf(bounds[0]) - 1)
     corr = np.sqrt(np.minimum.outer(fractions, fractions) / np.maximum.outer(fractions, fractions))
     upper = np.asarray(bounds, dtype=float)
-    return float(stats.multivariate_normal(mean=np.zeros(len(bounds)), cov=corr, allow_singular=True,
-                                           maxpts=200_000, abseps=1e-7, releps=1e-7).cdf(upper, lower_limit=-upper))
+    return float(
+        stats.multivariate_normal(
+            mean=np.zeros(len(bounds)), cov=corr, allow_singular=True, maxpts=200_000, abseps=1e-7, releps=1e-7
+        ).cdf(upper, lower_limit=-upper)
+    )
 
 
-@functools.lru_cache(maxsize=64)   # a few seconds each; a design is asked for at every look and simulation
+@functools.lru_cache(maxsize=64)  # a few seconds each; a design is asked for at every look and simulation
 def boundaries(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
     """Two-sided z boundaries c_1..c_K: crossing first at look k has null probability alpha(t_k) - alpha(t_{k-1})."""
     fractions = [n / looks[-1] for n in looks]
     bounds: list[float] = []
-    stay = 1.0   # P(no crossing so far)
+    stay = 1.0  # P(no crossing so far)
     for k, fraction in enumerate(fractions):
         target = stay - (spent(fraction, alpha) - (spent(fractions[k - 1], alpha) if k else 0.0))
-        bound = optimize.brentq(lambda c: inside([*bounds, c], fractions[:k + 1]) - target, 0.1, 12.0, xtol=1e-6)
+        bound = optimize.brentq(lambda c: inside([*bounds, c], fractions[: k + 1]) - target, 0.1, 12.0, xtol=1e-6)
         bounds.append(float(bound))
         stay = target
     return tuple(bounds)
@@ -80,7 +83,7 @@ def boundaries(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
 class Design:
     looks: tuple[int, ...]
     alpha: float
-    comparisons: int                 # m: the hypothesis's required comparisons
+    comparisons: int  # m: the hypothesis's required comparisons
 
     @property
     def efficacy(self) -> tuple[float, ...]:
@@ -118,9 +121,9 @@ def decision_powers(z_values: list[float], fraction: float, design: Design) -> t
 
 @dataclass(frozen=True)
 class Decision:
-    decision: str                     # continue, supported, rejected, futility, undecided
+    decision: str  # continue, supported, rejected, futility, undecided
     reason: str
-    conditional_power: float          # of a decision (supported or rejected) under the current trend; NaN when none
+    conditional_power: float  # of a decision (supported or rejected) under the current trend; NaN when none
 
 
 def decide(z_values: list[float], look: int, design: Design) -> Decision:

@@ -41,9 +41,9 @@ ALPHA = 0.05
 # Pair two arms on their shared seeds only when they share at least this many (the verdicts' default min_seeds):
 # a paired t on fewer pairs would test on fewer seeds than the arms ran; such arms are compared unpaired instead.
 MIN_PAIRS = 3
-LOW_POWER_N = 5      # below this many seeds per arm, only very large effects are detectable
-EXACT_LIMIT = 20_000   # exact tests enumerate every arrangement up to this many (2^14 sign flips, 8 vs 8 splits)
-TARGET_POWER = 0.8   # the usual power for "detectable"
+LOW_POWER_N = 5  # below this many seeds per arm, only very large effects are detectable
+EXACT_LIMIT = 20_000  # exact tests enumerate every arrangement up to this many (2^14 sign flips, 8 vs 8 splits)
+TARGET_POWER = 0.8  # the usual power for "detectable"
 # Spread below this fraction of the values' scale is floating-point noise, not variation: np.std of three
 # equal accuracies is ~1e-16, which a t-test would divide by.
 SPREAD_RTOL = 1e-9
@@ -56,8 +56,8 @@ TIE_RTOL = 1e-9
 class Description:
     n: int
     mean: float
-    std: float          # sample standard deviation (ddof=1); NaN for n < 2
-    half_width: float   # of the 95 % confidence interval of the mean: t(0.975, n-1) * std / sqrt(n)
+    std: float  # sample standard deviation (ddof=1); NaN for n < 2
+    half_width: float  # of the 95 % confidence interval of the mean: t(0.975, n-1) * std / sqrt(n)
 
     @property
     def ci_low(self) -> float:
@@ -99,25 +99,25 @@ def no_spread(values, scale: float) -> bool:
 
 @dataclass(frozen=True)
 class Comparison:
-    test: str                # the primary test: "paired t", "Welch t", "exact ... on ranks", or "none"
+    test: str  # the primary test: "paired t", "Welch t", "exact ... on ranks", or "none"
     n_a: int
     n_b: int
-    n_pairs: int             # seeds in both arms (0: the arms do not pair)
-    mean_a: float            # NaN when some run of the arm is censored (never reached its target)
+    n_pairs: int  # seeds in both arms (0: the arms do not pair)
+    mean_a: float  # NaN when some run of the arm is censored (never reached its target)
     mean_b: float
-    difference: float        # mean_a - mean_b (paired: mean of per-seed differences); with censoring, of mean ranks
-    ci_low: float            # t interval of the difference at 1 - alpha (NaN on ranks or when not testable)
+    difference: float  # mean_a - mean_b (paired: mean of per-seed differences); with censoring, of mean ranks
+    ci_low: float  # t interval of the difference at 1 - alpha (NaN on ranks or when not testable)
     ci_high: float
-    p_value: float           # two-sided p of the primary test; NaN when not testable
-    exact_test: str          # the assumption-free check beside it
+    p_value: float  # two-sided p of the primary test; NaN when not testable
+    exact_test: str  # the assumption-free check beside it
     exact_p: float
-    exact_min_p: float       # the smallest two-sided p the exact test can give at these n
-    effect_size: float       # paired: d_z; unpaired: Hedges' g
-    effect_kind: str         # "d_z" or "g"
-    spread: float            # the sd the effect size is in units of (sd of differences, or pooled sd)
-    power: float             # of the primary test against the observed effect at the observed spread
+    exact_min_p: float  # the smallest two-sided p the exact test can give at these n
+    effect_size: float  # paired: d_z; unpaired: Hedges' g
+    effect_kind: str  # "d_z" or "g"
+    spread: float  # the sd the effect size is in units of (sd of differences, or pooled sd)
+    power: float  # of the primary test against the observed effect at the observed spread
     min_detectable_d: float  # smallest |effect| (in `spread` units) the primary test finds with 80 % power
-    min_detectable_difference: float   # the same in the metric's units, at the observed spread
+    min_detectable_difference: float  # the same in the metric's units, at the observed spread
     low_power: bool
     censored_a: int = 0
     censored_b: int = 0
@@ -158,11 +158,15 @@ def seeds_text(seeds) -> str:
     return ", ".join(str(int(seed)) if float(seed).is_integer() else str(seed) for seed in seeds)
 
 
-def seed_notes(a: pd.Series, b: pd.Series, pairs: list | None, repeated: tuple[list, list],
-               names: tuple[str, str]) -> str:
+def seed_notes(
+    a: pd.Series, b: pd.Series, pairs: list | None, repeated: tuple[list, list], names: tuple[str, str]
+) -> str:
     """What a reader needs to count the test's seeds: repeated seeds counted once, runs left out of a paired test."""
-    notes = [f"{name}'s seed(s) {seeds_text(seeds)} ran more than once: each counted once, at the mean of its runs"
-             for name, seeds in zip(names, repeated) if seeds]
+    notes = [
+        f"{name}'s seed(s) {seeds_text(seeds)} ran more than once: each counted once, at the mean of its runs"
+        for name, seeds in zip(names, repeated)
+        if seeds
+    ]
     if pairs is not None:
         unpaired = [(name, sorted(set(values.index) - set(pairs))) for name, values in zip(names, (a, b))]
         left_out = [f"{name}'s seed(s) {seeds_text(seeds)}" for name, seeds in unpaired if seeds]
@@ -173,9 +177,10 @@ def seed_notes(a: pd.Series, b: pd.Series, pairs: list | None, repeated: tuple[l
 
 # ---- exact tests --------------------------------------------------------------------------------------
 
+
 def arrangements(n_a: int, n_b: int, paired: bool) -> int:
     """How many relabellings the permutation distribution has: 2^n sign flips, or C(n_a + n_b, n_a) splits."""
-    return 2 ** n_a if paired else math.comb(n_a + n_b, n_a)
+    return 2**n_a if paired else math.comb(n_a + n_b, n_a)
 
 
 def min_attainable_p(n_a: int, n_b: int, paired: bool) -> float:
@@ -201,11 +206,11 @@ def sign_flip_p(differences: np.ndarray) -> float:
     per-seed differences with signs flipped, so the observed arrangement is one of them to the last bit."""
     differences = np.asarray(differences, dtype=float)
     n = len(differences)
-    sampled = 2 ** n > EXACT_LIMIT
+    sampled = 2**n > EXACT_LIMIT
     if sampled:
         signs = np.random.default_rng(0).choice([-1.0, 1.0], size=(EXACT_LIMIT, n))
     else:
-        signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
+        signs = 1.0 - 2.0 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
     tolerance = TIE_RTOL * float(np.abs(differences).sum())
     return two_sided(signs @ differences, float(differences.sum()), tolerance, sampled)
 
@@ -228,10 +233,11 @@ def permutation_p(a: np.ndarray, b: np.ndarray) -> float:
 def ranks_when_censored(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mid-ranks of the pooled values; censored runs (+inf: never reached) tie for the worst rank."""
     ranks = stats.rankdata(np.concatenate([a, b]))
-    return ranks[:len(a)], ranks[len(a):]
+    return ranks[: len(a)], ranks[len(a) :]
 
 
 # ---- power of the t-tests -----------------------------------------------------------------------------
+
 
 def t_power(effect: float, df: float, root_n: float, alpha: float = ALPHA) -> float:
     """Power of a two-sided t-test with `df` degrees of freedom against a standardised effect whose
@@ -241,18 +247,20 @@ def t_power(effect: float, df: float, root_n: float, alpha: float = ALPHA) -> fl
     critical = stats.t.ppf(1 - alpha / 2, df)
     shift = abs(effect) * root_n
     # scipy's noncentral t gives NaN for a far tail (large shift): that tail is then 0
-    upper, lower = (np.nan_to_num(tail, nan=0.0) for tail in (stats.nct.sf(critical, df, shift),
-                                                               stats.nct.cdf(-critical, df, shift)))
+    upper, lower = (
+        np.nan_to_num(tail, nan=0.0)
+        for tail in (stats.nct.sf(critical, df, shift), stats.nct.cdf(-critical, df, shift))
+    )
     return float(upper + lower)
 
 
-@functools.lru_cache(maxsize=512)   # a pure function of the design, called for every comparison
+@functools.lru_cache(maxsize=512)  # a pure function of the design, called for every comparison
 def detectable_effect(df: float, root_n: float, alpha: float = ALPHA, power: float = TARGET_POWER) -> float:
     """Smallest standardised effect the t-test finds with `power` (NaN when none up to 64 sd)."""
     if not (np.isfinite(df) and df > 0):
         return math.nan
     upper = 1.0
-    while t_power(upper, df, root_n, alpha) < power:   # bracket the root; the noncentral t is unstable far out
+    while t_power(upper, df, root_n, alpha) < power:  # bracket the root; the noncentral t is unstable far out
         upper *= 2
         if upper > 64:
             return math.nan
@@ -270,8 +278,15 @@ def min_detectable_d(n_a: int, n_b: int | None = None, alpha: float = ALPHA, pow
 
 # ---- comparing two arms -------------------------------------------------------------------------------
 
-def compare(a: pd.Series, b: pd.Series, alpha: float = ALPHA, paired: bool | None = None,
-            min_pairs: int = MIN_PAIRS, names: tuple[str, str] = ("A", "B")) -> Comparison:
+
+def compare(
+    a: pd.Series,
+    b: pd.Series,
+    alpha: float = ALPHA,
+    paired: bool | None = None,
+    min_pairs: int = MIN_PAIRS,
+    names: tuple[str, str] = ("A", "B"),
+) -> Comparison:
     """Test arm a against arm b. `a`, `b`: values indexed by seed, +inf for a run censored at its budget.
     paired=None pairs on the seeds both arms ran when there are at least `min_pairs` of them, else compares
     every run unpaired. n_a, n_b (and n_pairs) count the values the test used; `names` label the arms in notes."""
@@ -284,19 +299,32 @@ def compare(a: pd.Series, b: pd.Series, alpha: float = ALPHA, paired: bool | Non
         x, y = a.to_numpy(), b.to_numpy()
     note = seed_notes(a, b, pairs if paired else None, (repeated_a, repeated_b), names)
     if pairs and not paired:
-        note = "; ".join(filter(None, [note, f"the arms share only {len(pairs)} seed(s), fewer than {min_pairs}: "
-                                             f"compared unpaired on all their runs"]))
+        note = "; ".join(
+            filter(
+                None,
+                [
+                    note,
+                    f"the arms share only {len(pairs)} seed(s), fewer than {min_pairs}: "
+                    f"compared unpaired on all their runs",
+                ],
+            )
+        )
     result = tested(x, y, paired, alpha, len(pairs) if paired else 0)
     return dataclasses.replace(result, note="; ".join(filter(None, [result.note, note])))
 
 
 def tested(x: np.ndarray, y: np.ndarray, paired: bool, alpha: float, n_pairs: int) -> Comparison:
     """The test of the values chosen by `compare` (pairs, or every run of each arm)."""
-    base = dict(n_a=len(x), n_b=len(y), n_pairs=n_pairs,
-                mean_a=float(x.mean()) if len(x) and np.isfinite(x).all() else math.nan,
-                mean_b=float(y.mean()) if len(y) and np.isfinite(y).all() else math.nan,
-                censored_a=int(np.isinf(x).sum()), censored_b=int(np.isinf(y).sum()),
-                low_power=min(len(x), len(y)) < LOW_POWER_N)
+    base = dict(
+        n_a=len(x),
+        n_b=len(y),
+        n_pairs=n_pairs,
+        mean_a=float(x.mean()) if len(x) and np.isfinite(x).all() else math.nan,
+        mean_b=float(y.mean()) if len(y) and np.isfinite(y).all() else math.nan,
+        censored_a=int(np.isinf(x).sum()),
+        censored_b=int(np.isinf(y).sum()),
+        low_power=min(len(x), len(y)) < LOW_POWER_N,
+    )
     if len(x) < 2 or len(y) < 2:
         return untested(base, f"n too small (n = {len(x)} vs {len(y)}; a test needs 2 per arm)", paired)
     if base["censored_a"] or base["censored_b"]:
@@ -304,13 +332,28 @@ def tested(x: np.ndarray, y: np.ndarray, paired: bool, alpha: float, n_pairs: in
     return paired_t(x, y, alpha, base) if paired else welch_t(x, y, alpha, base)
 
 
-def untested(base: dict, note: str, paired: bool, difference: float = math.nan,
-             exact: tuple = ("none", math.nan, math.nan)) -> Comparison:
+def untested(
+    base: dict, note: str, paired: bool, difference: float = math.nan, exact: tuple = ("none", math.nan, math.nan)
+) -> Comparison:
     """A comparison with no primary test (too few runs, or no spread), the exact test kept when it ran."""
-    return Comparison(test="none", difference=difference, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
-                      exact_test=exact[0], exact_p=exact[1], exact_min_p=exact[2], effect_size=math.nan,
-                      effect_kind="d_z" if paired else "g", spread=math.nan, power=math.nan, min_detectable_d=math.nan,
-                      min_detectable_difference=math.nan, note=note, **base)
+    return Comparison(
+        test="none",
+        difference=difference,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        p_value=math.nan,
+        exact_test=exact[0],
+        exact_p=exact[1],
+        exact_min_p=exact[2],
+        effect_size=math.nan,
+        effect_kind="d_z" if paired else "g",
+        spread=math.nan,
+        power=math.nan,
+        min_detectable_d=math.nan,
+        min_detectable_difference=math.nan,
+        note=note,
+        **base,
+    )
 
 
 def exact_check(x: np.ndarray, y: np.ndarray, paired: bool) -> tuple[str, float, float]:
@@ -329,18 +372,36 @@ def paired_t(x: np.ndarray, y: np.ndarray, alpha: float, base: dict) -> Comparis
     exact = exact_check(x, y, True)
     difference = float(differences.mean())
     if no_spread(differences, scale_of(x, y)):
-        return untested(base, f"not testable: the {n} per-seed differences are all equal ({difference:+.4g}), "
-                              f"so there is no spread to test against", True, difference, exact)
+        return untested(
+            base,
+            f"not testable: the {n} per-seed differences are all equal ({difference:+.4g}), "
+            f"so there is no spread to test against",
+            True,
+            difference,
+            exact,
+        )
     result = stats.ttest_1samp(differences, 0.0)
     interval = result.confidence_interval(1 - alpha)
     spread = float(differences.std(ddof=1))
     effect = difference / spread
     detectable = min_detectable_d(n, None, alpha)
-    return Comparison(test="paired t", difference=difference, ci_low=float(interval.low), ci_high=float(interval.high),
-                      p_value=float(result.pvalue), exact_test=exact[0], exact_p=exact[1], exact_min_p=exact[2],
-                      effect_size=effect, effect_kind="d_z", spread=spread,
-                      power=t_power(effect, n - 1, math.sqrt(n), alpha), min_detectable_d=detectable,
-                      min_detectable_difference=detectable * spread, **base)
+    return Comparison(
+        test="paired t",
+        difference=difference,
+        ci_low=float(interval.low),
+        ci_high=float(interval.high),
+        p_value=float(result.pvalue),
+        exact_test=exact[0],
+        exact_p=exact[1],
+        exact_min_p=exact[2],
+        effect_size=effect,
+        effect_kind="d_z",
+        spread=spread,
+        power=t_power(effect, n - 1, math.sqrt(n), alpha),
+        min_detectable_d=detectable,
+        min_detectable_difference=detectable * spread,
+        **base,
+    )
 
 
 def welch_t(x: np.ndarray, y: np.ndarray, alpha: float, base: dict) -> Comparison:
@@ -349,8 +410,14 @@ def welch_t(x: np.ndarray, y: np.ndarray, alpha: float, base: dict) -> Compariso
     scale = scale_of(x, y)
     flat = [name for name, values in (("A", x), ("B", y)) if no_spread(values, scale)]
     if flat:
-        return untested(base, f"not testable: every run of {' and '.join(flat)} scored the same, and the seeds do "
-                              f"not pair, so there is no spread to test against", False, difference, exact)
+        return untested(
+            base,
+            f"not testable: every run of {' and '.join(flat)} scored the same, and the seeds do "
+            f"not pair, so there is no spread to test against",
+            False,
+            difference,
+            exact,
+        )
     result = stats.ttest_ind(x, y, equal_var=False)
     interval = result.confidence_interval(1 - alpha)
     n_x, n_y = len(x), len(y)
@@ -358,11 +425,23 @@ def welch_t(x: np.ndarray, y: np.ndarray, alpha: float, base: dict) -> Compariso
     d = difference / spread
     root_n = math.sqrt(n_x * n_y / (n_x + n_y))
     detectable = detectable_effect(float(result.df), root_n, alpha)
-    return Comparison(test="Welch t", difference=difference, ci_low=float(interval.low), ci_high=float(interval.high),
-                      p_value=float(result.pvalue), exact_test=exact[0], exact_p=exact[1], exact_min_p=exact[2],
-                      effect_size=d * (1 - 3 / (4 * (n_x + n_y) - 9)), effect_kind="g", spread=spread,
-                      power=t_power(d, float(result.df), root_n, alpha), min_detectable_d=detectable,
-                      min_detectable_difference=detectable * spread, **base)
+    return Comparison(
+        test="Welch t",
+        difference=difference,
+        ci_low=float(interval.low),
+        ci_high=float(interval.high),
+        p_value=float(result.pvalue),
+        exact_test=exact[0],
+        exact_p=exact[1],
+        exact_min_p=exact[2],
+        effect_size=d * (1 - 3 / (4 * (n_x + n_y) - 9)),
+        effect_kind="g",
+        spread=spread,
+        power=t_power(d, float(result.df), root_n, alpha),
+        min_detectable_d=detectable,
+        min_detectable_difference=detectable * spread,
+        **base,
+    )
 
 
 def on_ranks(x: np.ndarray, y: np.ndarray, paired: bool, alpha: float, base: dict) -> Comparison:
@@ -370,16 +449,32 @@ def on_ranks(x: np.ndarray, y: np.ndarray, paired: bool, alpha: float, base: dic
     smallest p exceeds alpha and unknown otherwise."""
     rank_x, rank_y = ranks_when_censored(x, y)
     name, p, min_p = exact_check(rank_x, rank_y, paired)
-    note = (f"{base['censored_a']} + {base['censored_b']} runs never reached the target: censored, tied worst on "
-            f"ranks; difference is of mean ranks")
-    return Comparison(test=f"{name.replace(',', ' on ranks,')}", difference=float(rank_x.mean() - rank_y.mean()),
-                      ci_low=math.nan, ci_high=math.nan, p_value=p, exact_test=f"{name} on ranks", exact_p=p,
-                      exact_min_p=min_p, effect_size=math.nan, effect_kind="d_z" if paired else "g", spread=math.nan,
-                      power=0.0 if min_p > alpha else math.nan, min_detectable_d=math.nan,
-                      min_detectable_difference=math.nan, note=note, **base)
+    note = (
+        f"{base['censored_a']} + {base['censored_b']} runs never reached the target: censored, tied worst on "
+        f"ranks; difference is of mean ranks"
+    )
+    return Comparison(
+        test=f"{name.replace(',', ' on ranks,')}",
+        difference=float(rank_x.mean() - rank_y.mean()),
+        ci_low=math.nan,
+        ci_high=math.nan,
+        p_value=p,
+        exact_test=f"{name} on ranks",
+        exact_p=p,
+        exact_min_p=min_p,
+        effect_size=math.nan,
+        effect_kind="d_z" if paired else "g",
+        spread=math.nan,
+        power=0.0 if min_p > alpha else math.nan,
+        min_detectable_d=math.nan,
+        min_detectable_difference=math.nan,
+        note=note,
+        **base,
+    )
 
 
 # ---- the H3 noise drop --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Contrast:
@@ -393,12 +488,13 @@ class Contrast:
 def contrast(cells: list[tuple[float, Description]]) -> Contrast:
     """Test sum(w_i * mean_i) = 0 from independent cells (weight, description), Welch-Satterthwaite df."""
     estimate = sum(weight * cell.mean for weight, cell in cells)
-    parts = [weight ** 2 * cell.std ** 2 / cell.n for weight, cell in cells]
+    parts = [weight**2 * cell.std**2 / cell.n for weight, cell in cells]
     variance = sum(parts)
     if any(cell.n < 2 for _, cell in cells) or not variance > 0:
-        return Contrast(estimate, math.sqrt(variance) if variance == variance else math.nan, math.nan, math.nan,
-                        math.nan)
-    df = variance ** 2 / sum(part ** 2 / (cell.n - 1) for part, (_, cell) in zip(parts, cells))
+        return Contrast(
+            estimate, math.sqrt(variance) if variance == variance else math.nan, math.nan, math.nan, math.nan
+        )
+    df = variance**2 / sum(part**2 / (cell.n - 1) for part, (_, cell) in zip(parts, cells))
     statistic = estimate / math.sqrt(variance)
     return Contrast(estimate, math.sqrt(variance), df, statistic, float(2 * stats.t.sf(abs(statistic), df)))
 
@@ -413,8 +509,11 @@ def paired_cells(values: dict, min_pairs: int = MIN_PAIRS) -> tuple[dict, str]:
     if len(common) < min_pairs:
         return values, ""
     left_out = sorted(set().union(*(set(series.index) for series in values.values())) - set(common))
-    note = (f"per-seed drops on the {len(common)} seeds all four cells ran; seed(s) {seeds_text(left_out)} left out"
-            if left_out else "")
+    note = (
+        f"per-seed drops on the {len(common)} seeds all four cells ran; seed(s) {seeds_text(left_out)} left out"
+        if left_out
+        else ""
+    )
     return {key: series.loc[common] for key, series in values.items()}, note
 
 
@@ -426,7 +525,7 @@ def drop_test(values: dict, alpha: float = ALPHA, min_pairs: int = MIN_PAIRS) ->
     seeds). Otherwise the four cells are independent and the contrast (clean_s - noisy_s) - (clean_o -
     noisy_o) gets a Welch-Satterthwaite t-test, only when no cell is constant.
     """
-    values = {key: one_per_seed(by_seed(series))[0] for key, series in values.items()}   # each seed once
+    values = {key: one_per_seed(by_seed(series))[0] for key, series in values.items()}  # each seed once
     clean_s, noisy_s = values[("subject", "clean")], values[("subject", "noisy")]
     clean_o, noisy_o = values[("other", "clean")], values[("other", "noisy")]
     drop_subject, drop_other = clean_s.mean() - noisy_s.mean(), clean_o.mean() - noisy_o.mean()
@@ -444,8 +543,14 @@ def contrast_comparison(series: list[pd.Series], alpha: float) -> Comparison:
     arrays = [finite(values) for values in series]
     cells = [(weight, describe(values)) for weight, values in zip((1.0, -1.0, -1.0, 1.0), arrays)]
     sizes = [len(values) for values in arrays]
-    base = dict(n_a=min(sizes[:2]), n_b=min(sizes[2:]), n_pairs=0, mean_a=math.nan, mean_b=math.nan,
-                low_power=min(sizes) < LOW_POWER_N)
+    base = dict(
+        n_a=min(sizes[:2]),
+        n_b=min(sizes[2:]),
+        n_pairs=0,
+        mean_a=math.nan,
+        mean_b=math.nan,
+        low_power=min(sizes) < LOW_POWER_N,
+    )
     estimate = sum(weight * cell.mean for weight, cell in cells)
     if min(sizes) < 2:
         return untested(base, f"n too small (cells of {sizes} runs; a test needs 2 per cell)", False, estimate)
@@ -453,22 +558,40 @@ def contrast_comparison(series: list[pd.Series], alpha: float) -> Comparison:
     names = ["subject clean", "subject noisy", "other clean", "other noisy"]
     flat = [name for name, values in zip(names, arrays) if no_spread(values, scale)]
     if flat:
-        return untested(base, f"not testable: every run of {', '.join(flat)} scored the same, and the seeds do not "
-                              f"pair, so there is no spread to test against", False, estimate)
+        return untested(
+            base,
+            f"not testable: every run of {', '.join(flat)} scored the same, and the seeds do not "
+            f"pair, so there is no spread to test against",
+            False,
+            estimate,
+        )
     tested = contrast(cells)
     half = stats.t.ppf(1 - alpha / 2, tested.df) * tested.standard_error
-    spread = math.sqrt(np.mean([cell.std ** 2 for _, cell in cells]))
-    root_n = spread / tested.standard_error      # the noncentrality of a 1-sd contrast
+    spread = math.sqrt(np.mean([cell.std**2 for _, cell in cells]))
+    root_n = spread / tested.standard_error  # the noncentrality of a 1-sd contrast
     detectable = detectable_effect(tested.df, root_n, alpha)
-    return Comparison(test="Welch-Satterthwaite contrast", difference=estimate, ci_low=estimate - half,
-                      ci_high=estimate + half, p_value=tested.p_value, exact_test="none", exact_p=math.nan,
-                      exact_min_p=math.nan, effect_size=estimate / spread, effect_kind="d (rms sd of the cells)",
-                      spread=spread, power=t_power(estimate / spread, tested.df, root_n, alpha),
-                      min_detectable_d=detectable, min_detectable_difference=detectable * spread,
-                      note="the four cells' seeds do not pair", **base)
+    return Comparison(
+        test="Welch-Satterthwaite contrast",
+        difference=estimate,
+        ci_low=estimate - half,
+        ci_high=estimate + half,
+        p_value=tested.p_value,
+        exact_test="none",
+        exact_p=math.nan,
+        exact_min_p=math.nan,
+        effect_size=estimate / spread,
+        effect_kind="d (rms sd of the cells)",
+        spread=spread,
+        power=t_power(estimate / spread, tested.df, root_n, alpha),
+        min_detectable_d=detectable,
+        min_detectable_difference=detectable * spread,
+        note="the four cells' seeds do not pair",
+        **base,
+    )
 
 
 # ---- families -----------------------------------------------------------------------------------------
+
 
 def holm(p_values) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count as a test)."""
@@ -483,7 +606,9 @@ def holm(p_values) -> np.ndarray:
     return adjusted
 
 
-def pairwise(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[str], alpha: float = ALPHA) -> pd.DataFrame:
+def pairwise(
+    runs: pd.DataFrame, metric: str, settings: list[str], arms: list[str], alpha: float = ALPHA
+) -> pd.DataFrame:
     """Every pair of arms within each setting, on completed runs' `metric` (paired as `compare` pairs, so the
     same pair gets the same test here and in a verdict); Holm-adjusted per setting."""
     rows = []
@@ -492,13 +617,20 @@ def pairwise(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[st
         present = [arm for arm in arms if arm in set(here["arm"])]
         family = []
         for i, arm_a in enumerate(present):
-            for arm_b in present[i + 1:]:
+            for arm_b in present[i + 1 :]:
                 a = here[here["arm"] == arm_a].set_index("seed")[metric]
                 b = here[here["arm"] == arm_b].set_index("seed")[metric]
-                family.append({"setting": setting, "metric": metric, "arm_a": arm_a, "arm_b": arm_b,
-                               **compare(a, b, alpha).as_dict()})
+                family.append(
+                    {
+                        "setting": setting,
+                        "metric": metric,
+                        "arm_a": arm_a,
+                        "arm_b": arm_b,
+                        **compare(a, b, alpha).as_dict(),
+                    }
+                )
         for row, adjusted in zip(family, holm([row["p_value"] for row in family])):
             row["p_holm"] = adjusted
-            row["significant"] = bool(row["p_holm"] < alpha)   # the family: every pair in this setting
+            row["significant"] = bool(row["p_holm"] < alpha)  # the family: every pair in this setting
         rows.extend(family)
     return pd.DataFrame(rows)

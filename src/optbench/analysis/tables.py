@@ -26,8 +26,16 @@ from optbench.durations import format_duration
 
 PRIMARY_METRIC = "test_acc_at_best_val"
 # Metrics summarised as mean, sd (and for the primary one a 95 % CI) over completed runs.
-SUMMARISED = ["test_acc_at_best_val", "test_acc_at_best_clean_val", "final_test_acc", "best_test_acc", "final_train_loss", "epochs_to_target",
-              "wall_time_s", "train_images_per_s"]
+SUMMARISED = [
+    "test_acc_at_best_val",
+    "test_acc_at_best_clean_val",
+    "final_test_acc",
+    "best_test_acc",
+    "final_train_loss",
+    "epochs_to_target",
+    "wall_time_s",
+    "train_images_per_s",
+]
 NOT_COMPLETED = [status for status in STATUSES if status != "completed"]
 
 
@@ -37,12 +45,13 @@ def completed(runs: pd.DataFrame) -> pd.DataFrame:
 
 def status_counts(group: pd.DataFrame) -> dict:
     counts = {status: int((group["status"] == status).sum()) for status in STATUSES}
-    counts["other"] = int((~group["status"].isin(STATUSES)).sum())   # unreadable summary, unknown status
+    counts["other"] = int((~group["status"].isin(STATUSES)).sum())  # unreadable summary, unknown status
     return counts
 
 
-def results_table(runs: pd.DataFrame, grouping: Grouping, settings: list[str], arms: list[str],
-                  pairwise: pd.DataFrame) -> pd.DataFrame:
+def results_table(
+    runs: pd.DataFrame, grouping: Grouping, settings: list[str], arms: list[str], pairwise: pd.DataFrame
+) -> pd.DataFrame:
     rows = []
     for setting in settings:
         in_setting = runs[runs["setting"] == setting]
@@ -56,8 +65,13 @@ def results_table(runs: pd.DataFrame, grouping: Grouping, settings: list[str], a
 
 def summarise_group(group: pd.DataFrame, grouping: Grouping) -> dict:
     first = group.iloc[0]
-    row = {"setting": first["setting"], "arm": first["arm"],
-           **{short_key(key): first[key] for key in grouping.group_keys}, "runs": len(group), **status_counts(group)}
+    row = {
+        "setting": first["setting"],
+        "arm": first["arm"],
+        **{short_key(key): first[key] for key in grouping.group_keys},
+        "runs": len(group),
+        **status_counts(group),
+    }
     done = completed(group)
     row["seeds"] = len(done)
     for metric in SUMMARISED:
@@ -96,13 +110,19 @@ def add_ranking(table: pd.DataFrame, runs: pd.DataFrame, pairwise: pd.DataFrame)
 def pair_p_value(pairwise: pd.DataFrame, setting: str, arm_a: str, arm_b: str) -> float:
     if not len(pairwise):
         return math.nan
-    match = pairwise[(pairwise["setting"] == setting) & (pairwise["metric"] == PRIMARY_METRIC)
-                     & (((pairwise["arm_a"] == arm_a) & (pairwise["arm_b"] == arm_b))
-                        | ((pairwise["arm_a"] == arm_b) & (pairwise["arm_b"] == arm_a)))]
+    match = pairwise[
+        (pairwise["setting"] == setting)
+        & (pairwise["metric"] == PRIMARY_METRIC)
+        & (
+            ((pairwise["arm_a"] == arm_a) & (pairwise["arm_b"] == arm_b))
+            | ((pairwise["arm_a"] == arm_b) & (pairwise["arm_b"] == arm_a))
+        )
+    ]
     return float(match["p_holm"].iloc[0]) if len(match) else math.nan
 
 
 # ---- text rendering -------------------------------------------------------------------------------
+
 
 def percent(value: float, digits: int = 2) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{100 * value:.{digits}f}"
@@ -143,25 +163,36 @@ def display_table(table: pd.DataFrame, target_acc: float, pm: str = "±") -> pd.
     # Under label noise: the oracle (epoch chosen on clean validation labels) beside the headline.
     oracle = "test_acc_at_best_clean_val_mean" in table and bool(table["test_acc_at_best_clean_val_mean"].notna().any())
     for _, row in table.iterrows():
-        rows.append({
-            "optimizer": row["arm"],
-            "seeds": f"{row['seeds']}/{row['runs']}",
-            "test acc @ best val (%)": mean_sd(row["test_acc_at_best_val_mean"], row["test_acc_at_best_val_std"], pm=pm),
-            "95% CI (%)": interval(row["test_acc_at_best_val_ci_low"], row["test_acc_at_best_val_ci_high"]),
-            **({"test acc @ best clean val (%, oracle)": mean_sd(row["test_acc_at_best_clean_val_mean"],
-                                                                 row["test_acc_at_best_clean_val_std"], pm=pm)}
-               if oracle else {}),
-            "final test acc (%)": mean_sd(row["final_test_acc_mean"], row["final_test_acc_std"], pm=pm),
-            "best test acc (%, optimistic)": mean_sd(row["best_test_acc_mean"], row["best_test_acc_std"], pm=pm),
-            "final train loss": mean_sd(row["final_train_loss_mean"], row["final_train_loss_std"], 1.0, 3, pm=pm),
-            f"epochs to val acc ≥ {100 * target_acc:g}%": epochs_text(row),
-            "wall time": format_duration(row["wall_time_s_mean"]),
-            "throughput (img/s)": "n/a" if not np.isfinite(row["train_images_per_s_mean"])
-            else f"{row['train_images_per_s_mean']:,.0f}",
-            "not completed": not_completed_text(row),
-            "rank": "n/a" if not np.isfinite(row["rank"]) else f"{int(row['rank'])}",
-            "p vs best (Holm)": "—" if row["rank"] == 1 else p_text(row["p_vs_best"]),
-        })
+        rows.append(
+            {
+                "optimizer": row["arm"],
+                "seeds": f"{row['seeds']}/{row['runs']}",
+                "test acc @ best val (%)": mean_sd(
+                    row["test_acc_at_best_val_mean"], row["test_acc_at_best_val_std"], pm=pm
+                ),
+                "95% CI (%)": interval(row["test_acc_at_best_val_ci_low"], row["test_acc_at_best_val_ci_high"]),
+                **(
+                    {
+                        "test acc @ best clean val (%, oracle)": mean_sd(
+                            row["test_acc_at_best_clean_val_mean"], row["test_acc_at_best_clean_val_std"], pm=pm
+                        )
+                    }
+                    if oracle
+                    else {}
+                ),
+                "final test acc (%)": mean_sd(row["final_test_acc_mean"], row["final_test_acc_std"], pm=pm),
+                "best test acc (%, optimistic)": mean_sd(row["best_test_acc_mean"], row["best_test_acc_std"], pm=pm),
+                "final train loss": mean_sd(row["final_train_loss_mean"], row["final_train_loss_std"], 1.0, 3, pm=pm),
+                f"epochs to val acc ≥ {100 * target_acc:g}%": epochs_text(row),
+                "wall time": format_duration(row["wall_time_s_mean"]),
+                "throughput (img/s)": "n/a"
+                if not np.isfinite(row["train_images_per_s_mean"])
+                else f"{row['train_images_per_s_mean']:,.0f}",
+                "not completed": not_completed_text(row),
+                "rank": "n/a" if not np.isfinite(row["rank"]) else f"{int(row['rank'])}",
+                "p vs best (Holm)": "—" if row["rank"] == 1 else p_text(row["p_vs_best"]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -181,15 +212,22 @@ def epochs_text(row) -> str:
 def pairwise_display(pairwise: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, row in pairwise.iterrows():
-        rows.append({
-            "A": row["arm_a"], "B": row["arm_b"], "n (A, B)": n_text(row),
-            "mean A (%)": percent(row["mean_a"]), "mean B (%)": percent(row["mean_b"]),
-            "A − B (pp) [95% CI]": difference_interval(row["difference"], row["ci_low"], row["ci_high"]),
-            "test": row["test"], "p": p_text(row["p_value"]), "p (Holm)": p_text(row["p_holm"]),
-            "exact p (smallest possible)": exact_text(row["exact_p"], row["exact_min_p"]),
-            "effect": effect_text(row["effect_size"], row["effect_kind"]),
-            "power": power_text(row),
-        })
+        rows.append(
+            {
+                "A": row["arm_a"],
+                "B": row["arm_b"],
+                "n (A, B)": n_text(row),
+                "mean A (%)": percent(row["mean_a"]),
+                "mean B (%)": percent(row["mean_b"]),
+                "A − B (pp) [95% CI]": difference_interval(row["difference"], row["ci_low"], row["ci_high"]),
+                "test": row["test"],
+                "p": p_text(row["p_value"]),
+                "p (Holm)": p_text(row["p_holm"]),
+                "exact p (smallest possible)": exact_text(row["exact_p"], row["exact_min_p"]),
+                "effect": effect_text(row["effect_size"], row["effect_kind"]),
+                "power": power_text(row),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -224,8 +262,10 @@ def power_text(row, scale: float = 100.0, unit: str = "pp") -> str:
     if np.isfinite(row["power"]):
         parts.append(f"{100 * row['power']:.0f}% at the observed effect")
     if np.isfinite(row["min_detectable_difference"]):
-        parts.append(f"detects ≥ {scale * row['min_detectable_difference']:.2f} {unit} "
-                     f"({row['effect_kind']} ≥ {row['min_detectable_d']:.1f}) at 80%")
+        parts.append(
+            f"detects ≥ {scale * row['min_detectable_difference']:.2f} {unit} "
+            f"({row['effect_kind']} ≥ {row['min_detectable_d']:.1f}) at 80%"
+        )
     elif row["power"] == 0:
         parts.append("the test cannot reach alpha at this n")
     if row.get("note"):
@@ -242,8 +282,10 @@ def problem_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 def problem_display(problems: pd.DataFrame) -> pd.DataFrame:
     shown = problems.copy()
-    shown["epochs"] = [f"{done}/{planned}" for done, planned in
-                       zip(shown["epochs_done"].map(integer_text), shown["epochs_planned"].map(integer_text))]
+    shown["epochs"] = [
+        f"{done}/{planned}"
+        for done, planned in zip(shown["epochs_done"].map(integer_text), shown["epochs_planned"].map(integer_text))
+    ]
     shown["detail"] = [join_text(error, notes) for error, notes in zip(shown["error"], shown["notes"])]
     shown["seed"] = shown["seed"].map(integer_text)
     return shown[["run_id", "setting", "arm", "seed", "status", "epochs", "detail"]]
@@ -262,6 +304,7 @@ def join_text(*parts) -> str:
 
 # ---- Markdown and LaTeX ----------------------------------------------------------------------------
 
+
 def to_markdown(table: pd.DataFrame) -> str:
     if not len(table):
         return "_(none)_\n"
@@ -269,9 +312,24 @@ def to_markdown(table: pd.DataFrame) -> str:
     return escaped.to_markdown(index=False, disable_numparse=True) + "\n"
 
 
-LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                 "±": r"$\pm$", "≥": r"$\geq$", "−": r"$-$", "—": "---", "<": r"$<$", ">": r"$>$"}
+LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "±": r"$\pm$",
+    "≥": r"$\geq$",
+    "−": r"$-$",
+    "—": "---",
+    "<": r"$<$",
+    ">": r"$>$",
+}
 
 
 def latex_escape(text) -> str:
@@ -282,8 +340,22 @@ def to_latex(table: pd.DataFrame, caption: str, label: str) -> str:
     """A booktabs table scaled to the text width (needs \\usepackage{booktabs,graphicx}); every cell escaped."""
     header = " & ".join(latex_escape(column) for column in table.columns) + r" \\"
     body = [" & ".join(latex_escape(value) for value in row) + r" \\" for row in table.itertuples(index=False)]
-    return "\n".join([r"% needs \usepackage{booktabs,graphicx}", r"\begin{table}[ht]", r"\centering",
-                      rf"\caption{{{latex_escape(caption)}}}", rf"\label{{{label}}}",
-                      r"\resizebox{\linewidth}{!}{%",
-                      r"\begin{tabular}{" + "l" * len(table.columns) + "}", r"\toprule", header, r"\midrule",
-                      *body, r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""])
+    return "\n".join(
+        [
+            r"% needs \usepackage{booktabs,graphicx}",
+            r"\begin{table}[ht]",
+            r"\centering",
+            rf"\caption{{{latex_escape(caption)}}}",
+            rf"\label{{{label}}}",
+            r"\resizebox{\linewidth}{!}{%",
+            r"\begin{tabular}{" + "l" * len(table.columns) + "}",
+            r"\toprule",
+            header,
+            r"\midrule",
+            *body,
+            r"\bottomrule",
+            r"\end{tabular}}",
+            r"\end{table}",
+            "",
+        ]
+    )

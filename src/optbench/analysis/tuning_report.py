@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from optbench.formats import tuning_record
 from optbench.analysis.load import number
+from optbench.formats import tuning_record
 
 # A winner within this fraction of the searched range (in the scale's own units: decades for log) of a
 # bound may have a better value beyond it: the search should have gone further.
@@ -34,10 +34,10 @@ IGNORED = "ignored (any runs it lists stay in the main comparison)"
 
 @dataclass
 class TuningStudy:
-    source: str                   # the JSON file, as found below the results folder
-    record: dict                  # its checked content (the contract above)
-    run_dirs: frozenset[Path]     # resolved run directories its trials list
-    edges: dict[str, list[str]]   # per optimizer: the winner's values at an edge of the space, as sentences
+    source: str  # the JSON file, as found below the results folder
+    record: dict  # its checked content (the contract above)
+    run_dirs: frozenset[Path]  # resolved run directories its trials list
+    edges: dict[str, list[str]]  # per optimizer: the winner's values at an edge of the space, as sentences
 
     @property
     def name(self) -> str:
@@ -62,8 +62,12 @@ class TuningRecords:
         seeds: dict[str, set[int]] = {}
         for study in self.studies:
             for name, entry in study.optimizers.items():
-                seeds.setdefault(name, set()).update(int(run["seed"]) for trial in entry["trials"]
-                                                     for run in trial["runs"] if run.get("seed") is not None)
+                seeds.setdefault(name, set()).update(
+                    int(run["seed"])
+                    for trial in entry["trials"]
+                    for run in trial["runs"]
+                    if run.get("seed") is not None
+                )
         return seeds
 
 
@@ -84,21 +88,29 @@ def read_tuning(results_dir: Path, skip: Path | None = None) -> TuningRecords:
 def read_tuning_file(path: Path, source: str) -> TuningStudy:
     """One checked tuning file; ValueError saying what is wrong when it is unreadable or off the contract."""
     record = tuning_record.read(path)
-    run_dirs = frozenset((path.parent / run["run_dir"]).resolve() for entry in record["optimizers"].values()
-                         for trial in entry["trials"] for run in trial["runs"])
+    run_dirs = frozenset(
+        (path.parent / run["run_dir"]).resolve()
+        for entry in record["optimizers"].values()
+        for trial in entry["trials"]
+        for run in trial["runs"]
+    )
     edges = {name: winner_edges(entry) for name, entry in record["optimizers"].items()}
     return TuningStudy(source=source, record=record, run_dirs=run_dirs, edges=edges)
 
 
 # ---- edges and cost --------------------------------------------------------------------------------
 
+
 def winner_edges(entry: dict) -> list[str]:
     """The runner's `edges` when the file has them, else this module's rule on the winner's values."""
     if isinstance(entry.get("edges"), list):
         return [str(text) for text in entry["edges"]]
     winner = entry.get("winner") or {}
-    return [text for key, bounds in entry["space"].items()
-            if (text := edge_text(key, (winner.get("values") or {}).get(key), bounds))]
+    return [
+        text
+        for key, bounds in entry["space"].items()
+        if (text := edge_text(key, (winner.get("values") or {}).get(key), bounds))
+    ]
 
 
 def edge_text(key: str, value, bounds) -> str:
@@ -110,9 +122,9 @@ def edge_text(key: str, value, bounds) -> str:
     low, high = (min(grid), max(grid)) if len(grid) > 1 else (number(bounds.get("low")), number(bounds.get("high")))
     value = number(value)
     if not all(math.isfinite(item) for item in (value, low, high)) or low >= high or (scale == "log" and low <= 0):
-        return ""   # nothing searched, or not numbers: no edge to speak of
+        return ""  # nothing searched, or not numbers: no edge to speak of
     if scale == "grid":
-        position = 0.0 if value <= low else 1.0 if value >= high else 0.5   # an end of the grid, or inside it
+        position = 0.0 if value <= low else 1.0 if value >= high else 0.5  # an end of the grid, or inside it
     elif scale == "log":
         position = (math.log10(value) - math.log10(low)) / (math.log10(high) - math.log10(low)) if value > 0 else 0.0
     else:
@@ -131,9 +143,12 @@ def run_totals(entry: dict) -> dict:
     runs = listed_runs(entry)
     seconds = [number(run.get("wall_time_s")) for run in runs]
     epochs = [number(run.get("epochs_done")) for run in runs]
-    return {"runs": len(runs), "epochs_trained": int(sum(value for value in epochs if math.isfinite(value))),
-            "device_hours": sum(value for value in seconds if math.isfinite(value)) / 3600,
-            "devices": ", ".join(sorted({str(run["device"]) for run in runs if run.get("device")}))}
+    return {
+        "runs": len(runs),
+        "epochs_trained": int(sum(value for value in epochs if math.isfinite(value))),
+        "device_hours": sum(value for value in seconds if math.isfinite(value)) / 3600,
+        "devices": ", ".join(sorted({str(run["device"]) for run in runs if run.get("device")})),
+    }
 
 
 def study_warnings(study: TuningStudy) -> list[str]:
@@ -146,12 +161,15 @@ def study_warnings(study: TuningStudy) -> list[str]:
             stated = number(entry.get(key))
             # device_hours in the file may be rounded: 5 % or 0.01 h apart is agreement
             if math.isfinite(stated) and not math.isclose(stated, totals[key], rel_tol=0.05, abs_tol=0.01):
-                warnings.append(f"{study.source}, {name}: the file says {key} {stated:g}, its listed runs add up to "
-                                f"{totals[key]:.4g}; the tuning table uses the listed runs")
+                warnings.append(
+                    f"{study.source}, {name}: the file says {key} {stated:g}, its listed runs add up to "
+                    f"{totals[key]:.4g}; the tuning table uses the listed runs"
+                )
     return warnings
 
 
 # ---- the table -------------------------------------------------------------------------------------
+
 
 def tuning_table(studies: list[TuningStudy]) -> pd.DataFrame:
     """One row per (study, optimizer): cost, winner and edge, as numbers (tables/tuning.csv)."""
@@ -163,11 +181,20 @@ def optimizer_row(study: TuningStudy, name: str, entry: dict) -> dict:
     winner = entry.get("winner") or {}
     scores = [number(score) for score in winner.get("scores") or []]
     values = winner.get("values") or {}
-    return {"study": study.name, "file": study.source, "optimizer": name, "method": study.record.get("method"),
-            "select_on": study.record.get("select_on"), "trials": len(entry["trials"]), **run_totals(entry),
-            "winner": ", ".join(f"{key}={value_text(value)}" for key, value in values.items()),
-            "winner_mean": number(winner.get("mean")), "winner_sd": number(winner.get("sd")),
-            "winner_n": len(winner.get("seeds") or scores), "edge": "; ".join(study.edges[name])}
+    return {
+        "study": study.name,
+        "file": study.source,
+        "optimizer": name,
+        "method": study.record.get("method"),
+        "select_on": study.record.get("select_on"),
+        "trials": len(entry["trials"]),
+        **run_totals(entry),
+        "winner": ", ".join(f"{key}={value_text(value)}" for key, value in values.items()),
+        "winner_mean": number(winner.get("mean")),
+        "winner_sd": number(winner.get("sd")),
+        "winner_n": len(winner.get("seeds") or scores),
+        "edge": "; ".join(study.edges[name]),
+    }
 
 
 def score_text(mean: float, sd: float, n: int) -> str:
@@ -184,18 +211,28 @@ def value_text(value) -> str:
 
 def tuning_display(table: pd.DataFrame) -> pd.DataFrame:
     """The Markdown columns of `tuning_table`: scores in %, the edge marked."""
-    shown = pd.DataFrame({
-        "study": table["study"], "optimizer": table["optimizer"], "trials": table["trials"], "runs": table["runs"],
-        "epochs trained": table["epochs_trained"],
-        "device-hours": table["device_hours"].map(lambda hours: f"{hours:.3g}"), "devices": table["devices"],
-        "winner": [text.replace("optimizer.", "") or "none (no trial finished)" for text in table["winner"]],
-        "validation score (%)": [score_text(mean, sd, n) for mean, sd, n in
-                                 zip(table["winner_mean"], table["winner_sd"], table["winner_n"])],
-        "edge": [f"**{EDGE_MARKER}**: {text}" if text else "" for text in table["edge"]]})
+    shown = pd.DataFrame(
+        {
+            "study": table["study"],
+            "optimizer": table["optimizer"],
+            "trials": table["trials"],
+            "runs": table["runs"],
+            "epochs trained": table["epochs_trained"],
+            "device-hours": table["device_hours"].map(lambda hours: f"{hours:.3g}"),
+            "devices": table["devices"],
+            "winner": [text.replace("optimizer.", "") or "none (no trial finished)" for text in table["winner"]],
+            "validation score (%)": [
+                score_text(mean, sd, n)
+                for mean, sd, n in zip(table["winner_mean"], table["winner_sd"], table["winner_n"])
+            ],
+            "edge": [f"**{EDGE_MARKER}**: {text}" if text else "" for text in table["edge"]],
+        }
+    )
     return shown
 
 
 # ---- the protocol in one sentence ------------------------------------------------------------------
+
 
 def seeds_text(seeds) -> str:
     return ", ".join(str(seed) for seed in seeds) if isinstance(seeds, list) and seeds else "?"
@@ -208,6 +245,8 @@ def protocol_sentence(study: TuningStudy) -> str:
     rerun = ""
     if budget.get("top_k") and budget.get("confirm_seeds"):
         rerun = f"; the top {budget['top_k']} trials rerun on seeds {seeds_text(budget['confirm_seeds'])}"
-    return (f"{str(record.get('method') or 'unnamed').capitalize()} search{sampler}: {budget.get('trials', '?')} "
-            f"trials x {budget.get('epochs', '?')} epochs per optimizer on seed {seeds_text(budget.get('trial_seeds'))}"
-            f"{rerun}; the winner is chosen on validation (`{record.get('select_on', '?')}`), never on test.")
+    return (
+        f"{str(record.get('method') or 'unnamed').capitalize()} search{sampler}: {budget.get('trials', '?')} "
+        f"trials x {budget.get('epochs', '?')} epochs per optimizer on seed {seeds_text(budget.get('trial_seeds'))}"
+        f"{rerun}; the winner is chosen on validation (`{record.get('select_on', '?')}`), never on test."
+    )

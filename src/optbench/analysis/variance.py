@@ -29,23 +29,37 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from optbench.formats import predictions
 from optbench.errors import DamagedRunFile
+from optbench.formats import predictions
 from optbench.rundir import PREDICTIONS_FILE
 
-RESAMPLES = 2000      # bootstrap rounds per comparison: percentile intervals want 1,000 or more (Efron & Tibshirani 1993)
-BOOTSTRAP_SEED = 0    # fixed: the same files give the same table
-CHUNK = 250           # rounds drawn at once: CHUNK x N draws stay a few MB for a 10,000-image test set
+RESAMPLES = 2000  # bootstrap rounds per comparison: percentile intervals want 1,000 or more (Efron & Tibshirani 1993)
+BOOTSTRAP_SEED = 0  # fixed: the same files give the same table
+CHUNK = 250  # rounds drawn at once: CHUNK x N draws stay a few MB for a 10,000-image test set
 CONFIDENCE = 0.95
-COLUMNS = ["setting", "arm_a", "arm_b", "seeds", "images", "difference", "ci_low", "ci_high", "sd_bootstrap",
-           "var_seeds", "var_images", "share_seeds", "share_images", "note"]
+COLUMNS = [
+    "setting",
+    "arm_a",
+    "arm_b",
+    "seeds",
+    "images",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "sd_bootstrap",
+    "var_seeds",
+    "var_images",
+    "share_seeds",
+    "share_images",
+    "note",
+]
 
 
 @dataclass(frozen=True)
 class Decomposition:
-    difference: float     # mean of D: accuracy of A minus accuracy of B (fraction)
-    var_seeds: float      # var_s(delta_s) / S
-    var_images: float     # var_i(m_i) / N
+    difference: float  # mean of D: accuracy of A minus accuracy of B (fraction)
+    var_seeds: float  # var_s(delta_s) / S
+    var_images: float  # var_i(m_i) / N
 
     @property
     def share_seeds(self) -> float:
@@ -68,8 +82,9 @@ def decompose(correct_a: np.ndarray, correct_b: np.ndarray) -> Decomposition:
     return Decomposition(float(differences.mean()), float(var_seeds), float(var_images))
 
 
-def bootstrap_differences(correct_a: np.ndarray, correct_b: np.ndarray, resamples: int = RESAMPLES,
-                          rng: np.random.Generator | None = None) -> np.ndarray:
+def bootstrap_differences(
+    correct_a: np.ndarray, correct_b: np.ndarray, resamples: int = RESAMPLES, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """The mean difference in each of `resamples` rounds of the two-level bootstrap (seeds, then images,
     the image draw shared by all seeds and both arms). A round sums D over its drawn seeds (w_seeds . D,
     w the counts of each seed drawn), then averages that over its drawn images: no resampled copy of D
@@ -81,14 +96,15 @@ def bootstrap_differences(correct_a: np.ndarray, correct_b: np.ndarray, resample
     for start in range(0, resamples, CHUNK):
         rounds = min(CHUNK, resamples - start)
         seed_counts = np.stack([np.bincount(draw, minlength=seeds) for draw in rng.integers(0, seeds, (rounds, seeds))])
-        summed_over_seeds = seed_counts.astype(np.float32) @ differences            # [rounds, images]
+        summed_over_seeds = seed_counts.astype(np.float32) @ differences  # [rounds, images]
         drawn_images = rng.integers(0, images, (rounds, images))
         values.append(np.take_along_axis(summed_over_seeds, drawn_images, axis=1).sum(axis=1, dtype=np.float64))
     return np.concatenate(values) / (seeds * images)
 
 
-def comparison_row(setting: str, arm_a: str, arm_b: str, correct_a: np.ndarray, correct_b: np.ndarray,
-                   resamples: int = RESAMPLES) -> dict:
+def comparison_row(
+    setting: str, arm_a: str, arm_b: str, correct_a: np.ndarray, correct_b: np.ndarray, resamples: int = RESAMPLES
+) -> dict:
     """One table row; `correct_*`: [paired seeds, images]. The bootstrap seed depends only on the names,
     so a row does not change when other settings or arms are added."""
     seeds, images = correct_a.shape
@@ -100,13 +116,23 @@ def comparison_row(setting: str, arm_a: str, arm_b: str, correct_a: np.ndarray, 
     rounds = bootstrap_differences(correct_a, correct_b, resamples, rng)
     tail = (1 - CONFIDENCE) / 2
     low, high = np.quantile(rounds, [tail, 1 - tail])
-    return {**row, "difference": parts.difference, "ci_low": float(low), "ci_high": float(high),
-            "sd_bootstrap": float(rounds.std(ddof=1)), "var_seeds": parts.var_seeds, "var_images": parts.var_images,
-            "share_seeds": parts.share_seeds, "share_images": parts.share_images, "note": ""}
+    return {
+        **row,
+        "difference": parts.difference,
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "sd_bootstrap": float(rounds.std(ddof=1)),
+        "var_seeds": parts.var_seeds,
+        "var_images": parts.var_images,
+        "share_seeds": parts.share_seeds,
+        "share_images": parts.share_images,
+        "note": "",
+    }
 
 
-def variance_table(runs: pd.DataFrame, results_dir: Path, settings: list[str], arms: list[str],
-                   resamples: int = RESAMPLES) -> tuple[pd.DataFrame, list[str]]:
+def variance_table(
+    runs: pd.DataFrame, results_dir: Path, settings: list[str], arms: list[str], resamples: int = RESAMPLES
+) -> tuple[pd.DataFrame, list[str]]:
     """Every pair of arms within each setting with predictions for at least one common seed; and warnings."""
     rows, warnings = [], []
     for setting in settings:
@@ -116,8 +142,16 @@ def variance_table(runs: pd.DataFrame, results_dir: Path, settings: list[str], a
         for arm_a, arm_b in itertools.combinations(present, 2):
             seeds = sorted(correct[arm_a].keys() & correct[arm_b].keys())
             if seeds:
-                rows.append(comparison_row(setting, arm_a, arm_b, np.stack([correct[arm_a][seed] for seed in seeds]),
-                                           np.stack([correct[arm_b][seed] for seed in seeds]), resamples))
+                rows.append(
+                    comparison_row(
+                        setting,
+                        arm_a,
+                        arm_b,
+                        np.stack([correct[arm_a][seed] for seed in seeds]),
+                        np.stack([correct[arm_b][seed] for seed in seeds]),
+                        resamples,
+                    )
+                )
     return pd.DataFrame(rows, columns=COLUMNS), warnings
 
 
@@ -136,8 +170,10 @@ def setting_predictions(here: pd.DataFrame, results_dir: Path, warnings: list[st
     correct: dict[str, dict] = {}
     for (arm, seed), kept in loaded.items():
         if hashes[(arm, seed)] != common:
-            warnings.append(f"{arm} seed {seed}: {PREDICTIONS_FILE} scores another test set than the other runs of "
-                            f"its setting; left out of the variance table")
+            warnings.append(
+                f"{arm} seed {seed}: {PREDICTIONS_FILE} scores another test set than the other runs of "
+                f"its setting; left out of the variance table"
+            )
         elif seed in correct.setdefault(arm, {}):
             warnings.append(f"{arm} seed {seed}: more than one run; the variance table pairs the first")
         else:
@@ -153,10 +189,12 @@ def read_run_predictions(run_dir: Path, best_epoch, warnings: list[str], run_id:
         warnings.append(f"{run_id}: {error}")
         return None
     if kept is None:
-        return None   # a run from before predictions.npz: the table says how many seeds it paired
+        return None  # a run from before predictions.npz: the table says how many seeds it paired
     if pd.isna(best_epoch) or kept.epoch != int(best_epoch):
-        warnings.append(f"{run_id}: {PREDICTIONS_FILE} is from epoch {kept.epoch}, summary.json selected epoch "
-                        f"{best_epoch}; left out of the variance table")
+        warnings.append(
+            f"{run_id}: {PREDICTIONS_FILE} is from epoch {kept.epoch}, summary.json selected epoch "
+            f"{best_epoch}; left out of the variance table"
+        )
         return None
     return kept
 
@@ -166,12 +204,24 @@ def variance_display(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for row in table.itertuples():
         finite = pd.notna(row.difference)
-        rows.append({"setting": row.setting, "A": row.arm_a, "B": row.arm_b, "seeds": row.seeds, "images": row.images,
-                     "A − B (pp) [95% CI]": (f"{100 * row.difference:+.2f} [{100 * row.ci_low:+.2f}, "
-                                             f"{100 * row.ci_high:+.2f}]") if finite else "n/a",
-                     "sd (pp)": f"{100 * row.sd_bootstrap:.2f}" if finite else "n/a",
-                     "from seeds": share_text(row.share_seeds), "from test images": share_text(row.share_images),
-                     "note": row.note})
+        rows.append(
+            {
+                "setting": row.setting,
+                "A": row.arm_a,
+                "B": row.arm_b,
+                "seeds": row.seeds,
+                "images": row.images,
+                "A − B (pp) [95% CI]": (
+                    f"{100 * row.difference:+.2f} [{100 * row.ci_low:+.2f}, {100 * row.ci_high:+.2f}]"
+                )
+                if finite
+                else "n/a",
+                "sd (pp)": f"{100 * row.sd_bootstrap:.2f}" if finite else "n/a",
+                "from seeds": share_text(row.share_seeds),
+                "from test images": share_text(row.share_images),
+                "note": row.note,
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -30,31 +30,37 @@ from optbench.specs.hypothesis_spec import Hypothesis
 from optbench.specs.study_spec import Study, find_study, planned_settings, tested_hypotheses
 
 SEQUENTIAL, STUDY, FOLDER = "sequential", "study", "folder"
-VERDICT_OF_DECISION = {"supported": SUPPORTED, "rejected": REJECTED, "futility": INCONCLUSIVE,
-                       "undecided": INCONCLUSIVE, CONTINUE: INCONCLUSIVE}
+VERDICT_OF_DECISION = {
+    "supported": SUPPORTED,
+    "rejected": REJECTED,
+    "futility": INCONCLUSIVE,
+    "undecided": INCONCLUSIVE,
+    CONTINUE: INCONCLUSIVE,
+}
 
 
 @dataclass(frozen=True)
 class Scope:
-    rule: str                        # SEQUENTIAL, STUDY or FOLDER
-    study: str = ""                  # the study that tests the hypothesis ("" when none is known)
-    planned: tuple = ()              # its planned settings (study_spec.PlannedSetting); empty: the folder's
-    own_seeds: tuple = ()            # SEQUENTIAL: the study's own seeds, from which its looks count on
-    record: dict | None = dataclasses.field(default=None, compare=False)   # SEQUENTIAL: the decision record
+    rule: str  # SEQUENTIAL, STUDY or FOLDER
+    study: str = ""  # the study that tests the hypothesis ("" when none is known)
+    planned: tuple = ()  # its planned settings (study_spec.PlannedSetting); empty: the folder's
+    own_seeds: tuple = ()  # SEQUENTIAL: the study's own seeds, from which its looks count on
+    record: dict | None = dataclasses.field(default=None, compare=False)  # SEQUENTIAL: the decision record
 
 
 @dataclass
 class Judgement:
     """The one verdict on a hypothesis in a scope, and the fixed-design evaluation it rests on or sits beside."""
+
     hypothesis: Hypothesis
     scope: Scope
-    verdict: str                     # supported, rejected, inconclusive
+    verdict: str  # supported, rejected, inconclusive
     reason: str
-    fixed: Verdict                   # hypotheses.evaluate on the scope (the verdict itself unless SEQUENTIAL)
-    decision: str = ""               # SEQUENTIAL: the record's decision (supported, rejected, futility, ...)
-    look: int = 0                    # SEQUENTIAL: the look that decided it (1-based), or the latest
-    looks: int = 0                   # SEQUENTIAL: how many looks the design has
-    seeds_spent: int = 0             # SEQUENTIAL: the seeds of that look
+    fixed: Verdict  # hypotheses.evaluate on the scope (the verdict itself unless SEQUENTIAL)
+    decision: str = ""  # SEQUENTIAL: the record's decision (supported, rejected, futility, ...)
+    look: int = 0  # SEQUENTIAL: the look that decided it (1-based), or the latest
+    looks: int = 0  # SEQUENTIAL: how many looks the design has
+    seeds_spent: int = 0  # SEQUENTIAL: the seeds of that look
 
     @property
     def settings(self) -> list[str]:
@@ -71,9 +77,14 @@ class NotTested:
     why: str
 
 
-def judge(hypotheses: list[Hypothesis], context: Context, records: list[dict], study: Study | None = None,
-          experiments_dir: Path | None = None, warnings: list[str] | None = None) -> tuple[list[Judgement],
-                                                                                           list[NotTested]]:
+def judge(
+    hypotheses: list[Hypothesis],
+    context: Context,
+    records: list[dict],
+    study: Study | None = None,
+    experiments_dir: Path | None = None,
+    warnings: list[str] | None = None,
+) -> tuple[list[Judgement], list[NotTested]]:
     """Every hypothesis judged once per scope (`scopes`), or listed as not tested. `records`: the decision
     records found beside the runs; `study`: the study named with --study; `experiments_dir`: where the
     records' studies are found; `warnings` collects what could not be resolved."""
@@ -93,12 +104,16 @@ def judge(hypotheses: list[Hypothesis], context: Context, records: list[dict], s
     return judgements, untested
 
 
-def scopes(hypothesis: Hypothesis, records: list[dict], study: Study | None, experiments_dir: Path | None,
-           warnings: list[str]) -> list[Scope]:
+def scopes(
+    hypothesis: Hypothesis, records: list[dict], study: Study | None, experiments_dir: Path | None, warnings: list[str]
+) -> list[Scope]:
     """The scopes a hypothesis is judged in: one per study that decided it sequentially, else the named study's,
     else the folder's."""
-    sequential = [sequential_scope(record, experiments_dir, warnings) for record in records
-                  if hypothesis.id in record.get("hypotheses", {})]
+    sequential = [
+        sequential_scope(record, experiments_dir, warnings)
+        for record in records
+        if hypothesis.id in record.get("hypotheses", {})
+    ]
     if sequential:
         return sequential
     if study is not None:
@@ -111,8 +126,10 @@ def sequential_scope(record: dict, experiments_dir: Path | None, warnings: list[
     try:
         study = find_study(record["study"], *([experiments_dir] if experiments_dir else []))
     except ConfigError as error:
-        warnings.append(f"decision record of study {record['study']}: {error}; its hypotheses are judged on every "
-                        f"setting here, on every seed")
+        warnings.append(
+            f"decision record of study {record['study']}: {error}; its hypotheses are judged on every "
+            f"setting here, on every seed"
+        )
         return Scope(SEQUENTIAL, record["study"], record=record)
     seeds = study.grid["seed"]
     own = tuple(int(seed) for seed in (seeds if isinstance(seeds, (list, tuple)) else [seeds]))
@@ -129,23 +146,38 @@ def judge_in(hypothesis: Hypothesis, scope: Scope, context: Context) -> Judgemen
     looks = len(scope.record["looks"])
     decision = entry["decision"]
     where = f"at look {look + 1} of {looks} ({entry['seeds']} seeds)"
-    reason = {CONTINUE: f"not decided yet: the sequential study continues (latest look {look + 1} of {looks}, "
-                        f"{entry['seeds']} seeds; {entry['reason']})",
-              FUTILITY: f"stopped for futility {where}: {entry['reason']}"}.get(decision, f"{entry['reason']} {where}")
-    return Judgement(hypothesis, scope, VERDICT_OF_DECISION.get(decision, INCONCLUSIVE), reason, fixed, decision,
-                     look + 1, looks, int(entry["seeds"]))
+    reason = {
+        CONTINUE: f"not decided yet: the sequential study continues (latest look {look + 1} of {looks}, "
+        f"{entry['seeds']} seeds; {entry['reason']})",
+        FUTILITY: f"stopped for futility {where}: {entry['reason']}",
+    }.get(decision, f"{entry['reason']} {where}")
+    return Judgement(
+        hypothesis,
+        scope,
+        VERDICT_OF_DECISION.get(decision, INCONCLUSIVE),
+        reason,
+        fixed,
+        decision,
+        look + 1,
+        looks,
+        int(entry["seeds"]),
+    )
 
 
 def ruling_look(record: dict, hypothesis_id: str) -> tuple[int, dict]:
     """(look index, entry) of the look that decided the hypothesis; the latest look with it when none has yet."""
-    with_it = [(look, entry["hypotheses"][hypothesis_id]) for look, entry in enumerate(record["decisions"])
-               if hypothesis_id in entry["hypotheses"]]
+    with_it = [
+        (look, entry["hypotheses"][hypothesis_id])
+        for look, entry in enumerate(record["decisions"])
+        if hypothesis_id in entry["hypotheses"]
+    ]
     if not with_it:
         return 0, {"decision": CONTINUE, "reason": "no look taken yet", "seeds": record["looks"][0]}
     return next(((look, entry) for look, entry in with_it if entry["decision"] != CONTINUE), with_it[-1])
 
 
 # ---- the verdict table --------------------------------------------------------------------------------
+
 
 def rule_text(judgement: Judgement) -> str:
     if judgement.scope.rule == SEQUENTIAL:
@@ -154,8 +186,9 @@ def rule_text(judgement: Judgement) -> str:
 
 
 def scope_text(judgement: Judgement) -> str:
-    study = {SEQUENTIAL: f"{judgement.scope.study}, run until decided",
-             STUDY: f"study {judgement.scope.study}"}.get(judgement.scope.rule, "every setting here")
+    study = {SEQUENTIAL: f"{judgement.scope.study}, run until decided", STUDY: f"study {judgement.scope.study}"}.get(
+        judgement.scope.rule, "every setting here"
+    )
     return f"{'; '.join(judgement.settings)} ({study})"
 
 
@@ -163,22 +196,49 @@ def seeds_text(judgement: Judgement) -> str:
     """The seeds behind the verdict: those spent by the sequential study, else the range of the tests' seeds."""
     if judgement.scope.rule == SEQUENTIAL:
         return str(judgement.seeds_spent)
-    counts = sorted({int(check.numbers.get("n_pairs") or min(check.numbers.get("n_subject", 0),
-                                                             check.numbers.get("n_other", 0)))
-                     for check in judgement.fixed.checks if check.testable})
+    counts = sorted(
+        {
+            int(check.numbers.get("n_pairs") or min(check.numbers.get("n_subject", 0), check.numbers.get("n_other", 0)))
+            for check in judgement.fixed.checks
+            if check.testable
+        }
+    )
     return "—" if not counts else str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
 
 
 def verdict_table(judgements: list[Judgement], untested: list[NotTested]) -> pd.DataFrame:
     """tables/verdicts.csv: one row per (hypothesis, scope), then one per hypothesis not tested."""
-    rows = [{"hypothesis": judgement.hypothesis.id, "title": judgement.hypothesis.title,
-             "verdict": judgement.verdict, "rule": rule_text(judgement), "study": judgement.scope.study,
-             "settings": "; ".join(judgement.settings), "scope": scope_text(judgement), "seeds": seeds_text(judgement),
-             "why": judgement.reason, "fixed_design_verdict": judgement.fixed.verdict,
-             "exact_verdict": judgement.fixed.exact_verdict}
-            for judgement in judgements]
-    rows += [{"hypothesis": entry.hypothesis.id, "title": entry.hypothesis.title, "verdict": "not tested",
-              "why": entry.why} for entry in untested]
-    columns = ["hypothesis", "title", "verdict", "rule", "study", "settings", "scope", "seeds", "why",
-               "fixed_design_verdict", "exact_verdict"]
+    rows = [
+        {
+            "hypothesis": judgement.hypothesis.id,
+            "title": judgement.hypothesis.title,
+            "verdict": judgement.verdict,
+            "rule": rule_text(judgement),
+            "study": judgement.scope.study,
+            "settings": "; ".join(judgement.settings),
+            "scope": scope_text(judgement),
+            "seeds": seeds_text(judgement),
+            "why": judgement.reason,
+            "fixed_design_verdict": judgement.fixed.verdict,
+            "exact_verdict": judgement.fixed.exact_verdict,
+        }
+        for judgement in judgements
+    ]
+    rows += [
+        {"hypothesis": entry.hypothesis.id, "title": entry.hypothesis.title, "verdict": "not tested", "why": entry.why}
+        for entry in untested
+    ]
+    columns = [
+        "hypothesis",
+        "title",
+        "verdict",
+        "rule",
+        "study",
+        "settings",
+        "scope",
+        "seeds",
+        "why",
+        "fixed_design_verdict",
+        "exact_verdict",
+    ]
     return pd.DataFrame(rows, columns=columns)

@@ -1,5 +1,5 @@
 """Composing and checking a run's config, without torch.
 
-    validation.py  validate(cfg): every check of user input and its one-line message
-    hydra_glue.py  resolvers, command lines, override lists, compose with one-line errors
+validation.py  validate(cfg): every check of user input and its one-line message
+hydra_glue.py  resolvers, command lines, override lists, compose with one-line errors
 """

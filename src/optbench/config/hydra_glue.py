@@ -27,10 +27,34 @@ from optbench.registry import optimizers
 from optbench.rundir import data_level, noise_level
 
 # Hydra's own command-line flags (hydra/_internal/utils.py get_args_parser), so they pass the checks untouched.
-_HYDRA_FLAGS_WITH_VALUE = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--package", "-p",
-                           "--experimental-rerun", "--cfg", "-c", "--shell-completion", "-sc")
-_HYDRA_SWITCHES = ("--multirun", "-m", "--resolve", "--run", "-r", "--hydra-help", "--help", "-h", "--version",
-                   "--info", "-i")
+_HYDRA_FLAGS_WITH_VALUE = (
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--package",
+    "-p",
+    "--experimental-rerun",
+    "--cfg",
+    "-c",
+    "--shell-completion",
+    "-sc",
+)
+_HYDRA_SWITCHES = (
+    "--multirun",
+    "-m",
+    "--resolve",
+    "--run",
+    "-r",
+    "--hydra-help",
+    "--help",
+    "-h",
+    "--version",
+    "--info",
+    "-i",
+)
 HELP_FLAGS = ("--help", "-h", "--hydra-help", "--version", "--info", "-i", "--shell-completion", "-sc")
 
 
@@ -51,7 +75,7 @@ def directory_excluded_keys(task_overrides) -> list[str]:
     return sorted({override.key_or_group for override in parsed if left_out_of_directory_name(override.key_or_group)})
 
 
-@functools.lru_cache(maxsize=64)   # one fingerprint per folder per process: a study plans hundreds of runs on it
+@functools.lru_cache(maxsize=64)  # one fingerprint per folder per process: a study plans hundreds of runs on it
 def dataset_dir_name(name: str, root=None, image_size=32, data_dir=None, results_dir=None) -> str:
     """The run directory's dataset level: the dataset's name; for a folder of images its folder name and
     the first digits of its content fingerprint, or the existing level under `results_dir` that holds runs
@@ -75,9 +99,13 @@ def dataset_dir_resolver(name: str, root=None, image_size=32, data_dir=None, res
 
 def cfg_dataset_dir(cfg) -> str:
     """dataset_dir_name of a composed config (the same arguments conf/config.yaml passes)."""
-    return dataset_dir_name(cfg.dataset.name, OmegaConf.select(cfg, "dataset.root"),
-                            OmegaConf.select(cfg, "dataset.image_size", default=32), cfg.paths.data_dir,
-                            cfg.paths.results_dir)
+    return dataset_dir_name(
+        cfg.dataset.name,
+        OmegaConf.select(cfg, "dataset.root"),
+        OmegaConf.select(cfg, "dataset.image_size", default=32),
+        cfg.paths.data_dir,
+        cfg.paths.results_dir,
+    )
 
 
 def register_resolvers() -> None:
@@ -126,8 +154,10 @@ def flag_style_answer(strays: list[str]) -> str:
         position += 1
     overrides = " ".join(f"{key.replace('-', '_')}={value}" for key, value in pairs)
     flags = " ".join(f"--{key} {value}".strip() for key, value in pairs)
-    return (f"src/train.py takes Hydra overrides, not flags: python src/train.py {overrides} "
-            f"(or python run_single_experiment.py {flags})")
+    return (
+        f"src/train.py takes Hydra overrides, not flags: python src/train.py {overrides} "
+        f"(or python run_single_experiment.py {flags})"
+    )
 
 
 def check_text(overrides: list[str]) -> None:
@@ -159,8 +189,10 @@ def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], 
             try:
                 values[key] = [str(value) for value in override.sweep_string_iterator()]
             except Exception:  # interval sweeps have no list of values
-                raise ConfigError(f"{override.input_line}: interval sweeps need an optimisation launcher; "
-                                  "list the values instead, e.g. optimizer.lr=0.01,0.1") from None
+                raise ConfigError(
+                    f"{override.input_line}: interval sweeps need an optimisation launcher; "
+                    "list the values instead, e.g. optimizer.lr=0.01,0.1"
+                ) from None
         else:
             values[key] = [override.input_line.split("=", 1)[1] if "=" in override.input_line else None]
     return values, hydra_overrides
@@ -186,7 +218,7 @@ def multirun_jobs(command_overrides: list[str]) -> list[list[str]]:
     parsed = OverridesParser.create().parse_overrides(list(command_overrides))
     jobs = BasicSweeper.split_arguments([override for override in parsed if not override.is_hydra_override()], None)[0]
     trials = [override.value() for override in parsed if override.get_key_element() == "hydra.sweeper.trials"]
-    if not trials:   # the optbench_trials sweeper runs each trial with every job (src/hydra_plugins/)
+    if not trials:  # the optbench_trials sweeper runs each trial with every job (src/hydra_plugins/)
         return jobs
     return [job + str(trial).split() for job in jobs for trial in trials[-1]]
 
@@ -198,8 +230,10 @@ def override_text(key: str, value: str | None) -> str:
 def combinations(values: dict[str, list[str | None]]) -> list[list[str]]:
     """Every single run a (possibly sweeping) set of values stands for, as override lists."""
     keys = list(values)
-    return [[override_text(key, value) for key, value in zip(keys, chosen)]
-            for chosen in itertools.product(*values.values())]
+    return [
+        [override_text(key, value) for key, value in zip(keys, chosen)]
+        for chosen in itertools.product(*values.values())
+    ]
 
 
 def check_groups(overrides: list[str], conf_dir: Path) -> None:
@@ -208,11 +242,15 @@ def check_groups(overrides: list[str], conf_dir: Path) -> None:
         key, _, value = override.lstrip("+~").partition("=")
         group_dir = Path(conf_dir) / key
         chosen = value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else [value]  # logger=[a,b]
-        unknown = [name.strip() for name in chosen if name.strip() not in ("null", "")
-                   and not (group_dir / f"{name.strip()}.yaml").exists()]
+        unknown = [
+            name.strip()
+            for name in chosen
+            if name.strip() not in ("null", "") and not (group_dir / f"{name.strip()}.yaml").exists()
+        ]
         if group_dir.is_dir() and unknown:
-            options = sorted(path.relative_to(group_dir).with_suffix("").as_posix()
-                             for path in group_dir.rglob("*.yaml"))
+            options = sorted(
+                path.relative_to(group_dir).with_suffix("").as_posix() for path in group_dir.rglob("*.yaml")
+            )
             hint = did_you_mean(unknown[0], options, lambda option: f"{key}={option}")
             raise ConfigError(f"unknown {key} '{unknown[0]}': {hint}choose {key}=" + ", ".join(options))
 
@@ -244,8 +282,9 @@ def unknown_key_error(override: str, base, conf_dir: Path) -> ConfigError | None
     names = [str(name) for name in siblings] if isinstance(siblings, DictConfig) else []
     hint = did_you_mean(leaf, names, lambda name: f"{parent + '.' if parent else ''}{name}={value}")
     way_out = "drop the + and use a listed key" if override.startswith("+") else "use a listed key"
-    return ConfigError(f"{override}: {key} is not a setting optbench reads ({hint}python src/train.py --cfg job "
-                       f"lists them); {way_out}")
+    return ConfigError(
+        f"{override}: {key} is not a setting optbench reads ({hint}python src/train.py --cfg job lists them); {way_out}"
+    )
 
 
 _ABSENT = object()
@@ -276,14 +315,26 @@ def compose_checked(overrides: list[str], conf_dir: Path, with_hydra: bool = Fal
 def misspelt_key_error(overrides: list[str], conf_dir: Path, compose) -> ConfigError | None:
     """Hydra refuses a key the config lacks with "To append to your config use +optimzer=lion", and a second try
     with the + got our answer: the first try gets it now (the closest key, over the groups the command chose)."""
-    choices_only = [override for override in overrides if "." not in override.split("=", 1)[0]
-                    and (Path(conf_dir) / override.lstrip("+~").split("=", 1)[0]).is_dir()]
+    choices_only = [
+        override
+        for override in overrides
+        if "." not in override.split("=", 1)[0] and (Path(conf_dir) / override.lstrip("+~").split("=", 1)[0]).is_dir()
+    ]
     try:
         base = compose(choices_only)
-    except Exception:   # the group choices themselves fail: Hydra's own line says why
+    except Exception:  # the group choices themselves fail: Hydra's own line says why
         return None
-    return next(filter(None, (unknown_key_error(override, base, conf_dir) for override in overrides
-                              if not override.startswith(("hydra.", "hydra/", "~")))), None)
+    return next(
+        filter(
+            None,
+            (
+                unknown_key_error(override, base, conf_dir)
+                for override in overrides
+                if not override.startswith(("hydra.", "hydra/", "~"))
+            ),
+        ),
+        None,
+    )
 
 
 def optimizer_defaults(cfg, overrides: list[str]) -> dict[str, str]:
@@ -293,8 +344,11 @@ def optimizer_defaults(cfg, overrides: list[str]) -> dict[str, str]:
     if spec is None:
         return {}
     chosen = {override.lstrip("+~").split("=", 1)[0] for override in overrides}
-    return {group: option for group, option in spec.group_defaults().items()
-            if group not in chosen and OmegaConf.select(cfg, f"{group}.name") != option}
+    return {
+        group: option
+        for group, option in spec.group_defaults().items()
+        if group not in chosen and OmegaConf.select(cfg, f"{group}.name") != option
+    }
 
 
 def with_optimizer_defaults(cfg, overrides: list[str], compose):

@@ -15,8 +15,8 @@ import re
 
 from omegaconf import DictConfig, OmegaConf
 
-from optbench.registry import choices, datasets, optimizers
 from optbench.errors import ConfigError
+from optbench.registry import choices, datasets, optimizers
 
 
 def _fail(key: str, value, fix: str) -> None:
@@ -32,7 +32,7 @@ def _whole_number(cfg: DictConfig, key: str, minimum: int, fix: str) -> None:
 def _number(cfg: DictConfig, key: str, low: float, high: float, fix: str, *, high_open: bool = False) -> None:
     value = OmegaConf.select(cfg, key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        _fail(key, value, fix)   # inf or nan would pass a range check with an open end, and train until it diverges
+        _fail(key, value, fix)  # inf or nan would pass a range check with an open end, and train until it diverges
     if not (low <= value < high if high_open else low <= value <= high):
         _fail(key, value, fix)
 
@@ -42,8 +42,12 @@ def validate(cfg: DictConfig) -> None:
     _whole_number(cfg, "epochs", 1, "train for at least one epoch, e.g. epochs=200")
     _whole_number(cfg, "batch_size", 1, "use a batch size of at least 1, e.g. batch_size=128")
     if cfg.train.eval_batch_size != "auto":
-        _whole_number(cfg, "train.eval_batch_size", 1, "use auto (the device's) or an evaluation batch size of at "
-                                                       "least 1, e.g. 256")
+        _whole_number(
+            cfg,
+            "train.eval_batch_size",
+            1,
+            "use auto (the device's) or an evaluation batch size of at least 1, e.g. 256",
+        )
     if cfg.train.get("test_every", "epoch") not in choices.TEST_EVERY:
         _fail("train.test_every", cfg.train.test_every, f"choose {' or '.join(choices.TEST_EVERY)}")
     _whole_number(cfg, "train.checkpoint_every", 0, "use 0 (only at the end) or a number of epochs")
@@ -52,7 +56,11 @@ def validate(cfg: DictConfig) -> None:
     _number(cfg, "train.divergence_factor", 1.0, float("inf"), "a factor > 1 over ln(classes), e.g. 10")
     _whole_number(cfg, "train.grad_accum", 1, "use 1 (no accumulation) or more micro-batches per step, e.g. 2")
     if cfg.batch_size % cfg.train.grad_accum:
-        _fail("train.grad_accum", cfg.train.grad_accum, f"must divide batch_size={cfg.batch_size} into equal micro-batches")
+        _fail(
+            "train.grad_accum",
+            cfg.train.grad_accum,
+            f"must divide batch_size={cfg.batch_size} into equal micro-batches",
+        )
     _validate_switches(cfg)
     _validate_loggers(cfg)
     _validate_mirror(cfg)
@@ -76,7 +84,9 @@ def _validate_loggers(cfg: DictConfig) -> None:
     chosen = OmegaConf.select(cfg, "logger") or {}
     for name in chosen:
         if name not in choices.LOGGERS:
-            _fail("logger", name, "choose logger=" + ", ".join(choices.LOGGERS) + " or none; several: logger=[mlflow,csv]")
+            _fail(
+                "logger", name, "choose logger=" + ", ".join(choices.LOGGERS) + " or none; several: logger=[mlflow,csv]"
+            )
         package = choices.LOGGER_PACKAGES[name]
         if package and importlib.util.find_spec(package) is None:
             _fail("logger", name, f"the {package} package is not installed: pip install -e . (pyproject.toml lists it)")
@@ -100,12 +110,20 @@ def _validate_device(cfg: DictConfig) -> None:
     policy = cfg.device_policy
     unknown = sorted(set(policy) - set(choices.POLICY_KEYS))
     if unknown:
-        _fail(f"device_policy.{unknown[0]}", policy[unknown[0]], "not a policy setting: choose " + ", ".join(choices.POLICY_KEYS))
+        _fail(
+            f"device_policy.{unknown[0]}",
+            policy[unknown[0]],
+            "not a policy setting: choose " + ", ".join(choices.POLICY_KEYS),
+        )
     if policy.amp is not None and policy.amp not in choices.AMP_CHOICES:
         _fail("device_policy.amp", policy.amp, "choose bf16, fp16, off, or null for the device's default")
     if policy.get("mode") is not None and policy.mode not in choices.POLICY_MODES:
-        _fail("device_policy.mode", policy.mode, "choose rules (the device's fixed defaults, as null), or measured "
-                                                 "(time the uncertain choices on this machine)")
+        _fail(
+            "device_policy.mode",
+            policy.mode,
+            "choose rules (the device's fixed defaults, as null), or measured "
+            "(time the uncertain choices on this machine)",
+        )
     if policy.num_workers is not None:
         _whole_number(cfg, "device_policy.num_workers", 0, "use 0 (load in the training process) or more workers")
     if policy.get("threads") is not None:
@@ -119,12 +137,18 @@ def _validate_device(cfg: DictConfig) -> None:
 
 def _validate_dataset(cfg: DictConfig) -> None:
     name = cfg.dataset.name
-    datasets.describe(name)   # an unknown dataset: one line naming the choices
+    datasets.describe(name)  # an unknown dataset: one line naming the choices
     _whole_number(cfg, "dataset.val_size", 0, "hold out 0 or more images, e.g. dataset.val_size=5000")
     if cfg.dataset.train_subset is not None:
         _whole_number(cfg, "dataset.train_subset", 1, "keep at least one image per class, or null for all")
     _whole_number(cfg, "dataset.split_seed", 0, "a whole number >= 0, e.g. dataset.split_seed=0")
-    for key, minimum in (("num_classes", 2), ("train_size", 1), ("test_size", 1), ("image_size", 8), ("generator_seed", 0)):
+    for key, minimum in (
+        ("num_classes", 2),
+        ("train_size", 1),
+        ("test_size", 1),
+        ("image_size", 8),
+        ("generator_seed", 0),
+    ):
         if OmegaConf.select(cfg, f"dataset.{key}") is not None:
             _whole_number(cfg, f"dataset.{key}", minimum, f"a whole number >= {minimum}")
     if name == "imagefolder" and not cfg.dataset.root:
@@ -140,8 +164,11 @@ def _validate_noise(cfg: DictConfig) -> None:
         _fail("noise.rate", cfg.noise.rate, "noise=none changes no label: add noise=symmetric or noise=asymmetric")
     validation = OmegaConf.select(cfg, "noise.validation")
     if validation is not None and validation not in choices.NOISE_VALIDATION:
-        _fail("noise.validation", validation, "choose noisy (validation labels get the same noise, the default) "
-                                              "or clean (the oracle)")
+        _fail(
+            "noise.validation",
+            validation,
+            "choose noisy (validation labels get the same noise, the default) or clean (the oracle)",
+        )
     if kind == "asymmetric" and cfg.dataset.name not in choices.DATASETS_WITH_ASYMMETRIC_MAPPING:
         _fail("noise", kind, f"dataset {cfg.dataset.name} has no asymmetric class mapping: use noise=symmetric")
     if kind == "human":
@@ -159,14 +186,20 @@ def _validate_human_noise(cfg: DictConfig) -> None:
     if label_set not in label_sets:
         _fail("noise.label_set", label_set, f"choose one of {', '.join(label_sets)} for dataset={cfg.dataset.name}")
     if cfg.noise.rate != 0:
-        _fail("noise.rate", cfg.noise.rate, "noise=human takes its rate from the label set: leave noise.rate at 0 "
-                                            "and choose noise.label_set")
+        _fail(
+            "noise.rate",
+            cfg.noise.rate,
+            "noise=human takes its rate from the label set: leave noise.rate at 0 and choose noise.label_set",
+        )
     label_file = OmegaConf.select(cfg, "noise.label_file")
     if label_file is not None and (not isinstance(label_file, str) or not label_file.strip()):
         _fail("noise.label_file", label_file, "the path of a local copy of the label file, or null to fetch it")
-    if label_file and not os.path.isfile(os.path.expanduser(label_file)):   # before a study tunes or trains anything
-        _fail("noise.label_file", label_file, "no such file: point it at a copy of the official label file "
-                                              "(docs/human-noise.md), or null to fetch it")
+    if label_file and not os.path.isfile(os.path.expanduser(label_file)):  # before a study tunes or trains anything
+        _fail(
+            "noise.label_file",
+            label_file,
+            "no such file: point it at a copy of the official label file (docs/human-noise.md), or null to fetch it",
+        )
 
 
 def _validate_optimizer(cfg: DictConfig) -> None:
@@ -190,12 +223,15 @@ def _validate_optimizer(cfg: DictConfig) -> None:
     for key in ("betas", "adamw_betas"):
         betas = OmegaConf.select(cfg, f"optimizer.{key}")
         if betas is not None and not (len(betas) in (2, 3) and all(_is_fraction(beta) for beta in betas)):
-            _fail(f"optimizer.{key}", list(betas), "two fractions in [0, 1), e.g. [0.9,0.999] "
-                                                   "(AdEMAMix: three, e.g. [0.9,0.999,0.9999])")
+            _fail(
+                f"optimizer.{key}",
+                list(betas),
+                "two fractions in [0, 1), e.g. [0.9,0.999] (AdEMAMix: three, e.g. [0.9,0.999,0.9999])",
+            )
 
 
 def _is_fraction(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1   # false for nan
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1  # false for nan
 
 
 def _validate_scheduler(cfg: DictConfig) -> None:
@@ -220,12 +256,20 @@ def _validate_schedule_rules(cfg: DictConfig) -> None:
         return
     name = cfg.scheduler.name
     if not spec.accepts(name):
-        _fail("scheduler", name, f"optimizer={spec.name} accepts scheduler=" + ", ".join(spec.schedules)
-              + (" (it warms up itself: optimizer.warmup_fraction)" if spec.own_warmup else ""))
+        _fail(
+            "scheduler",
+            name,
+            f"optimizer={spec.name} accepts scheduler="
+            + ", ".join(spec.schedules)
+            + (" (it warms up itself: optimizer.warmup_fraction)" if spec.own_warmup else ""),
+        )
     if spec.own_warmup:
         if cfg.scheduler.warmup_fraction:
-            _fail("scheduler.warmup_fraction", cfg.scheduler.warmup_fraction,
-                  f"optimizer={spec.name} warms up itself: use scheduler.warmup_fraction=0 and "
-                  f"optimizer.warmup_fraction={cfg.scheduler.warmup_fraction}")
+            _fail(
+                "scheduler.warmup_fraction",
+                cfg.scheduler.warmup_fraction,
+                f"optimizer={spec.name} warms up itself: use scheduler.warmup_fraction=0 and "
+                f"optimizer.warmup_fraction={cfg.scheduler.warmup_fraction}",
+            )
         if OmegaConf.select(cfg, "optimizer.warmup_fraction") is not None:
             _number(cfg, "optimizer.warmup_fraction", 0.0, 1.0, "a fraction of all iterations in [0, 1], e.g. 0.02")

@@ -31,8 +31,10 @@ def check_request(names: list[str], data_dir: Path) -> None:
         if name not in datasets.DATASETS:
             raise ConfigError(f"unknown dataset '{name}': choose from {', '.join(downloadable())}")
         if name not in downloadable():
-            raise ConfigError(f"{name} has nothing to download (a folder of images is read where it is, generated "
-                              f"data needs no files): choose from {', '.join(downloadable())}")
+            raise ConfigError(
+                f"{name} has nothing to download (a folder of images is read where it is, generated "
+                f"data needs no files): choose from {', '.join(downloadable())}"
+            )
     if data_dir.exists() and not data_dir.is_dir():
         raise ConfigError(f"--data-dir {data_dir} is a file: name the folder the runs read (paths.data_dir)")
 

@@ -15,21 +15,27 @@ import os
 import re
 from pathlib import Path
 
-from optbench.registry import datasets
 from optbench.errors import ConfigError
 from optbench.fileio import write_bytes_atomically
 from optbench.identity import identity
+from optbench.registry import datasets
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")  # torchvision's
 # The md5 sums torchvision checks the CIFAR files against (CIFAR10/CIFAR100.train_list + test_list;
 # tests/test_data.py compares them with torchvision's): the same data wherever it is stored.
 CIFAR_MD5 = {
-    "cifar10": ("c99cafc152244af753f735de768cd75f", "d4bba439e000b95fd0a9bffe97cbabec", "54ebc095f3ab1f0389bbae665268c751",
-                "634d18415352ddfa80567beed471001a", "482c414d41f54cd18b22e5b47cb7c3cb", "40351d587109b95175f43aff81a1287e"),
+    "cifar10": (
+        "c99cafc152244af753f735de768cd75f",
+        "d4bba439e000b95fd0a9bffe97cbabec",
+        "54ebc095f3ab1f0389bbae665268c751",
+        "634d18415352ddfa80567beed471001a",
+        "482c414d41f54cd18b22e5b47cb7c3cb",
+        "40351d587109b95175f43aff81a1287e",
+    ),
     "cifar100": ("16019d7e3df5f24257cddd939b257f8d", "f0ef6b0ae62326f3e7ffdfab6717acfc"),
 }
 SYNTHETIC_KEYS = ("num_classes", "train_size", "test_size", "image_size", "generator_seed")
-NAME_FINGERPRINT_HEX = 8   # hex digits of the content fingerprint in a directory name
+NAME_FINGERPRINT_HEX = 8  # hex digits of the content fingerprint in a directory name
 
 
 def list_split(split_dir: Path) -> tuple[list[str], list[tuple[str, int]]]:
@@ -41,10 +47,16 @@ def list_split(split_dir: Path) -> tuple[list[str], list[tuple[str, int]]]:
     samples = []
     for index, name in enumerate(classes):
         files = sorted(_walk_once(os.path.join(split_dir, name), visited))
-        found = [os.path.join(root, file) for root, names in files for file in sorted(names)
-                 if file.lower().endswith(IMAGE_EXTENSIONS)]
+        found = [
+            os.path.join(root, file)
+            for root, names in files
+            for file in sorted(names)
+            if file.lower().endswith(IMAGE_EXTENSIONS)
+        ]
         if not found:
-            raise ConfigError(f"{split_dir}/{name} holds no images ({', '.join(IMAGE_EXTENSIONS)}): add some or remove the folder")
+            raise ConfigError(
+                f"{split_dir}/{name} holds no images ({', '.join(IMAGE_EXTENSIONS)}): add some or remove the folder"
+            )
         samples += [(path, index) for path in found]
     return classes, samples
 
@@ -54,8 +66,10 @@ def _walk_once(folder: str, visited: set[str]) -> list[tuple[str, list[str]]]:
     twice (a link loop, or two links to one folder) is a ConfigError: its images would be listed twice."""
     real = os.path.realpath(folder)
     if real in visited:
-        raise ConfigError(f"{folder} leads to {real}, a folder already listed (a symbolic link loop or a second link): "
-                          "remove the link, so each image is listed once")
+        raise ConfigError(
+            f"{folder} leads to {real}, a folder already listed (a symbolic link loop or a second link): "
+            "remove the link, so each image is listed once"
+        )
     visited.add(real)
     entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     found = [(folder, [entry.name for entry in entries if not entry.is_dir()])]
@@ -68,16 +82,20 @@ def _walk_once(folder: str, visited: set[str]) -> list[tuple[str, list[str]]]:
 def list_image_folder(root) -> tuple[list[str], list[tuple[str, int]], list[tuple[str, int]]]:
     """(class names, train samples, test samples) under `root`; ConfigError naming the fix when it cannot be used."""
     root_path = Path(str(root or "")).expanduser()
-    if not root_path.is_dir():   # named as missing, not as a folder without train/
+    if not root_path.is_dir():  # named as missing, not as a folder without train/
         where = "" if root_path.is_absolute() else f" (relative to {Path.cwd()})"
         state = "is a file, not a folder" if root_path.exists() else "does not exist"
-        raise ConfigError(f"dataset.root={root_path} {state}{where}: give the folder holding train/<class>/ and "
-                          "test/<class>/ images, e.g. dataset.root=../shared/data/cifar10-jpeg (README: Where the data "
-                          "comes from)")
+        raise ConfigError(
+            f"dataset.root={root_path} {state}{where}: give the folder holding train/<class>/ and "
+            "test/<class>/ images, e.g. dataset.root=../shared/data/cifar10-jpeg (README: Where the data "
+            "comes from)"
+        )
     for part in ("train", "test"):
         if not (root_path / part).is_dir():
-            raise ConfigError(f"dataset.root={root_path} has no {part}/ folder: point it at a folder "
-                              f"holding train/<class>/ and test/<class>/ images")
+            raise ConfigError(
+                f"dataset.root={root_path} has no {part}/ folder: point it at a folder "
+                f"holding train/<class>/ and test/<class>/ images"
+            )
     train_classes, train_samples = list_split(root_path / "train")
     test_classes, test_samples = list_split(root_path / "test")
     if train_classes != test_classes:
@@ -102,7 +120,9 @@ def imagefolder_fingerprint(root, image_size: int = 32, samples=None, data_dir=N
             return memo.read_text().strip()
     digest = hashlib.sha1(f"imagefolder|{image_size}".encode())
     for path, label in listed:
-        digest.update(f"{path.relative_to(base).as_posix()}|{label}|{hashlib.sha1(path.read_bytes()).hexdigest()}\n".encode())
+        digest.update(
+            f"{path.relative_to(base).as_posix()}|{label}|{hashlib.sha1(path.read_bytes()).hexdigest()}\n".encode()
+        )
     fingerprint = f"imagefolder:{digest.hexdigest()[:16]}"
     if memo is not None:
         memo.parent.mkdir(parents=True, exist_ok=True)
@@ -132,10 +152,12 @@ def synthetic_fingerprint(**parameters) -> str:
 # A descriptor's `fingerprint` (optbench/registry/datasets.py) names one of these: (name, source options) -> fingerprint.
 FINGERPRINTS = {
     "cifar": lambda name, options: cifar_fingerprint(name),
-    "imagefolder": lambda name, options: imagefolder_fingerprint(options.get("root"), options.get("image_size", 32),
-                                                                 data_dir=options.get("data_dir")),
-    "synthetic": lambda name, options: synthetic_fingerprint(**{key: options[key] for key in SYNTHETIC_KEYS
-                                                                if key in options}),
+    "imagefolder": lambda name, options: imagefolder_fingerprint(
+        options.get("root"), options.get("image_size", 32), data_dir=options.get("data_dir")
+    ),
+    "synthetic": lambda name, options: synthetic_fingerprint(
+        **{key: options[key] for key in SYNTHETIC_KEYS if key in options}
+    ),
 }
 
 
@@ -148,7 +170,9 @@ def data_fingerprint(name: str, **source_options) -> str:
 def config_data_fingerprint(resolved_config: dict) -> str:
     """data_fingerprint of the dataset a resolved config names."""
     dataset = {key: value for key, value in resolved_config["dataset"].items() if key != "name"}
-    return data_fingerprint(resolved_config["dataset"]["name"], data_dir=resolved_config["paths"]["data_dir"], **dataset)
+    return data_fingerprint(
+        resolved_config["dataset"]["name"], data_dir=resolved_config["paths"]["data_dir"], **dataset
+    )
 
 
 def run_identity(resolved_config: dict, fingerprint: str | None = None) -> dict:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from optbench.registry.datasets import CIFAR10_ASYMMETRIC, CIFAR100_SUPERCLASSES
 from optbench.errors import ConfigError
+from optbench.registry.datasets import CIFAR10_ASYMMETRIC, CIFAR100_SUPERCLASSES
 
 # The mappings' class facts live with each dataset's descriptor (optbench/registry/datasets.py); re-exported here.
 __all__ = ["CIFAR100_SUPERCLASSES", "CIFAR10_ASYMMETRIC", "NoisyLabels", "apply_label_noise", "asymmetric_mapping"]
@@ -33,9 +33,9 @@ __all__ = ["CIFAR100_SUPERCLASSES", "CIFAR10_ASYMMETRIC", "NoisyLabels", "apply_
 
 @dataclass(frozen=True)
 class NoisyLabels:
-    labels: torch.Tensor     # int64, what training sees
-    is_noisy: torch.Tensor   # bool, True where labels differ from the clean ones
-    realised_rate: float     # fraction of all training samples whose label was changed
+    labels: torch.Tensor  # int64, what training sees
+    is_noisy: torch.Tensor  # bool, True where labels differ from the clean ones
+    realised_rate: float  # fraction of all training samples whose label was changed
 
     @property
     def num_noisy(self) -> int:
@@ -58,8 +58,9 @@ def asymmetric_mapping(classes: tuple[str, ...] | list[str]) -> dict[int, int] |
     return None
 
 
-def apply_label_noise(clean_labels: torch.Tensor, kind: str, rate: float, classes, seed: int,
-                      dataset: str) -> NoisyLabels:
+def apply_label_noise(
+    clean_labels: torch.Tensor, kind: str, rate: float, classes, seed: int, dataset: str
+) -> NoisyLabels:
     labels = clean_labels.numpy().copy()
     if kind != "none" and rate > 0:
         # float(rate): numpy and Python floats of the same value must give the same draw
@@ -81,8 +82,10 @@ def _symmetric_flips(labels: np.ndarray, rate: float, classes, rng: np.random.Ge
 def _asymmetric_flips(labels: np.ndarray, rate: float, classes, rng: np.random.Generator, dataset: str) -> None:
     mapping = asymmetric_mapping(classes)
     if mapping is None:
-        raise ConfigError(f"asymmetric noise has no class mapping for dataset '{dataset}' (only CIFAR-10 and "
-                          f"CIFAR-100 class sets have one): use noise=symmetric")
+        raise ConfigError(
+            f"asymmetric noise has no class mapping for dataset '{dataset}' (only CIFAR-10 and "
+            f"CIFAR-100 class sets have one): use noise=symmetric"
+        )
     clean = labels.copy()  # decide every flip on the clean labels: no double flips
     for source, target in sorted(mapping.items()):
         members = np.flatnonzero(clean == source)

@@ -51,8 +51,13 @@ def random_crop_flip(images: torch.Tensor, generator: torch.Generator, padding: 
     return crop_flip(images, offsets[0], offsets[1], flip, padding)
 
 
-def crop_flip(images: torch.Tensor, row_offsets: torch.Tensor, column_offsets: torch.Tensor, flip: torch.Tensor,
-              padding: int = CROP_PADDING) -> torch.Tensor:
+def crop_flip(
+    images: torch.Tensor,
+    row_offsets: torch.Tensor,
+    column_offsets: torch.Tensor,
+    flip: torch.Tensor,
+    padding: int = CROP_PADDING,
+) -> torch.Tensor:
     """Batched crop of each zero-padded image at its (row, column) offset (0..2*padding), mirrored where `flip`.
 
     Copies whole pixel rows, one `index_select` of W-byte windows of the padded batch and its mirror
@@ -67,19 +72,27 @@ def crop_flip(images: torch.Tensor, row_offsets: torch.Tensor, column_offsets: t
     device = images.device
     image = torch.arange(count, device=device) + flip.long() * count
     first_column = torch.where(flip, 2 * padding - column_offsets, column_offsets)
-    rows = row_offsets[:, None] + torch.arange(height, device=device)                                  # (N, H)
-    planes = image[:, None] * channels + torch.arange(channels, device=device)                        # (N, C)
+    rows = row_offsets[:, None] + torch.arange(height, device=device)  # (N, H)
+    planes = image[:, None] * channels + torch.arange(channels, device=device)  # (N, C)
     starts = (planes[:, :, None] * padded_height + rows[:, None, :]) * padded_width + first_column[:, None, None]
     windows = source.as_strided((source.numel() - width + 1, width), (1, 1))  # every W-byte run of `source`
     return windows.index_select(0, starts.view(-1)).view(count, channels, height, width)
 
 
-def train_batches(images: torch.Tensor, labels: torch.Tensor, batch_size: int, seed: int, epoch: int,
-                  mean: torch.Tensor, std: torch.Tensor, augment: bool = True) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def train_batches(
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    batch_size: int,
+    seed: int,
+    epoch: int,
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    augment: bool = True,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     generator = epoch_generator(seed, epoch, images.device)
     order = torch.randperm(len(labels), device=images.device, generator=generator)
     for start in range(0, num_train_batches(len(labels), batch_size) * batch_size, batch_size):
-        index = order[start:start + batch_size]
+        index = order[start : start + batch_size]
         batch = images.index_select(0, index)  # on a CPU ~10x faster than images[index], same result
         if augment:
             batch = random_crop_flip(batch, generator)
@@ -91,16 +104,23 @@ def num_train_batches(num_images: int, batch_size: int) -> int:
     return max(1, num_images // batch_size)
 
 
-def eval_batches(images: torch.Tensor, labels: torch.Tensor, batch_size: int, mean: torch.Tensor,
-                 std: torch.Tensor, index: torch.Tensor | None = None) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def eval_batches(
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    batch_size: int,
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    index: torch.Tensor | None = None,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """In order, no augmentation; `index` picks a subset batch by batch, without copying the split."""
     count = len(labels) if index is None else len(index)
     for start in range(0, count, batch_size):
-        chunk = slice(start, start + batch_size) if index is None else index[start:start + batch_size]
+        chunk = slice(start, start + batch_size) if index is None else index[start : start + batch_size]
         yield normalise(images[chunk], mean, std), labels[chunk]
 
 
 # --- the two training pipelines --------------------------------------------------------------------
+
 
 class DevicePipeline:
     """Default pipeline (data.pipeline=device): `train_batches` over uint8 images already on the device.
@@ -108,11 +128,19 @@ class DevicePipeline:
     `mean`/`std`: the (1, C, 1, 1) device tensors of `channel_tensor`, or plain per-channel floats.
     """
 
-    def __init__(self, images: torch.Tensor, labels: torch.Tensor, batch_size: int, seed: int,
-                 mean: torch.Tensor | Sequence[float], std: torch.Tensor | Sequence[float]):
+    def __init__(
+        self,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        batch_size: int,
+        seed: int,
+        mean: torch.Tensor | Sequence[float],
+        std: torch.Tensor | Sequence[float],
+    ):
         self.images, self.labels, self.batch_size, self.seed = images, labels, batch_size, seed
-        self.mean, self.std = (value if isinstance(value, torch.Tensor) else channel_tensor(value, images.device)
-                               for value in (mean, std))
+        self.mean, self.std = (
+            value if isinstance(value, torch.Tensor) else channel_tensor(value, images.device) for value in (mean, std)
+        )
 
     def __len__(self) -> int:
         return num_train_batches(len(self.labels), self.batch_size)
@@ -144,8 +172,9 @@ def sample_crop_flip(seed: int, epoch: int, index: int, padding: int = CROP_PADD
     return draw % span, draw // span % span, bool(draw // (span * span) % 2)
 
 
-def classic_crop_flip(image: torch.Tensor, row_offset: int, column_offset: int, flip: bool,
-                      padding: int = CROP_PADDING) -> torch.Tensor:
+def classic_crop_flip(
+    image: torch.Tensor, row_offset: int, column_offset: int, flip: bool, padding: int = CROP_PADDING
+) -> torch.Tensor:
     """One CHW image, torchvision.transforms.v2 RandomCrop(size, padding, fill=0) + RandomHorizontalFlip,
     with the random parameters given."""
     height, width = image.shape[-2:]
@@ -176,7 +205,7 @@ class _EpochSampler(Sampler):
     def __iter__(self) -> Iterator[tuple[int, int]]:
         epoch = self.epoch
         order = torch.randperm(self.num_images, generator=epoch_generator(self.seed, epoch, torch.device("cpu")))
-        return ((epoch, index) for index in order[:self.num_samples].tolist())
+        return ((epoch, index) for index in order[: self.num_samples].tolist())
 
 
 class AugmentedImages(Dataset):
@@ -186,8 +215,15 @@ class AugmentedImages(Dataset):
     crop and flip of `sample_crop_flip(seed, epoch, index)`, and its label.
     """
 
-    def __init__(self, images: torch.Tensor, labels: torch.Tensor, seed: int, mean: Sequence[float],
-                 std: Sequence[float], padding: int = CROP_PADDING):
+    def __init__(
+        self,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        seed: int,
+        mean: Sequence[float],
+        std: Sequence[float],
+        padding: int = CROP_PADDING,
+    ):
         self.images, self.labels, self.seed, self.padding = images, labels, seed, padding
         self.mean, self.std = list(mean), list(std)
 
@@ -213,11 +249,23 @@ class DataLoaderPipeline:
     epochs; only one epoch's iterator may be in use at a time.
     """
 
-    def __init__(self, images: torch.Tensor, labels: torch.Tensor, batch_size: int, seed: int,
-                 mean: Sequence[float] | torch.Tensor, std: Sequence[float] | torch.Tensor, device: torch.device,
-                 num_workers: int = 0, pin_memory: bool = False, persistent_workers: bool = False):
+    def __init__(
+        self,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        batch_size: int,
+        seed: int,
+        mean: Sequence[float] | torch.Tensor,
+        std: Sequence[float] | torch.Tensor,
+        device: torch.device,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        persistent_workers: bool = False,
+    ):
         if images.device.type != "cpu" or labels.device.type != "cpu":
-            raise ValueError("DataLoaderPipeline reads the split from CPU memory: pass the CPU tensors, not a device copy")
+            raise ValueError(
+                "DataLoaderPipeline reads the split from CPU memory: pass the CPU tensors, not a device copy"
+            )
         if num_workers > 0:  # in place, once; a no-op when already shared
             images.share_memory_()
             labels.share_memory_()
@@ -225,9 +273,15 @@ class DataLoaderPipeline:
         self.non_blocking = pin_memory and self.device.type == "cuda"
         self.sampler = _EpochSampler(len(labels), batch_size, seed)
         self.dataset = AugmentedImages(images, labels, seed, _floats(mean), _floats(std))
-        self.loader = DataLoader(self.dataset, batch_size=batch_size, sampler=self.sampler, num_workers=num_workers,
-                                 pin_memory=self.non_blocking, persistent_workers=persistent_workers and num_workers > 0,
-                                 generator=torch.Generator().manual_seed(seed))  # private: leaves the global RNG alone
+        self.loader = DataLoader(
+            self.dataset,
+            batch_size=batch_size,
+            sampler=self.sampler,
+            num_workers=num_workers,
+            pin_memory=self.non_blocking,
+            persistent_workers=persistent_workers and num_workers > 0,
+            generator=torch.Generator().manual_seed(seed),
+        )  # private: leaves the global RNG alone
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -235,8 +289,10 @@ class DataLoaderPipeline:
     def epoch(self, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         self.sampler.epoch = epoch
         for images, labels in self.loader:
-            yield (images.to(self.device, non_blocking=self.non_blocking),
-                   labels.to(self.device, non_blocking=self.non_blocking))
+            yield (
+                images.to(self.device, non_blocking=self.non_blocking),
+                labels.to(self.device, non_blocking=self.non_blocking),
+            )
 
 
 def _floats(values: Sequence[float] | torch.Tensor) -> list[float]:

@@ -25,10 +25,10 @@ from PIL import Image, UnidentifiedImageError
 from torchvision.datasets import CIFAR10, CIFAR100
 from torchvision.transforms.v2.functional import pil_to_tensor, resize
 
-from optbench.registry import datasets
 from optbench.data.fingerprint import data_fingerprint, imagefolder_fingerprint, list_image_folder  # noqa: F401 (data_fingerprint: re-exported)
 from optbench.errors import ConfigError
 from optbench.fileio import write_atomically
+from optbench.registry import datasets
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +44,11 @@ class ImageSet:
         return len(self.labels)
 
 
-
 # Offline, the same images as files work: docs/configuration.md, "Datasets", e.g. the CIFAR-10 JPEG copies next to this checkout.
-OFFLINE = ("; or train offline on a folder of images: dataset=imagefolder dataset.root=DIR "
-           "(DIR/train/<class>/*.jpg, DIR/test/<class>/*.jpg)")
+OFFLINE = (
+    "; or train offline on a folder of images: dataset=imagefolder dataset.root=DIR "
+    "(DIR/train/<class>/*.jpg, DIR/test/<class>/*.jpg)"
+)
 
 
 def _load_cifar(name: str, data_dir: Path, download: bool = True):
@@ -56,11 +57,15 @@ def _load_cifar(name: str, data_dir: Path, download: bool = True):
         train = dataset_class(str(data_dir), train=True, download=download)
         test = dataset_class(str(data_dir), train=False, download=False)
     except (URLError, OSError) as error:  # no network, DNS failure, refused connection
-        raise ConfigError(f"{name} is not in {data_dir} and downloading it failed ({error}): connect to the "
-                          f"network once, or set OPTBENCH_DATA_DIR (paths.data_dir) to a folder that holds it{OFFLINE}") from error
+        raise ConfigError(
+            f"{name} is not in {data_dir} and downloading it failed ({error}): connect to the "
+            f"network once, or set OPTBENCH_DATA_DIR (paths.data_dir) to a folder that holds it{OFFLINE}"
+        ) from error
     except RuntimeError as error:  # torchvision: "Dataset not found or corrupted"
-        raise ConfigError(f"{name} is missing or corrupted in {data_dir}: set dataset.download=true with network "
-                          f"access, or point OPTBENCH_DATA_DIR (paths.data_dir) at a folder that holds it{OFFLINE}") from error
+        raise ConfigError(
+            f"{name} is missing or corrupted in {data_dir}: set dataset.download=true with network "
+            f"access, or point OPTBENCH_DATA_DIR (paths.data_dir) at a folder that holds it{OFFLINE}"
+        ) from error
     return _from_hwc(train.data, train.targets), _from_hwc(test.data, test.targets), train.classes
 
 
@@ -111,8 +116,10 @@ def _decode(path: str, image_size: int) -> torch.Tensor:
         with Image.open(path) as opened:
             image = pil_to_tensor(opened.convert("RGB"))
     except (UnidentifiedImageError, OSError, ValueError) as error:  # not an image, truncated, unreadable
-        raise ConfigError(f"{path} cannot be decoded as an image ({type(error).__name__}): replace it with a "
-                          f"readable image or remove it from the folder, then run again") from None
+        raise ConfigError(
+            f"{path} cannot be decoded as an image ({type(error).__name__}): replace it with a "
+            f"readable image or remove it from the folder, then run again"
+        ) from None
     if image.shape[1:] != (image_size, image_size):
         image = resize(image, [image_size, image_size], antialias=True)
     return image
@@ -126,8 +133,14 @@ def _decode_all(samples: list[tuple[str, int]], image_size: int) -> tuple[torch.
     return torch.stack(images), labels
 
 
-def _make_synthetic(data_dir: Path, num_classes: int = 10, train_size: int = 2000, test_size: int = 500,
-                    image_size: int = 32, generator_seed: int = 0):
+def _make_synthetic(
+    data_dir: Path,
+    num_classes: int = 10,
+    train_size: int = 2000,
+    test_size: int = 500,
+    image_size: int = 32,
+    generator_seed: int = 0,
+):
     """Each class is a smooth random colour prototype; samples add per-pixel Gaussian noise.
 
     Low-resolution prototypes (4x4, upsampled) make the classes separable by a small convnet in a

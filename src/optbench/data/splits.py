@@ -14,9 +14,9 @@ import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 
-from optbench.registry import datasets
 from optbench.data.sources import ImageSet, source_for
 from optbench.errors import ConfigError
+from optbench.registry import datasets
 
 # Per-channel mean and std of the official training sets (fractions of 255): the descriptors' (optbench/registry/datasets.py).
 NORMALISATION = {name: (entry.mean, entry.std) for name, entry in datasets.DATASETS.items() if entry.mean}
@@ -41,8 +41,16 @@ class DatasetSplits:
         return len(self.classes)
 
 
-def load_splits(name: str, data_dir: str, val_size: int = 5000, train_subset: int | None = None,
-                split_seed: int = 0, mean=None, std=None, **source_options) -> DatasetSplits:
+def load_splits(
+    name: str,
+    data_dir: str,
+    val_size: int = 5000,
+    train_subset: int | None = None,
+    split_seed: int = 0,
+    mean=None,
+    std=None,
+    **source_options,
+) -> DatasetSplits:
     """Load dataset `name`, hold out `val_size` for validation, keep `train_subset` for training."""
     full_train, test, classes = source_for(name)(data_dir=Path(data_dir), **source_options)
     train_index, val_index = _split(full_train, val_size, train_subset, split_seed, len(classes))
@@ -53,21 +61,22 @@ def load_splits(name: str, data_dir: str, val_size: int = 5000, train_subset: in
     return DatasetSplits(name, train, val, test, tuple(classes), tuple(mean), tuple(std), train_index, val_index)
 
 
-def _split(full_train: ImageSet, val_size: int, train_subset: int | None, split_seed: int,
-           num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+def _split(
+    full_train: ImageSet, val_size: int, train_subset: int | None, split_seed: int, num_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(training positions, validation positions) in the full training set, each in ascending order."""
     labels = full_train.labels.numpy()
     indices = np.arange(len(labels))
     if val_size > 0:
         _check_stratifiable("dataset.val_size", val_size, labels[indices], num_classes)
-        indices, val_indices = train_test_split(indices, test_size=val_size, stratify=labels,
-                                                random_state=split_seed)
+        indices, val_indices = train_test_split(indices, test_size=val_size, stratify=labels, random_state=split_seed)
     else:
         val_indices = indices[:0]
     if train_subset is not None and train_subset < len(indices):
         _check_stratifiable("dataset.train_subset", train_subset, labels[indices], num_classes)
-        indices, _ = train_test_split(indices, train_size=train_subset, stratify=labels[indices],
-                                      random_state=split_seed)
+        indices, _ = train_test_split(
+            indices, train_size=train_subset, stratify=labels[indices], random_state=split_seed
+        )
     return np.sort(indices), np.sort(val_indices)
 
 
@@ -75,12 +84,16 @@ def _check_stratifiable(key: str, size: int, labels: np.ndarray, num_classes: in
     # A stratified split needs at least one sample of every class on both sides.
     available = len(labels)
     if not num_classes <= size <= available - num_classes:
-        raise ConfigError(f"{key}={size} does not fit {available} training images and {num_classes} classes: "
-                          f"choose {num_classes}..{available - num_classes}")
+        raise ConfigError(
+            f"{key}={size} does not fit {available} training images and {num_classes} classes: "
+            f"choose {num_classes}..{available - num_classes}"
+        )
     smallest = int(np.bincount(labels, minlength=num_classes).min())
     if smallest < 2:
-        raise ConfigError(f"{key}={size}: a class has only {smallest} training image(s) and a stratified split "
-                          f"needs 2 per class; add images to that class or set {key} to 0/null")
+        raise ConfigError(
+            f"{key}={size}: a class has only {smallest} training image(s) and a stratified split "
+            f"needs 2 per class; add images to that class or set {key} to 0/null"
+        )
 
 
 def _take(image_set: ImageSet, indices: np.ndarray) -> ImageSet:
@@ -100,5 +113,3 @@ def _channel_stats(images: torch.Tensor) -> tuple[tuple[float, ...], tuple[float
     mean = (counts * values).sum(1) / total
     variance = (counts * (values - mean[:, None]) ** 2).sum(1) / (total - 1)  # unbiased, as torch.std
     return tuple(mean.tolist()), tuple(variance.sqrt().tolist())
-
-

@@ -28,9 +28,9 @@ from optbench.fileio import write_bytes_atomically
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "fastest-device.json"
-WARMUP_STEPS = 2   # first steps pay for allocation and kernel selection; not timed
-TIMED_STEPS = 5    # enough to rank devices that differ by more than a few percent
-CIFAR_INPUT = (3, 32)   # (channels, image size) of the models timed before inputs were named: their cache keys stay
+WARMUP_STEPS = 2  # first steps pay for allocation and kernel selection; not timed
+TIMED_STEPS = 5  # enough to rank devices that differ by more than a few percent
+CIFAR_INPUT = (3, 32)  # (channels, image size) of the models timed before inputs were named: their cache keys stay
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,10 @@ class TimedModel:
     width: int
     num_classes: int
     batch_size: int
-    build: Callable[[], torch.nn.Module]   # a fresh model on the CPU, as a run builds it
-    train_step: Callable                   # (model, images, labels, optimizer, policy, scaler) -> (loss sum, correct)
+    build: Callable[[], torch.nn.Module]  # a fresh model on the CPU, as a run builds it
+    train_step: Callable  # (model, images, labels, optimizer, policy, scaler) -> (loss sum, correct)
     channels: int = 3
-    image_size: int = 32                   # square images, image_size x image_size pixels
+    image_size: int = 32  # square images, image_size x image_size pixels
 
     def describe(self) -> str:
         text = f"{self.name} width {self.width} classes {self.num_classes} batch {self.batch_size}"
@@ -72,8 +72,9 @@ def images_per_second(device: torch.device, model: TimedModel, steps: int = TIME
     return time_training(device, policy, model, steps)[1]
 
 
-def time_training(device: torch.device, policy: DevicePolicy, model: TimedModel,
-                  steps: int = TIMED_STEPS) -> tuple[float, float]:
+def time_training(
+    device: torch.device, policy: DevicePolicy, model: TimedModel, steps: int = TIMED_STEPS
+) -> tuple[float, float]:
     """(seconds of the warm-up steps, images/s of `steps` steps after them) under `policy`, on random data.
     The warm-up pays allocation, kernel selection and, with policy.compile, compiling."""
     generator = torch.Generator().manual_seed(0)

@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-GPU_PER_JOB_DEVICE = "${optbench_gpu_for_job:}"       # the `device` override the planner adds for `parallel`
+GPU_PER_JOB_DEVICE = "${optbench_gpu_for_job:}"  # the `device` override the planner adds for `parallel`
 _claimed_gpu_lock = None  # this process's GPU lock file, kept open for the life of the process
 
 

@@ -21,8 +21,7 @@ from dataclasses import replace
 import torch
 
 from optbench.device import fastest
-from optbench.device.policy import (CPU_CHANNELS_LAST_MIN_WIDTH, DeviceFacts, DevicePolicy, apply_policy,
-                                    decide_policy)
+from optbench.device.policy import CPU_CHANNELS_LAST_MIN_WIDTH, DeviceFacts, DevicePolicy, apply_policy, decide_policy
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "measured-policy.json"
@@ -32,7 +31,7 @@ SPEED_SETTINGS = ("amp", "channels_last", "compile", "cudnn_benchmark", "tf32")
 # benchmarks/compile_cpu.py measured it paying back) and the reason says why it was not timed.
 COMPILE_NOT_TIMED = {
     "cpu": "not timed on the CPU: each compiled candidate costs ~30 s (Inductor builds C++ kernels), so timing "
-           "them would add about a minute to the run's start",
+    "them would add about a minute to the run's start",
     "mps": "not timed on MPS: torch.compile's MPS backend is experimental",
 }
 
@@ -41,8 +40,11 @@ def uncertain_settings(facts: DeviceFacts, overrides: dict | None, model_width: 
     """setting -> the values worth timing on this device (first: the rules' choice), less what the user set."""
     kind = facts.device.split(":")[0]
     if kind == "cuda":
-        options = {"amp": ("bf16" if facts.bf16_supported else "fp16", "off"), "channels_last": (True, False),
-                   "compile": (False, True)}
+        options = {
+            "amp": ("bf16" if facts.bf16_supported else "fp16", "off"),
+            "channels_last": (True, False),
+            "compile": (False, True),
+        }
     elif kind == "mps":
         options = {"amp": ("off", "fp16"), "channels_last": (False, True)}
     else:  # emulated bf16 is known to be slower, and narrow NHWC crashes (policy.py): neither is timed
@@ -70,8 +72,14 @@ def compile_pays_back(eager: dict, compiled: dict, run_images: int) -> bool:
     return saved_seconds > extra_seconds
 
 
-def measured_policy(device: torch.device, facts: DeviceFacts, overrides: dict | None, model: fastest.TimedModel,
-                    run_images: int, earlier: dict | None = None) -> DevicePolicy:
+def measured_policy(
+    device: torch.device,
+    facts: DeviceFacts,
+    overrides: dict | None,
+    model: fastest.TimedModel,
+    run_images: int,
+    earlier: dict | None = None,
+) -> DevicePolicy:
     """The rules' policy with its uncertain settings chosen by timing; `earlier`: the figures a resumed run
     started with (reused, never re-timed)."""
     uncertain = uncertain_settings(facts, overrides, model.width)
@@ -93,29 +101,43 @@ def measured_policy(device: torch.device, facts: DeviceFacts, overrides: dict | 
         rules = decide_policy(facts, overrides, model.width)
         chosen["compile"] = (rules.compile, f"{COMPILE_NOT_TIMED[kind]}; the rule: {rules.reasons['compile']}")
     policy = decide_policy(facts, overrides, model.width, measured=chosen)
-    return replace(policy, mode="measured", measured={label(candidate): figures.of(candidate) for candidate in candidates})
+    return replace(
+        policy, mode="measured", measured={label(candidate): figures.of(candidate) for candidate in candidates}
+    )
 
 
 def _reason(key: str, best: dict, figures: "_Figures", candidates: list[dict], run_images: int) -> str:
     if key == "compile":
         eager, compiled = figures.of({**best, "compile": False}), figures.of({**best, "compile": True})
-        return (f"measured: compiling cost {compiled['first_steps_s'] - eager['first_steps_s']:.0f} s more in the first "
-                f"steps, {compiled['images_per_s']:,.0f} vs {eager['images_per_s']:,.0f} img/s eager over the run's "
-                f"{run_images:,} training images ({figures.where})")
+        return (
+            f"measured: compiling cost {compiled['first_steps_s'] - eager['first_steps_s']:.0f} s more in the first "
+            f"steps, {compiled['images_per_s']:,.0f} vs {eager['images_per_s']:,.0f} img/s eager over the run's "
+            f"{run_images:,} training images ({figures.where})"
+        )
     return f"measured: fastest of {len(candidates)} candidates on {figures.device} ({figures.where})"
 
 
 class _Figures:
     """Timing figures per candidate label: reused from a resumed run or the cache, else measured now."""
 
-    def __init__(self, device: torch.device, facts: DeviceFacts, overrides: dict | None, model: fastest.TimedModel,
-                 earlier: dict | None):
+    def __init__(
+        self,
+        device: torch.device,
+        facts: DeviceFacts,
+        overrides: dict | None,
+        model: fastest.TimedModel,
+        earlier: dict | None,
+    ):
         self.device, self.facts, self.overrides, self.model = device, facts, overrides or {}, model
         fixed = label({key: self.overrides[key] for key in SPEED_SETTINGS if self.overrides.get(key) is not None})
         self.key = f"{fastest.cache_key([device], model)}|fixed: {fixed}"
         self.cache = fastest.read_cache(CACHE_FILE)
         self.known = dict(earlier) if earlier is not None else dict(self.cache.get(self.key, {}))
-        self.where = "as measured when this run started" if earlier is not None else f"cached in {fastest.cache_path(CACHE_FILE)}"
+        self.where = (
+            "as measured when this run started"
+            if earlier is not None
+            else f"cached in {fastest.cache_path(CACHE_FILE)}"
+        )
         self.timed_now = False
 
     def time(self, candidate: dict) -> None:

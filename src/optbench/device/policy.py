@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 import optbench
-from optbench.registry.choices import DEVICE_CHOICES
 from optbench.device.sharing import usable_cores
 from optbench.errors import ConfigError, OutOfMemory
+from optbench.registry.choices import DEVICE_CHOICES
 
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "off": None}
 
@@ -53,11 +53,15 @@ def resolve_device(requested: str, fastest=None) -> torch.device:
     except RuntimeError as error:
         raise ConfigError(f"device={requested} is not a device name: choose {DEVICE_CHOICES}") from error
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device={requested} was asked for but CUDA is not available here: use device=auto or device=cpu")
+        raise ConfigError(
+            f"device={requested} was asked for but CUDA is not available here: use device=auto or device=cpu"
+        )
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise ConfigError(f"device={requested}: only {torch.cuda.device_count()} CUDA device(s) here; choose cuda:0..")
     if device.type == "mps" and not mps_available():
-        raise ConfigError(f"device={requested} was asked for but MPS is not available here: use device=auto or device=cpu")
+        raise ConfigError(
+            f"device={requested} was asked for but MPS is not available here: use device=auto or device=cpu"
+        )
     if device.type not in ("cpu", "cuda", "mps"):
         raise ConfigError(f"device={requested} is not supported: choose {DEVICE_CHOICES}")
     return device
@@ -67,13 +71,13 @@ def resolve_device(requested: str, fastest=None) -> torch.device:
 class DeviceFacts:
     """What the policy needs to know about a device; `facts_of(device)` measures it."""
 
-    device: str          # e.g. "cuda:0", "mps", "cpu"
+    device: str  # e.g. "cuda:0", "mps", "cpu"
     bf16_supported: bool  # CUDA: compute capability >= 8.0 (Ampere); else what torch reports
     cpu_count: int
     cpu_bf16_instructions: tuple[str, ...] = ()  # CPU device: native bf16 instructions found (cpu_bf16_instructions())
     host_os: str = "linux"  # sys.platform of the machine: "darwin" is macOS, where caffeinate keeps it awake
     concurrent_runs: int = 1  # runs the launcher runs at once on this machine (device/sharing.py)
-    threads_now: int = 0      # torch's intra-op thread count before the policy (OMP_NUM_THREADS, else the cores)
+    threads_now: int = 0  # torch's intra-op thread count before the policy (OMP_NUM_THREADS, else the cores)
 
     @property
     def cpu_native_bf16(self) -> bool:
@@ -88,7 +92,7 @@ NATIVE_BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16")
 
 def cpu_bf16_instructions() -> tuple[str, ...]:
     """The native bf16 instructions of this CPU that oneDNN (which runs CPU convolutions) can use; () when none."""
-    get_capabilities = getattr(torch.cpu, "get_capabilities", None)   # torch >= 2.8
+    get_capabilities = getattr(torch.cpu, "get_capabilities", None)  # torch >= 2.8
     if get_capabilities is None or not torch.backends.mkldnn.is_available():
         return ()
     capabilities = get_capabilities()
@@ -112,20 +116,20 @@ def facts_of(device: torch.device, concurrent_runs: int = 1) -> DeviceFacts:
 @dataclass(frozen=True)
 class DevicePolicy:
     device: str
-    pin_memory: bool           # page-locked host buffers for DataLoader batches
-    num_workers: int           # DataLoader worker processes (data.pipeline=dataloader only)
-    persistent_workers: bool   # keep workers alive between epochs
-    amp: str                   # bf16 | fp16 | off: autocast dtype for forward passes
-    grad_scaler: bool          # loss scaling, needed with fp16 so small gradients do not underflow
-    channels_last: bool        # NHWC memory format for model and batches
-    cudnn_benchmark: bool      # let cuDNN time its convolution algorithms once per shape
-    tf32: bool                 # TensorFloat-32 for fp32 matmuls and convolutions on Ampere+
-    compile: bool              # torch.compile the model
-    keep_awake: bool           # macOS: hold `caffeinate -i` while training (device/awake.py)
-    mps_fallback: bool         # PYTORCH_ENABLE_MPS_FALLBACK=1 took effect
+    pin_memory: bool  # page-locked host buffers for DataLoader batches
+    num_workers: int  # DataLoader worker processes (data.pipeline=dataloader only)
+    persistent_workers: bool  # keep workers alive between epochs
+    amp: str  # bf16 | fp16 | off: autocast dtype for forward passes
+    grad_scaler: bool  # loss scaling, needed with fp16 so small gradients do not underflow
+    channels_last: bool  # NHWC memory format for model and batches
+    cudnn_benchmark: bool  # let cuDNN time its convolution algorithms once per shape
+    tf32: bool  # TensorFloat-32 for fp32 matmuls and convolutions on Ampere+
+    compile: bool  # torch.compile the model
+    keep_awake: bool  # macOS: hold `caffeinate -i` while training (device/awake.py)
+    mps_fallback: bool  # PYTORCH_ENABLE_MPS_FALLBACK=1 took effect
     reasons: dict = field(default_factory=dict, compare=False)  # setting -> why it has its value
-    threads: int = 0           # torch intra-op threads of this process (0: left as torch set them)
-    mode: str = "rules"        # rules: the device's fixed defaults; measured: the uncertain ones timed (device/measured.py)
+    threads: int = 0  # torch intra-op threads of this process (0: left as torch set them)
+    mode: str = "rules"  # rules: the device's fixed defaults; measured: the uncertain ones timed (device/measured.py)
     measured: dict = field(default_factory=dict, compare=False)  # candidate label -> its figures (mode measured)
 
     @property
@@ -190,32 +194,44 @@ def eval_batch_size(configured, device_type: str) -> int:
     return EVAL_BATCH_SIZES.get(device_type, 256) if configured == "auto" else int(configured)
 
 
-def decide_policy(facts: DeviceFacts, overrides: dict | None = None, model_width: int = 64,
-                  measured: dict | None = None) -> DevicePolicy:
+def decide_policy(
+    facts: DeviceFacts, overrides: dict | None = None, model_width: int = 64, measured: dict | None = None
+) -> DevicePolicy:
     """The device's defaults, then what a measurement chose (`measured`: setting -> (value, reason), from
     device_policy.mode=measured), then each non-None override from `device_policy.*` on top."""
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
     kind = facts.device.split(":")[0]
     chosen = {**_DEFAULTS[kind](facts), "keep_awake": _keep_awake_default(facts), "threads": _threads_default(facts)}
     if kind == "cpu" and model_width >= CPU_COMPILE_MIN_WIDTH:
-        chosen["compile"] = (True, f"CPU with model.width >= {CPU_COMPILE_MIN_WIDTH}: torch.compile measured 1.11x "
-                                   "faster at width 64 after ~30 s of compiling, paid back within 2 epochs of 10,000 images "
-                                   "(docs/benchmarks.md)")
+        chosen["compile"] = (
+            True,
+            f"CPU with model.width >= {CPU_COMPILE_MIN_WIDTH}: torch.compile measured 1.11x "
+            "faster at width 64 after ~30 s of compiling, paid back within 2 epochs of 10,000 images "
+            "(docs/benchmarks.md)",
+        )
     narrow_on_cpu = kind == "cpu" and model_width < CPU_CHANNELS_LAST_MIN_WIDTH
     if narrow_on_cpu:
-        chosen["channels_last"] = (False, f"CPU with model.width < {CPU_CHANNELS_LAST_MIN_WIDTH}: oneDNN's NHWC "
-                                          "1x1 stride-2 convolution crashes with so few channels")
+        chosen["channels_last"] = (
+            False,
+            f"CPU with model.width < {CPU_CHANNELS_LAST_MIN_WIDTH}: oneDNN's NHWC "
+            "1x1 stride-2 convolution crashes with so few channels",
+        )
     chosen.update(measured or {})
     for key, value in overrides.items():
         chosen[key] = (value, "set in config (device_policy)")
     if narrow_on_cpu and chosen["channels_last"][0]:
-        raise ConfigError(f"device_policy.channels_last=true crashes the CPU with model.width={model_width} "
-                          f"(< {CPU_CHANNELS_LAST_MIN_WIDTH}): use model.width>={CPU_CHANNELS_LAST_MIN_WIDTH} "
-                          "or device_policy.channels_last=false")
+        raise ConfigError(
+            f"device_policy.channels_last=true crashes the CPU with model.width={model_width} "
+            f"(< {CPU_CHANNELS_LAST_MIN_WIDTH}): use model.width>={CPU_CHANNELS_LAST_MIN_WIDTH} "
+            "or device_policy.channels_last=false"
+        )
     _check_amp(kind, facts, chosen["amp"][0])
     _settle_dependent_choices(chosen, facts)
-    return DevicePolicy(device=facts.device, reasons={key: reason for key, (_, reason) in chosen.items()},
-                        **{key: value for key, (value, _) in chosen.items()})
+    return DevicePolicy(
+        device=facts.device,
+        reasons={key: reason for key, (_, reason) in chosen.items()},
+        **{key: value for key, (value, _) in chosen.items()},
+    )
 
 
 def _settle_dependent_choices(chosen: dict, facts: DeviceFacts) -> None:
@@ -223,8 +239,14 @@ def _settle_dependent_choices(chosen: dict, facts: DeviceFacts) -> None:
     if chosen["num_workers"][0] == 0 and chosen["persistent_workers"][0]:
         chosen["persistent_workers"] = (False, "no workers to keep")
     amp = chosen["amp"][0]
-    chosen["grad_scaler"] = (amp == "fp16", "fp16 needs loss scaling against gradient underflow" if amp == "fp16"
-                             else "not needed: bf16 has fp32's exponent range" if amp == "bf16" else "fp32: not needed")
+    chosen["grad_scaler"] = (
+        amp == "fp16",
+        "fp16 needs loss scaling against gradient underflow"
+        if amp == "fp16"
+        else "not needed: bf16 has fp32's exponent range"
+        if amp == "bf16"
+        else "fp32: not needed",
+    )
     if chosen["keep_awake"][0] and facts.host_os != "darwin":
         chosen["keep_awake"] = (False, f"asked for, but caffeinate is macOS only: nothing to hold on {facts.host_os}")
     chosen["mps_fallback"] = _mps_fallback()
@@ -239,7 +261,10 @@ def _threads_default(facts: DeviceFacts) -> tuple[int, str]:
 
 def _keep_awake_default(facts: DeviceFacts) -> tuple[bool, str]:
     if facts.host_os == "darwin":
-        return True, "macOS: caffeinate -i keeps the Mac from sleeping while it trains (device_policy.keep_awake=false to let it)"
+        return (
+            True,
+            "macOS: caffeinate -i keeps the Mac from sleeping while it trains (device_policy.keep_awake=false to let it)",
+        )
     return False, f"caffeinate is macOS only ({facts.host_os})"
 
 
@@ -250,7 +275,8 @@ def _cuda_defaults(facts: DeviceFacts) -> dict:
         "num_workers": (workers, f"CUDA: min(8, {facts.cpu_count} CPUs) to keep the GPU fed"),
         "persistent_workers": (True, "worker start-up is paid once per run, not per epoch"),
         "amp": ("bf16", "CUDA with bf16 support (Ampere or newer): bf16 autocast, no loss scaling")
-        if facts.bf16_supported else ("fp16", "CUDA without bf16 support (pre-Ampere): fp16 autocast with a grad scaler"),
+        if facts.bf16_supported
+        else ("fp16", "CUDA without bf16 support (pre-Ampere): fp16 autocast with a grad scaler"),
         "channels_last": (True, "CUDA: NHWC convolutions use tensor cores"),
         "cudnn_benchmark": (True, "fixed 32x32 shapes: timing cuDNN's algorithms once pays off (not bit-reproducible)"),
         "tf32": (True, "CUDA: TensorFloat-32 for the fp32 parts on Ampere and newer"),
@@ -282,8 +308,11 @@ def _cpu_defaults(facts: DeviceFacts) -> dict:
         "cudnn_benchmark": (False, "cuDNN is CUDA only"),
         "tf32": (False, "TF32 is CUDA only"),
         # from CPU_COMPILE_MIN_WIDTH on, decide_policy turns it on
-        "compile": (False, f"CPU below model.width={CPU_COMPILE_MIN_WIDTH}: torch.compile measured 0.93x eager at "
-                           "width 16, so it never pays back (docs/benchmarks.md)"),
+        "compile": (
+            False,
+            f"CPU below model.width={CPU_COMPILE_MIN_WIDTH}: torch.compile measured 0.93x eager at "
+            "width 16, so it never pays back (docs/benchmarks.md)",
+        ),
     }
 
 
@@ -299,13 +328,19 @@ BF16_PAYS_WITH = ("amx_bf16", "bf16", "sve_bf16")
 def _cpu_amp(facts: DeviceFacts) -> tuple[str, str]:
     paying = [name for name in facts.cpu_bf16_instructions if name in BF16_PAYS_WITH]
     if paying:
-        return "off", (f"CPU: fp32 on every processor, so a setting's seeds share one precision wherever they ran; "
-                       f"this one has {', '.join(paying)}: device_policy.amp=bf16 (or mode=measured) may be faster")
+        return "off", (
+            f"CPU: fp32 on every processor, so a setting's seeds share one precision wherever they ran; "
+            f"this one has {', '.join(paying)}: device_policy.amp=bf16 (or mode=measured) may be faster"
+        )
     if facts.cpu_native_bf16:
-        return "off", (f"CPU with {', '.join(facts.cpu_bf16_instructions)} but no AMX: fp32, bf16 autocast measured "
-                       "slower on such a CPU (docs/benchmarks.md); device_policy.mode=measured times both here")
-    return "off", ("CPU without native bf16 (none of avx512_bf16, amx_bf16, ARM bf16 with oneDNN): fp32, "
-                   "emulated bf16 autocast is slower")
+        return "off", (
+            f"CPU with {', '.join(facts.cpu_bf16_instructions)} but no AMX: fp32, bf16 autocast measured "
+            "slower on such a CPU (docs/benchmarks.md); device_policy.mode=measured times both here"
+        )
+    return "off", (
+        "CPU without native bf16 (none of avx512_bf16, amx_bf16, ARM bf16 with oneDNN): fp32, "
+        "emulated bf16 autocast is slower"
+    )
 
 
 _DEFAULTS = {"cuda": _cuda_defaults, "mps": _mps_defaults, "cpu": _cpu_defaults}
@@ -349,7 +384,8 @@ def release_device_memory(device: torch.device) -> None:
 def is_out_of_memory(error: BaseException) -> bool:
     # MPS raises a plain RuntimeError ("MPS backend out of memory").
     return isinstance(error, torch.OutOfMemoryError) or (
-        isinstance(error, RuntimeError) and "out of memory" in str(error))
+        isinstance(error, RuntimeError) and "out of memory" in str(error)
+    )
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ def usable_cores() -> int:
     """The CPUs this process may run on: SLURM's or taskset's allotment where the OS reports one, else all."""
     try:
         return len(os.sched_getaffinity(0))
-    except AttributeError:   # macOS has no affinity call
+    except AttributeError:  # macOS has no affinity call
         return os.cpu_count() or 1
 
 
@@ -31,7 +31,7 @@ def concurrent_runs() -> tuple[int, str]:
         from hydra.core.hydra_config import HydraConfig
 
         launcher = HydraConfig.get().launcher
-    except Exception:   # not inside a Hydra job: a single run from Python
+    except Exception:  # not inside a Hydra job: a single run from Python
         return 1, ""
     if "joblib" not in str(launcher.get("_target_", "")):
         return 1, ""
@@ -46,7 +46,7 @@ def parallel_jobs() -> int:
     """The parallel launcher's default runs at once: one per GPU on a multi-GPU machine, two on one GPU;
     on a CPU one per core (measured fastest: docs/benchmarks.md, "Runs side by side"), no more than the
     memory holds."""
-    import torch   # only when the parallel launcher asks for its n_jobs
+    import torch  # only when the parallel launcher asks for its n_jobs
 
     gpus = torch.cuda.device_count()
     if gpus:

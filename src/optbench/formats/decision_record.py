@@ -34,13 +34,23 @@ def record_path(results_dir: Path, study_id: str) -> Path:
 def find_records(results_dir: Path, skip: Path | None = None) -> list[Path]:
     """Every decision record below `results_dir`, sorted; those inside `skip` (an output folder) are not."""
     skip = Path(skip).resolve() if skip else None
-    return sorted(path for path in Path(results_dir).rglob(f"{PREFIX}*.json")
-                  if skip is None or skip not in path.resolve().parents)
+    return sorted(
+        path
+        for path in Path(results_dir).rglob(f"{PREFIX}*.json")
+        if skip is None or skip not in path.resolve().parents
+    )
 
 
 def new_record(study_id: str, looks: tuple[int, ...], alpha: float, rule: str, hypotheses: dict) -> dict:
-    return {"format": FORMAT, "study": study_id, "alpha": alpha, "looks": list(looks), "rule": rule,
-            "hypotheses": hypotheses, "decisions": []}
+    return {
+        "format": FORMAT,
+        "study": study_id,
+        "alpha": alpha,
+        "looks": list(looks),
+        "rule": rule,
+        "hypotheses": hypotheses,
+        "decisions": [],
+    }
 
 
 def read(path: Path) -> dict | None:
@@ -50,8 +60,10 @@ def read(path: Path) -> dict | None:
     try:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{path} is not a readable decision record ({type(error).__name__}): restore it from a "
-                          f"backup; deleting it would let the study re-decide on more data") from None
+        raise ConfigError(
+            f"{path} is not a readable decision record ({type(error).__name__}): restore it from a "
+            f"backup; deleting it would let the study re-decide on more data"
+        ) from None
     check(record, path)
     return record
 
@@ -82,8 +94,12 @@ def write(path: Path, record: dict) -> None:
 def add_look(record: dict, look: int, seeds: int, decisions: dict) -> dict:
     """The record with one more look; a hypothesis already stopped keeps its earlier decision."""
     kept = {name: entry for name, entry in stopped(record).items()}
-    entry = {"look": look, "seeds": seeds, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-             "hypotheses": {**decisions, **kept}}
+    entry = {
+        "look": look,
+        "seeds": seeds,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "hypotheses": {**decisions, **kept},
+    }
     return {**record, "decisions": [*record["decisions"], entry]}
 
 

@@ -41,8 +41,14 @@ class Fields:
     def _wrong(self, key: str, value, wanted: str):
         Fields(self.value, self.path, self._name(key), self.way_out).fail(f"is {value!r}, not {wanted}")
 
-    def number(self, key: str, required: bool = False, low: float = -math.inf, high: float = math.inf,
-               nonfinite_as_null: bool = False) -> int | float | None:
+    def number(
+        self,
+        key: str,
+        required: bool = False,
+        low: float = -math.inf,
+        high: float = math.inf,
+        nonfinite_as_null: bool = False,
+    ) -> int | float | None:
         """A finite number in [low, high], as written (int or float); None when absent or null and not required.
         `nonfinite_as_null`: a NaN or infinity token (older runs' metrics) reads as null, as the writer now writes it."""
         value = self._get(key, required)

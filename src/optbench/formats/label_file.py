@@ -23,26 +23,32 @@ def numpy_array_globals() -> list:
     were pickled with (numpy < 2 spelled its module numpy.core), the array and dtype classes. Nothing that runs code."""
     try:
         from numpy._core.multiarray import _reconstruct
-    except ImportError:   # numpy < 2
+    except ImportError:  # numpy < 2
         from numpy.core.multiarray import _reconstruct
-    return [(_reconstruct, "numpy.core.multiarray._reconstruct"), _reconstruct, np.ndarray, np.dtype,
-            type(np.dtype(np.int64))]   # the rebuilder under its own name too: arrays pickled by numpy >= 2
+    return [
+        (_reconstruct, "numpy.core.multiarray._reconstruct"),
+        _reconstruct,
+        np.ndarray,
+        np.dtype,
+        type(np.dtype(np.int64)),
+    ]  # the rebuilder under its own name too: arrays pickled by numpy >= 2
 
 
 def read_label_arrays(path: Path) -> dict[str, np.ndarray]:
     """The file's arrays (key -> int64 array), through torch's weights-only unpickler with only the numpy
     globals allowed: anything else in the pickle (a call to os.system, any other global) is refused as a
     ConfigError, never executed."""
-    import torch   # only where a label file is read: the planning commands stay free of torch
+    import torch  # only where a label file is read: the planning commands stay free of torch
 
     from optbench.errors import ConfigError
 
     try:
         with torch.serialization.safe_globals(numpy_array_globals()):
             content = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as error:   # pickle.UnpicklingError for a refused global; zip and format errors
-        raise ConfigError(f"{path} is not a label file that can be read without running code "
-                          f"({type(error).__name__}): {WAY_OUT}") from None
+    except Exception as error:  # pickle.UnpicklingError for a refused global; zip and format errors
+        raise ConfigError(
+            f"{path} is not a label file that can be read without running code ({type(error).__name__}): {WAY_OUT}"
+        ) from None
     if not isinstance(content, dict):
         raise ConfigError(f"{path} does not hold a mapping of label arrays: {WAY_OUT}")
     try:

@@ -16,7 +16,7 @@ from optbench import rundir
 from optbench.fileio import json_text, write_bytes_atomically
 from optbench.formats.fields import Fields
 
-TEXT_KEYS = ("selected_by",)   # the only text in an epoch's record (summary.json's best); every other value is a number
+TEXT_KEYS = ("selected_by",)  # the only text in an epoch's record (summary.json's best); every other value is a number
 WAY_OUT = "restore it from a copy (the mirror, a backup), or move the run away and train it again"
 
 
@@ -51,7 +51,10 @@ def epoch_record(fields: Fields | None) -> dict | None:
     number, or None for one written as null (a diverged run's non-finite loss); `epoch` a whole number."""
     if fields is None:
         return None
-    record = {key: fields.text(key) if key in TEXT_KEYS else fields.number(key, nonfinite_as_null=True) for key in fields.value}
+    record = {
+        key: fields.text(key) if key in TEXT_KEYS else fields.number(key, nonfinite_as_null=True)
+        for key in fields.value
+    }
     if "epoch" in record:
         record["epoch"] = fields.whole("epoch")
     return record

@@ -34,9 +34,9 @@ WAY_OUT = "delete it (the run's other results stand; only the per-image variance
 
 @dataclass(frozen=True)
 class Predictions:
-    predicted: np.ndarray   # class index per test image
-    labels: np.ndarray      # true test label per image, same order
-    epoch: int              # the selected epoch they come from
+    predicted: np.ndarray  # class index per test image
+    labels: np.ndarray  # true test label per image, same order
+    epoch: int  # the selected epoch they come from
 
     @property
     def correct(self) -> np.ndarray:
@@ -67,8 +67,12 @@ def write(path: Path, predicted, labels, epoch: int, num_classes: int) -> None:
     predicted, labels = np.asarray(predicted), np.asarray(labels)
     if predicted.shape != labels.shape or predicted.ndim != 1:
         raise ValueError(f"predictions {predicted.shape} and labels {labels.shape} must be equal 1-D shapes")
-    arrays = {"predicted": predicted.astype(dtype), "labels": labels.astype(dtype), "epoch": np.int64(epoch),
-              "format": np.int64(FORMAT)}
+    arrays = {
+        "predicted": predicted.astype(dtype),
+        "labels": labels.astype(dtype),
+        "epoch": np.int64(epoch),
+        "format": np.int64(FORMAT),
+    }
     write_atomically(Path(path), lambda handle: np.savez_compressed(handle, **arrays))
 
 

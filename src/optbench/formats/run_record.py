@@ -23,13 +23,18 @@ class RunRecord:
     version: int
     run_id: str
     created: str
-    identity: dict   # {"config": numbers-changing settings, "data": the data's fingerprint}
-    config: dict     # the full resolved config, nested as Hydra composed it
+    identity: dict  # {"config": numbers-changing settings, "data": the data's fingerprint}
+    config: dict  # the full resolved config, nested as Hydra composed it
 
 
 def new_record(resolved_config: dict, run_identity: dict, created: str) -> dict:
-    return {"format": FORMAT, "run_id": run_id(run_identity), "created": created,
-            "identity": run_identity, "config": resolved_config}
+    return {
+        "format": FORMAT,
+        "run_id": run_id(run_identity),
+        "created": created,
+        "identity": run_identity,
+        "config": resolved_config,
+    }
 
 
 def path_in(run_dir: Path) -> Path:
@@ -43,9 +48,13 @@ def read(run_dir: Path) -> RunRecord | None:
 
 def parse(content: dict, path: Path) -> RunRecord:
     fields = Fields(content, path, way_out=WAY_OUT)
-    return RunRecord(version=fields.version(FORMAT), run_id=fields.text("run_id", required=True),
-                     created=fields.text("created", required=True), identity=fields.mapping("identity", required=True),
-                     config=fields.mapping("config", required=True))
+    return RunRecord(
+        version=fields.version(FORMAT),
+        run_id=fields.text("run_id", required=True),
+        created=fields.text("created", required=True),
+        identity=fields.mapping("identity", required=True),
+        config=fields.mapping("config", required=True),
+    )
 
 
 def write(run_dir: Path, record: dict) -> None:

@@ -20,15 +20,16 @@ from optbench.formats.metrics_log import epoch_record
 FORMAT = 1
 RUNNING, COMPLETED, DIVERGED, FAILED, INTERRUPTED = "running", "completed", "diverged", "failed", "interrupted"
 STATUSES = (COMPLETED, DIVERGED, FAILED, INTERRUPTED, RUNNING)
-FINAL_STATUSES = (COMPLETED, DIVERGED)   # results: the same command skips them
+FINAL_STATUSES = (COMPLETED, DIVERGED)  # results: the same command skips them
 WAY_OUT = "move it away to resume from the checkpoint, or train.rerun=true to start this run over"
-HEADLINE = "test/acc"   # of `best`: the test accuracy at the epoch chosen on validation, what the tables report
+HEADLINE = "test/acc"  # of `best`: the test accuracy at the epoch chosen on validation, what the tables report
 
 
 @dataclass(frozen=True)
 class Summary:
     """One run's summary.json, checked. Epoch records (`best`, `final`, `best_clean_val`) map a metric name
     (metrics.jsonl's keys: "val/acc", "test/acc", "train/loss", ...) to a finite number or None."""
+
     version: int
     status: str
     run_id: str | None
@@ -38,19 +39,19 @@ class Summary:
     optimizer: str | None
     device: str | None
     error: str | None
-    best: dict | None             # the epoch chosen on validation accuracy (the last one without a split)
-    final: dict | None            # the last epoch's record
-    best_clean_val: dict | None   # under label noise: the epoch chosen on clean validation labels
+    best: dict | None  # the epoch chosen on validation accuracy (the last one without a split)
+    final: dict | None  # the last epoch's record
+    best_clean_val: dict | None  # under label noise: the epoch chosen on clean validation labels
     wall_time_s: float | None
     train_time_s: float | None
     train_images_per_s: float | None
-    dataset: dict                 # name, num_classes, num_train, num_val, num_test
-    noise: dict                   # kind, rate, realised_rate, label_set, transition_matrix, ...
-    model: dict                   # name, width, num_parameters
-    git: dict                     # commit, dirty
-    device_policy: dict           # the policy the run trained under (amp: the precision it used)
-    diverged_at: dict | None      # epoch, train/loss, reason, batch
-    content: dict                 # the file as written: the trainer carries it on when it resumes
+    dataset: dict  # name, num_classes, num_train, num_val, num_test
+    noise: dict  # kind, rate, realised_rate, label_set, transition_matrix, ...
+    model: dict  # name, width, num_parameters
+    git: dict  # commit, dirty
+    device_policy: dict  # the policy the run trained under (amp: the precision it used)
+    diverged_at: dict | None  # epoch, train/loss, reason, batch
+    content: dict  # the file as written: the trainer carries it on when it resumes
 
     @property
     def finished(self) -> bool:
@@ -80,14 +81,25 @@ def parse(content: dict, path: Path) -> Summary:
         fields.fail(f"says completed but holds no best.{HEADLINE} (the headline number)")
     provenance = {key: fields.mapping(key) or {} for key in ("dataset", "noise", "model", "git", "device_policy")}
     return Summary(
-        version=version, status=status, run_id=fields.text("run_id"),
-        epochs_done=fields.whole("epochs_done") or 0, epochs_planned=fields.whole("epochs_planned", low=1),
-        seed=fields.whole("seed"), optimizer=fields.text("optimizer"), device=fields.text("device"),
-        error=fields.text("error"), best=best, final=epoch_record(fields.inner("final")),
+        version=version,
+        status=status,
+        run_id=fields.text("run_id"),
+        epochs_done=fields.whole("epochs_done") or 0,
+        epochs_planned=fields.whole("epochs_planned", low=1),
+        seed=fields.whole("seed"),
+        optimizer=fields.text("optimizer"),
+        device=fields.text("device"),
+        error=fields.text("error"),
+        best=best,
+        final=epoch_record(fields.inner("final")),
         best_clean_val=epoch_record(fields.inner("best_clean_val")),
-        wall_time_s=fields.number("wall_time_s", low=0), train_time_s=fields.number("train_time_s", low=0),
-        train_images_per_s=fields.number("train_images_per_s", low=0), **provenance,
-        diverged_at=fields.mapping("diverged_at"), content=content)
+        wall_time_s=fields.number("wall_time_s", low=0),
+        train_time_s=fields.number("train_time_s", low=0),
+        train_images_per_s=fields.number("train_images_per_s", low=0),
+        **provenance,
+        diverged_at=fields.mapping("diverged_at"),
+        content=content,
+    )
 
 
 def write(run_dir: Path, summary: dict) -> None:

@@ -61,15 +61,18 @@ def write(results_dir: Path, record: dict) -> Path:
 def find_records(results_dir: Path, skip: Path | None = None) -> list[Path]:
     """Every tuning-*.json below `results_dir`, sorted; files inside `skip` (the aggregator's output) are not."""
     skip = skip.resolve() if skip else None
-    return sorted(path for path in Path(results_dir).rglob(FILE_PATTERN)
-                  if path.is_file() and (skip is None or skip not in path.resolve().parents))
+    return sorted(
+        path
+        for path in Path(results_dir).rglob(FILE_PATTERN)
+        if path.is_file() and (skip is None or skip not in path.resolve().parents)
+    )
 
 
 def read(path: Path) -> dict:
     """One checked record; ValueError saying what is wrong when it is unreadable or off the contract."""
     try:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:   # copied mid-write, edited by hand
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:  # copied mid-write, edited by hand
         raise ValueError(f"not readable as JSON ({type(error).__name__}: {error})") from error
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")

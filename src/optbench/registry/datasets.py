@@ -44,7 +44,7 @@ CIFAR100_SUPERCLASSES = (
 # CIFAR-100's fine labels are numbered in alphabetical order of their names (torchvision's `classes`).
 CIFAR100_CLASSES = tuple(sorted(name for _, members in CIFAR100_SUPERCLASSES for name in members))
 
-CIFAR_N_RELEASE = "https://github.com/UCSC-REAL/cifar-10-100n/raw/main/data/"   # the paper's official repository
+CIFAR_N_RELEASE = "https://github.com/UCSC-REAL/cifar-10-100n/raw/main/data/"  # the paper's official repository
 CIFAR_N_LICENCE = "CC BY-NC 4.0; cite Wei et al., ICLR 2022 (arXiv 2110.12088)"
 
 
@@ -52,10 +52,10 @@ CIFAR_N_LICENCE = "CC BY-NC 4.0; cite Wei et al., ICLR 2022 (arXiv 2110.12088)"
 class HumanLabels:
     """A release of human re-annotations of a dataset's training set (CIFAR-N), in its training order."""
 
-    file_name: str                 # the official file name, also the cached copy's name
-    md5: str                       # of the official file; any copy with another md5 is refused
-    label_sets: dict               # noise.label_set -> the key of its array in the file
-    clean_key: str = "clean_label"   # the dataset's own labels, to check the order against
+    file_name: str  # the official file name, also the cached copy's name
+    md5: str  # of the official file; any copy with another md5 is refused
+    label_sets: dict  # noise.label_set -> the key of its array in the file
+    clean_key: str = "clean_label"  # the dataset's own labels, to check the order against
 
     @property
     def url(self) -> str:
@@ -65,44 +65,81 @@ class HumanLabels:
 @dataclass(frozen=True)
 class Dataset:
     name: str
-    loader: str                    # the key of its loader in data/sources.py LOADERS
-    fingerprint: str               # the key of its fingerprint in data/fingerprint.py FINGERPRINTS
-    classes: tuple = ()            # class names in label order; () = from the config or the data
+    loader: str  # the key of its loader in data/sources.py LOADERS
+    fingerprint: str  # the key of its fingerprint in data/fingerprint.py FINGERPRINTS
+    classes: tuple = ()  # class names in label order; () = from the config or the data
     image_size: int | None = None  # pixels (square); None = dataset.image_size of the config
     channels: int = 3
     train_size: int | None = None  # official training images (validation is held out of them); None = config/data
     test_size: int | None = None
-    mean: tuple | None = None      # per-channel, fraction of 255, of the official training set; None = measured
+    mean: tuple | None = None  # per-channel, fraction of 255, of the official training set; None = measured
     std: tuple | None = None
-    asymmetric: bool = False       # the class set has an asymmetric-noise mapping (data/noise.py finds it by names)
+    asymmetric: bool = False  # the class set has an asymmetric-noise mapping (data/noise.py finds it by names)
     human: HumanLabels | None = None
-    config_keys: tuple = field(default=())   # dataset.* keys its source reads besides the common ones
+    config_keys: tuple = field(default=())  # dataset.* keys its source reads besides the common ones
 
     @property
     def num_classes(self) -> int | None:
         return len(self.classes) or None
 
 
-CIFAR10_N = HumanLabels("CIFAR-10_human.pt", "96644db5574813cae939af5f7f2a0aec",
-                        {"aggre": "aggre_label", "random1": "random_label1", "random2": "random_label2",
-                         "random3": "random_label3", "worst": "worse_label"})
+CIFAR10_N = HumanLabels(
+    "CIFAR-10_human.pt",
+    "96644db5574813cae939af5f7f2a0aec",
+    {
+        "aggre": "aggre_label",
+        "random1": "random_label1",
+        "random2": "random_label2",
+        "random3": "random_label3",
+        "worst": "worse_label",
+    },
+)
 CIFAR100_N = HumanLabels("CIFAR-100_human.pt", "a67b45c1d7992051865b5c755bd68bb1", {"noisy": "noisy_label"})
 
 # Per-channel mean and std of the official training sets (fractions of 255), as used by
 # kuangliu/pytorch-cifar and most CIFAR papers.
 DATASETS = {
-    "cifar10": Dataset("cifar10", loader="torchvision_cifar", fingerprint="cifar", classes=CIFAR10_CLASSES,
-                       image_size=32, train_size=50_000, test_size=10_000,
-                       mean=(0.4914, 0.4822, 0.4465), std=(0.2470, 0.2435, 0.2616), asymmetric=True, human=CIFAR10_N),
-    "cifar100": Dataset("cifar100", loader="torchvision_cifar", fingerprint="cifar", classes=CIFAR100_CLASSES,
-                        image_size=32, train_size=50_000, test_size=10_000,
-                        mean=(0.5071, 0.4865, 0.4409), std=(0.2673, 0.2564, 0.2762), asymmetric=True, human=CIFAR100_N),
+    "cifar10": Dataset(
+        "cifar10",
+        loader="torchvision_cifar",
+        fingerprint="cifar",
+        classes=CIFAR10_CLASSES,
+        image_size=32,
+        train_size=50_000,
+        test_size=10_000,
+        mean=(0.4914, 0.4822, 0.4465),
+        std=(0.2470, 0.2435, 0.2616),
+        asymmetric=True,
+        human=CIFAR10_N,
+    ),
+    "cifar100": Dataset(
+        "cifar100",
+        loader="torchvision_cifar",
+        fingerprint="cifar",
+        classes=CIFAR100_CLASSES,
+        image_size=32,
+        train_size=50_000,
+        test_size=10_000,
+        mean=(0.5071, 0.4865, 0.4409),
+        std=(0.2673, 0.2564, 0.2762),
+        asymmetric=True,
+        human=CIFAR100_N,
+    ),
     # Any folder of images; a copy of CIFAR-10/100 (its class names) gets that dataset's noise mapping and
     # human label sets, checked once the folder is listed (data/noise.py, data/human_labels.py).
-    "imagefolder": Dataset("imagefolder", loader="imagefolder", fingerprint="imagefolder", asymmetric=True,
-                           config_keys=("root", "image_size")),
-    "synthetic": Dataset("synthetic", loader="synthetic", fingerprint="synthetic",
-                         config_keys=("num_classes", "train_size", "test_size", "image_size", "generator_seed")),
+    "imagefolder": Dataset(
+        "imagefolder",
+        loader="imagefolder",
+        fingerprint="imagefolder",
+        asymmetric=True,
+        config_keys=("root", "image_size"),
+    ),
+    "synthetic": Dataset(
+        "synthetic",
+        loader="synthetic",
+        fingerprint="synthetic",
+        config_keys=("num_classes", "train_size", "test_size", "image_size", "generator_seed"),
+    ),
 }
 NAMES = tuple(DATASETS)
 # Datasets whose files may be a copy of another's (found by class names once loaded).
@@ -112,8 +149,10 @@ COPIES_OF = {"imagefolder": ("cifar10", "cifar100")}
 def describe(name: str) -> Dataset:
     """The descriptor of `name`; a ConfigError naming the choices for an unknown one."""
     if name not in DATASETS:
-        raise ConfigError(f"dataset={name}: not a known dataset; choose dataset={', '.join(NAMES)} "
-                          f"(a new one is an entry in optbench/registry/datasets.py)")
+        raise ConfigError(
+            f"dataset={name}: not a known dataset; choose dataset={', '.join(NAMES)} "
+            f"(a new one is an entry in optbench/registry/datasets.py)"
+        )
     return DATASETS[name]
 
 

@@ -1,5 +1,5 @@
 """Studies and hypotheses as data: the files under experiments/, parsed into frozen objects (PyYAML only).
 
-    study_spec.py       experiments/studies/*.yaml and hypothesis files' `study:` blocks -> Study
-    hypothesis_spec.py  experiments/hypotheses/*.yaml -> Hypothesis and its HypothesisTest
+study_spec.py       experiments/studies/*.yaml and hypothesis files' `study:` blocks -> Study
+hypothesis_spec.py  experiments/hypotheses/*.yaml -> Hypothesis and its HypothesisTest
 """

@@ -15,35 +15,46 @@ import yaml
 
 from optbench.errors import ConfigError
 
-HUMAN = "human"   # the noise kind whose settings are label sets (noise.label_set), not rates
-HYPOTHESIS_KEYS = ("id", "title", "statement", "test", "study")           # a hypothesis file's keys
+HUMAN = "human"  # the noise kind whose settings are label sets (noise.label_set), not rates
+HYPOTHESIS_KEYS = ("id", "title", "statement", "test", "study")  # a hypothesis file's keys
 
 # ---- hypothesis tests: the schema is experiments/README.md, section Hypotheses
 TEST_KINDS = ("metric_comparison", "epochs_to_fraction_of_reference", "noise_drop")
-METRICS = ("test_acc_at_best_val", "final_test_acc", "best_test_acc", "final_val_acc", "val_acc_best",
-           "final_train_loss", "final_train_acc", "epochs_to_target", "wall_time_s", "train_images_per_s")
-DEFAULT_METRIC = "test_acc_at_best_val"   # test accuracy at the best-validation epoch: the headline
-DEFAULT_ALPHA = 0.05                      # two-sided, for each Holm-adjusted comparison
-DEFAULT_MIN_SEEDS = 3   # seeds in a test (its pairs, or an arm's runs with a value); 2 give 4 sign flips: p >= 0.5
+METRICS = (
+    "test_acc_at_best_val",
+    "final_test_acc",
+    "best_test_acc",
+    "final_val_acc",
+    "val_acc_best",
+    "final_train_loss",
+    "final_train_acc",
+    "epochs_to_target",
+    "wall_time_s",
+    "train_images_per_s",
+)
+DEFAULT_METRIC = "test_acc_at_best_val"  # test accuracy at the best-validation epoch: the headline
+DEFAULT_ALPHA = 0.05  # two-sided, for each Holm-adjusted comparison
+DEFAULT_MIN_SEEDS = 3  # seeds in a test (its pairs, or an arm's runs with a value); 2 give 4 sign flips: p >= 0.5
 
 
 @dataclass(frozen=True)
 class HypothesisTest:
     """A hypothesis's `test:` block with its defaults applied: what the aggregator computes."""
-    kind: str                               # one of TEST_KINDS
-    subject: str                            # the optimizer the claim is about
-    versus: tuple[str, ...]                 # each is a required comparison
+
+    kind: str  # one of TEST_KINDS
+    subject: str  # the optimizer the claim is about
+    versus: tuple[str, ...]  # each is a required comparison
     metric: str = DEFAULT_METRIC
-    better: str = "higher"                  # metric_comparison: the subject's metric is higher or lower
-    where: dict = field(default_factory=dict)   # column or config key -> a value or a list of values
+    better: str = "higher"  # metric_comparison: the subject's metric is higher or lower
+    where: dict = field(default_factory=dict)  # column or config key -> a value or a list of values
     alpha: float = DEFAULT_ALPHA
     min_seeds: int = DEFAULT_MIN_SEEDS
-    fraction: float = 0.0                   # epochs_to_fraction_of_reference: target = fraction x reference
+    fraction: float = 0.0  # epochs_to_fraction_of_reference: target = fraction x reference
     reference_metric: str = "final_val_acc"
-    curve_metric: str = "val/acc"           # the metrics.jsonl key compared with the target
-    noise: str = ""                         # noise_drop: the noise kind
-    rates: tuple[float, ...] = ()           # noise_drop: each rate is a required comparison
-    label_sets: tuple[str, ...] = ()        # noise_drop with noise: human: each label set is a required comparison
+    curve_metric: str = "val/acc"  # the metrics.jsonl key compared with the target
+    noise: str = ""  # noise_drop: the noise kind
+    rates: tuple[float, ...] = ()  # noise_drop: each rate is a required comparison
+    label_sets: tuple[str, ...] = ()  # noise_drop with noise: human: each label set is a required comparison
 
 
 @dataclass(frozen=True)
@@ -52,10 +63,11 @@ class Hypothesis:
     title: str
     statement: str
     test: HypothesisTest
-    source: str                             # the YAML file it was read from
+    source: str  # the YAML file it was read from
 
 
 # ---------------------------------------------------------------- hypotheses
+
 
 def hypothesis_files(experiments_dir: Path) -> list[Path]:
     """experiments/hypotheses/*.yaml, or the folder's own *.yaml when it is the hypotheses folder itself."""
@@ -69,13 +81,16 @@ def load_hypotheses(experiments_dir: Path) -> list[Hypothesis]:
     ids = [hypothesis.id for hypothesis in hypotheses]
     duplicated = sorted({name for name in ids if ids.count(name) > 1})
     if duplicated:
-        raise ConfigError(f"hypothesis id {duplicated[0]} is defined twice under {experiments_dir}: give each file its own id")
+        raise ConfigError(
+            f"hypothesis id {duplicated[0]} is defined twice under {experiments_dir}: give each file its own id"
+        )
     return hypotheses
 
 
 def parse_hypothesis(path: Path) -> Hypothesis:
     """One hypothesis file; top-level keys other than id, title, statement and test (a `study:` grid,
     notes) are the study runner's business or comments, and are not read here."""
+
     def bad(problem: str) -> ConfigError:
         return ConfigError(f"{path}: {problem} (see experiments/README.md, section Hypotheses)")
 
@@ -88,8 +103,13 @@ def parse_hypothesis(path: Path) -> Hypothesis:
     for key in ("id", "statement", "test"):
         if key not in data:
             raise bad(f"missing '{key}'")
-    return Hypothesis(id=str(data["id"]), title=str(data.get("title", "")), statement=str(data["statement"]).strip(),
-                      test=parse_test(data["test"], bad), source=str(path))
+    return Hypothesis(
+        id=str(data["id"]),
+        title=str(data.get("title", "")),
+        statement=str(data["statement"]).strip(),
+        test=parse_test(data["test"], bad),
+        source=str(path),
+    )
 
 
 def parse_test(block, bad) -> HypothesisTest:
@@ -98,20 +118,32 @@ def parse_test(block, bad) -> HypothesisTest:
         raise bad(f"test.kind must be one of {', '.join(TEST_KINDS)}")
     settings = [item.name for item in dataclasses.fields(HypothesisTest)]
     for key in block:
-        if key not in settings:   # a misspelt `metrc:` would silently test the default metric
+        if key not in settings:  # a misspelt `metrc:` would silently test the default metric
             close = difflib.get_close_matches(str(key), settings, n=1)
-            raise bad(f"test.{key} is not a test setting" + (f": did you mean test.{close[0]}?" if close else "")
-                      + f" (the settings: {', '.join(settings)})")
+            raise bad(
+                f"test.{key} is not a test setting"
+                + (f": did you mean test.{close[0]}?" if close else "")
+                + f" (the settings: {', '.join(settings)})"
+            )
     versus = [block["versus"]] if isinstance(block.get("versus"), str) else block.get("versus")
     if not isinstance(block.get("subject"), str):
         raise bad("test.subject must name one optimizer")
     if not isinstance(versus, list) or not versus or not all(isinstance(name, str) for name in versus):
         raise bad("test.versus must name an optimizer or a list of them")
-    test = HypothesisTest(kind=block["kind"], subject=block["subject"], versus=tuple(versus),
-                          **{key: block[key] for key in ("metric", "better", "where", "alpha", "min_seeds",
-                                                         "reference_metric", "curve_metric") if key in block},
-                          fraction=block.get("fraction", 0.0), noise=block.get("noise", ""),
-                          rates=tuple(block.get("rates") or ()), label_sets=tuple(block.get("label_sets") or ()))
+    test = HypothesisTest(
+        kind=block["kind"],
+        subject=block["subject"],
+        versus=tuple(versus),
+        **{
+            key: block[key]
+            for key in ("metric", "better", "where", "alpha", "min_seeds", "reference_metric", "curve_metric")
+            if key in block
+        },
+        fraction=block.get("fraction", 0.0),
+        noise=block.get("noise", ""),
+        rates=tuple(block.get("rates") or ()),
+        label_sets=tuple(block.get("label_sets") or ()),
+    )
     _check_common(test, bad)
     _check_kind(test, block, bad)
     return test
@@ -131,16 +163,29 @@ def _check_common(test: HypothesisTest, bad) -> None:
 
 
 def _check_kind(test: HypothesisTest, block: dict, bad) -> None:
-    if test.kind == "noise_drop" and block.get("noise") == HUMAN:   # real label sets: the set fixes the rate
-        if not isinstance(block.get("label_sets"), list) or not test.label_sets or test.rates \
-                or not all(isinstance(name, str) for name in test.label_sets):
-            raise bad("noise_drop with test.noise: human needs test.label_sets (a list of label sets, e.g. "
-                      "[aggre, worst]) and no test.rates")
+    if test.kind == "noise_drop" and block.get("noise") == HUMAN:  # real label sets: the set fixes the rate
+        if (
+            not isinstance(block.get("label_sets"), list)
+            or not test.label_sets
+            or test.rates
+            or not all(isinstance(name, str) for name in test.label_sets)
+        ):
+            raise bad(
+                "noise_drop with test.noise: human needs test.label_sets (a list of label sets, e.g. "
+                "[aggre, worst]) and no test.rates"
+            )
     elif test.kind == "noise_drop":
-        if not isinstance(block.get("noise"), str) or not isinstance(block.get("rates"), list) or not test.rates \
-                or not all(isinstance(rate, (int, float)) and 0 < rate < 1 for rate in test.rates) or test.label_sets:
-            raise bad("noise_drop needs test.noise (a noise kind) and test.rates (a list of rates in (0, 1)); "
-                      "test.label_sets only with test.noise: human")
+        if (
+            not isinstance(block.get("noise"), str)
+            or not isinstance(block.get("rates"), list)
+            or not test.rates
+            or not all(isinstance(rate, (int, float)) and 0 < rate < 1 for rate in test.rates)
+            or test.label_sets
+        ):
+            raise bad(
+                "noise_drop needs test.noise (a noise kind) and test.rates (a list of rates in (0, 1)); "
+                "test.label_sets only with test.noise: human"
+            )
     if test.kind == "epochs_to_fraction_of_reference":
         if isinstance(test.fraction, bool) or not isinstance(test.fraction, (int, float)) or not 0 < test.fraction <= 1:
             raise bad("epochs_to_fraction_of_reference needs test.fraction in (0, 1]")

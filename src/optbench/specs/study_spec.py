@@ -28,53 +28,69 @@ from optbench.specs.hypothesis_spec import HUMAN, HYPOTHESIS_KEYS, HypothesisTes
 REPO = Path(__file__).resolve().parents[3]
 EXPERIMENTS_DIR = REPO / "experiments"
 GRID_KEYS = ("optimizer", "seed", "dataset", "noise", "epochs")  # every study grid names these
-STUDY_KEYS = ("id", "title", "statement", "grid", "overrides", "tune", "tuned_by", "hypotheses",
-              "fidelity")   # a study file's keys
+STUDY_KEYS = (
+    "id",
+    "title",
+    "statement",
+    "grid",
+    "overrides",
+    "tune",
+    "tuned_by",
+    "hypotheses",
+    "fidelity",
+)  # a study file's keys
 # A rung may change what a run costs, never what is compared: these keys (and their sub-keys) are the question.
 QUESTION_KEYS = ("optimizer", "seed", "dataset", "noise", "paths", "device", "logger")
+
 
 @dataclass(frozen=True)
 class Study:
     id: str
     title: str
     statement: str
-    source: Path                  # the YAML file it was read from
+    source: Path  # the YAML file it was read from
     grid: dict
-    overrides: tuple[str, ...] = ()   # extra Hydra overrides for every run (e.g. dataset.train_subset=10000)
-    tune: "Tuning | None" = None      # tuning studies: how the search runs and selects
-    test: HypothesisTest | None = None   # a hypothesis's test, when the study is a hypothesis's
-    tuned_by: str = ""                # main studies: the tuning study run first, whose winners these runs use
+    overrides: tuple[str, ...] = ()  # extra Hydra overrides for every run (e.g. dataset.train_subset=10000)
+    tune: "Tuning | None" = None  # tuning studies: how the search runs and selects
+    test: HypothesisTest | None = None  # a hypothesis's test, when the study is a hypothesis's
+    tuned_by: str = ""  # main studies: the tuning study run first, whose winners these runs use
     hypotheses: tuple[str, ...] = ()  # main studies: the ids of the hypotheses it tests (empty: not said)
-    rungs: tuple["Rung", ...] = ()    # a fidelity ladder: the grid is planned once per rung
+    rungs: tuple["Rung", ...] = ()  # a fidelity ladder: the grid is planned once per rung
 
 
 # ---------------------------------------------------------------- the `fidelity:` block
 
+
 @dataclass(frozen=True)
 class Rung:
     """One budget of a fidelity ladder: Hydra overrides of budget keys, and the tuning study it uses."""
-    overrides: tuple[str, ...]        # `epochs=2`, `model.width=32`: applied on top of the grid and `overrides`
-    tuned_by: str = ""                # a tuning study for this rung only (default: the study's `tuned_by`)
+
+    overrides: tuple[str, ...]  # `epochs=2`, `model.width=32`: applied on top of the grid and `overrides`
+    tuned_by: str = ""  # a tuning study for this rung only (default: the study's `tuned_by`)
 
     @property
     def label(self) -> str:
         return ",".join(self.overrides)
 
     def value_of(self, key: str) -> str | None:
-        return next((override.split("=", 1)[1] for override in self.overrides if override.split("=", 1)[0] == key),
-                    None)
+        return next(
+            (override.split("=", 1)[1] for override in self.overrides if override.split("=", 1)[0] == key), None
+        )
 
 
 def parse_fidelity(path: Path, block) -> tuple[Rung, ...]:
     """`{epochs: [2, 4, 8, 16]}` (one axis, one rung per value) or a list of rungs, each a mapping of budget
     keys with an optional `tuned_by`: `[{epochs: 8}, {epochs: 8, model.width: 32, tuned_by: tune_w32}]`."""
+
     def bad(problem: str) -> ConfigError:
         return ConfigError(f"{path}: fidelity: {problem} (docs/fidelity.md)")
 
     if isinstance(block, dict):
         if len(block) != 1 or not isinstance(next(iter(block.values())), list):
-            raise bad("the axis form names one key and its list of values, e.g. {epochs: [2, 4, 8, 16]}; "
-                      "several keys per rung go in the list form [{epochs: 8, model.width: 32}, ...]")
+            raise bad(
+                "the axis form names one key and its list of values, e.g. {epochs: [2, 4, 8, 16]}; "
+                "several keys per rung go in the list form [{epochs: 8, model.width: 32}, ...]"
+            )
         key, values = next(iter(block.items()))
         block = [{key: value} for value in values]
     if not isinstance(block, list) or len(block) < 2 or not all(isinstance(rung, dict) and rung for rung in block):
@@ -92,8 +108,10 @@ def _parse_rung(entry: dict, bad) -> Rung:
         raise bad(f"the rung {entry} names no budget key (epochs, model.width, dataset.train_subset, ...)")
     for key, value in budget.items():
         if key.split(".")[0] in QUESTION_KEYS or key.startswith(("hydra", "~", "+")):
-            raise bad(f"{key} changes what is compared, not the budget: a rung sets keys such as epochs, "
-                      "model.width or dataset.train_subset")
+            raise bad(
+                f"{key} changes what is compared, not the budget: a rung sets keys such as epochs, "
+                "model.width or dataset.train_subset"
+            )
         if isinstance(value, (dict, list)) or value is None:
             raise bad(f"{key}: one value per rung, not {value!r}")
     tuned_by = entry.get("tuned_by") or ""
@@ -125,8 +143,10 @@ def only_rung(study: Study, overrides: list[str]) -> Study:
     malformed = [override for override in overrides if "=" not in override]
     if malformed:
         raise ConfigError(f"{source}: give KEY=VALUE budget overrides, e.g. --rung epochs=200 (docs/fidelity.md)")
-    rung = _parse_rung(dict(override.split("=", 1) for override in overrides),
-                       lambda problem: ConfigError(f"{source}: {problem} (docs/fidelity.md)"))
+    rung = _parse_rung(
+        dict(override.split("=", 1) for override in overrides),
+        lambda problem: ConfigError(f"{source}: {problem} (docs/fidelity.md)"),
+    )
     known = next((existing for existing in study.rungs if existing.label == rung.label), None)
     return replace(study, rungs=(known or rung,))
 
@@ -139,28 +159,40 @@ def tuning_studies_of(study: Study) -> list[str]:
 # ---------------------------------------------------------------- the `tune:` block
 
 TUNE_METHODS = ("grid", "quasirandom")
-SELECTION_METRICS = {    # tune.select_on -> where it lives in summary.json: validation, never test
-    "val_acc_best": ("best", "val/acc"),    # best validation accuracy over the epochs (default)
+SELECTION_METRICS = {  # tune.select_on -> where it lives in summary.json: validation, never test
+    "val_acc_best": ("best", "val/acc"),  # best validation accuracy over the epochs (default)
     "final_val_acc": ("final", "val/acc"),  # validation accuracy after the last epoch
 }
-TUNE_KEYS = {"grid": ("method", "lr_factors", "weight_decay_factors", "select_on", "output"),
-             "quasirandom": ("method", "space", "sampler", "sampler_seed", "trials", "top_k", "confirm_seeds",
-                             "select_on", "output")}
+TUNE_KEYS = {
+    "grid": ("method", "lr_factors", "weight_decay_factors", "select_on", "output"),
+    "quasirandom": (
+        "method",
+        "space",
+        "sampler",
+        "sampler_seed",
+        "trials",
+        "top_k",
+        "confirm_seeds",
+        "select_on",
+        "output",
+    ),
+}
 
 
 @dataclass(frozen=True)
 class Tuning:
     """A tuning study's `tune:` block with its defaults applied (docs/studies.md, Fair tuning)."""
+
     method: str = "grid"
     select_on: str = "val_acc_best"
-    output: str = "tuned"                       # conf/optimizer/<output>/<name>.yaml
-    lr_factors: tuple[float, ...] = (1,)        # grid: x the default lr
+    output: str = "tuned"  # conf/optimizer/<output>/<name>.yaml
+    lr_factors: tuple[float, ...] = (1,)  # grid: x the default lr
     weight_decay_factors: tuple[float, ...] = (1,)
-    space: str = ""                             # quasirandom: experiments/search_spaces/<space>.yaml (or a path)
-    sampler: str = "sobol"                      # sobol | halton (scipy.stats.qmc, scrambled)
+    space: str = ""  # quasirandom: experiments/search_spaces/<space>.yaml (or a path)
+    sampler: str = "sobol"  # sobol | halton (scipy.stats.qmc, scrambled)
     sampler_seed: int = 0
-    trials: int = 0                             # per optimizer, on each of the grid's seeds
-    top_k: int = 0                              # the best trials rerun on confirm_seeds
+    trials: int = 0  # per optimizer, on each of the grid's seeds
+    top_k: int = 0  # the best trials rerun on confirm_seeds
     confirm_seeds: tuple[int, ...] = ()
 
     def space_path(self, experiments_dir: Path) -> Path:
@@ -189,8 +221,10 @@ def parse_tuning(path: Path, block) -> Tuning:
         _check_quasirandom(tuning, bad)
     for key in ("lr_factors", "weight_decay_factors"):
         factors = getattr(tuning, key)
-        if not isinstance(factors, tuple) or not all(isinstance(factor, (int, float)) and not isinstance(factor, bool) and math.isfinite(factor)
-                   and factor > 0 for factor in factors):
+        if not isinstance(factors, tuple) or not all(
+            isinstance(factor, (int, float)) and not isinstance(factor, bool) and math.isfinite(factor) and factor > 0
+            for factor in factors
+        ):
             raise bad(f"{key} must be finite numbers > 0 (factors of the default), e.g. [0.3, 1, 3]")
     return tuning
 
@@ -211,6 +245,7 @@ def _check_quasirandom(tuning: Tuning, bad) -> None:
 
 
 # ---------------------------------------------------------------- finding and reading studies
+
 
 def study_files(experiments_dir: Path = EXPERIMENTS_DIR) -> list[Path]:
     """Study files, then hypothesis files that hold a `study:` block."""
@@ -242,8 +277,16 @@ def load_study(path: Path) -> Study:
         block = document["study"] or {}
         _refuse_unknown(path, block, ("grid", "overrides"), "study.")
         test = parse_hypothesis(path).test if "test" in document else None
-        return _build_study(path, {"id": document.get("id"), "title": document.get("title"),
-                                   "statement": document.get("statement"), "test": test, **block})
+        return _build_study(
+            path,
+            {
+                "id": document.get("id"),
+                "title": document.get("title"),
+                "statement": document.get("statement"),
+                "test": test,
+                **block,
+            },
+        )
     _refuse_unknown(path, document, STUDY_KEYS)
     return _build_study(path, document)
 
@@ -251,8 +294,10 @@ def load_study(path: Path) -> Study:
 def _refuse_unknown(path: Path, document: dict, known: tuple[str, ...], prefix: str = "") -> None:
     unknown = sorted(set(document) - set(known))
     if unknown:
-        raise ConfigError(f"{path}: unknown key `{prefix}{unknown[0]}`: a study file has "
-                          f"{', '.join(prefix + key for key in known)} (experiments/README.md)")
+        raise ConfigError(
+            f"{path}: unknown key `{prefix}{unknown[0]}`: a study file has "
+            f"{', '.join(prefix + key for key in known)} (experiments/README.md)"
+        )
 
 
 def _read_yaml(path: Path) -> dict:
@@ -275,8 +320,9 @@ def _build_study(path: Path, fields: dict) -> Study:
         raise ConfigError(f"{path}: grid needs {', '.join(missing)} (it has {', '.join(grid)})")
     unknown = sorted(set(grid) - set(GRID_KEYS))
     if unknown:
-        raise ConfigError(f"{path}: unknown grid key {unknown[0]}: use {', '.join(GRID_KEYS)}; "
-                          "other settings go in `overrides`")
+        raise ConfigError(
+            f"{path}: unknown grid key {unknown[0]}: use {', '.join(GRID_KEYS)}; other settings go in `overrides`"
+        )
     tune = parse_tuning(path, fields["tune"]) if fields.get("tune") is not None else None
     if tune and tune.method == "quasirandom" and set(tune.confirm_seeds) & {int(seed) for seed in _seeds(grid)}:
         raise ConfigError(f"{path}: tune.confirm_seeds repeat a grid seed: confirm on new seeds")
@@ -287,25 +333,38 @@ def _build_study(path: Path, fields: dict) -> Study:
         raise ConfigError(f"{path}: hypotheses must list hypothesis ids (e.g. [H1, H2])")
     rungs = parse_fidelity(path, fields["fidelity"]) if fields.get("fidelity") is not None else ()
     if tune and rungs:
-        raise ConfigError(f"{path}: a tuning study has no fidelity ladder: give each rung its own tuning study "
-                          "(a rung's tuned_by)")
+        raise ConfigError(
+            f"{path}: a tuning study has no fidelity ladder: give each rung its own tuning study (a rung's tuned_by)"
+        )
     if any(rung.tuned_by for rung in rungs) and not fields.get("tuned_by") and not all(rung.tuned_by for rung in rungs):
-        raise ConfigError(f"{path}: some rungs name their tuned_by and others none: give the study a tuned_by "
-                          "for the others, or every rung its own")
-    return Study(id=str(fields["id"]), title=str(fields.get("title") or fields["id"]),
-                 statement=" ".join(str(fields["statement"]).split()), source=path, grid=grid,
-                 overrides=tuple(fields.get("overrides") or ()), tune=tune, test=fields.get("test"),
-                 tuned_by=str(fields.get("tuned_by") or ""), hypotheses=tuple(tested), rungs=rungs)
+        raise ConfigError(
+            f"{path}: some rungs name their tuned_by and others none: give the study a tuned_by "
+            "for the others, or every rung its own"
+        )
+    return Study(
+        id=str(fields["id"]),
+        title=str(fields.get("title") or fields["id"]),
+        statement=" ".join(str(fields["statement"]).split()),
+        source=path,
+        grid=grid,
+        overrides=tuple(fields.get("overrides") or ()),
+        tune=tune,
+        test=fields.get("test"),
+        tuned_by=str(fields.get("tuned_by") or ""),
+        hypotheses=tuple(tested),
+        rungs=rungs,
+    )
 
 
 @dataclass(frozen=True)
 class PlannedSetting:
     """One dataset x noise setting a study plans, and the optimizers it runs there."""
+
     dataset: str
-    noise: str            # "none", "symmetric", ..., "human"
-    rate: float           # 0.0 for clean labels; NaN for a human label set (its realised rate is known once run)
+    noise: str  # "none", "symmetric", ..., "human"
+    rate: float  # 0.0 for clean labels; NaN for a human label set (its realised rate is known once run)
     optimizers: tuple[str, ...]
-    label_set: str = ""   # noise "human": the label set (aggre, worst, ...)
+    label_set: str = ""  # noise "human": the label set (aggre, worst, ...)
     # (config key, value) pairs every run of the setting has: its epochs and the study's overrides that change a
     # run's numbers (model.width=16), so a folder holding the same optimizers at other budgets (a fidelity ladder
     # beside the study) keeps them out of its family
@@ -317,8 +376,11 @@ def planned_settings(study: Study) -> list[PlannedSetting]:
     fidelity ladder's, at each of its rungs."""
     if study.rungs:
         return [setting for rung in study.rungs for setting in planned_settings(study_at_rung(study, rung))]
-    return [replace(setting, budget=(("epochs", epochs), *study_budget(study)))
-            for epochs in _as_list(study.grid["epochs"]) for setting in noise_settings(study)]
+    return [
+        replace(setting, budget=(("epochs", epochs), *study_budget(study)))
+        for epochs in _as_list(study.grid["epochs"])
+        for setting in noise_settings(study)
+    ]
 
 
 def study_budget(study: Study) -> tuple[tuple[str, object], ...]:
@@ -336,12 +398,18 @@ def noise_settings(study: Study) -> list[PlannedSetting]:
         entry = {"name": entry} if isinstance(entry, str) else entry
         chosen = tuple(str(name) for name in _as_list(entry.get("optimizer", optimizers)))
         if entry["name"] == HUMAN:
-            settings += [PlannedSetting(str(dataset), HUMAN, math.nan, chosen, str(label_set))
-                         for dataset in _as_list(study.grid["dataset"]) for label_set in _as_list(entry["label_set"])]
+            settings += [
+                PlannedSetting(str(dataset), HUMAN, math.nan, chosen, str(label_set))
+                for dataset in _as_list(study.grid["dataset"])
+                for label_set in _as_list(entry["label_set"])
+            ]
             continue
         rates = [0.0] if entry["name"] == "none" else [float(rate) for rate in _as_list(entry.get("rate", 0.0))]
-        settings += [PlannedSetting(str(dataset), str(entry["name"]), rate, chosen)
-                     for dataset in _as_list(study.grid["dataset"]) for rate in rates]
+        settings += [
+            PlannedSetting(str(dataset), str(entry["name"]), rate, chosen)
+            for dataset in _as_list(study.grid["dataset"])
+            for rate in rates
+        ]
     return settings
 
 
@@ -355,8 +423,10 @@ def tested_hypotheses(study: Study, known: list[str]) -> list[str]:
         return list(known)
     unknown = [name for name in study.hypotheses if name not in known]
     if unknown:
-        raise ConfigError(f"{study.source}: hypotheses names {unknown[0]}, which no hypothesis file defines "
-                          f"(known: {', '.join(known) or 'none'})")
+        raise ConfigError(
+            f"{study.source}: hypotheses names {unknown[0]}, which no hypothesis file defines "
+            f"(known: {', '.join(known) or 'none'})"
+        )
     return list(study.hypotheses)
 
 

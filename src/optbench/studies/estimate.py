@@ -37,9 +37,9 @@ RATE_CACHE = "estimate-rates.json"
 class Workload:
     """One run's remaining work."""
 
-    shape: tuple            # (device, model name, width, classes, batch size, channels, image size): what the rate depends on
-    train_images: int       # per epoch
-    eval_images: int        # validation + test, per epoch
+    shape: tuple  # (device, model name, width, classes, batch size, channels, image size): what the rate depends on
+    train_images: int  # per epoch
+    eval_images: int  # validation + test, per epoch
     epochs_left: int
 
 
@@ -56,7 +56,7 @@ def dataset_sizes(dataset: DictConfig) -> tuple[int, int, int] | None:
     return train, val, test
 
 
-@functools.lru_cache(maxsize=8)   # a study plans many runs on one folder: list it once
+@functools.lru_cache(maxsize=8)  # a study plans many runs on one folder: list it once
 def folder_sizes(root) -> tuple[int, int, int] | None:
     """(training images, test images, classes) of an ImageFolder copy; None without a usable root."""
     from optbench.data.fingerprint import list_image_folder
@@ -79,7 +79,15 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
     folder = None if datasets.official_sizes(cfg.dataset) else folder_sizes(cfg.dataset.get("root"))
     num_classes = datasets.num_classes(cfg.dataset) or (folder[2] if folder else 10)
     channels, image_size, _ = datasets.image_shape(cfg.dataset)
-    shape = (str(cfg.device), cfg.model.name, int(cfg.model.width), num_classes, int(cfg.batch_size), channels, image_size)
+    shape = (
+        str(cfg.device),
+        cfg.model.name,
+        int(cfg.model.width),
+        num_classes,
+        int(cfg.batch_size),
+        channels,
+        image_size,
+    )
     return Workload(shape, train, val + test, max(0, int(cfg.epochs) - epochs_done))
 
 
@@ -89,7 +97,7 @@ class RecordedRate:
 
     runs: int
     train_rate: float
-    eval_rate: float | None   # None where no epoch records an evaluation time
+    eval_rate: float | None  # None where no epoch records an evaluation time
 
 
 def epoch_eval_rate(record: dict, eval_images: int) -> float | None:
@@ -110,10 +118,14 @@ def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, Recorded
         runs[work.shape] = runs.get(work.shape, 0) + 1
         train_rates.setdefault(work.shape, []).extend(float(record["train/images_per_s"]) for record in records)
         eval_rates.setdefault(work.shape, []).extend(
-            rate for record in records if (rate := epoch_eval_rate(record, work.eval_images)))
-    return {shape: RecordedRate(runs[shape], statistics.median(rates),
-                                statistics.median(eval_rates[shape]) if eval_rates[shape] else None)
-            for shape, rates in train_rates.items()}
+            rate for record in records if (rate := epoch_eval_rate(record, work.eval_images))
+        )
+    return {
+        shape: RecordedRate(
+            runs[shape], statistics.median(rates), statistics.median(eval_rates[shape]) if eval_rates[shape] else None
+        )
+        for shape, rates in train_rates.items()
+    }
 
 
 def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, float, float | None]]:
@@ -121,7 +133,7 @@ def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, 
     of this machine, else measured once and cached (a missing or damaged cache only costs a new
     measurement), announced first by `announce` (a line). A load above 1 says other processes kept the cores
     busy: the rate is too low."""
-    from optbench.device import fastest   # torch: only when an estimate is asked for
+    from optbench.device import fastest  # torch: only when an estimate is asked for
     from optbench.device.policy import resolve_device
     from optbench.training.timing import timed_model
 
@@ -134,9 +146,11 @@ def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, 
         else:
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
         key = fastest.cache_key([device], model)
-        if not (isinstance(cache.get(key), dict) and "images_per_s" in cache[key]):   # absent or damaged
-            announce(f"estimating: timing 7 training steps of {model_name} width {width}, batch {batch_size} on "
-                     f"{device} (once per machine and shape; cached in {fastest.cache_path(RATE_CACHE)}) ...")
+        if not (isinstance(cache.get(key), dict) and "images_per_s" in cache[key]):  # absent or damaged
+            announce(
+                f"estimating: timing 7 training steps of {model_name} width {width}, batch {batch_size} on "
+                f"{device} (once per machine and shape; cached in {fastest.cache_path(RATE_CACHE)}) ..."
+            )
             cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": machine_load()}
             fastest.write_cache(cache, RATE_CACHE)
         rates[shape] = (str(device), cache[key]["images_per_s"], cache[key].get("load"))
@@ -161,4 +175,3 @@ def eval_speedup(device: str) -> float:
 def seconds_left(work: Workload, rate: float, device: str = "", eval_rate: float | None = None) -> float:
     """`eval_rate`: evaluated images/s where runs recorded it; else `rate` x the device's evaluation speed-up."""
     return work.epochs_left * (work.train_images / rate + work.eval_images / (eval_rate or eval_speedup(device) * rate))
-

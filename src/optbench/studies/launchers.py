@@ -16,15 +16,30 @@ def launcher_overrides(launcher: str) -> list[str]:
 
 # sbatch's complaint -> the likely fix (the first pattern found in its message wins).
 SBATCH_FIXES = (
-    (("gres", "generic resource"), "this cluster offers no GPUs to the job: on a CPU cluster add "
-                                   "hydra.launcher.gpus_per_node=0, or pick a GPU partition (hydra.launcher.partition=NAME)"),
+    (
+        ("gres", "generic resource"),
+        "this cluster offers no GPUs to the job: on a CPU cluster add "
+        "hydra.launcher.gpus_per_node=0, or pick a GPU partition (hydra.launcher.partition=NAME)",
+    ),
     (("invalid partition",), "choose a partition `sinfo` lists: hydra.launcher.partition=NAME"),
-    (("unable to contact", "connection refused", "zero bytes were transmitted", "could not establish a configuration",
-      "slurm_conf", "slurm.conf", "not found", "slurm cluster"),
-     "sbatch cannot reach a SLURM cluster here: run from the cluster's login node, or set SLURM_CONF to its "
-     "slurm.conf (scripts/local-slurm.sh up starts a one-node test cluster); --launcher local runs on this machine"),
-    (("memory", "node configuration is not available", "cpus"),
-     "ask for what a node has: hydra.launcher.mem_gb, hydra.launcher.cpus_per_task (sinfo -o '%P %c %m %G')"),
+    (
+        (
+            "unable to contact",
+            "connection refused",
+            "zero bytes were transmitted",
+            "could not establish a configuration",
+            "slurm_conf",
+            "slurm.conf",
+            "not found",
+            "slurm cluster",
+        ),
+        "sbatch cannot reach a SLURM cluster here: run from the cluster's login node, or set SLURM_CONF to its "
+        "slurm.conf (scripts/local-slurm.sh up starts a one-node test cluster); --launcher local runs on this machine",
+    ),
+    (
+        ("memory", "node configuration is not available", "cpus"),
+        "ask for what a node has: hydra.launcher.mem_gb, hydra.launcher.cpus_per_task (sinfo -o '%P %c %m %G')",
+    ),
     (("time limit",), "ask for less time than the partition allows: hydra.launcher.timeout_min"),
 )
 
@@ -34,6 +49,8 @@ def sbatch_error_line(complaint: str) -> str:
     lines = [line.strip() for line in str(complaint).splitlines() if line.strip()]
     said = (lines[-1] if lines else "sbatch failed").removeprefix("sbatch: error: ")
     lowered = said.lower()
-    fix = next((fix for patterns, fix in SBATCH_FIXES if any(pattern in lowered for pattern in patterns)),
-               "check the hydra.launcher.* settings (partition, gpus_per_node, mem_gb, timeout_min) against `sinfo`")
+    fix = next(
+        (fix for patterns, fix in SBATCH_FIXES if any(pattern in lowered for pattern in patterns)),
+        "check the hydra.launcher.* settings (partition, gpus_per_node, mem_gb, timeout_min) against `sinfo`",
+    )
     return f"SLURM did not take the sweep ({said}): {fix}"

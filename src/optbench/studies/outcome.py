@@ -10,8 +10,8 @@ started), or whose summary names another run id than the planned one. Standard l
 from pathlib import Path
 
 from optbench.errors import DamagedRunFile
-from optbench.formats.run_summary import COMPLETED, DIVERGED, FINAL_STATUSES
 from optbench.formats import run_summary
+from optbench.formats.run_summary import COMPLETED, DIVERGED, FINAL_STATUSES
 
 
 def run_outcome(run_dir: Path, expected_run_id: str | None = None) -> str:
@@ -24,8 +24,10 @@ def run_outcome(run_dir: Path, expected_run_id: str | None = None) -> str:
     if summary is None:
         return "no summary.json (refused or never started; see the sweep's log)"
     if expected_run_id and summary.run_id != expected_run_id:
-        return (f"other experiment: its summary names run {summary.run_id}, the study planned "
-                f"{expected_run_id} (see the sweep's log for the refusal)")
+        return (
+            f"other experiment: its summary names run {summary.run_id}, the study planned "
+            f"{expected_run_id} (see the sweep's log for the refusal)"
+        )
     return f"{summary.status}: {summary.error}" if summary.error else summary.status
 
 

@@ -17,8 +17,8 @@ from optbench.analysis.tables import to_markdown
 from optbench.analysis.tuning_report import read_tuning
 from optbench.analysis.verdicts import judge
 from optbench.errors import ConfigError
-from optbench.specs.study_spec import Study, tested_hypotheses
 from optbench.specs.hypothesis_spec import Hypothesis, load_hypotheses
+from optbench.specs.study_spec import Study, tested_hypotheses
 
 
 def hypotheses_of(study: Study, experiments_dir: Path) -> list[Hypothesis]:
@@ -38,11 +38,13 @@ def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: fl
     context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on())
     hypotheses = hypotheses_of(study, experiments_dir)
     records = read_decision_records(Path(pilot), None, [])
-    judged = {judgement.hypothesis.id: judgement.fixed
-              for judgement in judge(hypotheses, context, records, None, experiments_dir)[0]}
+    judged = {
+        judgement.hypothesis.id: judgement.fixed
+        for judgement in judge(hypotheses, context, records, None, experiments_dir)[0]
+    }
     plans = []
     for hypothesis in hypotheses:
-        verdict = judged.get(hypothesis.id) or evaluate(hypothesis, context)   # not tested here: nothing to plan from
+        verdict = judged.get(hypothesis.id) or evaluate(hypothesis, context)  # not tested here: nothing to plan from
         in_units = None if delta is None else delta / comparison_units(hypothesis.test)[0]
         plans.append(plan_seeds(verdict, verdict.runs, in_units))
     return plans
@@ -51,8 +53,9 @@ def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: fl
 def print_plans(plans: list[SeedPlan], tests: dict) -> None:
     for plan in plans:
         scale, unit = comparison_units(tests[plan.hypothesis])
-        print(f"## {plan.hypothesis}: seeds needed (paired t, alpha {plan.alpha}, 80 % power, sd at its 80 % "
-              f"upper bound)")
+        print(
+            f"## {plan.hypothesis}: seeds needed (paired t, alpha {plan.alpha}, 80 % power, sd at its 80 % upper bound)"
+        )
         print(to_markdown(plan_table(plan, scale, unit)) if plan.comparisons else "_(nothing to plan from)_\n")
         print(plan.advice())
         print()

@@ -24,24 +24,28 @@ from pathlib import Path
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from optbench.registry import optimizers
+from optbench.config.hydra_glue import (
+    cfg_dataset_dir,
+    check_added_keys,
+    compose_checked,
+    format_value,
+    multirun_jobs,
+    parse_overrides,
+)
 from optbench.config.validation import validate
-from optbench.errors import ConfigError, DamagedRunFile
-from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
-from optbench.config.hydra_glue import cfg_dataset_dir, check_added_keys, compose_checked, format_value, multirun_jobs, parse_overrides
 from optbench.data.fingerprint import config_data_fingerprint, run_identity
-from optbench.formats.run_summary import FINAL_STATUSES
+from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
+from optbench.errors import ConfigError, DamagedRunFile
+from optbench.formats import run_record, run_summary
 from optbench.identity import identity_differences, run_id
+from optbench.registry import optimizers
 from optbench.rundir import RunDir, check_creatable
+from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, find_study, study_at_rung
 from optbench.studies import search_space, tuning_protocol
 from optbench.studies.launchers import launcher_overrides
 from optbench.studies.search_space import Trial
-from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, find_study, study_at_rung
-from optbench.formats import run_record
-from optbench.formats import run_summary
 
-
-OTHER_EXPERIMENT = "other experiment"   # the directory's record.json names another run: never launched over
+OTHER_EXPERIMENT = "other experiment"  # the directory's record.json names another run: never launched over
 
 
 @dataclass
@@ -49,11 +53,11 @@ class Sweep:
     """One plain Hydra multirun: `values` maps each override key to its list of values (several = swept)."""
 
     values: dict[str, list[str]]
-    label: str = ""                       # what distinguishes it from the study's other sweeps
-    hydra_overrides: list[str] = field(default_factory=list)   # hydra.* / hydra/...: not part of any run
-    trials: list[Trial] = field(default_factory=list)   # quasi-random tuning: each trial runs with every combination
-    pending: str = ""       # a sweep that cannot be planned yet (top-k reruns before the trials finish): why
-    rung: str = ""          # a fidelity ladder's rung (`epochs=2`): the budget overrides this sweep runs at
+    label: str = ""  # what distinguishes it from the study's other sweeps
+    hydra_overrides: list[str] = field(default_factory=list)  # hydra.* / hydra/...: not part of any run
+    trials: list[Trial] = field(default_factory=list)  # quasi-random tuning: each trial runs with every combination
+    pending: str = ""  # a sweep that cannot be planned yet (top-k reruns before the trials finish): why
+    rung: str = ""  # a fidelity ladder's rung (`epochs=2`): the budget overrides this sweep runs at
 
     def command_overrides(self) -> list[str]:
         """The multirun's command line: `key=v1,v2` for swept keys, and the trials for the trials sweeper."""
@@ -72,8 +76,9 @@ class Sweep:
 
     def runs_without_trials(self) -> list[list[str]]:
         """Hydra's own jobs of the command line (its spelling of each value names their directories)."""
-        return multirun_jobs([key if values == [None] else f"{key}={','.join(values)}"
-                              for key, values in self.values.items()])
+        return multirun_jobs(
+            [key if values == [None] else f"{key}={','.join(values)}" for key, values in self.values.items()]
+        )
 
     def trial_of(self, job: int) -> Trial | None:
         return self.trials[job % len(self.trials)] if self.trials else None
@@ -83,12 +88,12 @@ class Sweep:
 class PlannedRun:
     overrides: list[str]
     run_dir: Path
-    cfg: object             # the composed config (DictConfig), hydra node removed
-    status: str             # new | done | unfinished | other experiment (its record names another run)
-    detail: str = ""        # summary.json's status and epochs, or how the recorded experiment differs
-    run_id: str = ""        # the run id it will record, once its directory holds a record
+    cfg: object  # the composed config (DictConfig), hydra node removed
+    status: str  # new | done | unfinished | other experiment (its record names another run)
+    detail: str = ""  # summary.json's status and epochs, or how the recorded experiment differs
+    run_id: str = ""  # the run id it will record, once its directory holds a record
     epochs_done: int = 0
-    trial: Trial | None = None   # the quasi-random tuning trial it runs
+    trial: Trial | None = None  # the quasi-random tuning trial it runs
 
 
 def _as_list(value) -> list:
@@ -108,7 +113,7 @@ def noise_settings(grid: dict) -> list[dict[str, list[str]]]:
             values["noise.rate"] = [format_value(rate) for rate in _as_list(entry["rate"])]
         if entry["name"] == "human" and "label_set" not in entry:
             raise ConfigError("grid.noise entry human needs label_set: e.g. {name: human, label_set: [aggre, worst]}")
-        if "label_set" in entry:   # noise: human: `{name: human, label_set: [aggre, worst]}`
+        if "label_set" in entry:  # noise: human: `{name: human, label_set: [aggre, worst]}`
             values["noise.label_set"] = [str(name) for name in _as_list(entry["label_set"])]
         if "label_file" in entry:  # a local copy of the human label file (md5-checked; not part of the identity)
             values["noise.label_file"] = [str(entry["label_file"])]
@@ -116,7 +121,9 @@ def noise_settings(grid: dict) -> list[dict[str, list[str]]]:
             chosen = [str(name) for name in _as_list(entry["optimizer"])]
             outside = sorted(set(chosen) - {str(name) for name in _as_list(grid["optimizer"])})
             if outside:
-                raise ConfigError(f"grid.noise entry {entry['name']}: optimizer {outside[0]} is not in the grid's optimizers")
+                raise ConfigError(
+                    f"grid.noise entry {entry['name']}: optimizer {outside[0]} is not in the grid's optimizers"
+                )
             values["optimizer"] = chosen
         settings.append(values)
     return settings
@@ -127,9 +134,11 @@ def base_values(grid: dict, default_epochs: int) -> dict[str, list[str]]:
 
     An override equal to the default is left out on purpose: every override becomes part of the run
     directory, so leaving it out lets studies share runs (H1's clean runs are the full study's)."""
-    values = {"optimizer": [str(name) for name in _as_list(grid["optimizer"])],
-              "seed": [format_value(seed) for seed in _as_list(grid["seed"])],
-              "dataset": [str(name) for name in _as_list(grid["dataset"])]}
+    values = {
+        "optimizer": [str(name) for name in _as_list(grid["optimizer"])],
+        "seed": [format_value(seed) for seed in _as_list(grid["seed"])],
+        "dataset": [str(name) for name in _as_list(grid["dataset"])],
+    }
     if int(grid["epochs"]) != default_epochs:
         values["epochs"] = [str(int(grid["epochs"]))]
     return values
@@ -143,8 +152,13 @@ def merge(*layers: dict[str, list[str]]) -> dict[str, list[str]]:
     return merged
 
 
-def plan_sweeps(study: Study, default_epochs: int, extra_overrides: list[str] = (),
-                per_optimizer: "callable | None" = None, trials_for: "callable | None" = None) -> list[Sweep]:
+def plan_sweeps(
+    study: Study,
+    default_epochs: int,
+    extra_overrides: list[str] = (),
+    per_optimizer: "callable | None" = None,
+    trials_for: "callable | None" = None,
+) -> list[Sweep]:
     """The study's multiruns. `per_optimizer(name)` -> {key: values} gives one sweep per optimizer with
     those values added (a tuning grid, or tuned values); None runs all optimizers in one sweep.
     `trials_for(name)` -> the optimizer's quasi-random trials, for a tuning study."""
@@ -166,8 +180,10 @@ def plan_sweeps(study: Study, default_epochs: int, extra_overrides: list[str] = 
             trials = trials_for(optimizer) if trials_for else []
             searched_and_set = sorted(set(values) & {key for trial in trials for key in trial.values})
             if searched_and_set:
-                raise ConfigError(f"study {study.id}: {searched_and_set[0]} is searched by the tuning study and "
-                                  "also set by an override: drop the override")
+                raise ConfigError(
+                    f"study {study.id}: {searched_and_set[0]} is searched by the tuning study and "
+                    "also set by an override: drop the override"
+                )
             label = f"{optimizer} {noise_label}" + (f", {len(trials)} trials" if trials else "")
             sweeps.append(Sweep(values, label, study_hydra + extra_hydra, trials))
     return sweeps
@@ -180,9 +196,15 @@ def confirm_sweep(trial_sweep: Sweep, runs: list[PlannedRun], study: Study) -> S
     label = trial_sweep.label.replace(f", {len(trial_sweep.trials)} trials", f", top {tune.top_k} trials")
     best = tuning_protocol.top_trials(runs, tune.select_on, tune.top_k)
     if best is None:
-        return Sweep(values, label, list(trial_sweep.hydra_overrides), pending=(
-            f"top {tune.top_k} of {len(trial_sweep.trials)} trials on seeds {list(tune.confirm_seeds)}: "
-            "chosen once every trial has finished"))
+        return Sweep(
+            values,
+            label,
+            list(trial_sweep.hydra_overrides),
+            pending=(
+                f"top {tune.top_k} of {len(trial_sweep.trials)} trials on seeds {list(tune.confirm_seeds)}: "
+                "chosen once every trial has finished"
+            ),
+        )
     return Sweep(values, label, list(trial_sweep.hydra_overrides), best)
 
 
@@ -191,10 +213,14 @@ def quasirandom_trials(study: Study) -> "callable":
 
     def trials_for(optimizer: str) -> list[Trial]:
         if optimizer not in ranges_by_optimizer:
-            raise ConfigError(f"search space {study.tune.space} has no ranges for {optimizer}: add them, "
-                              "so every optimizer is searched")
-        return search_space.trials(ranges_by_optimizer[optimizer], study.tune.trials, study.tune.sampler,
-                                   study.tune.sampler_seed)
+            raise ConfigError(
+                f"search space {study.tune.space} has no ranges for {optimizer}: add them, "
+                "so every optimizer is searched"
+            )
+        return search_space.trials(
+            ranges_by_optimizer[optimizer], study.tune.trials, study.tune.sampler, study.tune.sampler_seed
+        )
+
     return trials_for
 
 
@@ -202,16 +228,22 @@ def with_own_schedules(per_optimizer: "callable | None", names: list, default_sc
     """Adds `scheduler=<its default>` for the optimizers whose registry default is not conf/config.yaml's
     (Schedule-Free: constant), so they can share a study with the others; unchanged when none needs it,
     and the others get no override, so their run directories stay the ones other studies share."""
-    own = {str(name): [spec.default_schedule] for name in names
-           if (spec := optimizers.spec_of(str(name))) and spec.default_schedule != default_schedule}
+    own = {
+        str(name): [spec.default_schedule]
+        for name in names
+        if (spec := optimizers.spec_of(str(name))) and spec.default_schedule != default_schedule
+    }
     if not own:
         return per_optimizer
-    return lambda name: {**({"scheduler": own[name]} if name in own else {}),
-                         **(per_optimizer(name) if per_optimizer else {})}
+    return lambda name: {
+        **({"scheduler": own[name]} if name in own else {}),
+        **(per_optimizer(name) if per_optimizer else {}),
+    }
 
 
-def plan(study: Study, conf_dir: Path, extra: list[str], launcher: str,
-         tuned: "bool | str") -> list[tuple[Sweep, list[PlannedRun]]]:
+def plan(
+    study: Study, conf_dir: Path, extra: list[str], launcher: str, tuned: "bool | str"
+) -> list[tuple[Sweep, list[PlannedRun]]]:
     """`tuned`: True reads conf/optimizer/tuned/<name>.yaml, a string reads conf/optimizer/<tuned>/<name>.yaml.
     A fidelity ladder is planned rung by rung; a tuned ladder's rung with its own `tuned_by` uses that study's
     output (untuned, every rung runs the defaults)."""
@@ -234,8 +266,9 @@ def rung_tuning(study: Study, rung) -> str:
     return tuning_study.tune.output
 
 
-def plan_one(study: Study, conf_dir: Path, extra: list[str], launcher: str,
-             tuned: "bool | str") -> list[tuple[Sweep, list[PlannedRun]]]:
+def plan_one(
+    study: Study, conf_dir: Path, extra: list[str], launcher: str, tuned: "bool | str"
+) -> list[tuple[Sweep, list[PlannedRun]]]:
     if tuned and study.tune:
         raise ConfigError(f"study {study.id} is a tuning study: --tuned applies to the main studies")
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
@@ -245,15 +278,21 @@ def plan_one(study: Study, conf_dir: Path, extra: list[str], launcher: str,
         if study.tune and study.tune.method == "quasirandom":
             trials_for = quasirandom_trials(study)
         elif study.tune:
-            per_optimizer = lambda name: tuning_protocol.grid_values(compose_checked([f"optimizer={name}"], conf_dir).optimizer, study.tune)
+            per_optimizer = lambda name: tuning_protocol.grid_values(
+                compose_checked([f"optimizer={name}"], conf_dir).optimizer, study.tune
+            )
         elif tuned:
-            per_optimizer = lambda name: tuning_protocol.tuned_values(conf_dir, name, tuned if isinstance(tuned, str) else "tuned")
+            per_optimizer = lambda name: tuning_protocol.tuned_values(
+                conf_dir, name, tuned if isinstance(tuned, str) else "tuned"
+            )
         per_optimizer = with_own_schedules(per_optimizer, _as_list(study.grid["optimizer"]), defaults.scheduler.name)
         sweeps = plan_sweeps(study, default_epochs, extra, per_optimizer, trials_for)
         planned = [(sweep, _plan_sweep(sweep, conf_dir, launcher)) for sweep in sweeps]
         if trials_for is not None:
-            planned += [(sweep, _plan_sweep(sweep, conf_dir, launcher))
-                        for sweep in (confirm_sweep(trial_sweep, runs, study) for trial_sweep, runs in list(planned))]
+            planned += [
+                (sweep, _plan_sweep(sweep, conf_dir, launcher))
+                for sweep in (confirm_sweep(trial_sweep, runs, study) for trial_sweep, runs in list(planned))
+            ]
     return planned
 
 
@@ -276,7 +315,7 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
     except ConfigError as error:
         raise ConfigError(f"{error} (run {' '.join(overrides)})") from None
     check_added_keys(overrides, conf_dir)
-    cfg_dataset_dir(cfg)   # a folder of images that cannot be listed: one line here, not in the resolver
+    cfg_dataset_dir(cfg)  # a folder of images that cannot be listed: one line here, not in the resolver
     run_dir = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir  # what a multirun job's output_dir will be
     check_creatable(run_dir)
     with_hydra_removed = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
@@ -307,7 +346,7 @@ def planned_identity(cfg) -> dict:
     return run_identity(resolved, _fingerprint_of(data))
 
 
-@functools.lru_cache(maxsize=16)   # a study's runs share a few datasets: each is listed and hashed once
+@functools.lru_cache(maxsize=16)  # a study's runs share a few datasets: each is listed and hashed once
 def _fingerprint_of(data: str) -> str:
     dataset, data_dir = json.loads(data)
     return config_data_fingerprint({"dataset": dataset, "paths": {"data_dir": data_dir}})

@@ -25,21 +25,21 @@ import numpy as np
 import yaml
 from scipy.stats import qmc
 
-from optbench.registry import optimizers
-from optbench.errors import ConfigError
 from optbench.config.hydra_glue import format_value
+from optbench.errors import ConfigError
+from optbench.registry import optimizers
 
 SCALES = ("log", "linear")
 SAMPLERS = {"sobol": qmc.Sobol, "halton": qmc.Halton}
-EDGE_FRACTION = 0.1   # a winner within the outer tenth of a range (in its scale) is "at the edge"
+EDGE_FRACTION = 0.1  # a winner within the outer tenth of a range (in its scale) is "at the edge"
 
 
 @dataclass(frozen=True)
 class Range:
-    key: str        # the optimizer config key: lr, weight_decay, betas ...
+    key: str  # the optimizer config key: lr, weight_decay, betas ...
     low: float
     high: float
-    scale: str      # log | linear
+    scale: str  # log | linear
 
     def from_unit(self, unit: float) -> float:
         if self.scale == "log":
@@ -58,7 +58,7 @@ class Range:
 @dataclass(frozen=True)
 class Trial:
     index: int
-    values: dict[str, str]     # override key (optimizer.lr) -> value as written on the command line
+    values: dict[str, str]  # override key (optimizer.lr) -> value as written on the command line
 
     def overrides(self) -> list[str]:
         return [f"{key}={value}" for key, value in self.values.items()]
@@ -75,10 +75,13 @@ def load_space(path: Path) -> dict[str, tuple[Range, ...]]:
     from_registry = optimizers.default_search_space() if document.get("defaults") == "registry" else {}
     own = document.get("optimizers", {} if from_registry else None)
     if not isinstance(own, dict):
-        raise ConfigError(f"search space {path}: needs `optimizers:` mapping each optimizer to its ranges, "
-                          "or `defaults: registry`")
-    return {str(name): tuple(_range(path, name, key, spec) for key, spec in (ranges or {}).items())
-            for name, ranges in {**from_registry, **own}.items()}
+        raise ConfigError(
+            f"search space {path}: needs `optimizers:` mapping each optimizer to its ranges, or `defaults: registry`"
+        )
+    return {
+        str(name): tuple(_range(path, name, key, spec) for key, spec in (ranges or {}).items())
+        for name, ranges in {**from_registry, **own}.items()
+    }
 
 
 def _range(path: Path, optimizer: str, key: str, spec) -> Range:
@@ -91,26 +94,37 @@ def _range(path: Path, optimizer: str, key: str, spec) -> Range:
         low, high = float(spec["low"]), float(spec["high"])
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: low and high must be numbers") from None
-    if not (math.isfinite(low) and math.isfinite(high)):   # .inf in YAML: a sampler would draw infinities
+    if not (math.isfinite(low) and math.isfinite(high)):  # .inf in YAML: a sampler would draw infinities
         raise ConfigError(f"{where}: low and high must be finite numbers, e.g. {{low: 1.0e-5, high: 1.0e-2}}")
     if not low < high or (spec["scale"] == "log" and low <= 0):
-        raise ConfigError(f"{where}: needs low < high" + (", both > 0 on a log scale" if spec["scale"] == "log" else ""))
+        raise ConfigError(
+            f"{where}: needs low < high" + (", both > 0 on a log scale" if spec["scale"] == "log" else "")
+        )
     return Range(str(key), low, high, spec["scale"])
 
 
 def unit_points(dimensions: int, count: int, sampler: str, seed: int) -> np.ndarray:
     """`count` scrambled quasi-random points in [0, 1)^dimensions; the same arguments give the same points."""
     if sampler == "sobol" and count & (count - 1):
-        raise ConfigError(f"tune.trials={count} with the Sobol sampler: use a power of two (8, 16, 32), "
-                          "which keeps its balance, or tune.sampler=halton")
+        raise ConfigError(
+            f"tune.trials={count} with the Sobol sampler: use a power of two (8, 16, 32), "
+            "which keeps its balance, or tune.sampler=halton"
+        )
     return SAMPLERS[sampler](d=dimensions, scramble=True, rng=np.random.default_rng(seed)).random(count)
 
 
 def trials(ranges: tuple[Range, ...], count: int, sampler: str, seed: int) -> list[Trial]:
     points = unit_points(len(ranges), count, sampler, seed)
-    return [Trial(index, {f"optimizer.{space.key}": format_value(space.from_unit(float(unit)))
-                          for space, unit in zip(ranges, point)})
-            for index, point in enumerate(points)]
+    return [
+        Trial(
+            index,
+            {
+                f"optimizer.{space.key}": format_value(space.from_unit(float(unit)))
+                for space, unit in zip(ranges, point)
+            },
+        )
+        for index, point in enumerate(points)
+    ]
 
 
 def edges(ranges: tuple[Range, ...], values: dict[str, float]) -> list[str]:
@@ -123,6 +137,8 @@ def edges(ranges: tuple[Range, ...], values: dict[str, float]) -> list[str]:
         unit = space.to_unit(float(value))
         side = "low" if unit < EDGE_FRACTION else "high" if unit > 1 - EDGE_FRACTION else None
         if side:
-            warnings.append(f"optimizer.{space.key} = {float(value):g} sits at the {side} edge of "
-                            f"[{space.low:g}, {space.high:g}] ({space.scale}): widen the range")
+            warnings.append(
+                f"optimizer.{space.key} = {float(value):g} sits at the {side} edge of "
+                f"[{space.low:g}, {space.high:g}] ({space.scale}): widen the range"
+            )
     return warnings

@@ -17,18 +17,21 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from tabulate import tabulate
 
-from optbench import rundir
-from optbench import identity
-from optbench.formats import run_summary
+from optbench import identity, rundir
 from optbench.durations import format_duration
 from optbench.errors import DamagedRunFile
+from optbench.formats import run_record, run_summary
+from optbench.specs.study_spec import Study, find_study
 from optbench.studies import estimate
 from optbench.studies.plan import PlannedRun, Sweep, plan
-from optbench.specs.study_spec import Study, find_study
-from optbench.formats import run_record
 
 NEW, OTHER, UNREADABLE = "new", "other experiment", "unreadable"
-TO_TRAIN = (NEW, run_summary.RUNNING, run_summary.INTERRUPTED, run_summary.FAILED)   # what the study command will still train
+TO_TRAIN = (
+    NEW,
+    run_summary.RUNNING,
+    run_summary.INTERRUPTED,
+    run_summary.FAILED,
+)  # what the study command will still train
 
 
 @dataclass
@@ -59,8 +62,7 @@ def run_state(run: PlannedRun) -> RunState:
         return RunState(run, UNREADABLE, detail=str(error))
     if record is not None:
         wanted = identity.identity(OmegaConf.to_container(run.cfg, resolve=True), "")["config"]
-        differences = identity.identity_differences({"config": record.identity.get("config", {})},
-                                                  {"config": wanted})
+        differences = identity.identity_differences({"config": record.identity.get("config", {})}, {"config": wanted})
         if differences:
             return RunState(run, OTHER, detail="; ".join(differences[:2]))
     if summary is None:
@@ -68,8 +70,9 @@ def run_state(run: PlannedRun) -> RunState:
     state, detail = summary.status, summary.error or ""
     if state == run_summary.RUNNING and not rundir.is_being_trained(run.run_dir):
         state, detail = run_summary.INTERRUPTED, "its process is gone: the study command resumes it"
-    return RunState(run, state, summary.epochs_done, (summary.best or {}).get("val/acc"),
-                    summary.wall_time_s or 0.0, detail)
+    return RunState(
+        run, state, summary.epochs_done, (summary.best or {}).get("val/acc"), summary.wall_time_s or 0.0, detail
+    )
 
 
 def epoch_work(run: PlannedRun) -> float | None:
@@ -111,12 +114,22 @@ def remaining(states: list[RunState]) -> tuple[float | None, int, int]:
 def status_lines(study_id: str, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> list[str]:
     states = [run_state(run) for _, runs in runs_by_sweep for run in runs]
     roots = {Path(state.run.cfg.paths.results_dir) for state in states}
-    root = roots.pop() if len(roots) == 1 else None   # directories are shown below it, to keep the table narrow
-    rows = [[state.state, state.epoch_column(), "-" if state.best_val_acc is None else f"{state.best_val_acc:.4f}",
-             shown_path(state.run.run_dir, root) + (f"  ({state.detail})" if state.detail else "")] for state in states]
+    root = roots.pop() if len(roots) == 1 else None  # directories are shown below it, to keep the table narrow
+    rows = [
+        [
+            state.state,
+            state.epoch_column(),
+            "-" if state.best_val_acc is None else f"{state.best_val_acc:.4f}",
+            shown_path(state.run.run_dir, root) + (f"  ({state.detail})" if state.detail else ""),
+        ]
+        for state in states
+    ]
     lines = [f"run directories under {root}/"] if root else []
-    lines.append(tabulate(rows, headers=["state", "epochs", "best val acc", "run directory"], tablefmt="simple",
-                          disable_numparse=True))
+    lines.append(
+        tabulate(
+            rows, headers=["state", "epochs", "best val acc", "run directory"], tablefmt="simple", disable_numparse=True
+        )
+    )
     lines += [f"waits: {sweep.label}: {sweep.pending}" for sweep, _ in runs_by_sweep if sweep.pending]
     lines.append(progress_line(states))
     lines += rung_lines(runs_by_sweep, states)
@@ -128,8 +141,10 @@ def rung_lines(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], states: list
     """A fidelity ladder's progress rung by rung (`rung epochs=16: progress: 5 of 15 runs finished ...`)."""
     rung_of = {id(run): sweep.rung for sweep, runs in runs_by_sweep for run in runs}
     rungs = list(dict.fromkeys(rung for rung in rung_of.values() if rung))
-    return [f"  rung {rung}: " + progress_line([state for state in states if rung_of[id(state.run)] == rung])
-            for rung in rungs]
+    return [
+        f"  rung {rung}: " + progress_line([state for state in states if rung_of[id(state.run)] == rung])
+        for rung in rungs
+    ]
 
 
 def shown_path(run_dir: Path, root: Path | None) -> str:
@@ -144,14 +159,23 @@ def progress_line(states: list[RunState]) -> str:
     finished = counts[run_summary.COMPLETED] + counts[run_summary.DIVERGED]
     epochs_planned = sum(state.epochs_planned for state in states)
     # a diverged run is finished: its remaining epochs will never be trained
-    epochs_done = sum(state.epochs_planned if state.state == run_summary.DIVERGED else min(state.epochs_done, state.epochs_planned)
-                      for state in states if state.state != OTHER)
-    others = ", ".join(f"{counts[name]} {name}" for name in (run_summary.RUNNING, run_summary.INTERRUPTED, run_summary.FAILED, OTHER,
-                                                             UNREADABLE, NEW) if counts[name])
+    epochs_done = sum(
+        state.epochs_planned if state.state == run_summary.DIVERGED else min(state.epochs_done, state.epochs_planned)
+        for state in states
+        if state.state != OTHER
+    )
+    others = ", ".join(
+        f"{counts[name]} {name}"
+        for name in (run_summary.RUNNING, run_summary.INTERRUPTED, run_summary.FAILED, OTHER, UNREADABLE, NEW)
+        if counts[name]
+    )
     share = f" ({100 * epochs_done / epochs_planned:.0f}%)" if epochs_planned else ""
-    return (f"progress: {finished} of {len(states)} runs finished ({counts[run_summary.COMPLETED]} completed, "
-            f"{counts[run_summary.DIVERGED]} diverged)" + (f"; {others}" if others else "")
-            + f"; {epochs_done} of {epochs_planned} epochs{share}")
+    return (
+        f"progress: {finished} of {len(states)} runs finished ({counts[run_summary.COMPLETED]} completed, "
+        f"{counts[run_summary.DIVERGED]} diverged)"
+        + (f"; {others}" if others else "")
+        + f"; {epochs_done} of {epochs_planned} epochs{share}"
+    )
 
 
 def remaining_line(study_id: str, states: list[RunState]) -> str:
@@ -160,11 +184,15 @@ def remaining_line(study_id: str, states: list[RunState]) -> str:
     if epochs_left == 0:
         return "remaining: nothing to train" + skipped
     if seconds is None:
-        return (f"remaining: {epochs_left} epochs; the time is known once a run has trained an epoch "
-                f"(python src/study.py {study_id} --dry-run measures an estimate){skipped}")
+        return (
+            f"remaining: {epochs_left} epochs; the time is known once a run has trained an epoch "
+            f"(python src/study.py {study_id} --dry-run measures an estimate){skipped}"
+        )
     trained = sum(state.epochs_done for state in states if state.wall_time_s > 0)
-    return (f"remaining: about {format_duration(seconds)} for {epochs_left} epochs, one run after another, at the "
-            f"rate of the {trained} epochs this study has trained (divide by a parallel launcher's jobs){skipped}")
+    return (
+        f"remaining: about {format_duration(seconds)} for {epochs_left} epochs, one run after another, at the "
+        f"rate of the {trained} epochs this study has trained (divide by a parallel launcher's jobs){skipped}"
+    )
 
 
 def print_status(study_id: str, statement: str, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> int:
@@ -179,15 +207,19 @@ def show(study: Study, args) -> int:
     tuned = args.tuned
     if study.tuned_by:
         tuning_study = find_study(study.tuned_by, args.experiments)
-        print_status(tuning_study.id, tuning_study.statement,
-                     plan(tuning_study, args.conf_dir, args.set, args.launcher, False))
+        print_status(
+            tuning_study.id, tuning_study.statement, plan(tuning_study, args.conf_dir, args.set, args.launcher, False)
+        )
         output = tuning_study.tune.output if tuning_study.tune else "tuned"
-        if not all((Path(args.conf_dir) / "optimizer" / output / f"{name}.yaml").is_file()
-                   for name in study.grid["optimizer"]):
-            print(f"study {study.id}: planned once `python src/study.py --select-tuned {tuning_study.id}` has "
-                  f"written conf/optimizer/{output}/")
+        if not all(
+            (Path(args.conf_dir) / "optimizer" / output / f"{name}.yaml").is_file() for name in study.grid["optimizer"]
+        ):
+            print(
+                f"study {study.id}: planned once `python src/study.py --select-tuned {tuning_study.id}` has "
+                f"written conf/optimizer/{output}/"
+            )
             return 0
         tuned = output
     elif any(rung.tuned_by for rung in study.rungs):
-        tuned = True   # every rung names its own tuning study (specs/study_spec.py checks it)
+        tuned = True  # every rung names its own tuning study (specs/study_spec.py checks it)
     return print_status(study.id, study.statement, plan(study, args.conf_dir, args.set, args.launcher, tuned))

@@ -32,15 +32,24 @@ from pathlib import Path
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from optbench.registry.choices import LAUNCHERS
+from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.durations import format_duration
 from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
-from optbench.config.hydra_glue import compose_checked, register_resolvers
+from optbench.registry.choices import LAUNCHERS
+from optbench.specs.study_spec import (
+    EXPERIMENTS_DIR,
+    REPO,
+    Study,
+    find_study,
+    load_study,
+    only_rung,
+    seeds_shared_with_tuning,
+    study_files,
+    tuning_studies_of,
+)
 from optbench.studies import estimate, outcome, tuning_protocol
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
-from optbench.specs.study_spec import (EXPERIMENTS_DIR, REPO, Study, find_study, load_study, seeds_shared_with_tuning,
-                                       only_rung, study_files, tuning_studies_of)
 
 CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
@@ -55,36 +64,65 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = _OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("study", nargs="?", help="study id or file stem (see experiments/README.md), or a .yaml path")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and estimate the time; run nothing")
-    parser.add_argument("--status", action="store_true", help="one table of the runs as they stand, progress and "
-                                                              "time left (studies/status.py); run nothing")
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="one table of the runs as they stand, progress and time left (studies/status.py); run nothing",
+    )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="basic", help="conf/hydra/launcher/ (basic: serial)")
-    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                        help="extra Hydra overrides for every run (hydra.* ones reach the launcher)")
-    parser.add_argument("--rung", nargs="+", metavar="KEY=VALUE",
-                        help="run the study at this rung only: one of its fidelity ladder's, or a new budget "
-                             "(--rung epochs=200); the grid's other settings unchanged (docs/fidelity.md)")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Hydra overrides for every run (hydra.* ones reach the launcher)",
+    )
+    parser.add_argument(
+        "--rung",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="run the study at this rung only: one of its fidelity ladder's, or a new budget "
+        "(--rung epochs=200); the grid's other settings unchanged (docs/fidelity.md)",
+    )
     parser.add_argument("--tuned", action="store_true", help="use conf/optimizer/tuned/<name>.yaml for each optimizer")
     parser.add_argument("--select-tuned", metavar="STUDY", help="pick the best lr / weight decay of a tuning study")
     parser.add_argument("--no-estimate", action="store_true", help="--dry-run without the measured time estimate")
     parser.add_argument("--list", action="store_true", help="list the studies")
-    parser.add_argument("--plan-seeds", action="store_true",
-                        help="from the runs in --pilot, the seeds each hypothesis needs (studies/pilot.py); runs nothing")
+    parser.add_argument(
+        "--plan-seeds",
+        action="store_true",
+        help="from the runs in --pilot, the seeds each hypothesis needs (studies/pilot.py); runs nothing",
+    )
     parser.add_argument("--pilot", type=Path, metavar="DIR", help="results folder of the pilot runs (--plan-seeds)")
-    parser.add_argument("--delta", type=float, metavar="EFFECT",
-                        help="effect to detect, in points for accuracies (--plan-seeds; default: the pilot's)")
-    parser.add_argument("--until-decided", action="store_true",
-                        help="add seeds at pre-set looks until the hypotheses are decided (studies/until_decided.py)")
+    parser.add_argument(
+        "--delta",
+        type=float,
+        metavar="EFFECT",
+        help="effect to detect, in points for accuracies (--plan-seeds; default: the pilot's)",
+    )
+    parser.add_argument(
+        "--until-decided",
+        action="store_true",
+        help="add seeds at pre-set looks until the hypotheses are decided (studies/until_decided.py)",
+    )
     parser.add_argument("--max-seeds", type=int, default=16, metavar="N", help="the last look (--until-decided)")
-    parser.add_argument("--hypotheses", nargs="+", metavar="ID",
-                        help="the hypotheses --until-decided decides (default: the study's, or all)")
+    parser.add_argument(
+        "--hypotheses",
+        nargs="+",
+        metavar="ID",
+        help="the hypotheses --until-decided decides (default: the study's, or all)",
+    )
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
     args = parser.parse_args(argv)
     bare = [value for value in args.set if "=" not in value and not value.startswith(("~", "+"))]
-    if bare:   # `--set epochs=1 smoke`: --set took the study name; a name is accepted anywhere
+    if bare:  # `--set epochs=1 smoke`: --set took the study name; a name is accepted anywhere
         if args.study or len(bare) > 1:
-            raise ConfigError(f"--set takes KEY=VALUE overrides, not {' '.join(bare)}: name one study, before or "
-                              "after the overrides (python src/study.py smoke --set epochs=1)")
+            raise ConfigError(
+                f"--set takes KEY=VALUE overrides, not {' '.join(bare)}: name one study, before or "
+                "after the overrides (python src/study.py smoke --set epochs=1)"
+            )
         args.study, args.set = bare[0], [value for value in args.set if value != bare[0]]
     if not (args.study or args.select_tuned or args.list):
         raise ConfigError("name a study (python src/study.py --list shows them)")
@@ -95,8 +133,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def check_numbers(args: argparse.Namespace) -> None:
     """The numeric options, at the door: before any study is planned, tuned or trained."""
     if args.delta is not None and not (math.isfinite(args.delta) and args.delta > 0):
-        raise ConfigError(f"--delta {args.delta}: give the effect to detect as a finite number > 0, in points for "
-                          "accuracies (e.g. --delta 1), or leave it out for the pilot's")
+        raise ConfigError(
+            f"--delta {args.delta}: give the effect to detect as a finite number > 0, in points for "
+            "accuracies (e.g. --delta 1), or leave it out for the pilot's"
+        )
     if args.until_decided and args.max_seeds < 2:
         raise ConfigError(f"--max-seeds {args.max_seeds}: give at least 2 (a test needs two seeds per arm)")
 
@@ -118,7 +158,7 @@ def main(argv: list[str]) -> int:
         if args.plan_seeds:
             if args.pilot is None:
                 raise ConfigError("--plan-seeds needs --pilot DIR, the results folder of the pilot runs")
-            from optbench.studies.pilot import plan_seeds_command   # pandas and scipy: only when asked
+            from optbench.studies.pilot import plan_seeds_command  # pandas and scipy: only when asked
 
             return plan_seeds_command(study, args.pilot, args.experiments, args.delta)
         if tuning_studies_of(study):
@@ -148,8 +188,11 @@ def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> in
         refuse_other_experiments(runs_by_sweep)
         status = max(status, launch(runs_by_sweep, args.launcher, tally, study.id))
     results_dirs = sorted({str(run.cfg.paths.results_dir) for _, runs in runs_by_sweep for run in runs})
-    print(f"study {study.id}: {outcome.tally_line(tally)}; aggregate with: python src/aggregate.py "
-          + " ".join(shlex.quote(path) for path in results_dirs), flush=True)
+    print(
+        f"study {study.id}: {outcome.tally_line(tally)}; aggregate with: python src/aggregate.py "
+        + " ".join(shlex.quote(path) for path in results_dirs),
+        flush=True,
+    )
     return status
 
 
@@ -158,34 +201,44 @@ def refuse_other_experiments(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]
     others = [run for _, runs in runs_by_sweep for run in runs if run.status == OTHER_EXPERIMENT]
     if others:
         more = f" (and {len(others) - 1} more, listed above)" if len(others) > 1 else ""
-        raise ConfigError(f"{others[0].run_dir} holds another experiment ({others[0].detail}){more}: move it away "
-                          "(or delete it) so this study's run can use the directory, then run the study again")
+        raise ConfigError(
+            f"{others[0].run_dir} holds another experiment ({others[0].detail}){more}: move it away "
+            "(or delete it) so this study's run can use the directory, then run the study again"
+        )
 
 
 def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     """A main study with `tuned_by:` (its own or its rungs'): run each tuning study, select its winners, then run
     the study with them."""
     if args.tuned:
-        raise ConfigError(f"study {study.id} takes its tuned values from {', '.join(tuning_studies_of(study))} "
-                          "(tuned_by): drop --tuned")
+        raise ConfigError(
+            f"study {study.id} takes its tuned values from {', '.join(tuning_studies_of(study))} "
+            "(tuned_by): drop --tuned"
+        )
     tuning_studies = [find_study(name, args.experiments) for name in tuning_studies_of(study)]
     not_tuning = [tuning_study for tuning_study in tuning_studies if not tuning_study.tune]
     if not_tuning:
-        raise ConfigError(f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study "
-                          "(it has no `tune:` block)")
+        raise ConfigError(
+            f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study (it has no `tune:` block)"
+        )
     # The whole command is checked before a tuning study trains, selects or writes a tuned config: the main
     # study is planned once with the default values standing in for the tuned ones (its --set, grid, folders).
     plan(study, args.conf_dir, args.set, args.launcher, False)
     statuses = [tune_first(study, tuning_study, args) for tuning_study in tuning_studies]
     output = tuning_studies[0].tune.output if study.tuned_by else True
     if args.dry_run:
-        ready = all((args.conf_dir / "optimizer" / tuning_study.tune.output / f"{name}.yaml").is_file()
-                    for tuning_study in tuning_studies for name in study.grid["optimizer"])
+        ready = all(
+            (args.conf_dir / "optimizer" / tuning_study.tune.output / f"{name}.yaml").is_file()
+            for tuning_study in tuning_studies
+            for name in study.grid["optimizer"]
+        )
         if not ready:
             # Its budget does not depend on the tuned values: show it with the defaults in their place.
-            print(f"study {study.id}: planned once `python src/study.py --select-tuned "
-                  f"{' '.join(tuning_study.id for tuning_study in tuning_studies)}` has written its tuned values; "
-                  "its budget, with the default values standing in for the tuned ones:")
+            print(
+                f"study {study.id}: planned once `python src/study.py --select-tuned "
+                f"{' '.join(tuning_study.id for tuning_study in tuning_studies)}` has written its tuned values; "
+                "its budget, with the default values standing in for the tuned ones:"
+            )
             return run_study(study, args, False)
         folders = ", ".join(f"conf/optimizer/{tuning_study.tune.output}/" for tuning_study in tuning_studies)
         print(f"study {study.id}, with the tuned values now in {folders} (tuning may still change them)")
@@ -202,8 +255,11 @@ def tune_first(study: Study, tuning_study: Study, args: argparse.Namespace) -> i
     print(f"study {study.id} is tuned by {tuning_study.id}: tuning first")
     shared = seeds_shared_with_tuning(study, tuning_study)
     if shared:
-        print(f"warning: seeds {', '.join(map(str, shared))} of {study.id} also tuned {tuning_study.id}: its tests "
-              f"will be post-selection; give the main study seeds the tuning does not use", file=sys.stderr)
+        print(
+            f"warning: seeds {', '.join(map(str, shared))} of {study.id} also tuned {tuning_study.id}: its tests "
+            f"will be post-selection; give the main study seeds the tuning does not use",
+            file=sys.stderr,
+        )
     return run_study(tuning_study, args, False)
 
 
@@ -211,7 +267,7 @@ def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int
     """The study once, or, with --until-decided, look by look until its hypotheses are decided."""
     if not args.until_decided:
         return run_study(study, args, tuned)
-    from optbench.studies.until_decided import run_until_decided   # pandas and scipy: only when asked
+    from optbench.studies.until_decided import run_until_decided  # pandas and scipy: only when asked
 
     planned = plan(study, args.conf_dir, args.set, args.launcher, tuned)
     results_dir = Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
@@ -227,19 +283,24 @@ def list_studies(experiments_dir: Path) -> int:
 
 # ---------------------------------------------------------------- planning: sweeps, runs, directories, statuses
 
+
 def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
     counts = Counter(run.status for _, runs in runs_by_sweep for run in runs)
     total = sum(counts.values())
     print(f"study {study.id}: {study.statement}")
     others = f", {counts[OTHER_EXPERIMENT]} holding another experiment" if counts[OTHER_EXPERIMENT] else ""
-    print(f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts['done']} done, "
-          f"{counts['unfinished']} unfinished, {counts['new']} new{others}")
+    print(
+        f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts['done']} done, "
+        f"{counts['unfinished']} unfinished, {counts['new']} new{others}"
+    )
     for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
         if sweep.pending:
             print(f"sweep {number} ({sweep.label}): {sweep.pending}")
             continue
-        print(f"sweep {number} ({sweep.label}): python src/train.py -m "
-              f"{' '.join(shlex.quote(override) for override in sweep.command_overrides())}")
+        print(
+            f"sweep {number} ({sweep.label}): python src/train.py -m "
+            f"{' '.join(shlex.quote(override) for override in sweep.command_overrides())}"
+        )
         for trial in sweep.trials:
             print(f"  trial {trial.index}: {' '.join(trial.overrides())}")
         for run in runs:
@@ -257,9 +318,11 @@ def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]
         name = sweep.values["optimizer"][0] if len(sweep.values["optimizer"]) == 1 else "all"
         runs_per_optimizer[name] += len(runs) or study.tune.top_k * len(sweep.runs_without_trials())
         epochs = max([epochs, *(int(run.cfg.epochs) for run in runs)])
-    print(f"tuning budget ({study.tune.method}), per optimizer: "
-          + ", ".join(f"{name} {count} runs x {epochs} epochs" for name, count in runs_per_optimizer.items())
-          + f"; {sum(runs_per_optimizer.values())} runs, {sum(runs_per_optimizer.values()) * epochs} epochs in all")
+    print(
+        f"tuning budget ({study.tune.method}), per optimizer: "
+        + ", ".join(f"{name} {count} runs x {epochs} epochs" for name, count in runs_per_optimizer.items())
+        + f"; {sum(runs_per_optimizer.values())} runs, {sum(runs_per_optimizer.values()) * epochs} epochs in all"
+    )
 
 
 def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
@@ -273,21 +336,26 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     if not work:
         print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
         return
-    every_shape = {load.shape for _, load in planned if load is not None}   # a ladder's per-rung cost needs each
-    recorded = estimate.recorded_rates([(load, run.run_dir) for run, load in planned
-                                        if load is not None and run.status in ("done", "unfinished")])
+    every_shape = {load.shape for _, load in planned if load is not None}  # a ladder's per-rung cost needs each
+    recorded = estimate.recorded_rates(
+        [(load, run.run_dir) for run, load in planned if load is not None and run.status in ("done", "unfinished")]
+    )
     to_measure = every_shape - set(recorded)
     measured = estimate.measure_rates(to_measure, lambda line: print(line, flush=True)) if to_measure else {}
     seconds = sum(load_seconds(load, recorded, measured) for load in work)
-    print(f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
-          + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else ""))
+    print(
+        f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
+        + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else "")
+    )
     for shape in sorted({load.shape for load in work} & set(recorded)):
         _, model, width, classes, batch, *_ = shape
         rate = recorded[shape]
         evaluated = f", {rate.eval_rate:.0f} evaluated images/s" if rate.eval_rate else ""
-        print(f"  from {rate.runs} run(s) of this study on disk: {rate.train_rate:.0f} training images/s{evaluated} "
-              f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "
-              "loading included)")
+        print(
+            f"  from {rate.runs} run(s) of this study on disk: {rate.train_rate:.0f} training images/s{evaluated} "
+            f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "
+            "loading included)"
+        )
     if measured:
         print_measured(measured)
     if unknown:
@@ -296,17 +364,23 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
 
 
 def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> None:
-    from optbench.device.fastest import cache_path   # torch is loaded by now: the rates were measured or read
+    from optbench.device.fastest import cache_path  # torch is loaded by now: the rates were measured or read
 
     for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(measured.items()):
-        print(f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
-              f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
-              "delete it to measure again)")
+        print(
+            f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
+            f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
+            "delete it to measure again)"
+        )
         if (load or 0.0) > 1.0:
-            print(f"  the machine was busy while this rate was measured (load {load:.1f} "
-                  f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine")
-        print(f"  per epoch: training images / rate + (validation + test images) / "
-              f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included")
+            print(
+                f"  the machine was busy while this rate was measured (load {load:.1f} "
+                f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine"
+            )
+        print(
+            f"  per epoch: training images / rate + (validation + test images) / "
+            f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included"
+        )
 
 
 def load_seconds(load, recorded: dict, measured: dict) -> float:
@@ -327,8 +401,10 @@ def print_rung_estimates(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], re
         whole = rung_seconds(runs, recorded, measured, everything=True)
         left = rung_seconds(runs, recorded, measured, everything=False)
         done = sum(run.status == "done" for run in runs)
-        print(f"  rung {rung}: {len(runs)} runs, {done} done; {format_duration(whole)} in all, "
-              f"{format_duration(left)} left")
+        print(
+            f"  rung {rung}: {len(runs)} runs, {done} done; {format_duration(whole)} in all, "
+            f"{format_duration(left)} left"
+        )
 
 
 def rung_seconds(runs: list[PlannedRun], recorded: dict, measured: dict, everything: bool) -> float:
@@ -344,8 +420,10 @@ def rung_seconds(runs: list[PlannedRun], recorded: dict, measured: dict, everyth
 
 # ---------------------------------------------------------------- running
 
-def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str, tally: Counter,
-           study_id: str = "") -> int:
+
+def launch(
+    runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str, tally: Counter, study_id: str = ""
+) -> int:
     """Run each sweep, then name every run of it that did not finish: a launcher that runs jobs elsewhere
     (joblib, submitit, SLURM) exits 0 when one of its runs failed, so summary.json is what counts, and
     only a summary naming the planned run id. `tally` gains each run's ending (and skipped, for runs
@@ -365,8 +443,11 @@ def launch(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str, t
         launched = [run for run in runs if run.status != "done"]
         outcomes = [outcome.run_outcome(run.run_dir, planned_run_id(run.cfg)) for run in launched]
         tally.update(outcome.tally(outcomes))
-        not_done = [(run.run_dir, what) for run, what in zip(launched, outcomes)
-                    if what.split(":")[0] not in outcome.FINAL_STATUSES]
+        not_done = [
+            (run.run_dir, what)
+            for run, what in zip(launched, outcomes)
+            if what.split(":")[0] not in outcome.FINAL_STATUSES
+        ]
         for run_dir, what in not_done:
             print(f"sweep {number}: run not finished: {run_dir}: {what}", file=sys.stderr)
         if not_done:
@@ -393,16 +474,21 @@ def job_environment(study_id: str = "") -> dict[str, str]:
 
 # ---------------------------------------------------------------- selecting tuned values
 
+
 def select_tuned(study: Study, conf_dir: Path, extra: list[str]) -> int:
     if not study.tune:
         raise ConfigError(f"study {study.id} is not a tuning study (it has no `tune:` block)")
     runs_by_sweep = plan(study, conf_dir, extra, "basic", tuned=False)
     if any(sweep.pending for sweep, _ in runs_by_sweep):
-        raise ConfigError(f"study {study.id}: the top-k reruns have not run yet: run `python src/study.py {study.id}` first")
+        raise ConfigError(
+            f"study {study.id}: the top-k reruns have not run yet: run `python src/study.py {study.id}` first"
+        )
     runs = [run for _, sweep_runs in runs_by_sweep for run in sweep_runs]
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-        defaults = {name: OmegaConf.to_container(compose_checked([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
-                    for name in dict.fromkeys(str(run.cfg.optimizer.name) for run in runs)}
+        defaults = {
+            name: OmegaConf.to_container(compose_checked([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
+            for name in dict.fromkeys(str(run.cfg.optimizer.name) for run in runs)
+        }
     selections = tuning_protocol.select(runs, study, defaults)
     for path in tuning_protocol.write_tuned_configs(selections, defaults, study, conf_dir):
         best = selections[path.stem].winner

@@ -27,17 +27,15 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from optbench.registry import optimizers
-from optbench.formats import tuning_record
-from optbench.errors import ConfigError, DamagedRunFile
 from optbench.config.hydra_glue import format_value
+from optbench.errors import ConfigError, DamagedRunFile
 from optbench.fileio import write_bytes_atomically
-from optbench.formats.run_summary import FINAL_STATUSES
-from optbench.studies import search_space
+from optbench.formats import run_summary, tuning_record
+from optbench.registry import optimizers
 from optbench.specs.study_spec import EXPERIMENTS_DIR, SELECTION_METRICS, Study, Tuning
-from optbench.formats import run_summary
+from optbench.studies import search_space
 
-SEARCHED = ("lr", "weight_decay")   # what the grid method scales
+SEARCHED = ("lr", "weight_decay")  # what the grid method scales
 
 
 def grid_values(defaults: DictConfig, tune: Tuning) -> dict[str, list[str]]:
@@ -65,7 +63,7 @@ def score_of(summary: run_summary.Summary | None, select_on: str) -> float | Non
     if summary is None:
         return None
     section, key = SELECTION_METRICS[select_on]
-    record = getattr(summary, section) or {}   # the epoch record the selection metric lives in: best or final
+    record = getattr(summary, section) or {}  # the epoch record the selection metric lives in: best or final
     if summary.status == run_summary.DIVERGED or record.get(key) is None:
         return 0.0
     return float(record[key])
@@ -81,13 +79,15 @@ def _finished_summary(run_dir: Path) -> run_summary.Summary | None:
 
 # ---------------------------------------------------------------- what was tried, and what won
 
+
 @dataclass
 class Point:
     """One point of the search (a grid cell or a quasi-random trial) and its runs on every seed."""
-    values: dict[str, float]          # override key -> value: {"optimizer.lr": 0.001, ...}
-    index: int                        # trial number, or the cell's place in the grid
-    runs: list = field(default_factory=list)         # PlannedRun of this point, every seed
-    first_scores: list[float] = field(default_factory=list)   # on the grid's seeds (ranks the trials)
+
+    values: dict[str, float]  # override key -> value: {"optimizer.lr": 0.001, ...}
+    index: int  # trial number, or the cell's place in the grid
+    runs: list = field(default_factory=list)  # PlannedRun of this point, every seed
+    first_scores: list[float] = field(default_factory=list)  # on the grid's seeds (ranks the trials)
     confirm_scores: list[float] = field(default_factory=list)  # on the confirm seeds (top-k only)
     top_k: bool = False
 
@@ -103,16 +103,20 @@ class Point:
 @dataclass
 class Selection:
     """One optimizer's tuning: every point, the winner, and the warnings about its search space."""
+
     optimizer: str
     points: list[Point]
     winner: Point
     edges: list[str]
-    space: dict                       # key -> {low, high, scale} or {values, scale: grid}
+    space: dict  # key -> {low, high, scale} or {values, scale: grid}
 
 
 def point_values(run, keys) -> dict[str, float]:
-    return {f"optimizer.{key}": float(run.cfg.optimizer[key]) for key in keys
-            if OmegaConf.select(run.cfg.optimizer, key) is not None}
+    return {
+        f"optimizer.{key}": float(run.cfg.optimizer[key])
+        for key in keys
+        if OmegaConf.select(run.cfg.optimizer, key) is not None
+    }
 
 
 def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
@@ -120,8 +124,10 @@ def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
     scores = {run.run_dir: read_score(run.run_dir, study.tune.select_on) for run in runs}
     unfinished = [run for run in runs if scores[run.run_dir] is None]
     if unfinished:
-        raise ConfigError(f"study {study.id}: {len(unfinished)} tuning run(s) not finished ({unfinished[0].run_dir}): "
-                          f"run `python src/study.py {study.id}` until every run is done, then select")
+        raise ConfigError(
+            f"study {study.id}: {len(unfinished)} tuning run(s) not finished ({unfinished[0].run_dir}): "
+            f"run `python src/study.py {study.id}` until every run is done, then select"
+        )
     confirm_seeds = set(study.tune.confirm_seeds)
     points: dict[tuple, Point] = {}
     for run in runs:
@@ -170,8 +176,9 @@ def select(runs: list, study: Study, defaults: dict[str, dict]) -> dict[str, Sel
     for optimizer, points in sorted(group_points(runs, study).items()):
         best = winner(points)
         ranges = spaces[optimizer]
-        edge_warnings = search_space.edges(ranges, best.values) if isinstance(ranges, tuple) else \
-            grid_edges(ranges, best.values)
+        edge_warnings = (
+            search_space.edges(ranges, best.values) if isinstance(ranges, tuple) else grid_edges(ranges, best.values)
+        )
         space = {f"optimizer.{r.key}": r.as_dict() for r in ranges} if isinstance(ranges, tuple) else ranges
         selections[optimizer] = Selection(optimizer, points, best, edge_warnings, space)
     return selections
@@ -180,9 +187,13 @@ def select(runs: list, study: Study, defaults: dict[str, dict]) -> dict[str, Sel
 def _spaces(study: Study, defaults: dict[str, dict]) -> dict:
     if study.tune.method == "quasirandom":
         return search_space.load_space(study.tune.space_path(EXPERIMENTS_DIR))
-    return {name: {key: {"values": [float(value) for value in values], "scale": "grid"}
-                   for key, values in grid_values(OmegaConf.create(node), study.tune).items()}
-            for name, node in defaults.items()}
+    return {
+        name: {
+            key: {"values": [float(value) for value in values], "scale": "grid"}
+            for key, values in grid_values(OmegaConf.create(node), study.tune).items()
+        }
+        for name, node in defaults.items()
+    }
 
 
 def grid_edges(space: dict, values: dict[str, float]) -> list[str]:
@@ -193,24 +204,32 @@ def grid_edges(space: dict, values: dict[str, float]) -> list[str]:
         value = values.get(key)
         if len(grid) > 1 and value is not None and value in (grid[0], grid[-1]):
             side = "low" if value == grid[0] else "high"
-            warnings.append(f"{key} = {value:g} sits at the {side} edge of the grid {[f'{v:g}' for v in grid]}: "
-                            "widen the grid")
+            warnings.append(
+                f"{key} = {value:g} sits at the {side} edge of the grid {[f'{v:g}' for v in grid]}: widen the grid"
+            )
     return warnings
 
 
 # ---------------------------------------------------------------- writing the outcome
 
-def tuned_config_text(default_node: dict, selection: Selection, study: Study,
-                      today: datetime.date | None = None) -> str:
+
+def tuned_config_text(
+    default_node: dict, selection: Selection, study: Study, today: datetime.date | None = None
+) -> str:
     """The YAML of conf/optimizer/<output>/<name>.yaml: the default node with the winning values."""
     node = dict(default_node)
     for key, value in selection.winner.values.items():
         node[key.removeprefix("optimizer.")] = value
     best = selection.winner
     tune = study.tune
-    searched = (f"{tune.trials} {tune.sampler} trials (seed {tune.sampler_seed}) from search space {tune.space}, "
-                f"top {tune.top_k} rerun on seeds {list(tune.confirm_seeds)}") if tune.method == "quasirandom" else \
-        f"grid lr x {list(tune.lr_factors)}, weight_decay x {list(tune.weight_decay_factors)} around the defaults"
+    searched = (
+        (
+            f"{tune.trials} {tune.sampler} trials (seed {tune.sampler_seed}) from search space {tune.space}, "
+            f"top {tune.top_k} rerun on seeds {list(tune.confirm_seeds)}"
+        )
+        if tune.method == "quasirandom"
+        else f"grid lr x {list(tune.lr_factors)}, weight_decay x {list(tune.weight_decay_factors)} around the defaults"
+    )
     header = [
         f"# Tuned {selection.optimizer}: written by `python src/study.py --select-tuned {study.id}` on "
         f"{(today or datetime.date.today()).isoformat()}.",
@@ -242,8 +261,9 @@ def with_origins(body: str, tuned_keys: set[str], optimizer: str, study_id: str)
     return "\n".join(lines) + "\n"
 
 
-def write_tuned_configs(selections: dict[str, Selection], default_nodes: dict[str, dict], study: Study,
-                        conf_dir: Path) -> list[Path]:
+def write_tuned_configs(
+    selections: dict[str, Selection], default_nodes: dict[str, dict], study: Study, conf_dir: Path
+) -> list[Path]:
     """Write each tuned config; one whose content is unchanged but for the date is left as it is."""
     folder = Path(conf_dir) / "optimizer" / study.tune.output
     folder.mkdir(parents=True, exist_ok=True)
@@ -266,14 +286,23 @@ def record(selections: dict[str, Selection], study: Study, results_dir: Path) ->
     tune = study.tune
     quasirandom = tune.method == "quasirandom"
     return {
-        "format": tuning_record.FORMAT, "study": study.id, "method": tune.method,
-        "sampler": tune.sampler if quasirandom else None, "sampler_seed": tune.sampler_seed if quasirandom else None,
-        "select_on": tune.select_on, "date": datetime.date.today().isoformat(),
-        "budget": {"trials": tune.trials if quasirandom else None, "epochs": study.grid.get("epochs"),
-                   "trial_seeds": study.grid.get("seed"), "confirm_seeds": list(tune.confirm_seeds),
-                   "top_k": tune.top_k if quasirandom else None},
-        "optimizers": {name: _optimizer_record(selection, results_dir, tune.select_on)
-                       for name, selection in selections.items()},
+        "format": tuning_record.FORMAT,
+        "study": study.id,
+        "method": tune.method,
+        "sampler": tune.sampler if quasirandom else None,
+        "sampler_seed": tune.sampler_seed if quasirandom else None,
+        "select_on": tune.select_on,
+        "date": datetime.date.today().isoformat(),
+        "budget": {
+            "trials": tune.trials if quasirandom else None,
+            "epochs": study.grid.get("epochs"),
+            "trial_seeds": study.grid.get("seed"),
+            "confirm_seeds": list(tune.confirm_seeds),
+            "top_k": tune.top_k if quasirandom else None,
+        },
+        "optimizers": {
+            name: _optimizer_record(selection, results_dir, tune.select_on) for name, selection in selections.items()
+        },
     }
 
 
@@ -282,14 +311,27 @@ def _optimizer_record(selection: Selection, results_dir: Path, select_on: str) -
     best = selection.winner
     return {
         "space": selection.space,
-        "trials": [{"index": point.index, "values": point.values, "score": statistics.fmean(point.first_scores),
-                    "top_k": point.top_k, "runs": [_run_record(run, results_dir, select_on) for run in point.runs]}
-                   for point in selection.points],
-        "winner": {"index": best.index, "values": best.values, "mean": best.mean,
-                   "sd": statistics.stdev(best.scores) if len(best.scores) > 1 else None,
-                   "seeds": [int(run.cfg.seed) for run in best.runs], "scores": best.scores},
+        "trials": [
+            {
+                "index": point.index,
+                "values": point.values,
+                "score": statistics.fmean(point.first_scores),
+                "top_k": point.top_k,
+                "runs": [_run_record(run, results_dir, select_on) for run in point.runs],
+            }
+            for point in selection.points
+        ],
+        "winner": {
+            "index": best.index,
+            "values": best.values,
+            "mean": best.mean,
+            "sd": statistics.stdev(best.scores) if len(best.scores) > 1 else None,
+            "seeds": [int(run.cfg.seed) for run in best.runs],
+            "scores": best.scores,
+        },
         "edges": selection.edges,
-        "runs": len(runs), "epochs_trained": sum(run["epochs_done"] for run in runs),
+        "runs": len(runs),
+        "epochs_trained": sum(run["epochs_done"] for run in runs),
         "device_hours": sum(run["wall_time_s"] for run in runs) / 3600,
         "devices": sorted({run["device"] for run in runs if run["device"]}),
     }
@@ -297,10 +339,15 @@ def _optimizer_record(selection: Selection, results_dir: Path, select_on: str) -
 
 def _run_record(run, results_dir: Path, select_on: str) -> dict:
     summary = _finished_summary(run.run_dir)
-    return {"run_dir": os.path.relpath(run.run_dir, results_dir), "seed": int(run.cfg.seed),
-            "status": summary and summary.status, "score": score_of(summary, select_on),
-            "wall_time_s": float(summary and summary.wall_time_s or 0.0),
-            "epochs_done": summary.epochs_done if summary else 0, "device": summary and summary.device}
+    return {
+        "run_dir": os.path.relpath(run.run_dir, results_dir),
+        "seed": int(run.cfg.seed),
+        "status": summary and summary.status,
+        "score": score_of(summary, select_on),
+        "wall_time_s": float(summary and summary.wall_time_s or 0.0),
+        "epochs_done": summary.epochs_done if summary else 0,
+        "device": summary and summary.device,
+    }
 
 
 def write_record(selections: dict[str, Selection], study: Study, results_dir: Path) -> Path:
@@ -312,12 +359,18 @@ def tuned_values(conf_dir: Path, optimizer: str, output: str = "tuned") -> dict[
     the default spelled out, so the run directory differs from the default run's (and says what was used)."""
     path = Path(conf_dir) / "optimizer" / output / f"{optimizer}.yaml"
     if not path.is_file():
-        raise ConfigError(f"no tuned config for {optimizer} ({path}): run the tuning study, then "
-                          "`python src/study.py --select-tuned <tuning study>`")
+        raise ConfigError(
+            f"no tuned config for {optimizer} ({path}): run the tuning study, then "
+            "`python src/study.py --select-tuned <tuning study>`"
+        )
     tuned = OmegaConf.to_container(OmegaConf.load(path))
     default = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "optimizer" / f"{optimizer}.yaml"))
     values = {"optimizer": [f"{output}/{optimizer}"], "optimizer.lr": [format_value(float(tuned["lr"]))]}
     for key, value in tuned.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and (key in SEARCHED or value != default.get(key)):
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and (key in SEARCHED or value != default.get(key))
+        ):
             values[f"optimizer.{key}"] = [format_value(float(value))]
     return values

@@ -17,18 +17,20 @@ boundaries) is fixed in the record at the first look.
 import dataclasses
 from pathlib import Path
 
-from optbench.formats import decision_record
 from optbench.analysis.hypotheses import Context, evaluate
 from optbench.analysis.pipeline import analyse
 from optbench.analysis.sequential_rule import CONTINUE, Design, decide, look_seeds, looks_for, signed_z
 from optbench.analysis.tuning_report import read_tuning
 from optbench.errors import ConfigError, did_you_mean
-from optbench.studies.pilot import hypotheses_of
+from optbench.formats import decision_record
 from optbench.specs.study_spec import Study, planned_settings
+from optbench.studies.pilot import hypotheses_of
 
-RULE = ("group-sequential, Lan-DeMets O'Brien-Fleming-type alpha spending (Lan & DeMets 1983); supported when every "
-        "comparison crosses the efficacy bound, rejected when one crosses the alpha/m bound the other way, futility "
-        "when under the current trend neither has a conditional power of 10 % (Lan & Wittes 1988)")
+RULE = (
+    "group-sequential, Lan-DeMets O'Brien-Fleming-type alpha spending (Lan & DeMets 1983); supported when every "
+    "comparison crosses the efficacy bound, rejected when one crosses the alpha/m bound the other way, futility "
+    "when under the current trend neither has a conditional power of 10 % (Lan & Wittes 1988)"
+)
 
 
 def own_seeds(study: Study) -> list[int]:
@@ -52,7 +54,7 @@ def needed_optimizers(study: Study, hypotheses) -> list:
 def study_for_look(study: Study, count: int, open_hypotheses) -> Study:
     """The study's runs at a look of `count` seeds, for the optimizers the open hypotheses compare."""
     seeded = with_seeds(study, count)
-    if "optimizer" not in study.grid:   # one optimizer from the overrides or defaults: nothing to narrow
+    if "optimizer" not in study.grid:  # one optimizer from the overrides or defaults: nothing to narrow
         return seeded
     return dataclasses.replace(seeded, grid={**seeded.grid, "optimizer": needed_optimizers(study, open_hypotheses)})
 
@@ -81,8 +83,11 @@ def hypothesis_design(record: dict, hypothesis, comparisons: int) -> Design:
     stored = record["hypotheses"].get(hypothesis.id)
     if stored is None:
         design = Design(tuple(record["looks"]), hypothesis.test.alpha, comparisons)
-        record["hypotheses"][hypothesis.id] = {"comparisons": comparisons, "efficacy": list(design.efficacy),
-                                               "rejection": list(design.rejection)}
+        record["hypotheses"][hypothesis.id] = {
+            "comparisons": comparisons,
+            "efficacy": list(design.efficacy),
+            "rejection": list(design.rejection),
+        }
         return design
     return Design(tuple(record["looks"]), hypothesis.test.alpha, int(stored["comparisons"]))
 
@@ -92,18 +97,28 @@ def look_decisions(results_dir: Path, hypotheses, record: dict, look: int, study
     tuning = read_tuning(results_dir)
     analysis = analyse(results_dir, set_aside=tuning.run_dirs)
     seeds = tuple(look_seeds(own_seeds(study), record["looks"][look]))
-    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on(),
-                      planned_settings(study), seeds)
+    context = Context(
+        analysis.runs,
+        analysis.curves,
+        analysis.grouping.setting_keys,
+        tuning.seeds_tuned_on(),
+        planned_settings(study),
+        seeds,
+    )
     taken = {}
     for hypothesis in hypotheses:
         verdict = evaluate(hypothesis, context)
         design = hypothesis_design(record, hypothesis, len(verdict.checks))
         z = {f"{check.setting}: {check.comparison}": comparison_z(check) for check in verdict.checks}
         decision = decide(list(z.values()), look, design)
-        taken[hypothesis.id] = {"decision": decision.decision, "reason": decision.reason, "seeds": design.looks[look],
-                                "conditional_power": decision.conditional_power, "z": z,
-                                "n": {f"{check.setting}: {check.comparison}": seeds_tested(check)
-                                      for check in verdict.checks}}
+        taken[hypothesis.id] = {
+            "decision": decision.decision,
+            "reason": decision.reason,
+            "seeds": design.looks[look],
+            "conditional_power": decision.conditional_power,
+            "z": z,
+            "n": {f"{check.setting}: {check.comparison}": seeds_tested(check) for check in verdict.checks},
+        }
     return taken
 
 
@@ -129,10 +144,11 @@ def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -
         record = design_record(study, hypotheses, looks_for(len(own_seeds(study)), args.max_seeds))
     looks = tuple(record["looks"])
     print(f"study {study.id} until decided: looks at {', '.join(map(str, looks))} seeds; {RULE}")
-    if args.dry_run:   # the next look's runs; nothing trained, nothing decided
+    if args.dry_run:  # the next look's runs; nothing trained, nothing decided
         look = min(decision_record.looks_done(record), len(looks) - 1)
-        return run_study(study_for_look(study, looks[look], open_hypotheses(hypotheses, record) or hypotheses),
-                         args, tuned)
+        return run_study(
+            study_for_look(study, looks[look], open_hypotheses(hypotheses, record) or hypotheses), args, tuned
+        )
     for look in range(decision_record.looks_done(record), len(looks)):
         open_ones = open_hypotheses(hypotheses, record)
         if not open_ones:

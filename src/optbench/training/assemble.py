@@ -15,7 +15,6 @@ from dataclasses import dataclass, is_dataclass
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from optbench.registry import datasets
 from optbench.data.human_labels import HumanNoise, human_noise
 from optbench.data.noise import NoisyLabels, apply_label_noise
 from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, channel_tensor, num_train_batches
@@ -24,6 +23,7 @@ from optbench.device.fastest import fastest_device
 from optbench.device.measured import measured_policy
 from optbench.device.policy import DevicePolicy, apply_policy, decide_policy, facts_of, resolve_device
 from optbench.device.sharing import concurrent_runs
+from optbench.registry import datasets
 from optbench.training.console import log_policy
 from optbench.training.models import build_model
 from optbench.training.optim import build_optimizer, build_scheduler
@@ -38,21 +38,21 @@ class Run:
     """Everything one run trains with, already on its device."""
 
     cfg: DictConfig
-    run_id: str                    # the identity hash of record.json
+    run_id: str  # the identity hash of record.json
     device: torch.device
     policy: DevicePolicy
-    splits: DatasetSplits          # moved to the device
-    noisy: NoisyLabels             # training labels, moved to the device
+    splits: DatasetSplits  # moved to the device
+    noisy: NoisyLabels  # training labels, moved to the device
     noisy_val_labels: torch.Tensor | None  # validation labels under the noisy protocol; None: the clean ones
-    model: torch.nn.Module         # the module whose state is saved
-    step_model: torch.nn.Module    # what trains and evaluates: `model`, or its torch.compile wrapper
+    model: torch.nn.Module  # the module whose state is saved
+    step_model: torch.nn.Module  # what trains and evaluates: `model`, or its torch.compile wrapper
     optimizer: torch.optim.Optimizer
-    scaler: torch.amp.GradScaler   # loss scaling under fp16; a pass-through otherwise
+    scaler: torch.amp.GradScaler  # loss scaling under fp16; a pass-through otherwise
     scheduler: torch.optim.lr_scheduler.LRScheduler
     pipeline: DevicePipeline | DataLoaderPipeline  # the training batches of each epoch
     mean: torch.Tensor
     std: torch.Tensor
-    human: HumanNoise | None = None   # noise=human: the label set put on the images (summary.json records it)
+    human: HumanNoise | None = None  # noise=human: the label set put on the images (summary.json records it)
 
 
 def choose_device(cfg: DictConfig) -> torch.device:
@@ -61,14 +61,16 @@ def choose_device(cfg: DictConfig) -> torch.device:
         # images; the head's size barely changes the speed).
         channels, image_size, _ = datasets.image_shape(cfg.dataset)
         classes = datasets.num_classes(cfg.dataset) or 10
-        return fastest_device(timed_model(cfg.model.name, cfg.model.width, classes, cfg.batch_size, channels,
-                                          image_size))[0]
+        return fastest_device(
+            timed_model(cfg.model.name, cfg.model.width, classes, cfg.batch_size, channels, image_size)
+        )[0]
 
     return resolve_device(cfg.device, fastest=measure_fastest)
 
 
-def choose_policy(cfg: DictConfig, device: torch.device, splits: DatasetSplits,
-                  started_policy: dict | None = None) -> DevicePolicy:
+def choose_policy(
+    cfg: DictConfig, device: torch.device, splits: DatasetSplits, started_policy: dict | None = None
+) -> DevicePolicy:
     """The device's policy by its rules, or with its uncertain settings timed (device_policy.mode=measured);
     applied and logged. `started_policy`: the policy a resumed run recorded, whose measurements it keeps."""
     overrides = OmegaConf.to_container(cfg.device_policy)
@@ -80,15 +82,17 @@ def choose_policy(cfg: DictConfig, device: torch.device, splits: DatasetSplits,
         earlier = (started_policy or {}).get("measured") if (started_policy or {}).get("mode") == "measured" else None
         policy = measured_policy(device, facts, overrides, model, cfg.epochs * len(splits.train), earlier)
     else:
-        policy = keep_started_precision(decide_policy(facts, overrides, cfg.model.width), facts, overrides,
-                                        cfg.model.width, started_policy)
+        policy = keep_started_precision(
+            decide_policy(facts, overrides, cfg.model.width), facts, overrides, cfg.model.width, started_policy
+        )
     apply_policy(policy)
     log_policy(device, cfg.device, policy)
     return policy
 
 
-def keep_started_precision(policy: DevicePolicy, facts, overrides: dict, width: int,
-                           started_policy: dict | None) -> DevicePolicy:
+def keep_started_precision(
+    policy: DevicePolicy, facts, overrides: dict, width: int, started_policy: dict | None
+) -> DevicePolicy:
     """A resumed run keeps the AMP it started with on the same kind of device, unless the user sets one:
     a default that changed between releases (the CPU's bf16 rule) must not switch precision half-way."""
     started_amp = (started_policy or {}).get("amp")
@@ -96,8 +100,9 @@ def keep_started_precision(policy: DevicePolicy, facts, overrides: dict, width: 
     if overrides.get("amp") is not None or not same_kind or started_amp in (None, policy.amp):
         return policy
     kept = decide_policy(facts, {**overrides, "amp": started_amp}, width)
-    kept.reasons["amp"] = (f"kept from the run's start (the rules now say {policy.amp}): a resumed run does not "
-                           "change precision half-way")
+    kept.reasons["amp"] = (
+        f"kept from the run's start (the rules now say {policy.amp}): a resumed run does not change precision half-way"
+    )
     return kept
 
 
@@ -108,33 +113,75 @@ def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = Non
     policy = choose_policy(cfg, device, splits, started_policy)  # before seeding: timing draws random weights
     noisy, noisy_val_labels, human = draw_label_noise(cfg, splits)
     seed_everything(cfg.seed)  # before building the model: its initial weights come from the seed
-    model = build_model(cfg.model.name, splits.num_classes, cfg.model.width).to(device, memory_format=policy.memory_format)
+    model = build_model(cfg.model.name, splits.num_classes, cfg.model.width).to(
+        device, memory_format=policy.memory_format
+    )
     steps_per_epoch = num_train_batches(len(splits.train), cfg.batch_size)
-    optimizer = build_optimizer(model, total_steps=steps_per_epoch * cfg.epochs,
-                                **OmegaConf.to_container(cfg.optimizer, resolve=True))
+    optimizer = build_optimizer(
+        model, total_steps=steps_per_epoch * cfg.epochs, **OmegaConf.to_container(cfg.optimizer, resolve=True)
+    )
     scheduler = build_scheduler(optimizer, steps_per_epoch, cfg.epochs, **OmegaConf.to_container(cfg.scheduler))
     step_model = torch.compile(model) if policy.compile else model
     splits_on_device, noisy_on_device = to_device(splits, device), to_device(noisy, device)
     noisy_val_labels = None if noisy_val_labels is None else noisy_val_labels.to(device)
     mean, std = channel_tensor(splits.mean, device), channel_tensor(splits.std, device)
     if cfg.data.pipeline == "device":
-        pipeline = DevicePipeline(splits_on_device.train.images, noisy_on_device.labels, cfg.batch_size, cfg.seed, mean, std)
+        pipeline = DevicePipeline(
+            splits_on_device.train.images, noisy_on_device.labels, cfg.batch_size, cfg.seed, mean, std
+        )
     else:  # the classic DataLoader reads the CPU copy with the policy's workers and pinning
-        pipeline = DataLoaderPipeline(splits.train.images, noisy.labels, cfg.batch_size, cfg.seed, splits.mean,
-                                      splits.std, device, policy.num_workers, policy.pin_memory, policy.persistent_workers)
-    return Run(cfg, run_id, device, policy, splits_on_device, noisy_on_device, noisy_val_labels, model, step_model,
-               optimizer, policy.grad_scaler_for_run(), scheduler, pipeline, mean, std, human)
+        pipeline = DataLoaderPipeline(
+            splits.train.images,
+            noisy.labels,
+            cfg.batch_size,
+            cfg.seed,
+            splits.mean,
+            splits.std,
+            device,
+            policy.num_workers,
+            policy.pin_memory,
+            policy.persistent_workers,
+        )
+    return Run(
+        cfg,
+        run_id,
+        device,
+        policy,
+        splits_on_device,
+        noisy_on_device,
+        noisy_val_labels,
+        model,
+        step_model,
+        optimizer,
+        policy.grad_scaler_for_run(),
+        scheduler,
+        pipeline,
+        mean,
+        std,
+        human,
+    )
 
 
-def draw_label_noise(cfg: DictConfig, splits: DatasetSplits) -> tuple[NoisyLabels, torch.Tensor | None, HumanNoise | None]:
+def draw_label_noise(
+    cfg: DictConfig, splits: DatasetSplits
+) -> tuple[NoisyLabels, torch.Tensor | None, HumanNoise | None]:
     """(training labels, validation labels under the noisy protocol or None, the human label set or None)."""
     if cfg.noise.name == "human":
-        human = human_noise(splits, cfg.noise.label_set, cfg.paths.data_dir, OmegaConf.select(cfg, "dataset.root"),
-                            cfg.noise.get("label_file"), bool(cfg.dataset.get("download", True)))
-        validation = None if cfg.noise.get("validation", "noisy") == "clean" or not len(splits.val) else human.val_labels
+        human = human_noise(
+            splits,
+            cfg.noise.label_set,
+            cfg.paths.data_dir,
+            OmegaConf.select(cfg, "dataset.root"),
+            cfg.noise.get("label_file"),
+            bool(cfg.dataset.get("download", True)),
+        )
+        validation = (
+            None if cfg.noise.get("validation", "noisy") == "clean" or not len(splits.val) else human.val_labels
+        )
         return human.train, validation, human
-    noisy = apply_label_noise(splits.train.labels, cfg.noise.name, cfg.noise.rate, splits.classes,
-                              cfg.noise.seed, splits.name)
+    noisy = apply_label_noise(
+        splits.train.labels, cfg.noise.name, cfg.noise.rate, splits.classes, cfg.noise.seed, splits.name
+    )
     return noisy, noisy_validation_labels(cfg, splits), None
 
 
@@ -142,12 +189,17 @@ def noisy_validation_labels(cfg: DictConfig, splits: DatasetSplits) -> torch.Ten
     """Under label noise with noise.validation=noisy (default), the validation split's labels get the same
     noise process as training, drawn independently: what a practitioner selects on. None otherwise (the
     clean labels are used)."""
-    if cfg.noise.name == "none" or not cfg.noise.rate or cfg.noise.get("validation", "noisy") == "clean" \
-            or not len(splits.val):
+    if (
+        cfg.noise.name == "none"
+        or not cfg.noise.rate
+        or cfg.noise.get("validation", "noisy") == "clean"
+        or not len(splits.val)
+    ):
         return None
     # Another dataset tag gives an independent draw from the same seed, kind, rate and mapping.
-    return apply_label_noise(splits.val.labels, cfg.noise.name, cfg.noise.rate, splits.classes, cfg.noise.seed,
-                             f"{splits.name}/validation").labels
+    return apply_label_noise(
+        splits.val.labels, cfg.noise.name, cfg.noise.rate, splits.classes, cfg.noise.seed, f"{splits.name}/validation"
+    ).labels
 
 
 def to_device(value, device: torch.device):

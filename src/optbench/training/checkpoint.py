@@ -19,21 +19,35 @@ from optbench.fileio import write_atomically
 from optbench.training.rng import capture_rng_states, restore_rng_states
 from optbench.training.steps import EpochProgress
 
-FORMAT_VERSION = 2   # 2: identity moved to record.json; the checkpoint names its run_id
+FORMAT_VERSION = 2  # 2: identity moved to record.json; the checkpoint names its run_id
 
 
 def checkpoint_state(run, state) -> dict:
     """`run`: the assembled Run; `state`: the loop's LoopState at a step boundary."""
     progress, partial = state.progress, None
     if progress is not None and progress.batches_done:
-        partial = {"batches_done": progress.batches_done, "images": progress.images, "loss_sum": progress.loss_sum,
-                   "correct": progress.correct, "first_nonfinite_batch": progress.first_nonfinite_batch,
-                   "train_time_s": state.partial_seconds}
-    return {"format": FORMAT_VERSION, "run_id": run.run_id, "epochs_done": len(state.records),
-            "partial_epoch": partial, "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
-            "scheduler": run.scheduler.state_dict(), "scaler": run.scaler.state_dict(), "rng": capture_rng_states(),
-            "metrics": list(state.records), "summary": dict(state.summary),
-            "selected_predictions": _selected_predictions(state)}
+        partial = {
+            "batches_done": progress.batches_done,
+            "images": progress.images,
+            "loss_sum": progress.loss_sum,
+            "correct": progress.correct,
+            "first_nonfinite_batch": progress.first_nonfinite_batch,
+            "train_time_s": state.partial_seconds,
+        }
+    return {
+        "format": FORMAT_VERSION,
+        "run_id": run.run_id,
+        "epochs_done": len(state.records),
+        "partial_epoch": partial,
+        "model": run.model.state_dict(),
+        "optimizer": run.optimizer.state_dict(),
+        "scheduler": run.scheduler.state_dict(),
+        "scaler": run.scaler.state_dict(),
+        "rng": capture_rng_states(),
+        "metrics": list(state.records),
+        "summary": dict(state.summary),
+        "selected_predictions": _selected_predictions(state),
+    }
 
 
 def _selected_predictions(state) -> dict | None:
@@ -54,17 +68,23 @@ def load(path: Path, device: torch.device) -> dict | None:
     try:
         return torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # truncated file, not a zip archive, unpickling refused, ...
-        raise ConfigError(f"{path} cannot be read ({type(error).__name__}): delete it to restart this run "
-                          "from epoch 1, or train.rerun=true to start over") from error
+        raise ConfigError(
+            f"{path} cannot be read ({type(error).__name__}): delete it to restart this run "
+            "from epoch 1, or train.rerun=true to start over"
+        ) from error
 
 
 def check_resumable(checkpoint: dict, run_id: str, path: Path) -> None:
     if checkpoint.get("format") != FORMAT_VERSION:
-        raise ConfigError(f"{path} has checkpoint format {checkpoint.get('format')}, this code reads "
-                          f"{FORMAT_VERSION}: train.rerun=true starts the run over")
+        raise ConfigError(
+            f"{path} has checkpoint format {checkpoint.get('format')}, this code reads "
+            f"{FORMAT_VERSION}: train.rerun=true starts the run over"
+        )
     if checkpoint.get("run_id") != run_id:
-        raise ConfigError(f"{path} belongs to run {checkpoint.get('run_id')}, not to this directory's run {run_id}: "
-                          "delete it to restart this run from epoch 1, or train.rerun=true to start over")
+        raise ConfigError(
+            f"{path} belongs to run {checkpoint.get('run_id')}, not to this directory's run {run_id}: "
+            "delete it to restart this run from epoch 1, or train.rerun=true to start over"
+        )
 
 
 def restore(checkpoint: dict, model, optimizer, scheduler, scaler) -> EpochProgress | None:
@@ -77,5 +97,10 @@ def restore(checkpoint: dict, model, optimizer, scheduler, scaler) -> EpochProgr
     partial = checkpoint["partial_epoch"]
     if partial is None:
         return None
-    return EpochProgress(partial["batches_done"], partial["images"], partial["loss_sum"], partial["correct"],
-                         partial["first_nonfinite_batch"])
+    return EpochProgress(
+        partial["batches_done"],
+        partial["images"],
+        partial["loss_sum"],
+        partial["correct"],
+        partial["first_nonfinite_batch"],
+    )

@@ -14,7 +14,7 @@ from optbench.rundir import LOG_FILE
 from optbench.training.progress import headline
 
 log = logging.getLogger("optbench")
-details = logging.getLogger("optbench.details")   # train.log only: the console gets the one-line version
+details = logging.getLogger("optbench.details")  # train.log only: the console gets the one-line version
 details.propagate = False
 LOG_FORMAT = "[%(asctime)s] %(message)s"
 
@@ -28,7 +28,7 @@ def log_to_file(run_dir: Path):
     details.addHandler(handler)
     previous_level = root.level
     if root.level > logging.INFO or root.level == logging.NOTSET:
-        root.setLevel(logging.INFO)   # outside Hydra (tests, the notebook) the root logger may be at WARNING
+        root.setLevel(logging.INFO)  # outside Hydra (tests, the notebook) the root logger may be at WARNING
     try:
         yield
     finally:
@@ -40,9 +40,11 @@ def log_to_file(run_dir: Path):
 
 def log_policy(device, requested: str, policy) -> None:
     """One line for the console: the device, AMP, memory format, compile, how they were chosen, caffeinate."""
-    line = (f"device {device} (device={requested}): amp {policy.amp}, "
-            f"{'channels_last' if policy.channels_last else 'NCHW'}, compile {'on' if policy.compile else 'off'}, "
-            f"{policy.threads} thread{'s' if policy.threads != 1 else ''}")
+    line = (
+        f"device {device} (device={requested}): amp {policy.amp}, "
+        f"{'channels_last' if policy.channels_last else 'NCHW'}, compile {'on' if policy.compile else 'off'}, "
+        f"{policy.threads} thread{'s' if policy.threads != 1 else ''}"
+    )
     if "runs at once" in policy.reasons.get("threads", ""):
         line += f" ({policy.reasons['threads']})"
     if policy.mode == "measured":
@@ -57,7 +59,9 @@ def log_policy_details(policy) -> None:
     for line in policy.log_lines():
         details.info("  policy %s", line)
     if policy.mode == "measured":
-        details.info("  policy measured (img/s per candidate): %s", policy.measured_figures() or "nothing uncertain to time")
+        details.info(
+            "  policy measured (img/s per candidate): %s", policy.measured_figures() or "nothing uncertain to time"
+        )
 
 
 def log_optimizer_defaults(optimizer_name: str, defaults: dict) -> None:
@@ -67,14 +71,19 @@ def log_optimizer_defaults(optimizer_name: str, defaults: dict) -> None:
 
 
 def epoch_line(record: dict, epochs: int) -> str:
-    parts = [f"epoch {record['epoch']}/{epochs}", f"train loss {record['train/loss']:.4f} acc {record['train/acc']:.4f}"]
+    parts = [
+        f"epoch {record['epoch']}/{epochs}",
+        f"train loss {record['train/loss']:.4f} acc {record['train/acc']:.4f}",
+    ]
     for split_name in ("val", "test"):
         if f"{split_name}/acc" in record:
             parts.append(f"{split_name} loss {record[f'{split_name}/loss']:.4f} acc {record[f'{split_name}/acc']:.4f}")
     if "val/acc_clean" in record:
         parts.append(f"clean val acc {record['val/acc_clean']:.4f}")
     if "noisy/fit_noisy_label" in record:
-        parts.append(f"noisy fit noisy {record['noisy/fit_noisy_label']:.3f} clean {record['noisy/fit_clean_label']:.3f}")
+        parts.append(
+            f"noisy fit noisy {record['noisy/fit_noisy_label']:.3f} clean {record['noisy/fit_clean_label']:.3f}"
+        )
     parts.append(f"lr {record['lr']:.3g}")
     parts.append(f"{record['time_s']:.1f}s")
     return " | ".join(parts)

@@ -25,11 +25,10 @@ import time
 import torch
 from torch.fx.experimental.optimization import fuse
 
-from optbench.device.policy import eval_batch_size, out_of_memory_as_error, synchronise
 from optbench.data.pipelines import eval_batches
+from optbench.device.policy import eval_batch_size, out_of_memory_as_error, synchronise
 from optbench.training.optim import has_modes
 from optbench.training.steps import EpochProgress, evaluate, noisy_fit, recompute_batch_norm
-
 
 # Training batches whose statistics BatchNorm gets at the evaluated weights of an optimizer with an eval
 # mode: the schedulefree README's recipe (50 batches before each evaluation), un-augmented here.
@@ -37,18 +36,24 @@ BATCH_NORM_BATCHES = 50
 log = logging.getLogger(__name__)
 
 
-def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float,
-                 best_so_far: dict | None = None) -> tuple[dict, int, torch.Tensor | None]:
+def epoch_record(
+    run, epoch: int, progress: EpochProgress, train_seconds: float, best_so_far: dict | None = None
+) -> tuple[dict, int, torch.Tensor | None]:
     """`best_so_far`: selection key (val/acc, and val/acc_clean under noise) -> its best value over the
     epochs before; test_every=improved tests only an epoch that beats one of them, and the last."""
     evaluation_start = time.perf_counter()
     if has_modes(run.optimizer):
         _batch_norm_at_evaluated_weights(run)
     trained = progress.result()
-    record = {"epoch": epoch, "lr": run.optimizer.param_groups[0]["lr"],
-              "train/loss": trained["loss"], "train/acc": trained["acc"],
-              "train/images": trained["images"], "train/time_s": train_seconds,
-              "train/images_per_s": trained["images"] / train_seconds}
+    record = {
+        "epoch": epoch,
+        "lr": run.optimizer.param_groups[0]["lr"],
+        "train/loss": trained["loss"],
+        "train/acc": trained["acc"],
+        "train/images": trained["images"],
+        "train/time_s": train_seconds,
+        "train/images_per_s": trained["images"] / train_seconds,
+    }
     model = evaluation_model(run)
     val_metrics, _ = _split_metrics(run, model, "val", run.splits.val, run.noisy_val_labels)
     record.update(val_metrics)
@@ -63,9 +68,14 @@ def epoch_record(run, epoch: int, progress: EpochProgress, train_seconds: float,
         evaluated += int(run.noisy.num_noisy)
     synchronise(run.device)
     evaluation_seconds = time.perf_counter() - evaluation_start
-    record.update({"eval/time_s": evaluation_seconds, "eval/images": evaluated,
-                   "eval/images_per_s": evaluated / evaluation_seconds if evaluation_seconds > 0 else float("nan"),
-                   "time_s": train_seconds + evaluation_seconds})
+    record.update(
+        {
+            "eval/time_s": evaluation_seconds,
+            "eval/images": evaluated,
+            "eval/images_per_s": evaluated / evaluation_seconds if evaluation_seconds > 0 else float("nan"),
+            "time_s": train_seconds + evaluation_seconds,
+        }
+    )
     return record, trained["first_nonfinite_batch"], test_predicted
 
 
@@ -74,8 +84,11 @@ def wants_test(cfg, epoch: int, val_metrics: dict, best_so_far: dict) -> bool:
     oracle under noise) beats every earlier epoch, and the last. Without a validation split: every epoch."""
     if cfg.train.get("test_every", "epoch") == "epoch" or epoch == cfg.epochs or "val/acc" not in val_metrics:
         return True
-    return any(val_metrics[key] > best_so_far.get(key, float("-inf")) for key in ("val/acc", "val/acc_clean")
-               if key in val_metrics)
+    return any(
+        val_metrics[key] > best_so_far.get(key, float("-inf"))
+        for key in ("val/acc", "val/acc_clean")
+        if key in val_metrics
+    )
 
 
 def evaluation_model(run) -> torch.nn.Module:
@@ -84,7 +97,7 @@ def evaluation_model(run) -> torch.nn.Module:
     run.model.eval()
     try:
         folded = fuse(run.model, inplace=False)
-    except Exception as error:  # noqa: BLE001  tracing is an optimisation: evaluate unfolded rather than fail
+    except Exception as error:
         log.warning("evaluating without folding BatchNorm (torch.fx could not trace the model: %s)", error)
         return run.step_model
     return folded.to(memory_format=run.policy.memory_format)
@@ -124,8 +137,11 @@ def evaluation_batch(run) -> int:
 
 def evaluation_memory_guard(run):
     size = evaluation_batch(run)
-    return out_of_memory_as_error(run.device, f"evaluating batches of train.eval_batch_size={size}",
-                                  f"try train.eval_batch_size={max(1, size // 4)}")
+    return out_of_memory_as_error(
+        run.device,
+        f"evaluating batches of train.eval_batch_size={size}",
+        f"try train.eval_batch_size={max(1, size // 4)}",
+    )
 
 
 def _noisy_fit_metrics(run, model) -> dict:

@@ -19,19 +19,17 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from optbench.formats import predictions
-from optbench.formats import run_summary
 from optbench.device.policy import out_of_memory_as_error, synchronise
 from optbench.errors import RunInterrupted
+from optbench.formats import metrics_log, predictions, run_summary
 from optbench.rundir import RunDir
 from optbench.training import checkpoint, console
-from optbench.training.trackers import open_trackers
 from optbench.training.evaluate import epoch_record
 from optbench.training.optim import set_mode
+from optbench.training.progress import best_so_far, divergence, update_summary
 from optbench.training.signals import stop_requests
 from optbench.training.steps import EpochProgress, train_epoch
-from optbench.training.progress import best_so_far, divergence, update_summary
-from optbench.formats import metrics_log
+from optbench.training.trackers import open_trackers
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +49,11 @@ class LoopState:
     """Where a run stands between steps: what the loop carries and what a checkpoint saves."""
 
     summary: dict
-    records: list[dict] = field(default_factory=list)   # one metric record per finished epoch
-    progress: EpochProgress | None = None               # the epoch stopped half-way, if any
-    partial_seconds: float = 0.0                        # training time already spent on that epoch
+    records: list[dict] = field(default_factory=list)  # one metric record per finished epoch
+    progress: EpochProgress | None = None  # the epoch stopped half-way, if any
+    partial_seconds: float = 0.0  # training time already spent on that epoch
     clock: Clock = None
-    selected_predictions: tuple | None = None           # (epoch, predicted test classes) of summary["best"]
+    selected_predictions: tuple | None = None  # (epoch, predicted test classes) of summary["best"]
 
     def __post_init__(self):
         self.clock = self.clock or Clock(self.summary.get("wall_time_s", 0.0))
@@ -65,9 +63,14 @@ class LoopState:
         summary = saved["summary"]
         summary["resumes"] = summary.get("resumes", 0) + 1
         partial_seconds = saved["partial_epoch"]["train_time_s"] if progress else 0.0
-        kept = saved.get("selected_predictions")   # absent from checkpoints written before predictions.npz
-        return cls(summary, list(saved["metrics"]), progress, partial_seconds,
-                   selected_predictions=(kept["epoch"], kept["predicted"]) if kept else None)
+        kept = saved.get("selected_predictions")  # absent from checkpoints written before predictions.npz
+        return cls(
+            summary,
+            list(saved["metrics"]),
+            progress,
+            partial_seconds,
+            selected_predictions=(kept["epoch"], kept["predicted"]) if kept else None,
+        )
 
 
 def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
@@ -77,7 +80,7 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
     if run_mirror:
         run_mirror.attach(summary)
     run_summary.write(run_dir.path, summary)
-    trackers = open_trackers(cfg, run_dir, run.run_id, state.records)   # conf/logger/: each fails alone
+    trackers = open_trackers(cfg, run_dir, run.run_id, state.records)  # conf/logger/: each fails alone
     try:
         with stop_requests() as stop:
             for epoch in range(len(state.records) + 1, cfg.epochs + 1):
@@ -107,21 +110,22 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, tracker
     cfg, summary = run.cfg, state.summary
     progress, seconds = _train_part(run, epoch, state.progress, stop)
     state.progress, state.partial_seconds = progress, state.partial_seconds + seconds
-    if progress.batches_done < len(run.pipeline):   # stopped mid-epoch
+    if progress.batches_done < len(run.pipeline):  # stopped mid-epoch
         _save(run, run_dir, state)
         raise RunInterrupted(stop.signal)
     # Evaluate, and checkpoint below, the weights the optimizer reports (Schedule-Free: its averaged iterate);
     # the next epoch's train_epoch switches back. A mid-epoch checkpoint above keeps the training mode.
     set_mode(run.optimizer, training=False)
-    record, first_nonfinite_batch, test_predicted = epoch_record(run, epoch, progress, state.partial_seconds,
-                                                                 best_so_far(summary))
+    record, first_nonfinite_batch, test_predicted = epoch_record(
+        run, epoch, progress, state.partial_seconds, best_so_far(summary)
+    )
     state.progress, state.partial_seconds = None, 0.0
     state.records.append(record)
     metrics_log.append(run_dir.path, record)
     console.log_epoch(record, cfg.epochs)
     trackers.log_epoch(record)
     update_summary(summary, record, state.clock.total())
-    if test_predicted is not None and summary["best"]["epoch"] == epoch:   # this epoch is now the selected one
+    if test_predicted is not None and summary["best"]["epoch"] == epoch:  # this epoch is now the selected one
         state.selected_predictions = (epoch, test_predicted)
     diverged_at = divergence(record, first_nonfinite_batch, cfg.train.divergence_factor, run.splits.num_classes)
     if diverged_at:
@@ -150,8 +154,13 @@ def _save(run, run_dir: RunDir, state: LoopState) -> None:
 def _write_predictions(run, run_dir: RunDir, state: LoopState) -> None:
     if state.selected_predictions is not None:
         epoch, predicted = state.selected_predictions
-        predictions.write(run_dir.predictions_path, predicted.cpu().numpy(), run.splits.test.labels.cpu().numpy(),
-                          epoch, run.splits.num_classes)
+        predictions.write(
+            run_dir.predictions_path,
+            predicted.cpu().numpy(),
+            run.splits.test.labels.cpu().numpy(),
+            epoch,
+            run.splits.num_classes,
+        )
 
 
 def _train_part(run, epoch: int, progress: EpochProgress | None, stop) -> tuple[EpochProgress, float]:
@@ -161,20 +170,40 @@ def _train_part(run, epoch: int, progress: EpochProgress | None, stop) -> tuple[
     total = len(run.pipeline)
     done = progress.batches_done if progress else 0
     # Skipping the batches already trained on replays their random draws, so the rest match exactly.
-    batches = tqdm(itertools.islice(run.pipeline.epoch(epoch), done, None), total=total, initial=done, leave=False,
-                   desc=f"epoch {epoch}", disable=None if cfg.train.progress_bar else True)
+    batches = tqdm(
+        itertools.islice(run.pipeline.epoch(epoch), done, None),
+        total=total,
+        initial=done,
+        leave=False,
+        desc=f"epoch {epoch}",
+        disable=None if cfg.train.progress_bar else True,
+    )
     micro_batch = cfg.batch_size // cfg.train.grad_accum
-    with out_of_memory_as_error(run.device, f"training batch_size={cfg.batch_size} in micro-batches of {micro_batch}",
-                                _training_memory_fix(cfg)):
-        progress = train_epoch(run.step_model, batches, run.optimizer, run.scheduler, run.policy, run.scaler,
-                               cfg.train.grad_accum, progress, should_stop=lambda: stop.signal is not None)
-    synchronise(run.device)   # on CUDA the last steps may still be running: the clock stops when they have
+    with out_of_memory_as_error(
+        run.device, f"training batch_size={cfg.batch_size} in micro-batches of {micro_batch}", _training_memory_fix(cfg)
+    ):
+        progress = train_epoch(
+            run.step_model,
+            batches,
+            run.optimizer,
+            run.scheduler,
+            run.policy,
+            run.scaler,
+            cfg.train.grad_accum,
+            progress,
+            should_stop=lambda: stop.signal is not None,
+        )
+    synchronise(run.device)  # on CUDA the last steps may still be running: the clock stops when they have
     return progress, time.perf_counter() - started
 
 
 def _training_memory_fix(cfg) -> str:
     if cfg.batch_size // cfg.train.grad_accum == 1:  # validation makes grad_accum divide the batch
         return "even one image does not fit: use a smaller model.width or another device"
-    next_accum = next(accum for accum in range(cfg.train.grad_accum + 1, cfg.batch_size + 1) if cfg.batch_size % accum == 0)
-    return (f"try train.grad_accum={next_accum} (same effective batch of {cfg.batch_size}, smaller micro-batches), "
-            f"or a smaller batch_size or model.width")
+    next_accum = next(
+        accum for accum in range(cfg.train.grad_accum + 1, cfg.batch_size + 1) if cfg.batch_size % accum == 0
+    )
+    return (
+        f"try train.grad_accum={next_accum} (same effective batch of {cfg.batch_size}, smaller micro-batches), "
+        f"or a smaller batch_size or model.width"
+    )

@@ -17,16 +17,18 @@ import threading
 import time
 from pathlib import Path
 
-from optbench import rundir
-from optbench import fileio
-from optbench import identity
-from optbench.formats import run_summary
+from optbench import fileio, identity, rundir
 from optbench.errors import ConfigError
+from optbench.formats import run_record, run_summary
 from optbench.rundir import RunDir
-from optbench.formats import run_record
 
 log = logging.getLogger(__name__)
-SMALL_FILES = (rundir.RECORD_FILE, rundir.METRICS_FILE, rundir.LOG_FILE, rundir.PREDICTIONS_FILE)   # summary.json last, alone
+SMALL_FILES = (
+    rundir.RECORD_FILE,
+    rundir.METRICS_FILE,
+    rundir.LOG_FILE,
+    rundir.PREDICTIONS_FILE,
+)  # summary.json last, alone
 
 
 def mirror_path(mirror_dir: str | Path, run_path: Path, results_dir: str | Path) -> Path:
@@ -59,8 +61,13 @@ class Mirror:
 
     def __init__(self, local: RunDir, root: Path, target: Path, every_s: float):
         self.local, self.root, self.target, self.every_s = local, Path(root), Path(target), every_s
-        self.status = {"dir": str(self.target), "last_epoch_mirrored": None, "checkpoint_epoch": None,
-                       "errors": 0, "last_error": None}
+        self.status = {
+            "dir": str(self.target),
+            "last_epoch_mirrored": None,
+            "checkpoint_epoch": None,
+            "errors": 0,
+            "last_error": None,
+        }
         self.copied_checkpoint, self.last_checkpoint_copy = None, -float("inf")
         self.thread, self.thread_result = None, None
         self.kinds_logged = set()
@@ -88,7 +95,7 @@ class Mirror:
     # ------------------------------------------------------------ copies
 
     def _prepare_target(self) -> None:
-        if not self.root.is_dir():   # never create a missing mount point on the local disk
+        if not self.root.is_dir():  # never create a missing mount point on the local disk
             raise FileNotFoundError(f"mirror folder {self.root} is missing (a dropped mount?)")
         self.target.mkdir(parents=True, exist_ok=True)
 
@@ -141,7 +148,7 @@ class Mirror:
         if outcome == "copied":
             self.copied_checkpoint, self.status["checkpoint_epoch"] = detail, epochs_done
         else:
-            self.last_checkpoint_copy = -float("inf")   # retry at the next chance
+            self.last_checkpoint_copy = -float("inf")  # retry at the next chance
             self._record_error(detail, "the checkpoint")
 
     def _record_error(self, error: OSError, what: str) -> None:
@@ -150,8 +157,13 @@ class Mirror:
         kind = (type(error).__name__, getattr(error, "errno", None))
         if kind not in self.kinds_logged:
             self.kinds_logged.add(kind)
-            log.warning("mirror: could not copy %s to %s (%s: %s); training goes on locally, retrying at the "
-                        "next chance", what, self.target, type(error).__name__, error)
+            log.warning(
+                "mirror: could not copy %s to %s (%s: %s); training goes on locally, retrying at the next chance",
+                what,
+                self.target,
+                type(error).__name__,
+                error,
+            )
 
 
 def from_config(cfg, local: RunDir) -> Mirror | None:
@@ -164,6 +176,7 @@ def from_config(cfg, local: RunDir) -> Mirror | None:
 
 
 # ---------------------------------------------------------------- restore
+
 
 def _epochs_done(directory: RunDir, resumable_only: bool = False) -> int:
     """Epochs done by the run in `directory`; with `resumable_only`, 0 unless a checkpoint or a final
@@ -187,8 +200,10 @@ def open_root(mirror: Mirror) -> None:
     try:
         mirror.root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise ConfigError(f"paths.mirror_dir={mirror.root} cannot be reached ({type(error).__name__}: {error}): "
-                          "mount it again, or drop paths.mirror_dir to train without a mirror") from None
+        raise ConfigError(
+            f"paths.mirror_dir={mirror.root} cannot be reached ({type(error).__name__}: {error}): "
+            "mount it again, or drop paths.mirror_dir to train without a mirror"
+        ) from None
 
 
 def restore(mirror: Mirror, wanted: dict) -> bool:
@@ -202,8 +217,10 @@ def restore(mirror: Mirror, wanted: dict) -> bool:
         return False
     changed = identity.identity_differences(record.identity, wanted)
     if changed:
-        raise ConfigError(f"mirror {mirror.target} holds another experiment ({'; '.join(changed[:3])}): choose "
-                          "another paths.mirror_dir, or train.rerun=true to replace it")
+        raise ConfigError(
+            f"mirror {mirror.target} holds another experiment ({'; '.join(changed[:3])}): choose "
+            "another paths.mirror_dir, or train.rerun=true to replace it"
+        )
     local_record = run_record.read(mirror.local.path)
     if local_record is not None and identity.identity_differences(local_record.identity, wanted):
         return False
@@ -211,11 +228,15 @@ def restore(mirror: Mirror, wanted: dict) -> bool:
         return False
     mirror.local.path.mkdir(parents=True, exist_ok=True)
     copy_small_files(mirrored.path, mirror.local.path)
-    for name in (rundir.CHECKPOINT_FILE, rundir.SUMMARY_FILE):   # the summary last: a torn restore resumes
+    for name in (rundir.CHECKPOINT_FILE, rundir.SUMMARY_FILE):  # the summary last: a torn restore resumes
         if (mirrored.path / name).exists():
             copy_atomically(mirrored.path / name, mirror.local.path / name)
         else:
             (mirror.local.path / name).unlink(missing_ok=True)
-    log.info("restored %s from the mirror %s (%d epoch(s) done there)", mirror.local.path, mirror.target,
-             _epochs_done(mirrored))
+    log.info(
+        "restored %s from the mirror %s (%d epoch(s) done there)",
+        mirror.local.path,
+        mirror.target,
+        _epochs_done(mirrored),
+    )
     return True

@@ -12,7 +12,6 @@ import torch
 from torch import nn
 
 
-
 class BasicBlock(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, stride: int):
         super().__init__()
@@ -22,8 +21,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(out_channels)
         self.shortcut = nn.Sequential()
         if stride != 1 or in_channels != out_channels:  # projection shortcut (option B)
-            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride, bias=False),
-                                          nn.BatchNorm2d(out_channels))
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride, bias=False), nn.BatchNorm2d(out_channels)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.relu(self.bn1(self.conv1(x)))
@@ -37,7 +37,7 @@ class CifarResNet(nn.Module):
         self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
         stages, in_channels = [], width
         for stage_index, num_blocks in enumerate(blocks_per_stage):
-            out_channels = width * 2 ** stage_index
+            out_channels = width * 2**stage_index
             for block_index in range(num_blocks):
                 stride = 2 if stage_index > 0 and block_index == 0 else 1
                 stages.append(BasicBlock(in_channels, out_channels, stride))
@@ -50,7 +50,7 @@ class CifarResNet(nn.Module):
         return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(features, 1), 1))
 
 
-BLOCKS_PER_STAGE = {"resnet18": (2, 2, 2, 2)}   # keyed by optbench.registry.choices.ARCHITECTURES
+BLOCKS_PER_STAGE = {"resnet18": (2, 2, 2, 2)}  # keyed by optbench.registry.choices.ARCHITECTURES
 
 
 def build_model(name: str, num_classes: int, width: int = 64) -> CifarResNet:

@@ -21,6 +21,7 @@ from torch import nn
 from optbench.errors import ConfigError
 from optbench.registry.optimizers import spec_of
 
+
 def build_param_groups(model: nn.Module, scheme: str = "standard", decay_norms_and_biases: bool = False) -> list[dict]:
     no_decay = {} if decay_norms_and_biases else {"weight_decay": 0.0}
     hidden, edge, vectors = [], [], []
@@ -32,16 +33,24 @@ def build_param_groups(model: nn.Module, scheme: str = "standard", decay_norms_a
         else:
             hidden.append(parameter)
     if scheme == "muon":
-        groups = [dict(params=hidden, use_muon=True), dict(params=edge, use_muon=False),
-                  dict(params=vectors, use_muon=False, **no_decay)]
+        groups = [
+            dict(params=hidden, use_muon=True),
+            dict(params=edge, use_muon=False),
+            dict(params=vectors, use_muon=False, **no_decay),
+        ]
     else:
         groups = [dict(params=hidden + edge), dict(params=vectors, **no_decay)]
     return [group for group in groups if group["params"]]
 
 
-def build_optimizer(model: nn.Module, name: str, param_groups: str = "standard",
-                    decay_norms_and_biases: bool = False, total_steps: int = 0,
-                    **factory_options) -> torch.optim.Optimizer:
+def build_optimizer(
+    model: nn.Module,
+    name: str,
+    param_groups: str = "standard",
+    decay_norms_and_biases: bool = False,
+    total_steps: int = 0,
+    **factory_options,
+) -> torch.optim.Optimizer:
     """`factory_options` is the optimizer's Hydra node: `_target_`, `_partial_: true` and its kwargs;
     `total_steps`: the run's optimizer steps, which an optimizer's own warmup fraction is a share of."""
     groups = build_param_groups(model, param_groups, decay_norms_and_biases)
@@ -54,8 +63,10 @@ def build_optimizer(model: nn.Module, name: str, param_groups: str = "standard",
         return factory(groups)
     except (InstantiationException, TypeError, ValueError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ConfigError(f"optimizer '{name}' ({factory_options.get('_target_')}) cannot be built: {first_line}; "
-                          f"check optimizer._target_ and its arguments") from error
+        raise ConfigError(
+            f"optimizer '{name}' ({factory_options.get('_target_')}) cannot be built: {first_line}; "
+            f"check optimizer._target_ and its arguments"
+        ) from error
 
 
 def has_modes(optimizer: torch.optim.Optimizer) -> bool:
@@ -71,8 +82,15 @@ def set_mode(optimizer: torch.optim.Optimizer, training: bool) -> None:
         (optimizer.train if training else optimizer.eval)()
 
 
-def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str,
-              milestones: tuple[float, ...] = (), gamma: float = 0.1, min_lr_ratio: float = 0.0) -> float:
+def lr_factor(
+    step: int,
+    total_steps: int,
+    warmup_steps: int,
+    schedule: str,
+    milestones: tuple[float, ...] = (),
+    gamma: float = 0.1,
+    min_lr_ratio: float = 0.0,
+) -> float:
     """Multiplier of the peak learning rate at iteration `step` (0-based)."""
     if step < warmup_steps:
         return (step + 1) / warmup_steps  # linear warmup; the first step already moves
@@ -85,9 +103,16 @@ def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str,
     return 1.0
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, steps_per_epoch: int, epochs: int, name: str,
-                    warmup_fraction: float = 0.0, milestones=(), gamma: float = 0.1,
-                    min_lr_ratio: float = 0.0) -> torch.optim.lr_scheduler.LambdaLR:
+def build_scheduler(
+    optimizer: torch.optim.Optimizer,
+    steps_per_epoch: int,
+    epochs: int,
+    name: str,
+    warmup_fraction: float = 0.0,
+    milestones=(),
+    gamma: float = 0.1,
+    min_lr_ratio: float = 0.0,
+) -> torch.optim.lr_scheduler.LambdaLR:
     total_steps = steps_per_epoch * epochs
     warmup_steps = round(warmup_fraction * total_steps)
     milestones = tuple(milestones)

@@ -13,14 +13,31 @@ from optbench.formats import run_summary
 from optbench.training import provenance
 
 
-def initial_summary(cfg, run_identity_hash: str, dataset: dict, noise: dict, model: dict, device: str,
-                    policy: dict) -> dict:
+def initial_summary(
+    cfg, run_identity_hash: str, dataset: dict, noise: dict, model: dict, device: str, policy: dict
+) -> dict:
     return {
-        "format": run_summary.FORMAT, "status": run_summary.RUNNING, "run_id": run_identity_hash, "epochs_done": 0, "epochs_planned": cfg.epochs,
-        "seed": cfg.seed, "optimizer": cfg.optimizer.name, "final": None, "best": None, "error": None,
-        "dataset": dataset, "noise": noise, "model": model, "device": device, "device_policy": policy,
-        "versions": provenance.library_versions(), "git": provenance.git_state(),
-        "wall_time_s": 0.0, "train_time_s": 0.0, "train_images": 0, "train_images_per_s": None,
+        "format": run_summary.FORMAT,
+        "status": run_summary.RUNNING,
+        "run_id": run_identity_hash,
+        "epochs_done": 0,
+        "epochs_planned": cfg.epochs,
+        "seed": cfg.seed,
+        "optimizer": cfg.optimizer.name,
+        "final": None,
+        "best": None,
+        "error": None,
+        "dataset": dataset,
+        "noise": noise,
+        "model": model,
+        "device": device,
+        "device_policy": policy,
+        "versions": provenance.library_versions(),
+        "git": provenance.git_state(),
+        "wall_time_s": 0.0,
+        "train_time_s": 0.0,
+        "train_images": 0,
+        "train_images_per_s": None,
     }
 
 
@@ -34,7 +51,7 @@ def update_summary(summary: dict, record: dict, wall_time_s: float) -> None:
     summary["train_images"] += record["train/images"]
     summary["train_images_per_s"] = summary["train_images"] / summary["train_time_s"]
     summary["best"] = _better(summary["best"], record, "val/acc", "last epoch (no validation split)")
-    if "val/acc_clean" in record:   # label noise: the oracle choice on clean validation labels, beside it
+    if "val/acc_clean" in record:  # label noise: the oracle choice on clean validation labels, beside it
         summary["best_clean_val"] = _better(summary.get("best_clean_val"), record, "val/acc_clean", None)
 
 
@@ -57,9 +74,13 @@ def divergence(record: dict, first_nonfinite_batch: int, factor: float, num_clas
     loss, limit = record["train/loss"], factor * math.log(num_classes)
     if math.isfinite(loss) and loss <= limit:
         return None
-    where = {"epoch": record["epoch"], "train/loss": loss,
-             "reason": "non-finite training loss" if not math.isfinite(loss) else
-             f"training loss above {factor} x ln({num_classes}) = {limit:.3g}"}
+    where = {
+        "epoch": record["epoch"],
+        "train/loss": loss,
+        "reason": "non-finite training loss"
+        if not math.isfinite(loss)
+        else f"training loss above {factor} x ln({num_classes}) = {limit:.3g}",
+    }
     if first_nonfinite_batch >= 0:
         where["batch"] = first_nonfinite_batch  # counted from 0 within the epoch
     return where

@@ -23,10 +23,17 @@ def seed_everything(seed: int) -> None:
 
 def capture_rng_states() -> dict:
     kind, keys, position, has_gauss, cached_gaussian = np.random.get_state()
-    states = {"python": random.getstate(),
-              "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "position": position,
-                        "has_gauss": has_gauss, "cached_gaussian": cached_gaussian},
-              "torch": torch.get_rng_state()}
+    states = {
+        "python": random.getstate(),
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": position,
+            "has_gauss": has_gauss,
+            "cached_gaussian": cached_gaussian,
+        },
+        "torch": torch.get_rng_state(),
+    }
     if torch.cuda.is_available():
         states["cuda"] = torch.cuda.get_rng_state_all()
     if mps_available():
@@ -37,8 +44,15 @@ def capture_rng_states() -> dict:
 def restore_rng_states(states: dict) -> None:
     random.setstate(states["python"])
     saved = states["numpy"]
-    np.random.set_state((saved["kind"], saved["keys"].numpy().astype(np.uint32), saved["position"],
-                         saved["has_gauss"], saved["cached_gaussian"]))
+    np.random.set_state(
+        (
+            saved["kind"],
+            saved["keys"].numpy().astype(np.uint32),
+            saved["position"],
+            saved["has_gauss"],
+            saved["cached_gaussian"],
+        )
+    )
     torch.set_rng_state(states["torch"].cpu())
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([state.cpu() for state in states["cuda"]])

@@ -19,22 +19,19 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from optbench import rundir
-from optbench import identity
-from optbench.formats import run_record
-from optbench.formats import run_summary
+from optbench import identity, rundir
 from optbench.config.validation import validate
 from optbench.data.fingerprint import run_identity as run_identity_of
 from optbench.data.human_labels import transition_matrix
 from optbench.device.awake import kept_awake
 from optbench.device.policy import release_device_memory
 from optbench.errors import ConfigError
+from optbench.formats import metrics_log, run_record, run_summary
 from optbench.rundir import RunDir
 from optbench.training import checkpoint, console, mirror, trackers
 from optbench.training.assemble import Run, prepare
 from optbench.training.loop import LoopState, fit
 from optbench.training.progress import failed, initial_summary
-from optbench.formats import metrics_log
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +48,18 @@ def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
     record = run_record.read(run_dir.path)
     if record is None:
         if run_dir.holds_results():
-            raise ConfigError(f"{run_dir.path} holds results without a record.json (made by an older optbench, "
-                              "or damaged): move it away, or train.rerun=true to start this run over")
+            raise ConfigError(
+                f"{run_dir.path} holds results without a record.json (made by an older optbench, "
+                "or damaged): move it away, or train.rerun=true to start this run over"
+            )
         return None
     changed = identity.identity_differences(record.identity, wanted)
     if changed:
         shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
-        raise ConfigError(f"{run_dir.path} holds another experiment ({shown}): give this run another directory "
-                          "(drop hydra.run.dir, or choose a new one), or train.rerun=true to replace it")
+        raise ConfigError(
+            f"{run_dir.path} holds another experiment ({shown}): give this run another directory "
+            "(drop hydra.run.dir, or choose a new one), or train.rerun=true to replace it"
+        )
     return record
 
 
@@ -78,14 +79,16 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
     with directory.lock():
         run = _prepare(cfg, directory, record, resolved, wanted, hydra_files)
         try:
-            saved = _checked_checkpoint(run, directory) if record is not None else None   # refused before any byte
+            saved = _checked_checkpoint(run, directory) if record is not None else None  # refused before any byte
             with console.log_to_file(directory.path):
                 console.log_policy_details(run.policy)
                 console.log_optimizer_defaults(cfg.optimizer.name, OmegaConf.select(cfg, "optimizer_defaults") or {})
                 if record is None:
                     _start(directory, resolved, wanted, hydra_files)
-                state = (_resume_state(run, directory, saved) if record is not None else None) or LoopState(_first_summary(run))
-                with kept_awake(run.policy.keep_awake):   # macOS: caffeinate -i for as long as it trains
+                state = (_resume_state(run, directory, saved) if record is not None else None) or LoopState(
+                    _first_summary(run)
+                )
+                with kept_awake(run.policy.keep_awake):  # macOS: caffeinate -i for as long as it trains
                     return _fit_and_mirror(run, directory, state, run_mirror)
         finally:
             release_device_memory(run.device)
@@ -95,7 +98,7 @@ def _log_to_trackers(cfg: DictConfig, directory: RunDir, run_id: str, summary: d
     """A finished run asked for again with a tracker on (logger=mlflow) goes into the trackers that lack it."""
     if trackers.chosen_loggers(cfg):
         added = trackers.log_finished_run(cfg, directory, run_id, metrics_log.read(directory.path)[0], summary)
-        if added:   # a failed tracker has said so itself
+        if added:  # a failed tracker has said so itself
             log.info("logged the finished run into %s", ", ".join(added))
 
 
@@ -121,8 +124,14 @@ def _fit_and_mirror(run: Run, directory: RunDir, state: LoopState, run_mirror: m
             run_mirror.finish(state.summary)
 
 
-def _prepare(cfg: DictConfig, directory: RunDir, record: dict | None, resolved: dict, wanted: dict,
-             hydra_files: dict[str, str] | None) -> Run:
+def _prepare(
+    cfg: DictConfig,
+    directory: RunDir,
+    record: dict | None,
+    resolved: dict,
+    wanted: dict,
+    hydra_files: dict[str, str] | None,
+) -> Run:
     """prepare(); bad input (ConfigError) leaves the directory as it was, a crash is recorded as failed."""
     previous = run_summary.read(directory.path) if record is not None else None
     started_policy = previous.device_policy if previous is not None else None
@@ -162,30 +171,49 @@ def _checked_checkpoint(run: Run, directory: RunDir) -> dict | None:
 def _resume_state(run: Run, directory: RunDir, saved: dict | None) -> LoopState | None:
     """The loop state of the checked checkpoint `saved`, with metrics.jsonl trimmed to it; None when there is none."""
     if saved is None:
-        metrics_log.replace(directory.path, [])   # unfinished without a checkpoint: start over within the same record
+        metrics_log.replace(directory.path, [])  # unfinished without a checkpoint: start over within the same record
         return None
     progress = checkpoint.restore(saved, run.model, run.optimizer, run.scheduler, run.scaler)
     metrics_log.replace(directory.path, saved["metrics"])
     batches_done = progress.batches_done if progress else 0
-    log.info("resuming %s after epoch %d%s", directory.path, saved["epochs_done"],
-             f" and {batches_done} batches of the next" if batches_done else "")
+    log.info(
+        "resuming %s after epoch %d%s",
+        directory.path,
+        saved["epochs_done"],
+        f" and {batches_done} batches of the next" if batches_done else "",
+    )
     return LoopState.from_checkpoint(saved, progress)
 
 
 def _first_summary(run: Run) -> dict:
     cfg, splits = run.cfg, run.splits
-    dataset = {"name": splits.name, "num_classes": splits.num_classes, "num_train": len(splits.train),
-               "num_val": len(splits.val), "num_test": len(splits.test)}
-    noise = {"kind": cfg.noise.name, "rate": cfg.noise.rate, "realised_rate": run.noisy.realised_rate,
-             "num_noisy": run.noisy.num_noisy}
+    dataset = {
+        "name": splits.name,
+        "num_classes": splits.num_classes,
+        "num_train": len(splits.train),
+        "num_val": len(splits.val),
+        "num_test": len(splits.test),
+    }
+    noise = {
+        "kind": cfg.noise.name,
+        "rate": cfg.noise.rate,
+        "realised_rate": run.noisy.realised_rate,
+        "num_noisy": run.noisy.num_noisy,
+    }
     if run.noisy_val_labels is not None:
         wrong = int((run.noisy_val_labels != splits.val.labels).sum())
         noise["validation"] = {"labels": "noisy", "realised_rate": wrong / len(splits.val), "num_noisy": wrong}
     elif cfg.noise.name != "none":
         noise["validation"] = {"labels": "clean"}
-    if run.human is not None:   # real annotators' labels: which set, whose, and who was mistaken for whom
-        noise.update(label_set=run.human.label_set, annotated_dataset=run.human.source,
-                     transition_matrix=transition_matrix(splits.train.labels, run.noisy.labels, splits.num_classes))
-    model = {"name": cfg.model.name, "width": cfg.model.width,
-             "num_parameters": sum(parameter.numel() for parameter in run.model.parameters())}
+    if run.human is not None:  # real annotators' labels: which set, whose, and who was mistaken for whom
+        noise.update(
+            label_set=run.human.label_set,
+            annotated_dataset=run.human.source,
+            transition_matrix=transition_matrix(splits.train.labels, run.noisy.labels, splits.num_classes),
+        )
+    model = {
+        "name": cfg.model.name,
+        "width": cfg.model.width,
+        "num_parameters": sum(parameter.numel() for parameter in run.model.parameters()),
+    }
     return initial_summary(cfg, run.run_id, dataset, noise, model, str(run.device), run.policy.as_dict())

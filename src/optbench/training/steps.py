@@ -24,8 +24,15 @@ from optbench.training.optim import set_mode
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
 
-def train_step(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, optimizer: torch.optim.Optimizer,
-               policy: DevicePolicy, scaler: torch.amp.GradScaler, grad_accum: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def train_step(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    optimizer: torch.optim.Optimizer,
+    policy: DevicePolicy,
+    scaler: torch.amp.GradScaler,
+    grad_accum: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One optimizer step on one batch; returns (summed loss, correct count) as device tensors."""
     images = images.contiguous(memory_format=policy.memory_format)
     optimizer.zero_grad(set_to_none=True)
@@ -51,7 +58,7 @@ class EpochProgress:
 
     batches_done: int = 0
     images: int = 0
-    loss_sum: torch.Tensor | None = None   # device tensors: read once, at the end of the epoch
+    loss_sum: torch.Tensor | None = None  # device tensors: read once, at the end of the epoch
     correct: torch.Tensor | None = None
     first_nonfinite_batch: torch.Tensor | None = None  # -1 while every loss is finite
 
@@ -68,17 +75,28 @@ class EpochProgress:
         self.images += images
 
     def result(self) -> dict:
-        return {"loss": self.loss_sum.item() / self.images, "acc": self.correct.item() / self.images,
-                "images": self.images, "first_nonfinite_batch": int(self.first_nonfinite_batch.item())}
+        return {
+            "loss": self.loss_sum.item() / self.images,
+            "acc": self.correct.item() / self.images,
+            "images": self.images,
+            "first_nonfinite_batch": int(self.first_nonfinite_batch.item()),
+        }
 
 
-def train_epoch(model: nn.Module, batches: Batches, optimizer: torch.optim.Optimizer,
-                scheduler: torch.optim.lr_scheduler.LRScheduler, policy: DevicePolicy,
-                scaler: torch.amp.GradScaler, grad_accum: int = 1, progress: EpochProgress | None = None,
-                should_stop=lambda: False) -> EpochProgress:
+def train_epoch(
+    model: nn.Module,
+    batches: Batches,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    policy: DevicePolicy,
+    scaler: torch.amp.GradScaler,
+    grad_accum: int = 1,
+    progress: EpochProgress | None = None,
+    should_stop=lambda: False,
+) -> EpochProgress:
     """Train on `batches` (the rest of an epoch when `progress` is given); stop early when `should_stop()`."""
     model.train()
-    set_mode(optimizer, training=True)   # Schedule-Free steps from its gradient point, not the evaluated average
+    set_mode(optimizer, training=True)  # Schedule-Free steps from its gradient point, not the evaluated average
     progress = progress or EpochProgress()
     for images, labels in batches:
         batch_loss_sum, batch_correct = train_step(model, images, labels, optimizer, policy, scaler, grad_accum)
@@ -127,5 +145,7 @@ def noisy_fit(predicted: torch.Tensor, noisy_labels: torch.Tensor, clean_labels:
     The memorization curve of noise papers: early on the network predicts the clean label; as it
     memorises, predictions move to the noisy label.
     """
-    return {"fit_noisy_label": (predicted == noisy_labels).float().mean().item(),
-            "fit_clean_label": (predicted == clean_labels).float().mean().item()}
+    return {
+        "fit_noisy_label": (predicted == noisy_labels).float().mean().item(),
+        "fit_clean_label": (predicted == clean_labels).float().mean().item(),
+    }

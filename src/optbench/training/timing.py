@@ -13,8 +13,22 @@ from optbench.training.models import build_model
 from optbench.training.steps import train_step
 
 
-def timed_model(name: str, width: int, num_classes: int, batch_size: int, channels: int = CIFAR_INPUT[0],
-                image_size: int = CIFAR_INPUT[1]) -> TimedModel:
+def timed_model(
+    name: str,
+    width: int,
+    num_classes: int,
+    batch_size: int,
+    channels: int = CIFAR_INPUT[0],
+    image_size: int = CIFAR_INPUT[1],
+) -> TimedModel:
     """The model a run of this shape trains, with the step it trains by, ready for device timing."""
-    return TimedModel(name, width, num_classes, batch_size, build=partial(build_model, name, num_classes, width),
-                      train_step=train_step, channels=channels, image_size=image_size)
+    return TimedModel(
+        name,
+        width,
+        num_classes,
+        batch_size,
+        build=partial(build_model, name, num_classes, width),
+        train_step=train_step,
+        channels=channels,
+        image_size=image_size,
+    )

@@ -23,7 +23,7 @@ from optbench.registry import choices
 from optbench.training import trackers
 
 log = logging.getLogger(__name__)
-OUTSIDE_RUN_DIRS = ("mlflow",)   # trackers whose store lies outside the run directories, which stay as they were
+OUTSIDE_RUN_DIRS = ("mlflow",)  # trackers whose store lies outside the run directories, which stay as they were
 
 
 def run_dirs(folder: Path) -> list[Path]:
@@ -40,11 +40,16 @@ def run_dirs(folder: Path) -> list[Path]:
 def check_request(folder: Path, tracker: str) -> None:
     """One line for a folder that is not there or a tracker that cannot take runs on disk."""
     if not folder.is_dir():
-        raise ConfigError(f"{folder} does not exist (or is not a folder): give the folder holding the run "
-                          "directories, e.g. results/ or docs/cpu-study/runs")
+        raise ConfigError(
+            f"{folder} does not exist (or is not a folder): give the folder holding the run "
+            "directories, e.g. results/ or docs/cpu-study/runs"
+        )
     if tracker not in OUTSIDE_RUN_DIRS:
-        why = ("writes into the run directories, which this command leaves as they are" if tracker in choices.LOGGERS
-               else f"is not a tracker ({did_you_mean(tracker, OUTSIDE_RUN_DIRS).strip() or 'see conf/logger/'})")
+        why = (
+            "writes into the run directories, which this command leaves as they are"
+            if tracker in choices.LOGGERS
+            else f"is not a tracker ({did_you_mean(tracker, OUTSIDE_RUN_DIRS).strip() or 'see conf/logger/'})"
+        )
         raise ConfigError(f"--to-tracker {tracker}: {why}; choose --to-tracker {', '.join(OUTSIDE_RUN_DIRS)}")
 
 
@@ -59,14 +64,15 @@ def run_config(recorded_config: dict, folder: Path, tracker: str, settings: dict
     return cfg
 
 
-def log_folder(folder: Path, tracker: str, tracking_uri: str | None = None,
-               experiment_name: str = "optbench") -> Counter:
+def log_folder(
+    folder: Path, tracker: str, tracking_uri: str | None = None, experiment_name: str = "optbench"
+) -> Counter:
     """Counts of `logged`, `already there`, `being trained`, `unreadable` and `failed` run directories."""
     check_request(folder, tracker)
     settings = {"tracking_uri": tracking_uri, "experiment_name": experiment_name}
     counts = Counter()
     for run_path in run_dirs(folder):
-        if rundir.is_being_trained(run_path):   # its own trainer logs it, with logger=mlflow
+        if rundir.is_being_trained(run_path):  # its own trainer logs it, with logger=mlflow
             counts["being trained"] += 1
             continue
         try:

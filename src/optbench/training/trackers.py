@@ -20,17 +20,19 @@ import os
 import time
 from pathlib import Path
 
-from optbench import rundir
-from optbench import fileio
-from optbench import identity
-from optbench.formats import run_summary
+from optbench import fileio, identity, rundir
+from optbench.formats import run_record, run_summary
 from optbench.rundir import RunDir
-from optbench.formats import run_record
 
 log = logging.getLogger(__name__)
 # Tracker status of a finished run: MLflow's run statuses; diverged is a result, so it finished.
-MLFLOW_STATUS = {run_summary.COMPLETED: "FINISHED", run_summary.DIVERGED: "FINISHED", run_summary.FAILED: "FAILED",
-                 run_summary.INTERRUPTED: "KILLED", run_summary.RUNNING: "KILLED"}
+MLFLOW_STATUS = {
+    run_summary.COMPLETED: "FINISHED",
+    run_summary.DIVERGED: "FINISHED",
+    run_summary.FAILED: "FAILED",
+    run_summary.INTERRUPTED: "KILLED",
+    run_summary.RUNNING: "KILLED",
+}
 
 
 def chosen_loggers(cfg) -> dict:
@@ -50,12 +52,19 @@ class TrackerRun:
         self.run_id = run_id
         # the tracker run's key: the run id and when its record was written (a fresh start gets a new one)
         self.key = f"{run_id}-{''.join(char for char in created if char.isdigit())[:14]}"
-        self.params = {key: value if isinstance(value, str) else json.dumps(value)
-                       for key, value in identity.flatten(record.config if record else {}).items()}
+        self.params = {
+            key: value if isinstance(value, str) else json.dumps(value)
+            for key, value in identity.flatten(record.config if record else {}).items()
+        }
         self.setting = setting_name(cfg, run_dir.path)
         self.name = f"{self.setting}/seed{cfg.seed}"
-        self.tags = {"optbench.run_id": run_id, "optbench.attempt": created, "optbench.setting": self.setting,
-                     "optbench.study": str(cfg.get("study") or ""), "optbench.run_dir": str(run_dir.path)}
+        self.tags = {
+            "optbench.run_id": run_id,
+            "optbench.attempt": created,
+            "optbench.setting": self.setting,
+            "optbench.study": str(cfg.get("study") or ""),
+            "optbench.run_dir": str(run_dir.path),
+        }
 
 
 def setting_name(cfg, run_path: Path) -> str:
@@ -70,11 +79,15 @@ def setting_name(cfg, run_path: Path) -> str:
 
 def numeric_metrics(record: dict) -> dict[str, float]:
     """The record's numbers, epoch left out (it is the step); None (a non-finite value read back) skipped."""
-    return {key: float(value) for key, value in record.items()
-            if key != "epoch" and isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return {
+        key: float(value)
+        for key, value in record.items()
+        if key != "epoch" and isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
 
 
 # ---------------------------------------------------------------- the trackers
+
 
 class TensorBoardTracker:
     name = "tensorboard"
@@ -105,7 +118,7 @@ class CsvTracker:
         self.path = Path(run_path) / settings.get("dir", "csv") / "metrics.csv"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.rows = list(earlier)
-        self.fresh = False   # it writes the earlier epochs itself
+        self.fresh = False  # it writes the earlier epochs itself
         self._write()
 
     def log_epoch(self, record: dict) -> None:
@@ -165,18 +178,23 @@ class MlflowTracker:
         if not uri:
             results_dir.mkdir(parents=True, exist_ok=True)
             uri = f"sqlite:///{results_dir / 'mlflow.db'}"
-        database = Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None   # a local store
+        database = Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None  # a local store
         # artifacts (summary.json) beside a local store, not MLflow's default ./mlruns in the working directory
         artifacts = (database.parent / "mlflow-artifacts").resolve().as_uri() if database else None
         with store_creation_lock(database.with_name(database.name + ".lock") if database else None):
             self.client = MlflowClient(tracking_uri=uri)
             experiment_id = self._experiment(settings.get("experiment_name") or "optbench", artifacts)
-        found = self.client.search_runs([experiment_id], max_results=1, filter_string=(
-            f"tags.`optbench.run_id` = '{run.run_id}' and tags.`optbench.attempt` = '{run.tags['optbench.attempt']}'"))
+        found = self.client.search_runs(
+            [experiment_id],
+            max_results=1,
+            filter_string=(
+                f"tags.`optbench.run_id` = '{run.run_id}' and tags.`optbench.attempt` = '{run.tags['optbench.attempt']}'"
+            ),
+        )
         self.fresh = not found
         if found:
             self.mlflow_run_id = found[0].info.run_id
-            if not settings.get("only_new"):   # training continues it; logging runs on disk leaves it as it is
+            if not settings.get("only_new"):  # training continues it; logging runs on disk leaves it as it is
                 self.client.update_run(self.mlflow_run_id, status="RUNNING")
                 self.client.set_tag(self.mlflow_run_id, "optbench.study", run.tags["optbench.study"])
         else:
@@ -190,7 +208,7 @@ class MlflowTracker:
             return experiment.experiment_id
         try:
             return self.client.create_experiment(name, artifact_location=artifacts)
-        except Exception:   # another process (a parallel sweep) created it first
+        except Exception:  # another process (a parallel sweep) created it first
             experiment = self.client.get_experiment_by_name(name)
             if experiment is None:
                 raise
@@ -200,8 +218,8 @@ class MlflowTracker:
         from mlflow.entities import Param
 
         items = [Param(key, value) for key, value in sorted(params.items())]
-        for start in range(0, len(items), 100):   # MLflow takes at most 100 parameters per batch
-            self.client.log_batch(self.mlflow_run_id, params=items[start:start + 100])
+        for start in range(0, len(items), 100):  # MLflow takes at most 100 parameters per batch
+            self.client.log_batch(self.mlflow_run_id, params=items[start : start + 100])
 
     def log_epoch(self, record: dict) -> None:
         from mlflow.entities import Metric
@@ -217,11 +235,14 @@ class MlflowTracker:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        metrics = [Metric(f"{part}/{key}", value, now, int(summary[part].get("epoch") or 0))
-                   for part in ("best", "final") if isinstance(summary.get(part), dict)
-                   for key, value in numeric_metrics(summary[part]).items()]
-        for start in range(0, len(metrics), 1000):   # MLflow takes at most 1000 metrics per batch
-            self.client.log_batch(self.mlflow_run_id, metrics=metrics[start:start + 1000])
+        metrics = [
+            Metric(f"{part}/{key}", value, now, int(summary[part].get("epoch") or 0))
+            for part in ("best", "final")
+            if isinstance(summary.get(part), dict)
+            for key, value in numeric_metrics(summary[part]).items()
+        ]
+        for start in range(0, len(metrics), 1000):  # MLflow takes at most 1000 metrics per batch
+            self.client.log_batch(self.mlflow_run_id, metrics=metrics[start : start + 1000])
         self.client.log_dict(self.mlflow_run_id, summary, "run-summary.json")
 
     def finish(self, status: str) -> None:
@@ -238,13 +259,23 @@ class WandbTracker:
         import wandb
 
         self.fresh = not any((Path(run_path) / "wandb").glob(f"*run-*-{run.key}"))
-        tags = [f"run_id:{run.run_id}"] + ([f"study:{run.tags['optbench.study']}"] if run.tags["optbench.study"] else [])
+        tags = [f"run_id:{run.run_id}"] + (
+            [f"study:{run.tags['optbench.study']}"] if run.tags["optbench.study"] else []
+        )
         self.run = wandb.init(
-            dir=str(run_path), project=settings.get("project") or "optbench", entity=settings.get("entity"),
-            id=run.key, resume="allow", mode=settings.get("mode") or "offline", name=run.name,
-            group=run.setting[:128], tags=[tag[:64] for tag in tags], config={**run.params, **run.tags},
-            reinit="create_new",   # a multirun trains its runs one after another in one process
-            settings=wandb.Settings(silent=True, console="off", x_disable_stats=True, save_code=False))
+            dir=str(run_path),
+            project=settings.get("project") or "optbench",
+            entity=settings.get("entity"),
+            id=run.key,
+            resume="allow",
+            mode=settings.get("mode") or "offline",
+            name=run.name,
+            group=run.setting[:128],
+            tags=[tag[:64] for tag in tags],
+            config={**run.params, **run.tags},
+            reinit="create_new",  # a multirun trains its runs one after another in one process
+            settings=wandb.Settings(silent=True, console="off", x_disable_stats=True, save_code=False),
+        )
         # epoch is the x-axis: a resume that repeats epochs after its checkpoint is not dropped as out of order
         self.run.define_metric("epoch")
         self.run.define_metric("*", step_metric="epoch")
@@ -261,6 +292,7 @@ TRACKERS = {tracker.name: tracker for tracker in (TensorBoardTracker, CsvTracker
 
 
 # ---------------------------------------------------------------- all of them, each failing alone
+
 
 class Trackers:
     """The started trackers; one that raises is logged once and dropped, and the run goes on."""
@@ -294,9 +326,14 @@ class Trackers:
             self.failures += 1
             if tracker is not None:
                 self.active.remove(tracker)
-            log.warning("logger %s failed %s and is off for the rest of this run (the run goes on; its directory "
-                        "keeps every number): %s: %s", name, doing, type(error).__name__, str(error).splitlines()[0]
-                        if str(error) else "")
+            log.warning(
+                "logger %s failed %s and is off for the rest of this run (the run goes on; its directory "
+                "keeps every number): %s: %s",
+                name,
+                doing,
+                type(error).__name__,
+                str(error).splitlines()[0] if str(error) else "",
+            )
             return None
 
 

@@ -21,17 +21,25 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from optbench import errors, rundir
-from optbench.formats import run_summary
+from optbench.config.hydra_glue import (
+    cfg_dataset_dir,
+    check_added_keys,
+    combinations,
+    compose_checked,
+    multirun_jobs,
+    parse_overrides,
+    split_command_line,
+    with_optimizer_defaults,
+)
 from optbench.config.validation import validate
 from optbench.errors import ConfigError, OutOfMemory, RunDirectoryBusy, RunInterrupted
-from optbench.config.hydra_glue import (cfg_dataset_dir, check_added_keys, combinations, compose_checked, multirun_jobs,
-                                 parse_overrides, split_command_line, with_optimizer_defaults)
+from optbench.formats import run_summary
 
 log = logging.getLogger(__name__)
 MAX_CHECKED_COMBINATIONS = 128  # ~0.1 s each; a larger sweep is checked on its first 128 runs only
 _deferred_exit_status = errors.EXIT_OK  # worst status of the failed runs of a multirun so far
-_sweep_runs: list[tuple[Path, bool, str]] = []   # a multirun's run directories (checked by preflight), whether
-                                                 # finished before it started, and the sweep's results root
+_sweep_runs: list[tuple[Path, bool, str]] = []  # a multirun's run directories (checked by preflight), whether
+# finished before it started, and the sweep's results root
 
 
 def preflight(argv: list[str], conf_dir: Path) -> int:
@@ -50,7 +58,7 @@ def preflight(argv: list[str], conf_dir: Path) -> int:
             cfg = compose_checked([*run_overrides, *hydra_overrides], conf_dir, with_hydra=True)
             validate(cfg)
             check_added_keys(run_overrides, conf_dir)
-            cfg_dataset_dir(cfg)   # lists (and fingerprints) a folder of images: unusable, one line before Hydra starts
+            cfg_dataset_dir(cfg)  # lists (and fingerprints) a folder of images: unusable, one line before Hydra starts
             run_dir = planned_run_dir(cfg, multirun)
             rundir.check_creatable(run_dir)
             if multirun:
@@ -81,7 +89,9 @@ def sweep_end_line() -> str | None:
             status = None
         counts["skipped" if finished_before else status if status in run_summary.FINAL_STATUSES else "failed"] += 1
     roots = sorted({shlex.quote(root) for _, _, root in _sweep_runs})
-    line = ", ".join(f"{counts[key]} {key}" for key in (run_summary.COMPLETED, run_summary.DIVERGED, "failed", "skipped"))
+    line = ", ".join(
+        f"{counts[key]} {key}" for key in (run_summary.COMPLETED, run_summary.DIVERGED, "failed", "skipped")
+    )
     more = f" (the first {len(_sweep_runs)} runs)" if len(_sweep_runs) == MAX_CHECKED_COMBINATIONS else ""
     return f"sweep: {line}{more}; aggregate with: python src/aggregate.py {' '.join(roots)}"
 
@@ -100,7 +110,7 @@ def with_job_defaults(cfg: DictConfig, task_overrides, conf_dir: Path) -> DictCo
     from hydra.core.global_hydra import GlobalHydra
 
     def composed(overrides: list[str]) -> DictConfig:
-        if GlobalHydra.instance().is_initialized():   # inside @hydra.main (and its launchers' jobs)
+        if GlobalHydra.instance().is_initialized():  # inside @hydra.main (and its launchers' jobs)
             return compose(config_name="config", overrides=overrides)
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
             return compose(config_name="config", overrides=overrides)
@@ -111,8 +121,11 @@ def with_job_defaults(cfg: DictConfig, task_overrides, conf_dir: Path) -> DictCo
 def hydra_files(cfg: DictConfig, hydra_config) -> dict[str, str]:
     """What Hydra would write into .hydra/; the run writes it once, when it starts (hydra.output_subdir is
     null, so a later invocation cannot overwrite the files of existing results)."""
-    return {"config.yaml": OmegaConf.to_yaml(cfg), "overrides.yaml": OmegaConf.to_yaml(hydra_config.overrides.task),
-            "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hydra_config}))}
+    return {
+        "config.yaml": OmegaConf.to_yaml(cfg),
+        "overrides.yaml": OmegaConf.to_yaml(hydra_config.overrides.task),
+        "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hydra_config})),
+    }
 
 
 def run_job(cfg: DictConfig, run_dir: Path, multirun: bool = False, files: dict[str, str] | None = None) -> int:
