@@ -4,7 +4,8 @@
 
 Each check prints one line with a check mark or a cross; the exit status is 0 only when all pass.
 It prints the versions, the devices present, the device and policy (AMP, memory format, ...)
-a run would use, and which datasets are ready to use here (`--image-folder DIR` adds a folder of images). The training test gives every optimizer a few steps on one fixed batch with a
+a run would use, and which datasets are ready to use here (`--image-folder DIR` adds a folder of images). The training
+test gives every optimizer a few steps on one fixed batch with a
 small ResNet-18 under that policy and checks the losses are finite and falling. Takes well under a
 minute on a 2-core CPU.
 """
@@ -93,7 +94,7 @@ def data_lines(data_dir: Path, image_roots: list[str]) -> None:
         try:
             classes, train, test = list_image_folder(root)
             print(
-                f"    imagefolder {root}: ready ({len(classes)} classes, {len(train)} training and {len(test)} test images)"
+                f"    imagefolder {root}: ready ({len(classes)} classes, {len(train)} training and {len(test)} test images)"  # noqa: E501
             )
         except ConfigError as error:
             print(f"    imagefolder {root}: not usable: {error}")
@@ -145,7 +146,7 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         try:
             losses = optimizer_losses(name, device, policy)
-        except Exception as error:  # report every optimizer, even after one breaks
+        except Exception as error:  # report every optimizer, even after one breaks  # noqa: BLE001
             results.append(report(False, f"{name}: {type(error).__name__}: {error}"))
             continue
         finite = all(map(math.isfinite, losses))

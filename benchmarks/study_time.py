@@ -63,7 +63,7 @@ def run_mode(mode: str, args: argparse.Namespace, results: Path) -> list[dict]:
 
 def summarise(records: list[dict]) -> dict:
     counted = records[1:] or records  # the first epoch warms up (allocators, decoded data in cache)
-    mean = lambda key: statistics.mean(record[key] for record in counted)
+    mean = lambda key: statistics.mean(record[key] for record in counted)  # noqa: E731
     return {
         "epoch_s": mean("time_s"),
         "train_images_per_s": mean("train/images_per_s"),
@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
     for mode, row in figures.items():
         print(
             f"{mode:<10} {row['epoch_s']:>8.1f} {row['train_images_per_s']:>12.0f} {row['eval_s']:>7.1f} "
-            f"{row['eval_images_per_s']:>11.0f} {row['eval_over_train_rate']:>9.1f}x {row['tested_epochs']}/{row['epochs']}"
+            f"{row['eval_images_per_s']:>11.0f} {row['eval_over_train_rate']:>9.1f}x {row['tested_epochs']}/{row['epochs']}"  # noqa: E501
         )
     for mode in ("after", "improved"):
         print(f"{mode} / before, seconds per epoch: {figures[mode]['epoch_s'] / figures['before']['epoch_s']:.2f}")

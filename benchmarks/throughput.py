@@ -484,7 +484,7 @@ def print_table(parts: dict, found: dict, args) -> None:
         mean, std = mean_std(part["rates"])
         workers, cuda = part.get("workers_peak_uss_mb"), part.get("cuda_max_allocated_mb")
         print(
-            f"({PARTS[name][0]}){part_label(name, part):48}{f'{mean:,.0f} ± {std:,.0f}':>18}{part['peak_rss_mb']:>13,.0f}"
+            f"({PARTS[name][0]}){part_label(name, part):48}{f'{mean:,.0f} ± {std:,.0f}':>18}{part['peak_rss_mb']:>13,.0f}"  # noqa: E501
             f"{'-' if workers is None else f'{workers:,.0f}':>16}{'-' if cuda is None else f'{cuda:,.0f}':>9}"
         )
     for label, value in found.items():

@@ -21,11 +21,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench import rundir
-from optbench.analysis.load import find_run_dirs
-from optbench.errors import DamagedRunFile
-from optbench.formats import decision_record, run_summary, tuning_record
-from optbench.training.mirror import copy_atomically, copy_small_files
+from optbench import rundir  # noqa: E402
+from optbench.analysis.load import find_run_dirs  # noqa: E402
+from optbench.errors import DamagedRunFile  # noqa: E402
+from optbench.formats import decision_record, run_summary, tuning_record  # noqa: E402
+from optbench.training.mirror import copy_atomically, copy_small_files  # noqa: E402  the mirror's copy: same files
 
 
 def status_of(run_dir: Path) -> str:

@@ -19,7 +19,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench.analysis.tables import display_table, to_markdown
+from optbench.analysis.tables import display_table, to_markdown  # noqa: E402
 
 README = REPO / "README.md"
 STUDY_DOCS = REPO / "docs" / "cpu-study"

@@ -1,6 +1,6 @@
 """Fetch datasets now, for runs that start later on machines without internet (a cluster's compute nodes).
 
-    python src/download_data.py cifar10 cifar100                    # into paths.data_dir ($OPTBENCH_DATA_DIR, else data/)
+    python src/download_data.py cifar10 cifar100  # into paths.data_dir ($OPTBENCH_DATA_DIR, else data/)
     python src/download_data.py cifar10 --human-labels --data-dir /shared/optbench/data   # and CIFAR-10N's labels
 
 Each file is fetched by the code a run uses (optbench/data/download.py), into the folder runs read, so a run

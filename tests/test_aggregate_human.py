@@ -11,7 +11,7 @@ from fixtures.aggregate.fake_runs import ramp_records, write_run
 from optbench.analysis.hypotheses import Context, evaluate, parse_hypothesis
 from optbench.analysis.pipeline import aggregate, analyse
 from optbench.errors import ConfigError
-from optbench.specs.study_spec import PlannedSetting, find_study
+from optbench.specs.study_spec import PlannedSetting, find_study, planned_settings
 
 H3_HUMAN = REPO / "experiments" / "hypotheses" / "h3_noise_robustness_human.yaml"
 RATES = {"aggre": 0.090133, "worst": 0.402111}  # realised on the training split (as summary.json records them)
@@ -149,7 +149,7 @@ def test_a_human_noise_drop_test_needs_label_sets(tmp_path):
 
 
 def test_the_study_plans_human_label_sets_in_their_own_directories():
-    from optbench.specs.study_spec import find_study, planned_settings
+    from optbench.specs.study_spec import find_study
 
     study = find_study("H3-human", REPO / "experiments")
     assert {(setting.noise, setting.label_set) for setting in planned_settings(study)} == {

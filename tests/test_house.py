@@ -241,8 +241,8 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
         "(tests/test_house.py WING_ARROWS)",
         "optbench.analysis.late imports optbench.studies.plan: optbench.analysis does not use optbench.studies "
         "(tests/test_house.py WING_ARROWS)",
-        "optbench.config.hydra_glue imports optbench.studies: a lower layer takes what it needs from above as an argument",
-        "optbench.config.hydra_glue imports optbench.studies.launchers: a lower layer takes what it needs from above as an "
+        "optbench.config.hydra_glue imports optbench.studies: a lower layer takes what it needs from above as an argument",  # noqa: E501
+        "optbench.config.hydra_glue imports optbench.studies.launchers: a lower layer takes what it needs from above as an "  # noqa: E501
         "argument",
         "optbench.device.fastest imports optbench.training.models: a lower layer takes what it needs from above "
         "as an argument",

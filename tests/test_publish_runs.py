@@ -1,4 +1,5 @@
-"""scripts/publish_runs.py: a study's run records without checkpoints, from which the aggregator gives the same answer."""
+"""scripts/publish_runs.py: a study's run records without checkpoints, from which the aggregator gives the same
+answer."""
 
 import importlib.util
 

@@ -465,7 +465,7 @@ print(json.dumps(seen))
 
 def test_a_diverged_run_writes_strict_json_with_null_for_the_non_finite_loss(tmp_path):
     train(config(tmp_path, "optimizer=sgd", "optimizer.lr=1e6", "scheduler=constant"), tmp_path / "run")
-    reject = lambda token: pytest.fail(f"non-standard JSON token {token}")
+    reject = lambda token: pytest.fail(f"non-standard JSON token {token}")  # noqa: E731
     summary = json.loads((tmp_path / "run" / "summary.json").read_text(), parse_constant=reject)
     records = [json.loads(line, parse_constant=reject) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert summary["status"] == "diverged" and records[-1]["train/loss"] is None

@@ -1,1 +1,2 @@
-"""Hydra launcher `hydra/launcher=slurm`: submitit's SLURM launcher, with sbatch's refusals as one line (slurm_launcher.py)."""
+"""Hydra launcher `hydra/launcher=slurm`: submitit's SLURM launcher, with sbatch's refusals as one line
+(slurm_launcher.py)."""

@@ -20,6 +20,7 @@ An arm missing at a rung is named in `missing`, never silently dropped from the 
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -41,7 +42,7 @@ from optbench.analysis.stats import ALPHA, by_seed, compare, describe
 
 # Keys that change what a run costs, not what it asks; with the exponent of their share of the training compute
 # (a ResNet's FLOPs grow with the square of its width).
-FIDELITY_KEYS = {"cfg.epochs": 1, "cfg.dataset.train_subset": 1, "cfg.model.width": 2}
+FIDELITY_KEYS: dict[str, float] = {"cfg.epochs": 1, "cfg.dataset.train_subset": 1, "cfg.model.width": 2}
 BOOTSTRAP_REPLICATES = 2000
 BOOTSTRAP_SEED = 0  # the interval is a function of the runs: the same folder gives the same report
 TOP_SEEDS = 2  # the top rung needs an interval and a test for every pair: two completed seeds per optimizer
@@ -78,7 +79,7 @@ class Ladder:
         return self.rungs[: self.top_index % len(self.rungs) + 1]
 
 
-def fidelity_keys(extra: list[str] = ()) -> dict[str, float]:
+def fidelity_keys(extra: Sequence[str] = ()) -> dict[str, float]:
     """The known fidelity keys, and any key a study's rungs name (exponent 1 when its share is unknown)."""
     return {
         **FIDELITY_KEYS,
@@ -92,7 +93,7 @@ def fidelity_keys(extra: list[str] = ()) -> dict[str, float]:
 
 def find_ladders(runs: pd.DataFrame, grouping: Grouping, keys: dict[str, float] | None = None) -> list[Ladder]:
     """Ladders: runs alike but for the fidelity keys, at two or more rungs with completed runs."""
-    keys = keys or FIDELITY_KEYS
+    keys = keys or dict(FIDELITY_KEYS)
     varying = [key for key in grouping.setting_keys if key in keys]
     if not varying or not len(runs):
         return []
@@ -238,13 +239,13 @@ def bootstrap_tau(
     top_only = [top_seeds.index(seed) for seed in top_seeds if seed not in shared]
     low_shared, top_shared = [low_seeds.index(seed) for seed in shared], [top_seeds.index(seed) for seed in shared]
     rng = np.random.default_rng(seed)
-    taus = []
+    draws: list[float] = []
     for _ in range(replicates):
         both = rng.integers(0, len(shared), len(shared)) if shared else np.array([], dtype=int)
         low_draw = [*np.take(low_shared, both), *rng.choice(low_only, len(low_only))]
         top_draw = [*np.take(top_shared, both), *rng.choice(top_only, len(top_only))]
-        taus.append(tau_b(low_values[:, low_draw].mean(axis=1), top_values[:, top_draw].mean(axis=1)))
-    taus = np.array(taus)
+        draws.append(tau_b(low_values[:, low_draw].mean(axis=1), top_values[:, top_draw].mean(axis=1)))
+    taus = np.array(draws)
     taus = taus[np.isfinite(taus)]  # a draw whose means all tie has no tau
     if not len(taus):
         return math.nan, math.nan

@@ -25,7 +25,8 @@ significant or tied, missing runs (named), no spread to test (named), or a test 
 the metric, or a seed the other arm lacks, is not a seed of the test). Arms are paired on their shared
 seeds when they share at least `min_seeds`, else compared unpaired (stats.compare). The family is every
 setting of the scope matching `where:` in which any optimizer the test names has runs (of any status), so
-a missing arm is named, never dropped. Only completed runs enter the tests. When an optimizer has several arms in a setting (an LR sweep) the
+a missing arm is named, never dropped. Only completed runs enter the tests. When an optimizer has several arms in a
+setting (an LR sweep) the
 arm with the best mean validation accuracy is used (selection on validation, never on test) and the
 comparison is marked post-selection, since the same seeds chose it.
 """
@@ -250,7 +251,7 @@ def apply_where(runs: pd.DataFrame, where: dict) -> pd.DataFrame:
         if column not in runs:
             return runs.iloc[0:0]
         values = wanted if isinstance(wanted, list) else [wanted]
-        kept = kept[kept[column].map(lambda value: any(same_value(value, choice) for choice in values))]
+        kept = kept[kept[column].map(lambda value: any(same_value(value, choice) for choice in values))]  # noqa: B023
     return kept
 
 
@@ -627,7 +628,7 @@ def noisy_levels(test: HypothesisTest, here: pd.DataFrame) -> list[tuple[str, pd
     return [
         (
             noise_label(test.noise, rate),
-            here[(here["noise"] == test.noise) & here["noise_rate"].map(lambda value: same_value(value, rate))],
+            here[(here["noise"] == test.noise) & here["noise_rate"].map(lambda value: same_value(value, rate))],  # noqa: B023
         )
         for rate in test.rates
     ]

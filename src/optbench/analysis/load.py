@@ -59,7 +59,7 @@ EMPTY_SUMMARY = run_summary.Summary(
     diverged_at=None,
     content={},
 )
-PRECISION_KEY = "cfg.device_policy.amp"  # the configured value, replaced by the one the run trained in   # the ones counted in their own table column; unreadable is "other"
+PRECISION_KEY = "cfg.device_policy.amp"  # the configured value, replaced by the one the run trained in
 
 # The identity columns every run has, and the config keys they come from.
 HUMAN = "human"  # noise kind whose setting is a label set, identified by its realised rate
@@ -85,7 +85,7 @@ def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
     """Every run directory below `results_dir`, sorted; `skip` (the aggregator's own output) is not entered."""
     found = []
     skip = skip.resolve() if skip else None
-    for folder, subfolders, files in os.walk(results_dir):
+    for folder, subfolders, files in os.walk(results_dir):  # noqa: B007
         here = Path(folder)
         if rundir.is_run_dir(here):
             found.append(here)
@@ -225,12 +225,12 @@ def read_hydra_config(path: Path, warnings: list[str]) -> dict | None:
         return None
     try:
         config = OmegaConf.load(path)
-    except Exception as error:  # a hand-edited or truncated YAML file: say so, keep going
+    except Exception as error:  # a hand-edited or truncated YAML file: say so, keep going  # noqa: BLE001
         warnings.append(f"{HYDRA_CONFIG} unreadable ({type(error).__name__})")
         return None
     try:
         plain = OmegaConf.to_container(config, resolve=True)
-    except Exception:  # an interpolation whose resolver is not registered here: keep the literal text
+    except Exception:  # an interpolation whose resolver is not registered here: keep the literal text  # noqa: BLE001
         plain = OmegaConf.to_container(config, resolve=False)
     return flatten(plain)
 

@@ -1,7 +1,8 @@
 """The aggregator's output folder: atomic writes, and clean-up of its own stale files only.
 
 Every file is written through optbench.rundir's one atomic writer (a temporary sibling, fsynced,
-renamed into place), so a reader (or a crash) never sees half a table. The folder keeps a manifest of the files this aggregator wrote; at the end of a
+renamed into place), so a reader (or a crash) never sees half a table. The folder keeps a manifest of the files this
+aggregator wrote; at the end of a
 run, files from an earlier manifest that were not written again (a figure for a setting that no
 longer exists) are removed. Nothing else is ever deleted, inside or outside the folder.
 """

@@ -311,7 +311,8 @@ def own_output(results_dir: Path, out_dir: Path) -> Path | None:
 
 
 def read_decision_records(results_dir: Path, out_dir: Path | None, warnings: list[str]) -> list[dict]:
-    """The decision records of studies run until decided (optbench.formats.decision_record); a damaged one is a warning."""
+    """The decision records of studies run until decided (optbench.formats.decision_record); a damaged one is a
+    warning."""
     records = []
     for path in decision_record.find_records(results_dir, skip=out_dir):
         try:
@@ -497,7 +498,7 @@ def draw_planned(out: OutputDir, planned: list, warnings: list[str]) -> list[tup
     for caption, stem, make in planned:
         try:
             figure = make()
-        except Exception as error:  # one broken figure must not cost the tables and verdicts
+        except Exception as error:  # one broken figure must not cost the tables and verdicts  # noqa: BLE001
             warnings.append(f"figure '{caption}' could not be drawn: {type(error).__name__}: {error}")
             print(f"warning: figure '{caption}' could not be drawn: {error}", file=sys.stderr)
             continue

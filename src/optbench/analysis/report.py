@@ -361,7 +361,7 @@ def drop_text(numbers: dict, who: str, metric: str) -> str:
         return "n/a"
     return (
         f"drop {difference_text(numbers[f'drop_{who}'], metric).lstrip('+')} "
-        f"(clean {value_text(numbers[f'mean_{who}_clean'], metric)}, noisy {value_text(numbers[f'mean_{who}_noisy'], metric)}; "
+        f"(clean {value_text(numbers[f'mean_{who}_clean'], metric)}, noisy {value_text(numbers[f'mean_{who}_noisy'], metric)}; "  # noqa: E501
         f"n={numbers[f'n_{who}_clean']}/{numbers[f'n_{who}_noisy']})"
     )
 
@@ -473,7 +473,7 @@ def variance_section(parts: ReportParts) -> str:
         "the share of var_i(per-image difference averaged over seeds) / N, the variance each source alone "
         "gives (Bouthillier et al. 2021). A large seed share asks for more seeds; a large test-image share "
         "means the test set's size, not the seeds, limits how precisely the difference is known. Interval: "
-        f"{RESAMPLES} rounds of a two-level bootstrap with a fixed seed, seeds then test images, the image draw shared by every seed and both optimizers (same test set); it counts the "
+        f"{RESAMPLES} rounds of a two-level bootstrap with a fixed seed, seeds then test images, the image draw shared by every seed and both optimizers (same test set); it counts the "  # noqa: E501
         "seed x image interaction more than once, so it is conservative (wider). Completed runs only: "
         "[`tables/variance.md`](tables/variance.md).",
         "",

@@ -10,7 +10,8 @@ stratification. A plain percentile interval is too narrow at the few runs a stud
 runs: about 91 % coverage at 5 runs, 93 % at 10), so it is expanded (Hesterberg 2015, "What teachers should
 know about the bootstrap", The American Statistician 69:371): taken at the percentile level whose normal
 quantile is sqrt(n / (n - 1)) t(0.975, n - 1), n the smallest setting's runs (measured on normal runs, IQM
-and P(A > B): 95-98 % from 6 runs on, 95-97 % for two settings of 10). Performance profiles (Dolan & More 2002, in AlgoPerf's form): for each arm, the
+and P(A > B): 95-98 % from 6 runs on, 95-97 % for two settings of 10). Performance profiles (Dolan & More 2002, in
+AlgoPerf's form): for each arm, the
 fraction of the settings it ran in which its cost to reach the target (median over seeds) is within
 tau times the best arm's cost in that setting.
 

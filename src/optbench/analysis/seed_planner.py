@@ -235,7 +235,7 @@ def plan_seeds(verdict, runs: pd.DataFrame, delta: float | None = None) -> SeedP
     needed = (
         None
         if not plans or unsized or any(plan.seeds_in_hypothesis is None for plan in plans)
-        else max(plan.seeds_in_hypothesis for plan in plans)
+        else max(plan.seeds_in_hypothesis or 0 for plan in plans)  # none is None here: checked above
     )
     power = simulated_power(plans, needed, test.alpha) if needed else math.nan
     n_pilot = min((plan.n_pilot for plan in plans if plan.n_pilot), default=0)
@@ -269,7 +269,7 @@ def plan_table(plan: SeedPlan, scale: float = 100.0, unit: str = "pp") -> pd.Dat
                 "comparison": row.comparison,
                 "pilot seeds": row.n_pilot,
                 f"difference ({unit})": f"{scale * row.difference:+.2f}" if np.isfinite(row.difference) else "—",
-                f"sd of differences ({unit}, 80% upper bound)": f"{scale * row.spread:.2f} ({scale * row.spread_upper:.2f})",
+                f"sd of differences ({unit}, 80% upper bound)": f"{scale * row.spread:.2f} ({scale * row.spread_upper:.2f})",  # noqa: E501
                 f"effect planned ({unit})": "—" if row.against_claim else f"{scale * row.effect:.2f}",
                 "power now": "—"
                 if row.against_claim or not np.isfinite(row.power_at_pilot)

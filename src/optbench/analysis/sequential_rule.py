@@ -73,7 +73,7 @@ def boundaries(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
     stay = 1.0  # P(no crossing so far)
     for k, fraction in enumerate(fractions):
         target = stay - (spent(fraction, alpha) - (spent(fractions[k - 1], alpha) if k else 0.0))
-        bound = optimize.brentq(lambda c: inside([*bounds, c], fractions[: k + 1]) - target, 0.1, 12.0, xtol=1e-6)
+        bound = optimize.brentq(lambda c: inside([*bounds, c], fractions[: k + 1]) - target, 0.1, 12.0, xtol=1e-6)  # noqa: B023
         bounds.append(float(bound))
         stay = target
     return tuple(bounds)

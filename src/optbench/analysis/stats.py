@@ -32,6 +32,7 @@ import functools
 import itertools
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -543,7 +544,7 @@ def contrast_comparison(series: list[pd.Series], alpha: float) -> Comparison:
     arrays = [finite(values) for values in series]
     cells = [(weight, describe(values)) for weight, values in zip((1.0, -1.0, -1.0, 1.0), arrays)]
     sizes = [len(values) for values in arrays]
-    base = dict(
+    base: dict[str, Any] = dict(
         n_a=min(sizes[:2]),
         n_b=min(sizes[2:]),
         n_pairs=0,

@@ -134,7 +134,8 @@ def variance_table(
     runs: pd.DataFrame, results_dir: Path, settings: list[str], arms: list[str], resamples: int = RESAMPLES
 ) -> tuple[pd.DataFrame, list[str]]:
     """Every pair of arms within each setting with predictions for at least one common seed; and warnings."""
-    rows, warnings = [], []
+    rows: list[dict] = []
+    warnings: list[str] = []
     for setting in settings:
         here = runs[(runs["setting"] == setting) & (runs["status"] == "completed")]
         correct = setting_predictions(here, Path(results_dir), warnings)

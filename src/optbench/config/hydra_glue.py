@@ -177,7 +177,7 @@ def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], 
     check_text(overrides)
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except Exception as error:  # Hydra's parse errors span lines; the first names the override
+    except Exception as error:  # Hydra's parse errors span lines; the first names the override  # noqa: BLE001
         raise ConfigError(f"bad override: {str(error).strip().splitlines()[0]}") from None
     values, hydra_overrides = {}, []
     for override in parsed:
@@ -188,7 +188,7 @@ def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], 
         if override.is_sweep_override():
             try:
                 values[key] = [str(value) for value in override.sweep_string_iterator()]
-            except Exception:  # interval sweeps have no list of values
+            except Exception:  # interval sweeps have no list of values  # noqa: BLE001
                 raise ConfigError(
                     f"{override.input_line}: interval sweeps need an optimisation launcher; "
                     "list the values instead, e.g. optimizer.lr=0.01,0.1"
@@ -199,7 +199,8 @@ def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], 
 
 
 def format_value(value) -> str:
-    """A grid value as Hydra reads it back: 3 significant digits for floats (0.1 x 3 -> 0.3, not 0.30000000000000004)."""
+    """A grid value as Hydra reads it back: 3 significant digits for floats (0.1 x 3 -> 0.3, not
+    0.30000000000000004)."""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
@@ -251,7 +252,7 @@ def check_groups(overrides: list[str], conf_dir: Path) -> None:
             options = sorted(
                 path.relative_to(group_dir).with_suffix("").as_posix() for path in group_dir.rglob("*.yaml")
             )
-            hint = did_you_mean(unknown[0], options, lambda option: f"{key}={option}")
+            hint = did_you_mean(unknown[0], options, lambda option: f"{key}={option}")  # noqa: B023
             raise ConfigError(f"unknown {key} '{unknown[0]}': {hint}choose {key}=" + ", ".join(options))
 
 
@@ -322,7 +323,7 @@ def misspelt_key_error(overrides: list[str], conf_dir: Path, compose) -> ConfigE
     ]
     try:
         base = compose(choices_only)
-    except Exception:  # the group choices themselves fail: Hydra's own line says why
+    except Exception:  # the group choices themselves fail: Hydra's own line says why  # noqa: BLE001
         return None
     return next(
         filter(

@@ -5,7 +5,8 @@ torch. `list_image_folder(root)` lists `root/train/<class>/*` and `root/test/<cl
 torchvision's ImageFolder does (sorted class folders, sorted walk, its image extensions;
 tests/test_data.py keeps the two equal), but follows a symlinked folder at most once: a link back into
 a folder already listed (`train/c -> .`) is refused instead of listing its images again and again.
-`data_fingerprint(name, ...)` is the data part of a run's identity (`run_identity(resolved config)`); `data_dir_name(name, root, ...)` the
+`data_fingerprint(name, ...)` is the data part of a run's identity (`run_identity(resolved config)`);
+`data_dir_name(name, root, ...)` the
 run directory's dataset level, `imagefolder-<folder name>-<first 8 hex of the content fingerprint>`,
 so a copy of the folder at another path names the same directory.
 """
@@ -149,7 +150,8 @@ def synthetic_fingerprint(**parameters) -> str:
     return "synthetic-v1:" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-# A descriptor's `fingerprint` (optbench/registry/datasets.py) names one of these: (name, source options) -> fingerprint.
+# A descriptor's `fingerprint` (optbench/registry/datasets.py) names one of these: (name, source options) ->
+# fingerprint.
 FINGERPRINTS = {
     "cifar": lambda name, options: cifar_fingerprint(name),
     "imagefolder": lambda name, options: imagefolder_fingerprint(

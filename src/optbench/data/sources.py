@@ -6,7 +6,8 @@
   tensors, checked on every load: a damaged cache is decoded again, with one warning line); a file that
   cannot be decoded is a ConfigError naming it;
 - `synthetic`: class prototypes plus pixel noise, generated from a fixed seed; learnable, offline.
-Which source serves a dataset is its descriptor's `loader` (optbench/registry/datasets.py); `data_fingerprint(name, ...)` (data/fingerprint.py, standard library only) identifies the data a run sees
+Which source serves a dataset is its descriptor's `loader` (optbench/registry/datasets.py); `data_fingerprint(name,
+...)` (data/fingerprint.py, standard library only) identifies the data a run sees
 without decoding it (the run identity); the folder listing is that module's too.
 """
 
@@ -44,7 +45,8 @@ class ImageSet:
         return len(self.labels)
 
 
-# Offline, the same images as files work: docs/configuration.md, "Datasets", e.g. the CIFAR-10 JPEG copies next to this checkout.
+# Offline, the same images as files work: docs/configuration.md, "Datasets", e.g. the CIFAR-10 JPEG copies next to
+# this checkout.
 OFFLINE = (
     "; or train offline on a folder of images: dataset=imagefolder dataset.root=DIR "
     "(DIR/train/<class>/*.jpg, DIR/test/<class>/*.jpg)"
@@ -103,7 +105,7 @@ def _read_cache(cache_path: Path) -> dict | None:
     try:
         cached = torch.load(cache_path, weights_only=True)
         problem = None if _tensors_checksum(cached) == cached.get("checksum") else "its checksum does not match"
-    except Exception as error:  # truncated, not a zip archive, unpickling refused, missing keys
+    except Exception as error:  # truncated, not a zip archive, unpickling refused, missing keys  # noqa: BLE001
         problem = f"it cannot be read: {type(error).__name__}"
     if problem is None:
         return cached
@@ -144,7 +146,8 @@ def _make_synthetic(
     """Each class is a smooth random colour prototype; samples add per-pixel Gaussian noise.
 
     Low-resolution prototypes (4x4, upsampled) make the classes separable by a small convnet in a
-    few hundred steps, while the noise (std 64/255, well above the prototype contrast of ±24/255) keeps the task from being trivial.
+    few hundred steps, while the noise (std 64/255, well above the prototype contrast of ±24/255) keeps the task from
+    being trivial.
     """
     del data_dir  # generated, nothing stored
     generator = torch.Generator().manual_seed(generator_seed)
@@ -161,7 +164,8 @@ def _make_synthetic(
     return train, test, [f"class{index}" for index in range(num_classes)]
 
 
-# A descriptor's `loader` (optbench/registry/datasets.py) names one of these: given the dataset's name, its source function.
+# A descriptor's `loader` (optbench/registry/datasets.py) names one of these: given the dataset's name, its source
+# function.
 LOADERS = {
     "torchvision_cifar": lambda name: partial(_load_cifar, name),
     "imagefolder": lambda name: _load_imagefolder,

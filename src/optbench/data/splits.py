@@ -18,7 +18,8 @@ from optbench.data.sources import ImageSet, source_for
 from optbench.errors import ConfigError
 from optbench.registry import datasets
 
-# Per-channel mean and std of the official training sets (fractions of 255): the descriptors' (optbench/registry/datasets.py).
+# Per-channel mean and std of the official training sets (fractions of 255): the descriptors'
+# (optbench/registry/datasets.py).
 NORMALISATION = {name: (entry.mean, entry.std) for name, entry in datasets.DATASETS.items() if entry.mean}
 
 

@@ -23,7 +23,7 @@ def gpu_for_job() -> str:
         from hydra.core.hydra_config import HydraConfig
 
         job_number = int(HydraConfig.get().job.num)
-    except Exception:  # not inside a Hydra job (up-front checks), or a single run without a job number
+    except Exception:  # not inside a Hydra job (up-front checks), or a single run without a job number  # noqa: BLE001
         return "auto"
     import torch  # only inside a job, where training imports it anyway
 

@@ -263,7 +263,7 @@ def _keep_awake_default(facts: DeviceFacts) -> tuple[bool, str]:
     if facts.host_os == "darwin":
         return (
             True,
-            "macOS: caffeinate -i keeps the Mac from sleeping while it trains (device_policy.keep_awake=false to let it)",
+            "macOS: caffeinate -i keeps the Mac from sleeping while it trains (device_policy.keep_awake=false to let it)",  # noqa: E501
         )
     return False, f"caffeinate is macOS only ({facts.host_os})"
 

@@ -31,7 +31,7 @@ def concurrent_runs() -> tuple[int, str]:
         from hydra.core.hydra_config import HydraConfig
 
         launcher = HydraConfig.get().launcher
-    except Exception:  # not inside a Hydra job: a single run from Python
+    except Exception:  # not inside a Hydra job: a single run from Python  # noqa: BLE001
         return 1, ""
     if "joblib" not in str(launcher.get("_target_", "")):
         return 1, ""

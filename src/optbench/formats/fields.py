@@ -9,6 +9,7 @@ the fix (upgrade optbench). Standard library only.
 """
 
 import math
+from typing import Literal, NoReturn, overload
 
 from optbench.errors import DamagedRunFile
 
@@ -24,7 +25,7 @@ class Fields:
             self.fail(f"is {type(value).__name__}, not a JSON object")
         self.value = value
 
-    def fail(self, problem: str):
+    def fail(self, problem: str) -> NoReturn:
         place = f" field {self.where}" if self.where else ""
         raise DamagedRunFile(f"{self.path}:{place} {problem}" + (f": {self.way_out}" if self.way_out else ""))
 
@@ -38,7 +39,7 @@ class Fields:
             return None
         return self.value[key]
 
-    def _wrong(self, key: str, value, wanted: str):
+    def _wrong(self, key: str, value, wanted: str) -> NoReturn:
         Fields(self.value, self.path, self._name(key), self.way_out).fail(f"is {value!r}, not {wanted}")
 
     def number(
@@ -50,7 +51,8 @@ class Fields:
         nonfinite_as_null: bool = False,
     ) -> int | float | None:
         """A finite number in [low, high], as written (int or float); None when absent or null and not required.
-        `nonfinite_as_null`: a NaN or infinity token (older runs' metrics) reads as null, as the writer now writes it."""
+        `nonfinite_as_null`: a NaN or infinity token (older runs' metrics) reads as null, as the writer now writes
+        it."""
         value = self._get(key, required)
         if value is None:
             return None
@@ -64,6 +66,11 @@ class Fields:
             self._wrong(key, value, f"a finite number in [{low}, {high}]")
         return value
 
+    @overload
+    def whole(self, key: str, required: Literal[True], low: int = 0) -> int: ...
+    @overload
+    def whole(self, key: str, required: bool = False, low: int = 0) -> int | None: ...
+
     def whole(self, key: str, required: bool = False, low: int = 0) -> int | None:
         value = self._get(key, required)
         if value is None:
@@ -71,6 +78,11 @@ class Fields:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             self._wrong(key, value, f"a whole number >= {low}")
         return value
+
+    @overload
+    def text(self, key: str, required: Literal[True], choices: tuple = ()) -> str: ...
+    @overload
+    def text(self, key: str, required: bool = False, choices: tuple = ()) -> str | None: ...
 
     def text(self, key: str, required: bool = False, choices: tuple = ()) -> str | None:
         value = self._get(key, required)
@@ -80,17 +92,32 @@ class Fields:
             self._wrong(key, value, "one of " + ", ".join(choices) if choices else "a string")
         return value
 
+    @overload
+    def mapping(self, key: str, required: Literal[True]) -> dict: ...
+    @overload
+    def mapping(self, key: str, required: bool = False) -> dict | None: ...
+
     def mapping(self, key: str, required: bool = False) -> dict | None:
         value = self._get(key, required)
         if value is not None and not isinstance(value, dict):
             self._wrong(key, value, "a JSON object")
         return value
 
+    @overload
+    def listing(self, key: str, required: Literal[True]) -> list: ...
+    @overload
+    def listing(self, key: str, required: bool = False) -> list | None: ...
+
     def listing(self, key: str, required: bool = False) -> list | None:
         value = self._get(key, required)
         if value is not None and not isinstance(value, list):
             self._wrong(key, value, "a JSON list")
         return value
+
+    @overload
+    def inner(self, key: str, required: Literal[True]) -> "Fields": ...
+    @overload
+    def inner(self, key: str, required: bool = False) -> "Fields | None": ...
 
     def inner(self, key: str, required: bool = False) -> "Fields | None":
         """The object at `key` as Fields of its own (its failures name `outer.key.field`)."""

@@ -24,7 +24,7 @@ def numpy_array_globals() -> list:
     try:
         from numpy._core.multiarray import _reconstruct
     except ImportError:  # numpy < 2
-        from numpy.core.multiarray import _reconstruct
+        from numpy.core.multiarray import _reconstruct  # type: ignore[no-redef]
     return [
         (_reconstruct, "numpy.core.multiarray._reconstruct"),
         _reconstruct,
@@ -45,7 +45,7 @@ def read_label_arrays(path: Path) -> dict[str, np.ndarray]:
     try:
         with torch.serialization.safe_globals(numpy_array_globals()):
             content = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as error:  # pickle.UnpicklingError for a refused global; zip and format errors
+    except Exception as error:  # pickle.UnpicklingError for a refused global; zip and format errors  # noqa: BLE001
         raise ConfigError(
             f"{path} is not a label file that can be read without running code ({type(error).__name__}): {WAY_OUT}"
         ) from None

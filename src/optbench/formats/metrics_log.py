@@ -30,7 +30,8 @@ def read(run_dir: Path) -> tuple[list[dict], int]:
         lines = path_in(run_dir).read_text(errors="replace").splitlines()
     except FileNotFoundError:
         return [], 0
-    records, bad = [], 0
+    records: list[dict] = []
+    bad = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -40,10 +41,17 @@ def read(run_dir: Path) -> tuple[list[dict], int]:
             bad += 1
             continue
         if isinstance(record, dict):
-            records.append(epoch_record(Fields(record, f"{path_in(run_dir)} line {number}", way_out=WAY_OUT)))
+            records.append(epoch_line(Fields(record, f"{path_in(run_dir)} line {number}", way_out=WAY_OUT)))
         else:
             bad += 1
     return records, bad
+
+
+def epoch_line(fields: Fields) -> dict:
+    """One metrics.jsonl line as an epoch record (a line is never absent, so never None)."""
+    record = epoch_record(fields)
+    assert record is not None
+    return record
 
 
 def epoch_record(fields: Fields | None) -> dict | None:

@@ -278,11 +278,11 @@ def plan_one(
         if study.tune and study.tune.method == "quasirandom":
             trials_for = quasirandom_trials(study)
         elif study.tune:
-            per_optimizer = lambda name: tuning_protocol.grid_values(
+            per_optimizer = lambda name: tuning_protocol.grid_values(  # noqa: E731
                 compose_checked([f"optimizer={name}"], conf_dir).optimizer, study.tune
             )
         elif tuned:
-            per_optimizer = lambda name: tuning_protocol.tuned_values(
+            per_optimizer = lambda name: tuning_protocol.tuned_values(  # noqa: E731
                 conf_dir, name, tuned if isinstance(tuned, str) else "tuned"
             )
         per_optimizer = with_own_schedules(per_optimizer, _as_list(study.grid["optimizer"]), defaults.scheduler.name)

@@ -10,7 +10,8 @@ hyperparameters a tuning study searches, each with a range and a scale fixed in 
 Keys are keys of the optimizer's config (conf/optimizer/<name>.yaml), so a trial is the override
 `optimizer.lr=...`. A file with `defaults: registry` starts from every registered optimizer's default
 ranges (optbench/registry/optimizers.py) and its own `optimizers:` entries replace those of the optimizers they
-name. `trials(space, n, sampler, seed)` draws n points of a scrambled Sobol or Halton sequence (scipy.stats.qmc, seeded) in the unit cube and maps them onto the ranges; values keep three
+name. `trials(space, n, sampler, seed)` draws n points of a scrambled Sobol or Halton sequence (scipy.stats.qmc,
+seeded) in the unit cube and maps them onto the ranges; values keep three
 significant digits, as every other override the studies write. The same seed gives every optimizer
 the same unit points (when they search as many hyperparameters): the same budget, spread the same way.
 `edges(...)` says when a winning value sits in the outer tenth of its range: the range was too narrow.

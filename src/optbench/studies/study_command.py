@@ -1,7 +1,7 @@
 """`python src/study.py`: run a study (plain Hydra multiruns of src/train.py), list it, or select tuned values.
 
     python src/study.py full                         # every run of the study; finished runs are skipped
-    python src/study.py H3 --dry-run                 # each run: overrides, directory, done/unfinished/new; time estimate
+    python src/study.py H3 --dry-run  # each run: overrides, directory, done/unfinished/new; time estimate
     python src/study.py H3 --status                  # a table of the runs as they stand, progress, time left
     python src/study.py full --launcher parallel     # joblib, local processes (slurm, local: submitit)
     python src/study.py H1 --set epochs=1 dataset=synthetic model.width=8   # extra Hydra overrides (smoke tests)
@@ -366,7 +366,7 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
 def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> None:
     from optbench.device.fastest import cache_path  # torch is loaded by now: the rates were measured or read
 
-    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(measured.items()):
+    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(measured.items()):  # noqa: B007
         print(
             f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
             f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "

@@ -3,7 +3,8 @@
 `checkpoint_state(run, state)` gathers model, optimizer (Lion's and Muon's state included), scheduler,
 grad scaler, every RNG state, the completed epochs, the progress of an epoch stopped half-way, the
 metric records so far, the summary and the selected epoch's test predictions, all as data
-`torch.load(weights_only=True)` accepts: loading a checkpoint never runs pickled code. It also names the run it belongs to (`run_id`, from record.json),
+`torch.load(weights_only=True)` accepts: loading a checkpoint never runs pickled code. It also names the run it
+belongs to (`run_id`, from record.json),
 so a checkpoint copied in from another run is refused. `save`/`load` write and read checkpoint.pt
 atomically; `restore(...)` puts the training objects and RNGs back. The batch pipeline needs no
 state: each epoch's batches are a pure function of (seed, epoch), and a stopped epoch continues by

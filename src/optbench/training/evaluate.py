@@ -3,7 +3,8 @@
 `epoch_record(run, epoch, progress, train_seconds)` returns the record metrics.jsonl gets (keys
 `split/name`, accuracies as fractions), the first batch whose training loss was not finite (-1:
 none) and the test pass's predicted classes (a CPU tensor, None without a test split: the loop keeps
-those of the selected epoch for predictions.npz, with no extra test pass). Validation is scored against the labels model selection sees (`val/acc`, `val/loss`); under
+those of the selected epoch for predictions.npz, with no extra test pass). Validation is scored against the labels
+model selection sees (`val/acc`, `val/loss`); under
 label noise with `noise.validation: noisy` those are noisy, and `val/acc_clean` scores the same
 predictions against the true labels (the oracle). Noisy runs also record how the flipped training
 images are fit: predicted as their given wrong label, or as the original one. For an optimizer with an
@@ -97,7 +98,7 @@ def evaluation_model(run) -> torch.nn.Module:
     run.model.eval()
     try:
         folded = fuse(run.model, inplace=False)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001  tracing is an optimisation: evaluate unfolded rather than fail
         log.warning("evaluating without folding BatchNorm (torch.fx could not trace the model: %s)", error)
         return run.step_model
     return folded.to(memory_format=run.policy.memory_format)

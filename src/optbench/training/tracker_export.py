@@ -2,7 +2,8 @@
 
 `log_folder(folder, tracker, tracking_uri)` walks the folder for run directories and logs each one that trains no
 more (summary.json says how it ended) and that the tracker does not hold yet as one tracker run with its config
-as parameters, every epoch of metrics.jsonl, summary.json's best and final metrics and the file itself (run-summary.json)
+as parameters, every epoch of metrics.jsonl, summary.json's best and final metrics and the file itself
+(run-summary.json)
 (trackers.log_finished_run). The tracker run is keyed as training keys it (the run id and the record's start),
 so a second call adds nothing and a run resumed later with logger=mlflow continues the same tracker run. Run
 directories are only read; published ones without checkpoints (docs/*/runs) work the same. Without a tracking

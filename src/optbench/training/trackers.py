@@ -188,7 +188,7 @@ class MlflowTracker:
             [experiment_id],
             max_results=1,
             filter_string=(
-                f"tags.`optbench.run_id` = '{run.run_id}' and tags.`optbench.attempt` = '{run.tags['optbench.attempt']}'"
+                f"tags.`optbench.run_id` = '{run.run_id}' and tags.`optbench.attempt` = '{run.tags['optbench.attempt']}'"  # noqa: E501
             ),
         )
         self.fresh = not found
@@ -308,21 +308,21 @@ class Trackers:
 
     def log_epoch(self, record: dict) -> None:
         for tracker in list(self.active):
-            self._guarded(tracker.name, f"logging epoch {record['epoch']}", lambda: tracker.log_epoch(record), tracker)
+            self._guarded(tracker.name, f"logging epoch {record['epoch']}", lambda: tracker.log_epoch(record), tracker)  # noqa: B023
 
     def finish(self, status: str, summary: dict | None = None) -> None:
         """The run's ending; trackers that take one (MLflow) also get summary.json's best and final metrics."""
         for tracker in list(self.active):
             if summary is not None and hasattr(tracker, "log_summary"):
-                self._guarded(tracker.name, "logging the summary", lambda: tracker.log_summary(summary), tracker)
+                self._guarded(tracker.name, "logging the summary", lambda: tracker.log_summary(summary), tracker)  # noqa: B023
         for tracker in list(self.active):
-            self._guarded(tracker.name, "finishing", lambda: tracker.finish(status), tracker)
+            self._guarded(tracker.name, "finishing", lambda: tracker.finish(status), tracker)  # noqa: B023
         self.active = []
 
     def _guarded(self, name: str, doing: str, action, tracker=None):
         try:
             return action()
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001
             self.failures += 1
             if tracker is not None:
                 self.active.remove(tracker)
@@ -349,11 +349,11 @@ def open_trackers(cfg, run_dir: RunDir, run_id: str, earlier_records: list[dict]
         return trackers
     for name, settings in chosen.items():
         settings = {**settings, "results_dir": cfg.paths.results_dir, "only_new": only_new}
-        trackers.start(name, lambda: TRACKERS[name](settings, run, run_dir.path, earlier_records))
+        trackers.start(name, lambda: TRACKERS[name](settings, run, run_dir.path, earlier_records))  # noqa: B023
     for tracker in list(trackers.active):
         if tracker.fresh:
             for record in earlier_records:
-                trackers._guarded(tracker.name, "logging earlier epochs", lambda: tracker.log_epoch(record), tracker)
+                trackers._guarded(tracker.name, "logging earlier epochs", lambda: tracker.log_epoch(record), tracker)  # noqa: B023
                 if tracker not in trackers.active:
                     break
     return trackers
