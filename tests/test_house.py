@@ -259,7 +259,7 @@ def unmapped_modules(package: Path) -> list[str]:
         folder = init.parent
         docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")), clean=False) or ""
         # a map's line: `    <name>.py  its job`
-        named = set(re.findall(r"^ +(\w+\.py|\w+/) ", docstring, flags=re.MULTILINE))
+        named = set(re.findall(r"^ *(\w+\.py|\w+/) ", docstring, flags=re.MULTILINE))
         present = {path.name for path in folder.glob("*.py") if path.name != "__init__.py"}
         present |= {f"{path.name}/" for path in folder.iterdir() if (path / "__init__.py").is_file()}
         where = folder.relative_to(package.parent).as_posix()
