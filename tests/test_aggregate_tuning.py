@@ -159,8 +159,10 @@ def test_broken_tuning_files_are_warnings_naming_them(tmp_path):
     outcome = aggregate(results, draw_figures=False)
     warnings = "\n".join(outcome.warnings)
     assert "tuning-torn.json: not readable as JSON (JSONDecodeError" in warnings
-    assert "nested/tuning-future.json: format 2, this optbench reads up to format 1: it was written by a newer " \
+    assert (
+        "nested/tuning-future.json: format 2, this optbench reads up to format 1: it was written by a newer "
         "optbench: upgrade" in warnings
+    )
     assert "tuning-partial.json: optimizers.adam.trials[1]: 'runs' missing or not a list: ignored" in warnings
     assert set(tuning_rows(results / "aggregate")) == {"lion", "sgd"}  # the good file is still read
 
