@@ -118,14 +118,9 @@ def test_a_planned_label_set_without_runs_is_named_missing(tmp_path):
     assert missing and all("human worst" in check.comparison for check in missing)
 
 
-def test_a_study_planning_label_sets_aggregates_a_folder_without_human_runs(tmp_path):
-    """`aggregate.py --study human_noise_cpu` on a folder of clean CIFAR-10 runs only (no label_set column at all):
-    the study's one hypothesis is judged, its planned data set named as missing runs, the others listed as not
-    tested by this study, instead of a KeyError."""
-    for seed in range(3):
-        for optimizer in ("lion", "adamw"):
-            write_run(tmp_path / "results", ramp_records(0.9 - 0.01 * seed), optimizer=optimizer, seed=seed)
-    outcome = aggregate(
+def aggregate_human_study(tmp_path):
+    """`aggregate.py tmp_path/results --study human_noise_cpu --target-acc 0.5`, without figures."""
+    return aggregate(
         tmp_path / "results",
         tmp_path / "out",
         0.5,
@@ -133,6 +128,16 @@ def test_a_study_planning_label_sets_aggregates_a_folder_without_human_runs(tmp_
         draw_figures=False,
         study=find_study("human_noise_cpu"),
     )
+
+
+def test_a_study_planning_label_sets_aggregates_a_folder_without_human_runs(tmp_path):
+    """`aggregate.py --study human_noise_cpu` on a folder of clean CIFAR-10 runs only (no label_set column at all):
+    the study's one hypothesis is judged, its planned data set named as missing runs, the others listed as not
+    tested by this study, instead of a KeyError."""
+    for seed in range(3):
+        for optimizer in ("lion", "adamw"):
+            write_run(tmp_path / "results", ramp_records(0.9 - 0.01 * seed), optimizer=optimizer, seed=seed)
+    outcome = aggregate_human_study(tmp_path)
     assert outcome.verdicts == {"H3-human": "inconclusive"}
     report = outcome.report.read_text()
     assert "no runs of adamw, lion in this planned setting (imagefolder)" in report
@@ -199,14 +204,7 @@ def test_a_study_planning_label_sets_names_them_missing_where_only_its_clean_run
                 dataset="imagefolder",
                 overrides=budget,
             )
-    outcome = aggregate(
-        tmp_path / "results",
-        tmp_path / "out",
-        0.5,
-        REPO / "experiments",
-        draw_figures=False,
-        study=find_study("human_noise_cpu"),
-    )
+    outcome = aggregate_human_study(tmp_path)
     assert outcome.verdicts == {"H3-human": "inconclusive"}
     report = outcome.report.read_text()
     assert "2 of 2 missing" in report

@@ -829,19 +829,23 @@ def rung_axis(axis, labels: list[str], positions: list[float], log: bool) -> Non
     axis.set_xlabel("budget (rung; log scale of training compute)" if log else "budget (rung)")
 
 
+def rung_lines(per_rung: pd.DataFrame, arms: list[str], where: dict):
+    """(arm, x positions, its rows) for each arm with rows in the per-rung table: one line per optimizer."""
+    for arm in arms:
+        rows = per_rung[per_rung["arm"] == arm]
+        if not rows.empty:
+            yield arm, [where[rung] for rung in rows["rung"]], rows
+
+
 def fidelity_ranks(per_rung: pd.DataFrame, arms: list[str], style: Style, setting: str):
     """Rank (1 = best) of each arm's mean at each rung: one line per optimizer; crossing lines are reorderings."""
     if per_rung.empty:
         return None
     labels, positions, log = rung_positions(per_rung)
-    where = dict(zip(labels, positions))
     figure, (axis,) = panel_grid(1, (6.0, 3.6))
     handles = []
-    for arm in arms:
-        rows = per_rung[per_rung["arm"] == arm]
-        if rows.empty:
-            continue
-        axis.plot([where[rung] for rung in rows["rung"]], rows["rank"], linewidth=2, markersize=6, **style.line(arm))
+    for arm, x, rows in rung_lines(per_rung, arms, dict(zip(labels, positions))):
+        axis.plot(x, rows["rank"], linewidth=2, markersize=6, **style.line(arm))
         handles.append(Line2D([], [], label=arm, **style.line(arm)))
     axis.invert_yaxis()
     top_rank = int(math.ceil(per_rung["rank"].max()))
@@ -861,14 +865,9 @@ def fidelity_metric(per_rung: pd.DataFrame, arms: list[str], style: Style, setti
     if per_rung.empty:
         return None
     labels, positions, log = rung_positions(per_rung)
-    where = dict(zip(labels, positions))
     figure, (axis,) = panel_grid(1, (6.0, 3.6))
     handles = []
-    for arm in arms:
-        rows = per_rung[per_rung["arm"] == arm]
-        if rows.empty:
-            continue
-        x = [where[rung] for rung in rows["rung"]]
+    for arm, x, rows in rung_lines(per_rung, arms, dict(zip(labels, positions))):
         axis.plot(x, rows["mean"] * 100, linewidth=1.6, markersize=5, **style.line(arm))
         axis.fill_between(
             x, rows["ci_low"] * 100, rows["ci_high"] * 100, color=style.colour(arm), alpha=0.15, linewidth=0
