@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from optbench.data.fingerprint import NAME_FINGERPRINT_HEX  # noqa: E402
 from optbench.fileio import write_bytes_atomically  # noqa: E402
-from optbench.rundir import recorded_data  # noqa: E402
+from optbench.formats.run_record import recorded_data  # noqa: E402
 
 
 def content_name(level: Path) -> str | None:

@@ -11,6 +11,7 @@ import re
 import shutil
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -62,6 +63,16 @@ DAMAGES = {  # what is done to summary.json -> what the one line says
     "an unknown status": (lambda summary: summary.update(status="done"), "field status is 'done'"),
     "a newer format": (lambda summary: summary.update(format=99), "upgrade optbench"),
     "a non-finite number": (lambda summary: summary.update(wall_time_s=math.inf), "field wall_time_s is inf"),
+    "a provenance part of the wrong type": (
+        lambda summary: summary["noise"].update(rate="0.2"),
+        "field noise.rate is '0.2'",
+    ),
+    "a provenance part of another shape": (lambda summary: summary.update(dataset=["cifar10"]), "field dataset is"),
+    "a noise rate out of range": (lambda summary: summary["noise"].update(realised_rate=1.5), "noise.realised_rate"),
+    "a precision of the wrong type": (
+        lambda summary: summary["device_policy"].update(amp=16),
+        "field device_policy.amp is 16",
+    ),
 }
 
 
@@ -75,7 +86,9 @@ def test_a_damaged_summary_is_one_line_naming_the_file_and_the_field(runs, damag
     assert "\n" not in str(raised.value)
 
 
-@pytest.mark.parametrize("damage", ["wrong type", "completed without its headline", "a newer format"])
+@pytest.mark.parametrize(
+    "damage", ["wrong type", "completed without its headline", "a newer format", "a provenance part of the wrong type"]
+)
 def test_many_runs_count_a_damaged_summary_as_unreadable_never_in_a_mean(runs, tmp_path, damage):
     edit_summary(runs[0], DAMAGES[damage][0])
     before = snapshot(tmp_path / "results")
@@ -232,13 +245,37 @@ def test_docs_runs_md_names_every_key_the_run_files_hold(runs):
     assert sorted(key for key in keys if f"`{key}`" not in text) == []
 
 
-def test_a_tuned_study_is_refused_before_its_tuning_trains_when_its_own_runs_cannot_start(tmp_path, capsys):
-    """human_noise_cpu is tuned by tune_cpu_demo (clean labels): a label file that does not exist concerns only
-    the main study's runs, and is refused before the tuning study trains, selects or writes a tuned config."""
+def damaged_label_file(tmp_path: Path) -> Path:
+    """A copy of the official CIFAR-10N file with one byte flipped in its middle."""
+    payload = bytearray((REPO / ".." / "shared" / "data" / "cifar-n" / "CIFAR-10_human.pt").read_bytes())
+    payload[len(payload) // 2] ^= 0xFF
+    (tmp_path / "CIFAR-10_human.pt").write_bytes(bytes(payload))
+    return tmp_path / "CIFAR-10_human.pt"
+
+
+def no_study_may_run(monkeypatch) -> None:
+    """A refusal that comes too late would train a real tuning study: fail at once instead."""
+
+    def refuse(study, *_):
+        raise AssertionError(f"study {study.id} was started before the command was refused")
+
+    monkeypatch.setattr(study_command, "run_study", refuse)
+
+
+@pytest.mark.parametrize("problem", ["missing", "another md5"])
+def test_a_tuned_study_is_refused_before_its_tuning_trains_when_its_own_runs_cannot_start(
+    tmp_path, capsys, monkeypatch, problem
+):
+    """human_noise_cpu is tuned by tune_cpu_demo (clean labels): a label file that does not exist, or whose md5
+    is not the official one, concerns only the main study's runs, and is refused before the tuning study
+    trains, selects or writes a tuned config."""
+    label_file = Path("/no/such.pt") if problem == "missing" else damaged_label_file(tmp_path)
+    no_study_may_run(monkeypatch)
+    message = "no such file" if problem == "missing" else "its md5 is not the official CIFAR-10_human.pt's"
     experiments = tmp_path / "experiments"
     shutil.copytree(REPO / "experiments", experiments)
     study_file = experiments / "studies" / "human_noise_cpu.yaml"
-    study_file.write_text(study_file.read_text().replace("../shared/data/cifar-n/CIFAR-10_human.pt", "/no/such.pt"))
+    study_file.write_text(study_file.read_text().replace("../shared/data/cifar-n/CIFAR-10_human.pt", str(label_file)))
     results, conf = tmp_path / "results", tmp_path / "conf"
     shutil.copytree(REPO / "conf", conf)
     before = snapshot(conf)
@@ -254,5 +291,27 @@ def test_a_tuned_study_is_refused_before_its_tuning_trains_when_its_own_runs_can
         ]
     )
     captured = capsys.readouterr()
-    assert code == 2 and "noise.label_file=/no/such.pt: no such file" in captured.err
+    assert code == 2 and f"noise.label_file={label_file}: {message}" in captured.err
+    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
     assert "tuning first" not in captured.out and not results.exists() and snapshot(conf) == before
+
+
+def test_until_decided_checks_its_hypotheses_and_decision_record_before_tuning_trains(tmp_path, capsys, monkeypatch):
+    """cpu_demo_clean is tuned by tune_cpu_demo: a misspelt --hypotheses name, --hypotheses without
+    --until-decided, and a decision record of another shape are each refused before any tuning run exists."""
+    no_study_may_run(monkeypatch)
+    results, conf = tmp_path / "results", tmp_path / "conf"
+    shutil.copytree(REPO / "conf", conf)
+    results.mkdir()
+    (results / "sequential-cpu_demo_clean.json").write_text(json.dumps({"format": 1, "study": "cpu_demo_clean"}))
+    before = snapshot(results), snapshot(conf)
+    common = ["cpu_demo_clean", "--conf-dir", str(conf), "--set", f"paths.results_dir={results}"]
+    for extra, message in (
+        (["--until-decided", "--hypotheses", "H22"], "--hypotheses H22: did you mean H2?"),
+        (["--hypotheses", "H2"], "--hypotheses names the hypotheses --until-decided decides: add --until-decided"),
+        (["--until-decided"], "sequential-cpu_demo_clean.json: field decisions is missing"),
+    ):
+        assert study_command.main(common + extra) == 2
+        captured = capsys.readouterr()
+        assert captured.err.startswith("error: ") and message in captured.err and captured.err.count("\n") == 1
+        assert "tuning first" not in captured.out and (snapshot(results), snapshot(conf)) == before

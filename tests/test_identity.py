@@ -22,6 +22,7 @@ from PIL import Image
 from optbench import identity, rundir
 from optbench.config.hydra_glue import dataset_dir_name
 from optbench.errors import ConfigError
+from optbench.formats import run_record
 from optbench.training.run import train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -279,7 +280,7 @@ def test_the_rename_script_gives_older_levels_their_content_names(tmp_path):
     runs = tmp_path / "runs"
     shutil.copytree(REPO / "docs" / "cpu-study" / "runs", runs)
     [older] = runs.glob("imagefolder-*")
-    fingerprint = rundir.recorded_data(older)
+    fingerprint = run_record.recorded_data(older)
     done = subprocess.run(
         [sys.executable, "scripts/rename_data_levels.py", str(runs)],
         cwd=REPO,

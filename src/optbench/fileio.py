@@ -9,6 +9,8 @@ file and the way out. `exclusive_lock` / `is_locked` are the flock a trainer hol
 
 import contextlib
 import fcntl
+import functools
+import hashlib
 import json
 import math
 import os
@@ -110,3 +112,15 @@ def is_locked(lock_path: Path) -> bool:
             return True
         fcntl.flock(handle, fcntl.LOCK_UN)
         return False
+
+
+def md5_of(path: Path) -> str:
+    """The file's md5 (hex); computed once per version of the file in a process (a study checks one label file
+    for each of its hundreds of runs)."""
+    facts = Path(path).resolve().stat()
+    return _md5_of(str(Path(path).resolve()), facts.st_size, facts.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _md5_of(path: str, size: int, mtime_ns: int) -> str:  # size and mtime: a changed file is read again
+    return hashlib.md5(Path(path).read_bytes()).hexdigest()

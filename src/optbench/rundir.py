@@ -13,10 +13,11 @@ without loading torch or pandas. A run directory holds:
 What a run's identity is lives in optbench/identity.py; generic file helpers in optbench/fileio.py.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 
-from optbench.errors import ConfigError, DamagedRunFile, RunDirectoryBusy
-from optbench.fileio import exclusive_lock, is_locked, read_json
+from optbench.errors import ConfigError, RunDirectoryBusy
+from optbench.fileio import exclusive_lock, is_locked
 
 RECORD_FILE = "record.json"
 SUMMARY_FILE = "summary.json"
@@ -107,12 +108,13 @@ def check_creatable(path: Path) -> None:
             return
 
 
-def data_level(results_dir: Path, wanted: str, fingerprint: str) -> str:
+def data_level(results_dir: Path, wanted: str, fingerprint: str, recorded_data: Callable[[Path], str | None]) -> str:
     """The dataset level to use under `results_dir` for `wanted` (`<dataset>-<folder>-<8 hex of the content
     fingerprint>`): `wanted` itself when it exists; else an existing level holding the same data, found by
     content: one named by another copy of the folder (the same fingerprint digits), or one named by the
-    older scheme (a hash of the folder's path) whose runs record this fingerprint; else `wanted`. So runs
-    are found from any checkout, whatever path the data has."""
+    older scheme (a hash of the folder's path) whose runs record this fingerprint (`recorded_data(level)`:
+    formats/run_record.py reads it); else `wanted`. So runs are found from any checkout, whatever path the data
+    has."""
     results_dir = Path(results_dir)
     if (results_dir / wanted).is_dir() or not results_dir.is_dir():
         return wanted
@@ -125,16 +127,6 @@ def data_level(results_dir: Path, wanted: str, fingerprint: str) -> str:
         if recorded_data(level) == fingerprint:
             return level.name
     return wanted
-
-
-def recorded_data(level: Path) -> str | None:
-    """The data fingerprint recorded by the first run found below a dataset level (all its runs share it)."""
-    for record_path in Path(level).glob(f"**/{RECORD_FILE}"):
-        try:
-            return (read_json(record_path, "") or {}).get("identity", {}).get("data")
-        except DamagedRunFile:
-            continue
-    return None
 
 
 def remove_empty_dirs(folder: Path, stop: Path) -> None:

@@ -51,10 +51,11 @@ EMPTY_SUMMARY = run_summary.Summary(
     wall_time_s=None,
     train_time_s=None,
     train_images_per_s=None,
-    dataset={},
-    noise={},
-    model={},
-    git={},
+    dataset=run_summary.DatasetFacts(),
+    noise=run_summary.NoiseFacts(),
+    model=run_summary.ModelFacts(),
+    git=run_summary.GitFacts(),
+    precision=None,
     device_policy={},
     diverged_at=None,
     content={},
@@ -159,7 +160,7 @@ def precision_used(summary: run_summary.Summary) -> dict:
     """The precision the run trained in, over the configured one: `device_policy.amp: null` resolves per
     machine (bf16 on one CPU or GPU, fp32 on another), so seeds trained at different precisions must split
     into different settings, never be averaged together because their configs both said null."""
-    used = summary.device_policy.get("amp")
+    used = summary.precision
     return {PRECISION_KEY: used, "precision_known": True} if used is not None else {"precision_known": False}
 
 
@@ -241,14 +242,14 @@ def config_from_summary(summary: run_summary.Summary) -> dict:
     return {
         key: value
         for key, value in {
-            "dataset.name": dataset.get("name"),
-            "noise.name": noise.get("kind"),
-            "noise.rate": noise.get("rate"),
+            "dataset.name": dataset.name,
+            "noise.name": noise.kind,
+            "noise.rate": noise.rate,
             "optimizer.name": summary.optimizer,
             "seed": summary.seed,
             "epochs": summary.epochs_planned,
-            "model.name": model.get("name"),
-            "model.width": model.get("width"),
+            "model.name": model.name,
+            "model.width": model.width,
         }.items()
         if value is not None
     }
@@ -280,9 +281,9 @@ def identity(config: dict, summary: run_summary.Summary) -> dict:
     """dataset, noise, noise_rate, optimizer: from the config, else from summary.json."""
     noise = summary.noise
     fallback = {
-        "dataset": summary.dataset.get("name"),
-        "noise": noise.get("kind"),
-        "noise_rate": noise.get("rate"),
+        "dataset": summary.dataset.name,
+        "noise": noise.kind,
+        "noise_rate": noise.rate,
         "optimizer": summary.optimizer,
     }
     values = {column: config.get(source, fallback[column]) for column, source in IDENTITY_SOURCES.items()}
@@ -290,7 +291,7 @@ def identity(config: dict, summary: run_summary.Summary) -> dict:
     if values["noise"] is None:
         values["noise"] = "none"
     if values["noise"] == HUMAN:  # the label set fixes the rate: its realised rate on the training split
-        values["noise_rate"] = round(number(noise.get("realised_rate")), HUMAN_RATE_DIGITS)
+        values["noise_rate"] = round(number(noise.realised_rate), HUMAN_RATE_DIGITS)
     return values
 
 
@@ -298,12 +299,12 @@ def human_noise_facts(summary: run_summary.Summary) -> dict:
     """Human label noise (CIFAR-N): the label set and its transition matrix (true x given, training split).
     Other runs add no column, so tables of folders without human label noise keep their columns."""
     noise = summary.noise
-    if noise.get("kind") != HUMAN:
+    if noise.kind != HUMAN:
         return {}
     return {
-        "label_set": noise.get("label_set"),
-        "transition_matrix": noise.get("transition_matrix"),
-        "annotated_dataset": noise.get("annotated_dataset"),
+        "label_set": noise.label_set,
+        "transition_matrix": noise.transition_matrix,
+        "annotated_dataset": noise.annotated_dataset,
     }
 
 
@@ -329,11 +330,11 @@ def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_a
         "wall_time_s": number(summary.wall_time_s),
         "train_time_s": number(summary.train_time_s),
         "train_images_per_s": number(summary.train_images_per_s),
-        "realised_noise_rate": number(noise.get("realised_rate")),
-        "num_parameters": model.get("num_parameters"),
-        "num_classes": number(summary.dataset.get("num_classes")),  # chance = 1 / num_classes
+        "realised_noise_rate": number(noise.realised_rate),
+        "num_parameters": model.num_parameters,
+        "num_classes": number(summary.dataset.num_classes),  # chance = 1 / num_classes
         "device": summary.device,
-        "git_commit": summary.git.get("commit"),
+        "git_commit": summary.git.commit,
         "error": summary.error or diverged_text(summary.diverged_at),
     }
 

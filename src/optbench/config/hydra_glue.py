@@ -22,6 +22,7 @@ from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_
 from optbench.device.gpu_per_job import gpu_for_job
 from optbench.device.sharing import parallel_jobs
 from optbench.errors import ConfigError, did_you_mean
+from optbench.formats import run_record
 from optbench.identity import left_out_of_directory_name
 from optbench.registry import optimizers
 from optbench.rundir import data_level, noise_level
@@ -85,7 +86,7 @@ def dataset_dir_name(name: str, root=None, image_size=32, data_dir=None, results
         return name
     fingerprint = data_fingerprint(name, root=root, image_size=int(image_size), data_dir=data_dir)
     wanted = data_dir_name(name, root, fingerprint)
-    return data_level(Path(str(results_dir)), wanted, fingerprint) if results_dir else wanted
+    return data_level(Path(str(results_dir)), wanted, fingerprint, run_record.recorded_data) if results_dir else wanted
 
 
 def dataset_dir_resolver(name: str, root=None, image_size=32, data_dir=None, results_dir=None) -> str:

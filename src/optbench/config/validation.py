@@ -16,6 +16,7 @@ import re
 from omegaconf import DictConfig, OmegaConf
 
 from optbench.errors import ConfigError
+from optbench.fileio import md5_of
 from optbench.registry import choices, datasets, optimizers
 
 
@@ -199,6 +200,14 @@ def _validate_human_noise(cfg: DictConfig) -> None:
             "noise.label_file",
             label_file,
             "no such file: point it at a copy of the official label file (docs/human-noise.md), or null to fetch it",
+        )
+    official = label_sets[label_set].human
+    if label_file and md5_of(os.path.expanduser(label_file)) != official.md5:  # read it now, not after tuning
+        _fail(
+            "noise.label_file",
+            label_file,
+            f"its md5 is not the official {official.file_name}'s {official.md5}: use an unchanged copy of "
+            f"{official.url}, or null to fetch it",
         )
 
 

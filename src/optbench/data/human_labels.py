@@ -18,7 +18,6 @@ label file's clean labels must equal the images' classes wherever the run uses t
 refused with one line.
 """
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.error import URLError
@@ -29,6 +28,7 @@ import torch
 from optbench.data.fingerprint import list_image_folder
 from optbench.data.noise import NoisyLabels
 from optbench.errors import ConfigError
+from optbench.fileio import md5_of
 from optbench.formats.label_file import read_labels
 from optbench.registry import datasets
 
@@ -41,10 +41,6 @@ class HumanNoise:
     val_labels: torch.Tensor  # the validation split's human labels (int64)
     label_set: str
     source: str  # the dataset whose annotations these are (cifar10, cifar100)
-
-
-def md5_of(path: Path) -> str:
-    return hashlib.md5(Path(path).read_bytes()).hexdigest()
 
 
 def label_file_path(human: datasets.HumanLabels, data_dir, label_file=None, download: bool = True) -> Path:

@@ -92,6 +92,16 @@ class Fields:
             self._wrong(key, value, "one of " + ", ".join(choices) if choices else "a string")
         return value
 
+    def flag(self, key: str) -> bool | None:
+        value = self._get(key, False)
+        if value is not None and not isinstance(value, bool):
+            self._wrong(key, value, "true or false")
+        return value
+
+    def wrong(self, key: str, value, wanted: str) -> NoReturn:
+        """Fail on `key`'s `value`, which is not `wanted` (for a format's own checks beyond the types here)."""
+        self._wrong(key, value, wanted)
+
     @overload
     def mapping(self, key: str, required: Literal[True]) -> dict: ...
     @overload

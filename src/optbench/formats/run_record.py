@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optbench import rundir
+from optbench.errors import DamagedRunFile
 from optbench.fileio import json_text, read_json, write_new
 from optbench.formats.fields import Fields
 from optbench.identity import run_id
@@ -24,6 +25,7 @@ class RunRecord:
     run_id: str
     created: str
     identity: dict  # {"config": numbers-changing settings, "data": the data's fingerprint}
+    data_fingerprint: str | None  # identity.data: the content fingerprint of the data the run trained on
     config: dict  # the full resolved config, nested as Hydra composed it
 
 
@@ -48,13 +50,28 @@ def read(run_dir: Path) -> RunRecord | None:
 
 def parse(content: dict, path: Path) -> RunRecord:
     fields = Fields(content, path, way_out=WAY_OUT)
+    identity = fields.inner("identity", required=True)
     return RunRecord(
         version=fields.version(FORMAT),
         run_id=fields.text("run_id", required=True),
         created=fields.text("created", required=True),
-        identity=fields.mapping("identity", required=True),
+        identity=identity.value,
+        data_fingerprint=identity.text("data"),
         config=fields.mapping("config", required=True),
     )
+
+
+def recorded_data(level: Path) -> str | None:
+    """The data fingerprint recorded by the first readable run below a dataset level (all its runs share it);
+    a damaged record is passed over (another run of the level says the same)."""
+    for path in sorted(Path(level).glob(f"**/{rundir.RECORD_FILE}")):
+        try:
+            record = read(path.parent)
+        except DamagedRunFile:
+            continue
+        if record is not None and record.data_fingerprint is not None:
+            return record.data_fingerprint
+    return None
 
 
 def write(run_dir: Path, record: dict) -> None:

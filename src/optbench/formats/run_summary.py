@@ -26,6 +26,43 @@ HEADLINE = "test/acc"  # of `best`: the test accuracy at the epoch chosen on val
 
 
 @dataclass(frozen=True)
+class DatasetFacts:
+    """The data the run trained on, as the trainer found it (sizes after the split and any subset)."""
+
+    name: str | None = None
+    num_classes: int | None = None  # chance accuracy is 1 / num_classes
+    num_train: int | None = None
+    num_val: int | None = None
+    num_test: int | None = None
+
+
+@dataclass(frozen=True)
+class NoiseFacts:
+    """The label noise the run trained under: configured (`kind`, `rate`) and realised on the training split."""
+
+    kind: str | None = None
+    rate: float | None = None
+    realised_rate: float | None = None
+    num_noisy: int | None = None
+    label_set: str | None = None  # human label noise (CIFAR-N) only: the set, whose annotations, and the
+    annotated_dataset: str | None = None  # counts of who was mistaken for whom (true class x given class)
+    transition_matrix: list[list[int]] | None = None
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    name: str | None = None
+    width: int | None = None
+    num_parameters: int | None = None
+
+
+@dataclass(frozen=True)
+class GitFacts:
+    commit: str | None = None  # of the checkout the run trained from; None outside a git checkout
+    dirty: bool | None = None  # uncommitted changes at the start
+
+
+@dataclass(frozen=True)
 class Summary:
     """One run's summary.json, checked. Epoch records (`best`, `final`, `best_clean_val`) map a metric name
     (metrics.jsonl's keys: "val/acc", "test/acc", "train/loss", ...) to a finite number or None."""
@@ -45,11 +82,12 @@ class Summary:
     wall_time_s: float | None
     train_time_s: float | None
     train_images_per_s: float | None
-    dataset: dict  # name, num_classes, num_train, num_val, num_test
-    noise: dict  # kind, rate, realised_rate, label_set, transition_matrix, ...
-    model: dict  # name, width, num_parameters
-    git: dict  # commit, dirty
-    device_policy: dict  # the policy the run trained under (amp: the precision it used)
+    dataset: DatasetFacts
+    noise: NoiseFacts
+    model: ModelFacts
+    git: GitFacts
+    precision: str | None  # device_policy.amp: the precision the run trained in (bf16, fp16, off)
+    device_policy: dict  # the policy the run trained under, as the trainer wrote it (a resumed run keeps it)
     diverged_at: dict | None  # epoch, train/loss, reason, batch
     content: dict  # the file as written: the trainer carries it on when it resumes
 
@@ -79,7 +117,7 @@ def parse(content: dict, path: Path) -> Summary:
     best = epoch_record(fields.inner("best"))
     if status == COMPLETED and (best is None or best.get(HEADLINE) is None):
         fields.fail(f"says completed but holds no best.{HEADLINE} (the headline number)")
-    provenance = {key: fields.mapping(key) or {} for key in ("dataset", "noise", "model", "git", "device_policy")}
+    policy = fields.inner("device_policy")
     return Summary(
         version=version,
         status=status,
@@ -96,10 +134,67 @@ def parse(content: dict, path: Path) -> Summary:
         wall_time_s=fields.number("wall_time_s", low=0),
         train_time_s=fields.number("train_time_s", low=0),
         train_images_per_s=fields.number("train_images_per_s", low=0),
-        **provenance,
+        dataset=dataset_facts(fields.inner("dataset")),
+        noise=noise_facts(fields.inner("noise")),
+        model=model_facts(fields.inner("model")),
+        git=git_facts(fields.inner("git")),
+        precision=policy.text("amp") if policy else None,
+        device_policy=policy.value if policy else {},
         diverged_at=fields.mapping("diverged_at"),
         content=content,
     )
+
+
+def dataset_facts(fields: Fields | None) -> DatasetFacts:
+    if fields is None:
+        return DatasetFacts()
+    return DatasetFacts(
+        name=fields.text("name"),
+        num_classes=fields.whole("num_classes", low=1),
+        num_train=fields.whole("num_train"),
+        num_val=fields.whole("num_val"),
+        num_test=fields.whole("num_test"),
+    )
+
+
+def noise_facts(fields: Fields | None) -> NoiseFacts:
+    if fields is None:
+        return NoiseFacts()
+    return NoiseFacts(
+        kind=fields.text("kind"),
+        rate=fields.number("rate", low=0, high=1),
+        realised_rate=fields.number("realised_rate", low=0, high=1),
+        num_noisy=fields.whole("num_noisy"),
+        label_set=fields.text("label_set"),
+        annotated_dataset=fields.text("annotated_dataset"),
+        transition_matrix=counts_matrix(fields, "transition_matrix"),
+    )
+
+
+def counts_matrix(fields: Fields, key: str) -> list[list[int]] | None:
+    """A square matrix of whole counts (a list of equally long lists), or None when absent."""
+    rows = fields.listing(key)
+    if rows is None:
+        return None
+    if not all(isinstance(row, list) and len(row) == len(rows) for row in rows) or not all(
+        isinstance(count, int) and not isinstance(count, bool) and count >= 0 for row in rows for count in row
+    ):
+        fields.wrong(key, rows if len(str(rows)) < 60 else "...", "a square matrix of whole counts")
+    return rows
+
+
+def model_facts(fields: Fields | None) -> ModelFacts:
+    if fields is None:
+        return ModelFacts()
+    return ModelFacts(
+        name=fields.text("name"), width=fields.whole("width", low=1), num_parameters=fields.whole("num_parameters")
+    )
+
+
+def git_facts(fields: Fields | None) -> GitFacts:
+    if fields is None:
+        return GitFacts()
+    return GitFacts(commit=fields.text("commit"), dirty=fields.flag("dirty"))
 
 
 def write(run_dir: Path, summary: dict) -> None:

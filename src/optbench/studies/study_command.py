@@ -35,6 +35,7 @@ from omegaconf import OmegaConf
 from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.durations import format_duration
 from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
+from optbench.formats import decision_record
 from optbench.registry.choices import LAUNCHERS
 from optbench.specs.study_spec import (
     EXPERIMENTS_DIR,
@@ -161,6 +162,7 @@ def main(argv: list[str]) -> int:
             from optbench.studies.pilot import plan_seeds_command  # pandas and scipy: only when asked
 
             return plan_seeds_command(study, args.pilot, args.experiments, args.delta)
+        check_until_decided_options(study, args)
         if tuning_studies_of(study):
             return run_tuned_by(study, args)
         return run_main(study, args, args.tuned)
@@ -222,8 +224,11 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
             f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study (it has no `tune:` block)"
         )
     # The whole command is checked before a tuning study trains, selects or writes a tuned config: the main
-    # study is planned once with the default values standing in for the tuned ones (its --set, grid, folders).
-    plan(study, args.conf_dir, args.set, args.launcher, False)
+    # study is planned once with the default values standing in for the tuned ones (its --set, grid, folders),
+    # and a run until decided reads its decision record now, so a damaged one stops the command here.
+    planned = plan(study, args.conf_dir, args.set, args.launcher, False)
+    if args.until_decided:
+        decision_record.read(decision_record.record_path(results_dir_of(planned), study.id))
     statuses = [tune_first(study, tuning_study, args) for tuning_study in tuning_studies]
     output = tuning_studies[0].tune.output if study.tuned_by else True
     if args.dry_run:
@@ -270,8 +275,26 @@ def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int
     from optbench.studies.until_decided import run_until_decided  # pandas and scipy: only when asked
 
     planned = plan(study, args.conf_dir, args.set, args.launcher, tuned)
-    results_dir = Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
-    return run_until_decided(study, args, tuned, run_study, results_dir)
+    return run_until_decided(study, args, tuned, run_study, results_dir_of(planned))
+
+
+def results_dir_of(planned: list[tuple[Sweep, list[PlannedRun]]]) -> Path:
+    return Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
+
+
+def check_until_decided_options(study: Study, args: argparse.Namespace) -> None:
+    """--hypotheses, at the door: the names must be the study's before a tuning study trains anything, and
+    only --until-decided reads them (elsewhere they would be silently ignored)."""
+    if not args.hypotheses:
+        return
+    if not args.until_decided:
+        raise ConfigError(
+            "--hypotheses names the hypotheses --until-decided decides: add --until-decided, or drop --hypotheses "
+            "(the aggregator judges a study's hypotheses with python src/aggregate.py DIR --study ID)"
+        )
+    from optbench.studies.until_decided import chosen_hypotheses  # pandas and scipy: only when asked
+
+    chosen_hypotheses(study, args.experiments, args.hypotheses)
 
 
 def list_studies(experiments_dir: Path) -> int:
