@@ -7,7 +7,6 @@ command before any tuning trains."""
 
 import json
 import math
-import re
 import shutil
 import sys
 import zipfile
@@ -18,7 +17,7 @@ from conftest import REPO
 from optbench.analysis.load import UNREADABLE, load_runs
 from optbench.config.validation import validate
 from optbench.errors import ConfigError, DamagedRunFile
-from optbench.formats import decision_record, predictions, run_record, run_summary
+from optbench.formats import predictions, run_record, run_summary
 
 sys.path.insert(0, str(REPO / "src"))
 import compare
@@ -141,26 +140,6 @@ def test_a_record_of_another_shape_is_one_line(runs):
     (runs[0] / "record.json").write_text(json.dumps(record))
     with pytest.raises(DamagedRunFile, match="record.json: field config is .*not a JSON object"):
         run_record.read(runs[0])
-
-
-@pytest.mark.parametrize(
-    "content, message",
-    [
-        ({"format": 1, "study": "s", "decisions": "none"}, "field decisions is 'none', not a JSON list"),
-        (
-            {"format": 1, "study": "s", "decisions": [{"look": 0, "seeds": 3, "hypotheses": {"H1": {}}}]},
-            "field decisions[0].hypotheses.H1.decision is missing",
-        ),
-        ({"format": 2, "study": "s", "decisions": []}, "upgrade optbench"),
-        (["a", "list"], "not a JSON object"),
-    ],
-)
-def test_a_decision_record_of_another_shape_is_one_line(tmp_path, content, message):
-    path = tmp_path / "sequential-s.json"
-    path.write_text(json.dumps(content))
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        decision_record.read(path)
-    assert decision_record.read(PUBLISHED / "sequential-cpu_demo_clean.json")["decisions"]
 
 
 def test_a_flipped_byte_inside_a_compressed_member_is_a_damaged_file_not_a_traceback(runs, tmp_path):

@@ -90,36 +90,25 @@ def test_a_hopeless_comparison_stops_for_futility():
 
 def test_a_decision_once_taken_is_kept_at_later_looks(tmp_path):
     from optbench.formats import decision_record
+    from optbench.formats.decision_record import HypothesisDecision, HypothesisDesign
 
-    record = decision_record.new_record("s", (3, 6), ALPHA, "rule", {})
+    def taken(decision, reason, seeds):
+        return HypothesisDecision(decision, reason, seeds, None, {"c10, clean: sgd vs adam": None}, {})
+
+    design = HypothesisDesign(1, (4.3, 2.0), (4.3, 2.0))
+    record = decision_record.new_record("s", (3, 6), ALPHA, "rule", {"H1": design, "H2": design})
+    record = decision_record.add_look(record, {"H1": taken("futility", "r", 3), "H2": taken("continue", "r", 3)})
     record = decision_record.add_look(
-        record,
-        0,
-        3,
-        {
-            "H1": {"decision": "futility", "reason": "r", "seeds": 3},
-            "H2": {"decision": "continue", "reason": "r", "seeds": 3},
-        },
+        record, {"H1": taken("supported", "more data", 6), "H2": taken("supported", "r", 6)}
     )
-    record = decision_record.add_look(
-        record,
-        1,
-        6,
-        {
-            "H1": {"decision": "supported", "reason": "more data", "seeds": 6},
-            "H2": {"decision": "supported", "reason": "r", "seeds": 6},
-        },
-    )
-    assert record["decisions"][1]["hypotheses"]["H1"]["decision"] == "futility"
-    assert decision_record.stopped(record) == {
-        "H1": {"decision": "futility", "reason": "r", "seeds": 3},
-        "H2": {"decision": "supported", "reason": "r", "seeds": 6},
-    }
+    assert record.decisions[1].hypotheses["H1"].decision == "futility"
+    assert record.stopped() == {"H1": taken("futility", "r", 3), "H2": taken("supported", "r", 6)}
+    assert [look.seeds for look in record.decisions] == [3, 6]
     path = decision_record.record_path(tmp_path, "s")
     decision_record.write(path, record)
-    assert decision_record.read(path) == record and not list(tmp_path.glob(".*tmp"))
+    assert decision_record.read(path) == record and not list(tmp_path.glob(".*tmp*"))
     path.write_text("{torn")
-    with pytest.raises(Exception, match="not a readable decision record"):
+    with pytest.raises(Exception, match="sequential-s.json is damaged"):
         decision_record.read(path)
 
 
@@ -281,13 +270,14 @@ def test_a_look_is_decided_on_its_own_seeds_not_every_run_in_the_folder(tmp_path
     look_folder(tmp_path)
     hypothesis, study = hypothesis_with(3), look_study()
     record = design_record(study, [hypothesis], (3, 6, 10))
-    entry = look_decisions(tmp_path, [hypothesis], record, 0, study)["HX"]
+    record, taken = look_decisions(tmp_path, [hypothesis], record, 0, study)
+    entry = taken["HX"]
     key = "cifar10, clean: sgd vs adam"
     sgd = [0.95 + 0.001 * ((seed * 7) % 10) for seed in range(3)]
     adam = [0.90 + 0.002 * (seed % 3) for seed in range(3)]
     mean_gap, p = paired_t_p(np.array(sgd) - np.array(adam))
-    assert entry["n"] == {key: 3} and entry["seeds"] == 3
-    assert entry["z"][key] == pytest.approx(signed_z(float(p), float(mean_gap), "higher"), rel=1e-9)
+    assert entry.n == {key: 3} and entry.seeds == 3 and record.hypotheses["HX"].comparisons == 1
+    assert entry.z[key] == pytest.approx(signed_z(float(p), float(mean_gap), "higher"), rel=1e-9)
 
 
 def test_a_comparison_the_verdict_calls_not_testable_gives_the_rule_no_z(tmp_path):
@@ -298,6 +288,6 @@ def test_a_comparison_the_verdict_calls_not_testable_gives_the_rule_no_z(tmp_pat
     look_folder(tmp_path)
     hypothesis, study = hypothesis_with(4), look_study()
     record = design_record(study, [hypothesis], (3, 6, 10))
-    entry = look_decisions(tmp_path, [hypothesis], record, 0, study)["HX"]
-    assert math.isnan(entry["z"]["cifar10, clean: sgd vs adam"])
-    assert entry["decision"] == "continue" and "not testable" in entry["reason"]
+    entry = look_decisions(tmp_path, [hypothesis], record, 0, study)[1]["HX"]
+    assert entry.z == {"cifar10, clean: sgd vs adam": None}  # written as null
+    assert entry.decision == "continue" and "not testable" in entry.reason

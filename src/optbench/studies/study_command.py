@@ -35,6 +35,7 @@ from omegaconf import OmegaConf
 from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.durations import format_duration
 from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
+from optbench.formats import decision_record
 from optbench.registry.choices import LAUNCHERS
 from optbench.specs.study_spec import (
     EXPERIMENTS_DIR,
@@ -222,8 +223,11 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
             f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study (it has no `tune:` block)"
         )
     # The whole command is checked before a tuning study trains, selects or writes a tuned config: the main
-    # study is planned once with the default values standing in for the tuned ones (its --set, grid, folders).
-    plan(study, args.conf_dir, args.set, args.launcher, False)
+    # study is planned once with the default values standing in for the tuned ones (its --set, grid, folders),
+    # and run until decided, its decision record (its input) is read.
+    planned = plan(study, args.conf_dir, args.set, args.launcher, False)
+    if args.until_decided:
+        decision_record.read(decision_record.record_path(results_dir_of(planned), study.id))
     statuses = [tune_first(study, tuning_study, args) for tuning_study in tuning_studies]
     output = tuning_studies[0].tune.output if study.tuned_by else True
     if args.dry_run:
@@ -270,8 +274,12 @@ def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int
     from optbench.studies.until_decided import run_until_decided  # pandas and scipy: only when asked
 
     planned = plan(study, args.conf_dir, args.set, args.launcher, tuned)
-    results_dir = Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
-    return run_until_decided(study, args, tuned, run_study, results_dir)
+    return run_until_decided(study, args, tuned, run_study, results_dir_of(planned))
+
+
+def results_dir_of(planned: list) -> Path:
+    """Where a planned study's runs land (and its decision record lies)."""
+    return Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
 
 
 def list_studies(experiments_dir: Path) -> int:
