@@ -124,11 +124,12 @@ HYPOTHESIS = "id: HS\nstatement: sgd beats adam\ntest: {kind: metric_comparison,
 
 @pytest.mark.slow
 def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retraining(tmp_path):
-    import json
     import subprocess
     import sys
 
     from conftest import REPO
+
+    from optbench.formats import decision_record
 
     (tmp_path / "experiments" / "studies").mkdir(parents=True)
     (tmp_path / "experiments" / "hypotheses").mkdir()
@@ -149,16 +150,18 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
     ]
     first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
-    record = json.loads((results / "sequential-seqtiny.json").read_text())
-    assert record["looks"] == [3, 4] and record["hypotheses"]["HS"]["comparisons"] == 1
-    final = record["decisions"][-1]["hypotheses"]["HS"]
-    assert final["decision"] in ("supported", "rejected", "futility", "undecided")  # the last look always decides
-    spent = final["seeds"]
+    written = (results / "sequential-seqtiny.json").read_bytes()
+    record = decision_record.read(results / "sequential-seqtiny.json")
+    assert record.looks == (3, 4) and record.hypotheses["HS"].comparisons == 1
+    final = record.decisions[-1].hypotheses["HS"]
+    assert final.decision in ("supported", "rejected", "futility", "undecided")  # the last look always decides
+    assert b"NaN" not in written  # strict JSON: no number is null
+    spent = final.seeds
     seeds = sorted(int(path.name.removeprefix("seed")) for path in results.rglob("seed*") if path.is_dir())
     assert seeds == sorted([*range(spent)] * 2)  # new seeds are ordinary runs; none beyond the stop
-    assert f"HS: {final['decision']}" in first.stdout and f"seeds spent: {spent}" in first.stdout
+    assert f"HS: {final.decision}" in first.stdout and f"seeds spent: {spent}" in first.stdout
     again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0 and json.loads((results / "sequential-seqtiny.json").read_text()) == record
+    assert again.returncode == 0 and (results / "sequential-seqtiny.json").read_bytes() == written
     assert "sweep" not in again.stdout  # nothing planned or trained again
     aggregated = subprocess.run(
         [
@@ -178,7 +181,7 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
     )
     assert aggregated.returncode == 0, aggregated.stderr
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## Sequential decisions" in report and f"| {final['decision']}" in report
+    assert "## Sequential decisions" in report and f"| {final.decision}" in report
     published = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "publish_runs.py"), str(results), str(tmp_path / "published")],
         capture_output=True,
@@ -186,7 +189,7 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
         timeout=300,
     )
     assert published.returncode == 0, published.stderr
-    assert json.loads((tmp_path / "published" / "sequential-seqtiny.json").read_text()) == record
+    assert (tmp_path / "published" / "sequential-seqtiny.json").read_bytes() == written
 
 
 def test_a_hypothesis_heading_for_rejection_is_kept_going_not_abandoned():
