@@ -9,6 +9,7 @@ import pytest
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 
 from optbench.formats import decision_record
+from optbench.formats.decision_record import HypothesisDecision, HypothesisDesign
 
 STUDY = """id: clean_study
 title: clean only
@@ -53,25 +54,15 @@ def folder(root):
     for seed, (sgd, adam) in enumerate(((0.60, 0.61), (0.62, 0.63), (0.70, 0.50))):
         write_run(root, ramp_records(sgd), optimizer="sgd", seed=seed, noise="symmetric", rate=0.4)
         write_run(root, ramp_records(adam), optimizer="adam", seed=seed, noise="symmetric", rate=0.4)
-    record = decision_record.new_record("clean_study", (3, 6), 0.05, "rule", {"HX": {"comparisons": 1}})
+    design = HypothesisDesign(1, (3.0, 2.1), (3.0, 2.1))
+    record = decision_record.new_record("clean_study", (3, 6), 0.05, "rule", {"HX": design})
+    comparison = "cifar10, clean: sgd vs adam"
     record = decision_record.add_look(
-        record,
-        0,
-        3,
-        {"HX": {"decision": "continue", "reason": "cp 60 %", "seeds": 3, "z": {"cifar10, clean: sgd vs adam": 3.0}}},
+        record, {"HX": HypothesisDecision("continue", "cp 60 %", 3, 0.6, {comparison: 3.0}, {comparison: 3})}
     )
     record = decision_record.add_look(
         record,
-        1,
-        6,
-        {
-            "HX": {
-                "decision": "supported",
-                "seeds": 6,
-                "reason": "every comparison crossed z >= 2.10",
-                "z": {"cifar10, clean: sgd vs adam": 4.0},
-            }
-        },
+        {"HX": HypothesisDecision("supported", "every comparison crossed z >= 2.10", 6, None, {comparison: 4.0}, None)},
     )
     decision_record.write(decision_record.record_path(root, "clean_study"), record)
     return root

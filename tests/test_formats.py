@@ -7,7 +7,6 @@ command before any tuning trains."""
 
 import json
 import math
-import re
 import shutil
 import sys
 import zipfile
@@ -19,7 +18,7 @@ from conftest import REPO
 from optbench.analysis.load import UNREADABLE, load_runs
 from optbench.config.validation import validate
 from optbench.errors import ConfigError, DamagedRunFile
-from optbench.formats import decision_record, predictions, run_record, run_summary
+from optbench.formats import predictions, run_record, run_summary
 
 sys.path.insert(0, str(REPO / "src"))
 import compare
@@ -156,26 +155,6 @@ def test_a_record_of_another_shape_is_one_line(runs):
         run_record.read(runs[0])
 
 
-@pytest.mark.parametrize(
-    "content, message",
-    [
-        ({"format": 1, "study": "s", "decisions": "none"}, "field decisions is 'none', not a JSON list"),
-        (
-            {"format": 1, "study": "s", "decisions": [{"look": 0, "seeds": 3, "hypotheses": {"H1": {}}}]},
-            "field decisions[0].hypotheses.H1.decision is missing",
-        ),
-        ({"format": 2, "study": "s", "decisions": []}, "upgrade optbench"),
-        (["a", "list"], "not a JSON object"),
-    ],
-)
-def test_a_decision_record_of_another_shape_is_one_line(tmp_path, content, message):
-    path = tmp_path / "sequential-s.json"
-    path.write_text(json.dumps(content))
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        decision_record.read(path)
-    assert decision_record.read(PUBLISHED / "sequential-cpu_demo_clean.json")["decisions"]
-
-
 def test_a_flipped_byte_inside_a_compressed_member_is_a_damaged_file_not_a_traceback(runs, tmp_path):
     path = tmp_path / "p.npz"
     predictions.write(path, [1, 2, 3] * 300, [1, 2, 0] * 300, epoch=3, num_classes=10)
@@ -309,7 +288,7 @@ def test_until_decided_checks_its_hypotheses_and_decision_record_before_tuning_t
     for extra, message in (
         (["--until-decided", "--hypotheses", "H22"], "--hypotheses H22: did you mean H2?"),
         (["--hypotheses", "H2"], "--hypotheses names the hypotheses --until-decided decides: add --until-decided"),
-        (["--until-decided"], "sequential-cpu_demo_clean.json: field decisions is missing"),
+        (["--until-decided"], "sequential-cpu_demo_clean.json: field alpha is missing"),
     ):
         assert study_command.main(common + extra) == 2
         captured = capsys.readouterr()

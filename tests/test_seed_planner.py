@@ -66,6 +66,20 @@ def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
     assert f"run {plan.seeds_needed} seeds" in plan.advice() and "device-hours" in plan.advice()
 
 
+def test_a_damaged_decision_record_in_the_pilot_is_one_warning_line_and_the_plan_goes_on(tmp_path, capsys):
+    from optbench.specs.study_spec import find_study
+    from optbench.studies.pilot import plans_from_pilot
+
+    pilot(tmp_path / "pilot")
+    write_hypothesis(tmp_path / "experiments")
+    (tmp_path / "pilot" / "sequential-s.json").write_text('{"format": 1, "study": "s", "alpha": "0.05"}')
+    (plan,) = plans_from_pilot(find_study("full"), tmp_path / "pilot", tmp_path / "experiments", None)
+    assert plan.comparisons[0].n_pilot == 3
+    warnings = capsys.readouterr().err.strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: {tmp_path / 'pilot' / 'sequential-s.json'}: ")
+    assert "field alpha is '0.05'" in warnings[0] and "ignored here" in warnings[0]
+
+
 def test_a_pilot_pointing_against_the_claim_says_so(tmp_path):
     from optbench.specs.study_spec import find_study
     from optbench.studies.pilot import plans_from_pilot

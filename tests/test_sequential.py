@@ -90,36 +90,25 @@ def test_a_hopeless_comparison_stops_for_futility():
 
 def test_a_decision_once_taken_is_kept_at_later_looks(tmp_path):
     from optbench.formats import decision_record
+    from optbench.formats.decision_record import HypothesisDecision, HypothesisDesign
 
-    record = decision_record.new_record("s", (3, 6), ALPHA, "rule", {})
+    def taken(decision, reason, seeds):
+        return HypothesisDecision(decision, reason, seeds, None, {"c10, clean: sgd vs adam": None}, {})
+
+    design = HypothesisDesign(1, (4.3, 2.0), (4.3, 2.0))
+    record = decision_record.new_record("s", (3, 6), ALPHA, "rule", {"H1": design, "H2": design})
+    record = decision_record.add_look(record, {"H1": taken("futility", "r", 3), "H2": taken("continue", "r", 3)})
     record = decision_record.add_look(
-        record,
-        0,
-        3,
-        {
-            "H1": {"decision": "futility", "reason": "r", "seeds": 3},
-            "H2": {"decision": "continue", "reason": "r", "seeds": 3},
-        },
+        record, {"H1": taken("supported", "more data", 6), "H2": taken("supported", "r", 6)}
     )
-    record = decision_record.add_look(
-        record,
-        1,
-        6,
-        {
-            "H1": {"decision": "supported", "reason": "more data", "seeds": 6},
-            "H2": {"decision": "supported", "reason": "r", "seeds": 6},
-        },
-    )
-    assert record["decisions"][1]["hypotheses"]["H1"]["decision"] == "futility"
-    assert decision_record.stopped(record) == {
-        "H1": {"decision": "futility", "reason": "r", "seeds": 3},
-        "H2": {"decision": "supported", "reason": "r", "seeds": 6},
-    }
+    assert record.decisions[1].hypotheses["H1"].decision == "futility"
+    assert record.stopped() == {"H1": taken("futility", "r", 3), "H2": taken("supported", "r", 6)}
+    assert [look.seeds for look in record.decisions] == [3, 6]
     path = decision_record.record_path(tmp_path, "s")
     decision_record.write(path, record)
-    assert decision_record.read(path) == record and not list(tmp_path.glob(".*tmp"))
+    assert decision_record.read(path) == record and not list(tmp_path.glob(".*tmp*"))
     path.write_text("{torn")
-    with pytest.raises(Exception, match="not a readable decision record"):
+    with pytest.raises(Exception, match="sequential-s.json is damaged"):
         decision_record.read(path)
 
 
@@ -135,11 +124,12 @@ HYPOTHESIS = "id: HS\nstatement: sgd beats adam\ntest: {kind: metric_comparison,
 
 @pytest.mark.slow
 def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retraining(tmp_path):
-    import json
     import subprocess
     import sys
 
     from conftest import REPO
+
+    from optbench.formats import decision_record
 
     (tmp_path / "experiments" / "studies").mkdir(parents=True)
     (tmp_path / "experiments" / "hypotheses").mkdir()
@@ -160,16 +150,18 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
     ]
     first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
-    record = json.loads((results / "sequential-seqtiny.json").read_text())
-    assert record["looks"] == [3, 4] and record["hypotheses"]["HS"]["comparisons"] == 1
-    final = record["decisions"][-1]["hypotheses"]["HS"]
-    assert final["decision"] in ("supported", "rejected", "futility", "undecided")  # the last look always decides
-    spent = final["seeds"]
+    written = (results / "sequential-seqtiny.json").read_bytes()
+    record = decision_record.read(results / "sequential-seqtiny.json")
+    assert record.looks == (3, 4) and record.hypotheses["HS"].comparisons == 1
+    final = record.decisions[-1].hypotheses["HS"]
+    assert final.decision in ("supported", "rejected", "futility", "undecided")  # the last look always decides
+    assert b"NaN" not in written  # strict JSON: no number is null
+    spent = final.seeds
     seeds = sorted(int(path.name.removeprefix("seed")) for path in results.rglob("seed*") if path.is_dir())
     assert seeds == sorted([*range(spent)] * 2)  # new seeds are ordinary runs; none beyond the stop
-    assert f"HS: {final['decision']}" in first.stdout and f"seeds spent: {spent}" in first.stdout
+    assert f"HS: {final.decision}" in first.stdout and f"seeds spent: {spent}" in first.stdout
     again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0 and json.loads((results / "sequential-seqtiny.json").read_text()) == record
+    assert again.returncode == 0 and (results / "sequential-seqtiny.json").read_bytes() == written
     assert "sweep" not in again.stdout  # nothing planned or trained again
     aggregated = subprocess.run(
         [
@@ -189,7 +181,7 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
     )
     assert aggregated.returncode == 0, aggregated.stderr
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## Sequential decisions" in report and f"| {final['decision']}" in report
+    assert "## Sequential decisions" in report and f"| {final.decision}" in report
     published = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "publish_runs.py"), str(results), str(tmp_path / "published")],
         capture_output=True,
@@ -197,7 +189,7 @@ def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retrai
         timeout=300,
     )
     assert published.returncode == 0, published.stderr
-    assert json.loads((tmp_path / "published" / "sequential-seqtiny.json").read_text()) == record
+    assert (tmp_path / "published" / "sequential-seqtiny.json").read_bytes() == written
 
 
 def test_a_hypothesis_heading_for_rejection_is_kept_going_not_abandoned():
@@ -281,13 +273,14 @@ def test_a_look_is_decided_on_its_own_seeds_not_every_run_in_the_folder(tmp_path
     look_folder(tmp_path)
     hypothesis, study = hypothesis_with(3), look_study()
     record = design_record(study, [hypothesis], (3, 6, 10))
-    entry = look_decisions(tmp_path, [hypothesis], record, 0, study)["HX"]
+    record, taken = look_decisions(tmp_path, [hypothesis], record, 0, study)
+    entry = taken["HX"]
     key = "cifar10, clean: sgd vs adam"
     sgd = [0.95 + 0.001 * ((seed * 7) % 10) for seed in range(3)]
     adam = [0.90 + 0.002 * (seed % 3) for seed in range(3)]
     mean_gap, p = paired_t_p(np.array(sgd) - np.array(adam))
-    assert entry["n"] == {key: 3} and entry["seeds"] == 3
-    assert entry["z"][key] == pytest.approx(signed_z(float(p), float(mean_gap), "higher"), rel=1e-9)
+    assert entry.n == {key: 3} and entry.seeds == 3 and record.hypotheses["HX"].comparisons == 1
+    assert entry.z[key] == pytest.approx(signed_z(float(p), float(mean_gap), "higher"), rel=1e-9)
 
 
 def test_a_comparison_the_verdict_calls_not_testable_gives_the_rule_no_z(tmp_path):
@@ -298,6 +291,6 @@ def test_a_comparison_the_verdict_calls_not_testable_gives_the_rule_no_z(tmp_pat
     look_folder(tmp_path)
     hypothesis, study = hypothesis_with(4), look_study()
     record = design_record(study, [hypothesis], (3, 6, 10))
-    entry = look_decisions(tmp_path, [hypothesis], record, 0, study)["HX"]
-    assert math.isnan(entry["z"]["cifar10, clean: sgd vs adam"])
-    assert entry["decision"] == "continue" and "not testable" in entry["reason"]
+    entry = look_decisions(tmp_path, [hypothesis], record, 0, study)[1]["HX"]
+    assert entry.z == {"cifar10, clean: sgd vs adam": None}  # written as null
+    assert entry.decision == "continue" and "not testable" in entry.reason

@@ -67,6 +67,8 @@ from optbench.specs.study_spec import Study
 
 log = logging.getLogger(__name__)
 PRIMARY_LABEL = "test accuracy at best validation (%)"
+# What the report does without a decision record it cannot parse (said in its one warning line).
+DECISION_RECORD_IGNORED = "ignored here: its hypotheses are judged by the fixed design"
 # Columns summary.csv leads with; the flattened config (cfg.*) follows.
 RUN_COLUMNS = [
     "run_id",
@@ -310,15 +312,20 @@ def own_output(results_dir: Path, out_dir: Path) -> Path | None:
     return None if Path(results_dir).resolve().is_relative_to(Path(out_dir).resolve()) else out_dir
 
 
-def read_decision_records(results_dir: Path, out_dir: Path | None, warnings: list[str]) -> list[dict]:
-    """The decision records of studies run until decided (optbench.formats.decision_record); a damaged one is a
-    warning."""
+def read_decision_records(
+    results_dir: Path, out_dir: Path | None, warnings: list[str]
+) -> list[decision_record.DecisionRecord]:
+    """The decision records of studies run until decided (optbench.formats.decision_record); one that does not
+    parse is one warning naming the file, and is ignored: its hypotheses are judged as if by a fixed design."""
     records = []
     for path in decision_record.find_records(results_dir, skip=out_dir):
         try:
-            records.append(decision_record.read(path))
+            record = decision_record.read(path)
         except ConfigError as error:
-            warnings.append(str(error))
+            warnings.append(f"{error} ({DECISION_RECORD_IGNORED})")
+            continue
+        if record is not None:  # gone since it was listed
+            records.append(record)
     return records
 
 

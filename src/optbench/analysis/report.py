@@ -37,6 +37,7 @@ from optbench.analysis.tables import (
 from optbench.analysis.tuning_report import TuningStudy, protocol_sentence, tuning_display
 from optbench.analysis.variance import RESAMPLES, variance_display
 from optbench.analysis.verdicts import SEQUENTIAL, Judgement, NotTested, rule_text, scope_text, seeds_text
+from optbench.formats.decision_record import DecisionRecord, HypothesisDecision
 
 VERDICT_MARK = {"supported": "SUPPORTED", "rejected": "REJECTED", "inconclusive": "INCONCLUSIVE"}
 
@@ -79,7 +80,7 @@ class ReportParts:
     constant_keys: dict[str, str] = field(default_factory=dict)  # names.constant_keys: what every run shares
     robust: dict[str, pd.DataFrame] = field(default_factory=dict)  # pipeline.robust_tables
     tuning: TuningParts | None = None  # tuning studies found (tuning-*.json), or None
-    sequential: list[dict] = field(default_factory=list)  # decision records (optbench.formats.decision_record) found
+    sequential: list[DecisionRecord] = field(default_factory=list)  # decision records found beside the runs
     variance: pd.DataFrame | None = None  # variance.variance_table
     fidelity: FidelityParts | None = None  # fidelity ladders found (settings differing only in budget), or None
 
@@ -381,29 +382,29 @@ def sequential_section(parts: ReportParts) -> str:
     ]
     for record in parts.sequential:
         lines += [
-            f"Study `{record['study']}`, looks at {', '.join(map(str, record['looks']))} seeds: {record['rule']}.",
+            f"Study `{record.study}`, looks at {', '.join(map(str, record.looks))} seeds: {record.rule}.",
             "",
         ]
         rows = [
             {
-                "look": entry["look"] + 1,
-                "seeds": entry["seeds"],
+                "look": look.look + 1,
+                "seeds": look.seeds,
                 "hypothesis": name,
                 "settings": decided_over(decision),
-                "decision": decision["decision"],
-                "why": decision["reason"],
-                "seeds spent": decision.get("seeds", entry["seeds"]),
+                "decision": decision.decision,
+                "why": decision.reason,
+                "seeds spent": decision.seeds,
             }
-            for entry in record["decisions"]
-            for name, decision in entry["hypotheses"].items()
+            for look in record.decisions
+            for name, decision in look.hypotheses.items()
         ]
         lines += [to_markdown(pd.DataFrame(rows)) if rows else "_No look taken yet._", ""]
     return "\n".join(lines)
 
 
-def decided_over(decision: dict) -> str:
+def decided_over(decision: HypothesisDecision) -> str:
     """The settings a look's decision compared in (its study's plan)."""
-    return "; ".join(dict.fromkeys(key.rsplit(": ", 1)[0] for key in decision.get("z", {}))) or "—"
+    return "; ".join(dict.fromkeys(key.rsplit(": ", 1)[0] for key in decision.z)) or "—"
 
 
 # ---- tables, figures, pairwise tests, problem runs ----------------------------------------------------

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
+from optbench.formats.decision_record import CONTINUE, FUTILITY, REJECTED, SUPPORTED, UNDECIDED  # what a record holds
+
 DEFAULT_LOOKS = (3, 6, 10, 16)
 FUTILITY_POWER = 0.10
-CONTINUE, SUPPORTED, REJECTED, FUTILITY, UNDECIDED = "continue", "supported", "rejected", "futility", "undecided"
 STOPPED = (SUPPORTED, REJECTED, FUTILITY, UNDECIDED)
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 from optbench.analysis.hypotheses import INCONCLUSIVE, REJECTED, SUPPORTED, Context, Verdict, evaluate
 from optbench.analysis.sequential_rule import CONTINUE, FUTILITY, look_seeds
 from optbench.errors import ConfigError
+from optbench.formats.decision_record import DecisionRecord, HypothesisDecision
 from optbench.specs.hypothesis_spec import Hypothesis
 from optbench.specs.study_spec import Study, find_study, planned_settings, tested_hypotheses
 
@@ -45,7 +46,7 @@ class Scope:
     study: str = ""  # the study that tests the hypothesis ("" when none is known)
     planned: tuple = ()  # its planned settings (study_spec.PlannedSetting); empty: the folder's
     own_seeds: tuple = ()  # SEQUENTIAL: the study's own seeds, from which its looks count on
-    record: dict | None = dataclasses.field(default=None, compare=False)  # SEQUENTIAL: the decision record
+    record: DecisionRecord | None = dataclasses.field(default=None, compare=False)  # SEQUENTIAL: the decision record
 
 
 @dataclass
@@ -80,7 +81,7 @@ class NotTested:
 def judge(
     hypotheses: list[Hypothesis],
     context: Context,
-    records: list[dict],
+    records: list[DecisionRecord],
     study: Study | None = None,
     experiments_dir: Path | None = None,
     warnings: list[str] | None = None,
@@ -105,14 +106,16 @@ def judge(
 
 
 def scopes(
-    hypothesis: Hypothesis, records: list[dict], study: Study | None, experiments_dir: Path | None, warnings: list[str]
+    hypothesis: Hypothesis,
+    records: list[DecisionRecord],
+    study: Study | None,
+    experiments_dir: Path | None,
+    warnings: list[str],
 ) -> list[Scope]:
     """The scopes a hypothesis is judged in: one per study that decided it sequentially, else the named study's,
     else the folder's."""
     sequential = [
-        sequential_scope(record, experiments_dir, warnings)
-        for record in records
-        if hypothesis.id in record.get("hypotheses", {})
+        sequential_scope(record, experiments_dir, warnings) for record in records if hypothesis.id in record.hypotheses
     ]
     if sequential:
         return sequential
@@ -121,16 +124,16 @@ def scopes(
     return [Scope(FOLDER)]
 
 
-def sequential_scope(record: dict, experiments_dir: Path | None, warnings: list[str]) -> Scope:
+def sequential_scope(record: DecisionRecord, experiments_dir: Path | None, warnings: list[str]) -> Scope:
     """The scope of a study run until decided: its planned settings and own seeds, read from its study file."""
     try:
-        study = find_study(record["study"], *([experiments_dir] if experiments_dir else []))
+        study = find_study(record.study, *([experiments_dir] if experiments_dir else []))
     except ConfigError as error:
         warnings.append(
-            f"decision record of study {record['study']}: {error}; its hypotheses are judged on every "
+            f"decision record of study {record.study}: {error}; its hypotheses are judged on every "
             f"setting here, on every seed"
         )
-        return Scope(SEQUENTIAL, record["study"], record=record)
+        return Scope(SEQUENTIAL, record.study, record=record)
     seeds = study.grid["seed"]
     own = tuple(int(seed) for seed in (seeds if isinstance(seeds, (list, tuple)) else [seeds]))
     return Scope(SEQUENTIAL, study.id, tuple(planned_settings(study)), own, record)
@@ -141,16 +144,16 @@ def judge_in(hypothesis: Hypothesis, scope: Scope, context: Context) -> Judgemen
         fixed = evaluate(hypothesis, dataclasses.replace(context, planned=list(scope.planned)))
         return Judgement(hypothesis, scope, fixed.verdict, fixed.reason, fixed)
     look, entry = ruling_look(scope.record, hypothesis.id)
-    seeds = tuple(look_seeds(list(scope.own_seeds), int(entry["seeds"]))) if scope.own_seeds else ()
+    seeds = tuple(look_seeds(list(scope.own_seeds), entry.seeds)) if scope.own_seeds else ()
     fixed = evaluate(hypothesis, dataclasses.replace(context, planned=list(scope.planned), seeds=seeds))
-    looks = len(scope.record["looks"])
-    decision = entry["decision"]
-    where = f"at look {look + 1} of {looks} ({entry['seeds']} seeds)"
+    looks = len(scope.record.looks)
+    decision = entry.decision
+    where = f"at look {look + 1} of {looks} ({entry.seeds} seeds)"
     reason = {
         CONTINUE: f"not decided yet: the sequential study continues (latest look {look + 1} of {looks}, "
-        f"{entry['seeds']} seeds; {entry['reason']})",
-        FUTILITY: f"stopped for futility {where}: {entry['reason']}",
-    }.get(decision, f"{entry['reason']} {where}")
+        f"{entry.seeds} seeds; {entry.reason})",
+        FUTILITY: f"stopped for futility {where}: {entry.reason}",
+    }.get(decision, f"{entry.reason} {where}")
     return Judgement(
         hypothesis,
         scope,
@@ -160,20 +163,17 @@ def judge_in(hypothesis: Hypothesis, scope: Scope, context: Context) -> Judgemen
         decision,
         look + 1,
         looks,
-        int(entry["seeds"]),
+        entry.seeds,
     )
 
 
-def ruling_look(record: dict, hypothesis_id: str) -> tuple[int, dict]:
-    """(look index, entry) of the look that decided the hypothesis; the latest look with it when none has yet."""
-    with_it = [
-        (look, entry["hypotheses"][hypothesis_id])
-        for look, entry in enumerate(record["decisions"])
-        if hypothesis_id in entry["hypotheses"]
-    ]
-    if not with_it:
-        return 0, {"decision": CONTINUE, "reason": "no look taken yet", "seeds": record["looks"][0]}
-    return next(((look, entry) for look, entry in with_it if entry["decision"] != CONTINUE), with_it[-1])
+def ruling_look(record: DecisionRecord, hypothesis_id: str) -> tuple[int, HypothesisDecision]:
+    """(look index, decision) of the look that decided the hypothesis; the latest look with it when none has yet,
+    and "continue" at the first look when no look has it."""
+    ruling = record.ruling(hypothesis_id)
+    if ruling is None:
+        return 0, HypothesisDecision(CONTINUE, "no look taken yet", record.looks[0], None, {}, None)
+    return ruling
 
 
 # ---- the verdict table --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ hypothesis study (H1, H2, H3) plans its own hypothesis; any other study the hypo
 `hypotheses:` list), or every hypothesis in experiments/hypotheses/ when it names none.
 """
 
+import sys
 from pathlib import Path
 
 from optbench.analysis.hypotheses import Context, evaluate
@@ -37,7 +38,10 @@ def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: fl
     analysis = analyse(Path(pilot), set_aside=tuning.run_dirs)
     context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on())
     hypotheses = hypotheses_of(study, experiments_dir)
-    records = read_decision_records(Path(pilot), None, [])
+    unreadable: list[str] = []
+    records = read_decision_records(Path(pilot), None, unreadable)
+    for warning in unreadable:  # the pilot is judged without it: say so, as the aggregator does
+        print(f"warning: {warning}", file=sys.stderr)
     judged = {
         judgement.hypothesis.id: judgement.fixed
         for judgement in judge(hypotheses, context, records, None, experiments_dir)[0]

@@ -279,6 +279,7 @@ def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int
 
 
 def results_dir_of(planned: list[tuple[Sweep, list[PlannedRun]]]) -> Path:
+    """Where a planned study's runs land (and its decision record lies)."""
     return Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
 
 

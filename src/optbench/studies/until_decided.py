@@ -23,6 +23,7 @@ from optbench.analysis.sequential_rule import CONTINUE, Design, decide, look_see
 from optbench.analysis.tuning_report import read_tuning
 from optbench.errors import ConfigError, did_you_mean
 from optbench.formats import decision_record
+from optbench.formats.decision_record import DecisionRecord, HypothesisDecision, HypothesisDesign, no_number
 from optbench.specs.study_spec import Study, planned_settings
 from optbench.studies.pilot import hypotheses_of
 
@@ -71,32 +72,32 @@ def chosen_hypotheses(study: Study, experiments_dir: Path, names: list[str]):
     return [known[name.lower()] for name in names]
 
 
-def design_record(study: Study, hypotheses, looks: tuple[int, ...]) -> dict:
+def design_record(study: Study, hypotheses, looks: tuple[int, ...]) -> DecisionRecord:
     """A new record; each hypothesis's boundaries depend on its number of required comparisons, known once
     it is evaluated, so they are stored at the first look (hypothesis_design)."""
     alpha = hypotheses[0].test.alpha if hypotheses else 0.05
     return decision_record.new_record(study.id, looks, alpha, RULE, {})
 
 
-def hypothesis_design(record: dict, hypothesis, comparisons: int) -> Design:
-    """The design stored for this hypothesis, or a new one (stored) from its comparisons at the first look."""
-    stored = record["hypotheses"].get(hypothesis.id)
-    if stored is None:
-        design = Design(tuple(record["looks"]), hypothesis.test.alpha, comparisons)
-        record["hypotheses"][hypothesis.id] = {
-            "comparisons": comparisons,
-            "efficacy": list(design.efficacy),
-            "rejection": list(design.rejection),
-        }
-        return design
-    return Design(tuple(record["looks"]), hypothesis.test.alpha, int(stored["comparisons"]))
+def hypothesis_design(record: DecisionRecord, hypothesis, comparisons: int) -> tuple[DecisionRecord, Design]:
+    """The design stored for this hypothesis, or a new one from its comparisons at the first look (and the record
+    with it stored)."""
+    stored = record.hypotheses.get(hypothesis.id)
+    if stored is not None:
+        return record, Design(record.looks, hypothesis.test.alpha, stored.comparisons)
+    design = Design(record.looks, hypothesis.test.alpha, comparisons)
+    stored = HypothesisDesign(comparisons, design.efficacy, design.rejection)
+    return decision_record.with_design(record, hypothesis.id, stored), design
 
 
-def look_decisions(results_dir: Path, hypotheses, record: dict, look: int, study: Study) -> dict:
-    """Each open hypothesis's decision at this look, over the study's planned settings and the look's seeds only."""
+def look_decisions(
+    results_dir: Path, hypotheses, record: DecisionRecord, look: int, study: Study
+) -> tuple[DecisionRecord, dict[str, HypothesisDecision]]:
+    """Each open hypothesis's decision at this look, over the study's planned settings and the look's seeds only,
+    and the record with the designs of hypotheses evaluated for the first time."""
     tuning = read_tuning(results_dir)
     analysis = analyse(results_dir, set_aside=tuning.run_dirs)
-    seeds = tuple(look_seeds(own_seeds(study), record["looks"][look]))
+    seeds = tuple(look_seeds(own_seeds(study), record.looks[look]))
     context = Context(
         analysis.runs,
         analysis.curves,
@@ -108,18 +109,18 @@ def look_decisions(results_dir: Path, hypotheses, record: dict, look: int, study
     taken = {}
     for hypothesis in hypotheses:
         verdict = evaluate(hypothesis, context)
-        design = hypothesis_design(record, hypothesis, len(verdict.checks))
+        record, design = hypothesis_design(record, hypothesis, len(verdict.checks))
         z = {f"{check.setting}: {check.comparison}": comparison_z(check) for check in verdict.checks}
         decision = decide(list(z.values()), look, design)
-        taken[hypothesis.id] = {
-            "decision": decision.decision,
-            "reason": decision.reason,
-            "seeds": design.looks[look],
-            "conditional_power": decision.conditional_power,
-            "z": z,
-            "n": {f"{check.setting}: {check.comparison}": seeds_tested(check) for check in verdict.checks},
-        }
-    return taken
+        taken[hypothesis.id] = HypothesisDecision(
+            decision=decision.decision,
+            reason=decision.reason,
+            seeds=design.looks[look],
+            conditional_power=no_number(decision.conditional_power),
+            z={comparison: no_number(value) for comparison, value in z.items()},
+            n={f"{check.setting}: {check.comparison}": seeds_tested(check) for check in verdict.checks},
+        )
+    return record, taken
 
 
 def comparison_z(check) -> float:
@@ -142,37 +143,41 @@ def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -
     record = decision_record.read(path)
     if record is None:
         record = design_record(study, hypotheses, looks_for(len(own_seeds(study)), args.max_seeds))
-    looks = tuple(record["looks"])
+    looks = record.looks
     print(f"study {study.id} until decided: looks at {', '.join(map(str, looks))} seeds; {RULE}")
     if args.dry_run:  # the next look's runs; nothing trained, nothing decided
-        look = min(decision_record.looks_done(record), len(looks) - 1)
+        look = min(record.looks_done, len(looks) - 1)
         return run_study(
             study_for_look(study, looks[look], open_hypotheses(hypotheses, record) or hypotheses), args, tuned
         )
-    for look in range(decision_record.looks_done(record), len(looks)):
+    for look in range(record.looks_done, len(looks)):
         open_ones = open_hypotheses(hypotheses, record)
         if not open_ones:
             break
         status = run_study(study_for_look(study, looks[look], open_ones), args, tuned)
         if status:
             return status
-        taken = look_decisions(results_dir, open_ones, record, look, study)
-        record = decision_record.add_look(record, look, looks[look], taken)
+        record, taken = look_decisions(results_dir, open_ones, record, look, study)
+        record = decision_record.add_look(record, taken)
         decision_record.write(path, record)
-        for name, entry in record["decisions"][-1]["hypotheses"].items():
-            print(f"look {look + 1} ({looks[look]} seeds): {name}: {entry['decision']}: {entry['reason']}")
+        for name, entry in record.decisions[-1].hypotheses.items():
+            print(f"look {look + 1} ({looks[look]} seeds): {name}: {entry.decision}: {entry.reason}")
     print_summary(record, path)
     return 0
 
 
-def open_hypotheses(hypotheses, record: dict) -> list:
-    return [hypothesis for hypothesis in hypotheses if hypothesis.id not in decision_record.stopped(record)]
+def open_hypotheses(hypotheses, record: DecisionRecord) -> list:
+    stopped = record.stopped()
+    return [hypothesis for hypothesis in hypotheses if hypothesis.id not in stopped]
 
 
-def print_summary(record: dict, path: Path) -> None:
-    final = decision_record.stopped(record)
-    latest = record["decisions"][-1]["seeds"] if record["decisions"] else 0
-    for name in record["hypotheses"]:
-        entry = final.get(name, {"decision": CONTINUE, "reason": "not decided yet", "seeds": latest})
-        print(f"{name}: {entry['decision']} ({entry['reason']}); seeds spent: {entry['seeds']}")
+def print_summary(record: DecisionRecord, path: Path) -> None:
+    final = record.stopped()
+    latest = record.decisions[-1].seeds if record.decisions else 0
+    for name in record.hypotheses:
+        if name in final:
+            decision, reason, seeds = final[name].decision, final[name].reason, final[name].seeds
+        else:
+            decision, reason, seeds = CONTINUE, "not decided yet", latest
+        print(f"{name}: {decision} ({reason}); seeds spent: {seeds}")
     print(f"decision record: {path}")
