@@ -16,6 +16,8 @@ from fixtures.aggregate.fake_tuning import Trial, write_tuning_study
 
 from optbench.analysis import aggregate
 from optbench.analysis.tuning_report import EDGE_MARKER, edge_text
+from optbench.formats.fields import Fields
+from optbench.formats.tuning_record import parse_bounds
 
 sys.path.insert(0, str(REPO / "src"))
 import aggregate as aggregate_cli
@@ -132,7 +134,7 @@ def test_the_runners_edge_sentences_are_used_when_the_file_has_them(tmp_path):
     ],
 )
 def test_edge_rule_on_grids_and_linear_ranges(value, bounds, side):
-    text = edge_text("optimizer.momentum", value, bounds)
+    text = edge_text("optimizer.momentum", value, parse_bounds(Fields(bounds, "tuning-x.json", "space.momentum")))
     assert (f"at the {side} edge" in text) if side else text == ""
 
 
@@ -163,7 +165,10 @@ def test_broken_tuning_files_are_warnings_naming_them(tmp_path):
         "nested/tuning-future.json: format 2, this optbench reads up to format 1: it was written by a newer "
         "optbench: upgrade" in warnings
     )
-    assert "tuning-partial.json: optimizers.adam.trials[1]: 'runs' missing or not a list: ignored" in warnings
+    assert (
+        "tuning-partial.json: field optimizers.adam.trials[1].runs is missing: write it again with `python "
+        "src/study.py --select-tuned STUDY`" in warnings
+    )
     assert set(tuning_rows(results / "aggregate")) == {"lion", "sgd"}  # the good file is still read
 
 
