@@ -5,15 +5,17 @@ After selecting tuned hyperparameters the study runner writes one JSON file per 
 results folder (recursively) and returns the studies, the resolved run directories they list and
 warnings. Those run directories are tuning trials, not the study's runs: the pipeline sets them aside
 before loading, so they enter no main table, test, verdict or figure (even a trial whose directory a
-main study shares: its score chose the winner, so it is biased upward). A file that cannot be read,
-has another `format` or lacks a required field is a warning naming the file and is otherwise ignored
-(any runs it lists then stay in the main comparison). `tuning_table(studies)` gives one row per (study,
+main study shares: its score chose the winner, so it is biased upward). A file that does not parse
+(formats/tuning_record.py's DamagedRunFile: not JSON, a field missing, of the wrong type, not finite or out
+of range, a newer format) is one warning naming the file and the field, and is otherwise ignored (any runs it
+lists then stay in the main comparison). `tuning_table(studies)` gives one row per (study,
 optimizer): trials, runs, epochs trained, device-hours (summed from the listed runs' wall times) and
 devices, the winning values, the winner's validation score over its seeds, and any edge warning.
 This module only reads and summarises; figures.py draws the search and report.py writes the section.
 
-The file's format (its name, format number and required fields, and the one reader and writer) is
-optbench/formats/tuning_record.py's; the study runner writes through the same module.
+The file's format (its name, format version and schema, `TuningRecord`, and the one reader and writer) is
+optbench/formats/tuning_record.py's; the study runner writes through the same module, and this module and the
+figures read the record's attributes, never the file's keys.
 """
 
 import math

@@ -189,6 +189,26 @@ def read(path: Path, shown_as: str | None = None) -> TuningRecord:
     return parse(content, name)
 
 
+def move_run_dirs(path: Path, old_prefix: str, new_prefix: str) -> bool:
+    """Rewrite the record at `path` so that its runs' `run_dir`s under `old_prefix` (relative to the file's folder,
+    ending in /) are under `new_prefix`, when its runs moved; True when it changed. A damaged record is
+    DamagedRunFile and stays as it is."""
+    read(path)
+    content = json.loads(Path(path).read_text(encoding="utf-8"))
+    moved = [
+        run
+        for entry in content["optimizers"].values()
+        for trial in entry["trials"]
+        for run in trial["runs"]
+        if run["run_dir"].startswith(old_prefix)
+    ]
+    for run in moved:
+        run["run_dir"] = new_prefix + run["run_dir"][len(old_prefix) :]
+    if moved:
+        write_bytes_atomically(path, json.dumps(content, indent=2).encode())
+    return bool(moved)
+
+
 def parse(content, path: Path | str) -> TuningRecord:
     """The checked TuningRecord of `content` (the file's JSON); DamagedRunFile on the first field off it."""
     fields = Fields(content, path, way_out=WAY_OUT)
