@@ -182,19 +182,23 @@ def read(path: Path, shown_as: str | None = None) -> TuningRecord:
     """The checked record; DamagedRunFile naming the file (`shown_as`, else its path), the field and the way out
     when it is off the schema."""
     name = shown_as or str(path)
+    return parse(json_content(path, name), name)
+
+
+def json_content(path: Path, name: str):
+    """The file's JSON as written; DamagedRunFile naming it when it is not JSON."""
     try:
-        content = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:  # copied mid-write, edited by hand
         raise DamagedRunFile(f"{name}: not readable as JSON ({type(error).__name__}: {error}): {WAY_OUT}") from error
-    return parse(content, name)
 
 
 def move_run_dirs(path: Path, old_prefix: str, new_prefix: str) -> bool:
     """Rewrite the record at `path` so that its runs' `run_dir`s under `old_prefix` (relative to the file's folder,
     ending in /) are under `new_prefix`, when its runs moved; True when it changed. A damaged record is
     DamagedRunFile and stays as it is."""
-    read(path)
-    content = json.loads(Path(path).read_text(encoding="utf-8"))
+    content = json_content(path, str(path))
+    parse(content, path)  # the schema holds before the keys below are used
     moved = [
         run
         for entry in content["optimizers"].values()
