@@ -13,7 +13,6 @@ already is left alone and named.
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -21,7 +20,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from optbench.data.fingerprint import NAME_FINGERPRINT_HEX  # noqa: E402
-from optbench.fileio import write_bytes_atomically  # noqa: E402
+from optbench.errors import DamagedRunFile  # noqa: E402
+from optbench.formats import tuning_record  # noqa: E402
 from optbench.formats.run_record import recorded_data  # noqa: E402
 
 
@@ -44,6 +44,12 @@ def main(argv: list[str]) -> int:
             f"error: {args.results_dir} is not a folder: name the results folder (paths.results_dir)", file=sys.stderr
         )
         return 2
+    try:  # every tuning record is checked before anything moves: a damaged one would be left listing old names
+        for path in tuning_record.find_records(args.results_dir):
+            tuning_record.read(path)
+    except DamagedRunFile as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     for level in sorted(args.results_dir.glob("imagefolder-*")):
         wanted = content_name(level) if level.is_dir() else None
         if wanted is None or wanted == level.name:
@@ -63,17 +69,9 @@ def main(argv: list[str]) -> int:
 def rewrite_tuning_records(results_dir: Path, old: str, new: str) -> list[Path]:
     """Each tuning-*.json whose runs' `run_dir` (relative to the file's folder) lies in the renamed level."""
     rewritten = []
-    for path in sorted(results_dir.rglob("tuning-*.json")):
-        record = json.loads(path.read_text())
+    for path in tuning_record.find_records(results_dir):
         prefix = (results_dir / old).resolve().relative_to(path.parent.resolve()).as_posix() + "/"
-        changed = False
-        for entry in record.get("optimizers", {}).values():
-            for run in (run for trial in entry.get("trials", []) for run in trial.get("runs", [])):
-                if run.get("run_dir", "").startswith(prefix):
-                    run["run_dir"] = prefix.replace(old, new, 1) + run["run_dir"][len(prefix) :]
-                    changed = True
-        if changed:
-            write_bytes_atomically(path, json.dumps(record, indent=2).encode())
+        if tuning_record.move_run_dirs(path, prefix, prefix.replace(old, new, 1)):
             rewritten.append(path)
     return rewritten
 

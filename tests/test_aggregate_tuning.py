@@ -7,6 +7,7 @@ runs are real-looking run directories (tests/fixtures/aggregate/fake_tuning.py),
 
 import csv
 import json
+import math
 import sys
 
 import pytest
@@ -15,7 +16,11 @@ from fixtures.aggregate.fake_runs import ramp_records, write_run
 from fixtures.aggregate.fake_tuning import Trial, write_tuning_study
 
 from optbench.analysis import aggregate
-from optbench.analysis.tuning_report import EDGE_MARKER, edge_text
+from optbench.analysis.tuning_report import EDGE_MARKER, IGNORED, edge_text
+from optbench.errors import DamagedRunFile
+from optbench.formats import tuning_record
+from optbench.formats.fields import Fields
+from optbench.formats.tuning_record import parse_bounds
 
 sys.path.insert(0, str(REPO / "src"))
 import aggregate as aggregate_cli
@@ -132,7 +137,7 @@ def test_the_runners_edge_sentences_are_used_when_the_file_has_them(tmp_path):
     ],
 )
 def test_edge_rule_on_grids_and_linear_ranges(value, bounds, side):
-    text = edge_text("optimizer.momentum", value, bounds)
+    text = edge_text("optimizer.momentum", value, parse_bounds(Fields(bounds, "tuning-x.json", "space.momentum")))
     assert (f"at the {side} edge" in text) if side else text == ""
 
 
@@ -163,7 +168,10 @@ def test_broken_tuning_files_are_warnings_naming_them(tmp_path):
         "nested/tuning-future.json: format 2, this optbench reads up to format 1: it was written by a newer "
         "optbench: upgrade" in warnings
     )
-    assert "tuning-partial.json: optimizers.adam.trials[1]: 'runs' missing or not a list: ignored" in warnings
+    assert (
+        "tuning-partial.json: field optimizers.adam.trials[1].runs is missing: write it again with `python "
+        "src/study.py --select-tuned STUDY`" in warnings
+    )
     assert set(tuning_rows(results / "aggregate")) == {"lion", "sgd"}  # the good file is still read
 
 
@@ -204,3 +212,107 @@ def test_command_line_end_to_end(tmp_path, capsys):
     ):
         assert (out / name).stat().st_size > 0
     assert "## Tuning" in (out / "report.md").read_text()
+
+
+# ---- the schema: damaged copies of a real tuning record ------------------------------------------------
+
+PUBLISHED_RECORD = REPO / "docs" / "cpu-study" / "runs" / "tuning-tune_cpu_demo.json"
+
+
+def set_in(path: list, value):
+    """A change to the record's JSON: the value at `path` (keys and list places) set to `value`."""
+
+    def change(record):
+        for step in path[:-1]:
+            record = record[step]
+        record[path[-1]] = value
+
+    return change
+
+
+def remove(path: list):
+    def change(record):
+        for step in path[:-1]:
+            record = record[step]
+        del record[path[-1]]
+
+    return change
+
+
+ADAM_RUN = ["optimizers", "adam", "trials", 0, "runs", 0]
+DAMAGED_RECORDS = {  # what is done to the published record -> what its one warning says after the file's name
+    "wrong type": (
+        set_in([*ADAM_RUN, "wall_time_s"], "102.9"),
+        "field optimizers.adam.trials[0].runs[0].wall_time_s is '102.9', not a finite number in [0, inf]",
+    ),
+    "a bool for a seed": (set_in([*ADAM_RUN, "seed"], True), "field optimizers.adam.trials[0].runs[0].seed is True"),
+    "missing key": (remove(["optimizers", "adam", "space"]), "field optimizers.adam.space is missing"),
+    "a list of the wrong type": (
+        set_in(["optimizers", "adam", "winner", "seeds"], [0, 1.5]),
+        "field optimizers.adam.winner.seeds[1] is 1.5, not a whole number >= 0",
+    ),
+    "another shape": (lambda record: [record], "is list, not a JSON object"),
+    "a trial that is not an object": (
+        set_in(["optimizers", "adam", "trials", 2], "trial 2"),
+        "field optimizers.adam.trials[2] is str, not a JSON object",
+    ),
+    "a score in percent": (
+        set_in(["optimizers", "adam", "winner", "mean"], 52.7),
+        "field optimizers.adam.winner.mean is 52.7, not a finite number in [0, 1]",
+    ),
+    "a negative time": (
+        set_in([*ADAM_RUN, "wall_time_s"], -1.0),
+        "field optimizers.adam.trials[0].runs[0].wall_time_s is -1.0, not a finite number in [0, inf]",
+    ),
+    "a non-finite number": (
+        set_in(["optimizers", "adam", "trials", 0, "score"], math.nan),
+        "field optimizers.adam.trials[0].score is nan, not a finite number in [0, 1]",
+    ),
+    "an unknown method": (set_in(["method"], "bayes"), "field method is 'bayes', not one of grid, quasirandom"),
+    "newer format": (set_in(["format"], 2), "format 2, this optbench reads up to format 1: it was written by a newer"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED_RECORDS)
+def test_a_damaged_tuning_record_is_one_warning_naming_the_field_and_changes_nothing(tmp_path, damage):
+    change, expected = DAMAGED_RECORDS[damage]
+    results = study_folder(tmp_path / "results")
+    record = json.loads(PUBLISHED_RECORD.read_text())
+    damaged = change(record)
+    (results / "tuning-damaged.json").write_text(json.dumps(record if damaged is None else damaged))  # NaN token
+    with pytest.raises(DamagedRunFile) as raised:
+        tuning_record.read(results / "tuning-damaged.json")
+    assert str(raised.value).startswith(f"{results / 'tuning-damaged.json'}: ")
+    before = {path: path.read_bytes() for path in sorted(results.rglob("*")) if path.is_file()}
+    outcome = aggregate(results, tmp_path / "out", draw_figures=False)
+    about_it = [warning for warning in outcome.warnings if "tuning-damaged.json" in warning]
+    assert len(about_it) == 1 and "\n" not in about_it[0]
+    assert about_it[0].startswith(f"tuning-damaged.json: {expected}") and about_it[0].endswith(IGNORED)
+    assert set(tuning_rows(tmp_path / "out")) == {"lion", "sgd"}  # the good record is still read
+    assert {path: path.read_bytes() for path in sorted(results.rglob("*")) if path.is_file()} == before
+
+
+def test_every_published_tuning_record_parses_and_one_without_format_reads_as_format_1(tmp_path):
+    published = [path for folder in (REPO / "docs", REPO / "results") for path in tuning_record.find_records(folder)]
+    assert PUBLISHED_RECORD in published
+    for path in published:
+        record = tuning_record.read(path)
+        assert record.version == 1 and record.optimizers and record.run_dirs
+    content = json.loads(PUBLISHED_RECORD.read_text())
+    del content["format"]
+    older = tuning_record.parse(content, "tuning-older.json")
+    assert (
+        older.version == 1
+        and older.optimizers["adam"].winner == tuning_record.read(PUBLISHED_RECORD).optimizers["adam"].winner
+    )
+
+
+def test_the_writer_parses_what_it_writes_and_writes_nothing_off_the_schema(tmp_path):
+    record = json.loads(PUBLISHED_RECORD.read_text())
+    record["optimizers"]["adam"]["trials"][1]["runs"][0]["epochs_done"] = 3.5
+    with pytest.raises(DamagedRunFile, match=r"field optimizers\.adam\.trials\[1\]\.runs\[0\]\.epochs_done is 3\.5"):
+        tuning_record.write(tmp_path / "results", record)
+    assert not (tmp_path / "results").exists()
+    record["optimizers"]["adam"]["trials"][1]["runs"][0]["epochs_done"] = 3
+    path = tuning_record.write(tmp_path / "results", record)
+    assert tuning_record.read(path) == tuning_record.read(PUBLISHED_RECORD)

@@ -17,6 +17,7 @@ from optbench.analysis import fidelity
 from optbench.analysis.fidelity import Ladder, Rung, analyse_ladder, bootstrap_tau, tau_b
 from optbench.analysis.pipeline import aggregate
 from optbench.errors import ConfigError
+from optbench.formats import tuning_record
 from optbench.specs.study_spec import find_study, load_study
 from optbench.studies import study_command
 
@@ -259,13 +260,11 @@ def test_tuned_values_per_budget_and_their_ratio_to_the_longest():
     class Study:
         def __init__(self, name, epochs, lr):
             self.name = name
-            run = {"epochs_done": epochs, "seed": 0}
-            self.optimizers = {
-                "adam": {
-                    "trials": [{"runs": [run]}],
-                    "winner": {"values": {"optimizer.lr": lr, "optimizer.weight_decay": 1e-4}},
-                }
-            }
+            run = {"run_dir": f"adam/seed0-{epochs}", "epochs_done": epochs, "seed": 0}
+            values = {"optimizer.lr": lr, "optimizer.weight_decay": 1e-4}
+            entry = {"space": {}, "trials": [{"values": values, "runs": [run]}], "winner": {"values": values}}
+            content = {"study": name, "optimizers": {"adam": entry}}
+            self.optimizers = tuning_record.parse(content, Path(f"tuning-{name}.json")).optimizers
 
     table = fidelity.tuned_settings([Study("tune_e16", 16, 0.004), Study("tune_e2", 2, 0.001)])
     assert list(table["epochs"]) == [2, 16]

@@ -348,6 +348,6 @@ def test_the_tuning_record_the_runner_writes_is_what_the_aggregator_reads(tmp_pa
     # the writer holds itself to the contract the reader checks, and writes nothing off it
     del record["optimizers"]["lion"]["trials"][0]["runs"][0]["run_dir"]
     record["study"] = "broken"
-    with pytest.raises(ValueError, match=r"runs\[0\]: 'run_dir' missing"):
+    with pytest.raises(ValueError, match=r"field optimizers\.lion\.trials\[0\]\.runs\[0\]\.run_dir is missing"):
         tuning_record.write(tmp_path / "results", record)
     assert not tuning_record.record_path(tmp_path / "results", "broken").exists()

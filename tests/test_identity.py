@@ -22,7 +22,7 @@ from PIL import Image
 from optbench import identity, rundir
 from optbench.config.hydra_glue import dataset_dir_name
 from optbench.errors import ConfigError
-from optbench.formats import run_record
+from optbench.formats import run_record, tuning_record
 from optbench.training.run import train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -293,3 +293,20 @@ def test_the_rename_script_gives_older_levels_their_content_names(tmp_path):
     assert older.name not in (runs / "tuning-tune_cpu_demo.json").read_text()
     outcome = aggregate(runs, tmp_path / "out", 0.5, REPO / "experiments", draw_figures=False)
     assert outcome.runs == 44  # cpu_demo's 21 and the 23 its clean settings added until decided
+
+
+def test_the_rename_script_refuses_a_damaged_tuning_record_before_it_renames_anything(tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(REPO / "docs" / "cpu-study" / "runs", runs)
+    record = runs / "tuning-tune_cpu_demo.json"
+    record.write_text(record.read_text().replace('"epochs_done": 3', '"epochs_done": "3"', 1))
+    before = snapshot(runs)
+    done = subprocess.run(
+        [sys.executable, "scripts/rename_data_levels.py", str(runs)], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"error: {record}: field optimizers.adam.trials[0].runs[0].epochs_done is '3', not a whole number >= 0: "
+        f"{tuning_record.WAY_OUT}"
+    ]
+    assert snapshot(runs) == before

@@ -411,9 +411,8 @@ def tuned_settings(tuning_studies: list) -> pd.DataFrame:
     rows = []
     for study in tuning_studies:
         for name, entry in study.optimizers.items():
-            runs = [run for trial in entry["trials"] for run in trial["runs"] if isinstance(run, dict)]
-            epochs = sorted({int(run["epochs_done"]) for run in runs if run.get("epochs_done")})
-            values = (entry.get("winner") or {}).get("values") or {}
+            epochs = sorted({run.epochs_done for run in entry.listed_runs if run.epochs_done})
+            values = entry.winner.values if entry.winner else {}
             rows.append(
                 {
                     "study": study.name,

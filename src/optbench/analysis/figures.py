@@ -28,6 +28,8 @@ from optbench.analysis.load import number
 from optbench.analysis.stats import describe
 from optbench.analysis.tuning_report import TuningStudy
 from optbench.durations import duration_unit
+from optbench.formats.tuning_record import Bounds, Budget, OptimizerTuning, Winner
+from optbench.formats.tuning_record import Trial as TuningTrial
 from optbench.registry import datasets
 
 TAB10 = plt.get_cmap("tab10").colors
@@ -609,15 +611,15 @@ def tuning_search(study: TuningStudy, colours: dict):
     Trials with a run that did not complete are an x (at the bottom when they have no score).
     None when no optimizer searched anything."""
     names = sorted(
-        (name for name, entry in study.optimizers.items() if entry["trials"] and entry["space"]), key=optimizer_rank
+        (name for name, entry in study.optimizers.items() if entry.trials and entry.space), key=optimizer_rank
     )  # columns in the other figures' order: sgd, adam, adamw, lion, muon
-    keys = list(dict.fromkeys(key for name in names for key in study.optimizers[name]["space"]))
+    keys = list(dict.fromkeys(key for name in names for key in study.optimizers[name].space))
     if not names:
         return None
     size = (TUNING_PANEL_SIZE[0] * len(names) + 0.4, TUNING_PANEL_SIZE[1] * len(keys) + 1.2)  # + labels, legend
     figure, axes = plt.subplots(len(keys), len(names), squeeze=False, sharey=True, layout="constrained", figsize=size)
-    select_on = study.record.get("select_on")
-    label = SCORE_LABELS.get(select_on, f"{select_on} (%)")
+    select_on = study.record.select_on
+    label = SCORE_LABELS.get(select_on or "", f"{select_on} (%)")
     any_unfinished = False
     for column, name in enumerate(names):
         axes[0][column].set_title(name, color=colours.get(name, "black"))
@@ -626,30 +628,32 @@ def tuning_search(study: TuningStudy, colours: dict):
                 axes[row][column], study.optimizers[name], key, colours.get(name, "grey")
             )
     figure.supylabel(label, fontsize=plt.rcParams["axes.labelsize"])  # one label: panels are short and share y
-    budget = study.record.get("budget") or {}
+    budget = study.record.budget
     title = (
-        f"Tuning search: {study.name}\n{study.record.get('method', '?')}, {budget.get('trials', '?')} trials x "
-        f"{budget.get('epochs', '?')} epochs per optimizer; selected on validation, never test"
+        f"Tuning search: {study.name}\n{study.record.method or '?'}, {budget.trials or '?'} trials x "
+        f"{', '.join(str(epochs) for epochs in budget.epochs) or '?'} epochs per optimizer; selected on "
+        "validation, never test"
     )
     return finish(figure, title, tuning_legend(budget, any_unfinished))
 
 
-def draw_search_panel(axis, entry: dict, key: str, colour) -> bool:
+def draw_search_panel(axis, entry: OptimizerTuning, key: str, colour) -> bool:
     """One hyperparameter of one optimizer's search; True when a trial that did not complete was drawn."""
-    bounds = entry["space"].get(key)
-    if not isinstance(bounds, dict):
+    bounds = entry.space.get(key)
+    if bounds is None:
         axis.text(0.5, 0.5, "not searched", ha="center", va="center", transform=axis.transAxes, color="grey")
         axis.set_xticks([])
         return False
-    trials = [trial for trial in entry["trials"] if math.isfinite(number(trial["values"].get(key)))]
-    points = {"completed": [], "not completed": [], "top_k": [], "unscored": []}
+    trials = [trial for trial in entry.trials if key in trial.values]
+    points: dict[str, list[tuple[float, float]]] = {"completed": [], "not completed": [], "top_k": [], "unscored": []}
     for trial in trials:
-        value, score = number(trial["values"][key]), 100 * number(trial.get("score"))
-        if not math.isfinite(score):
+        value = trial.values[key]
+        if trial.score is None:
             points["unscored"].append((value, 0.03))  # no score to place it by: at the bottom of the panel
             continue
+        score = 100 * trial.score
         points["completed" if trial_completed(trial) else "not completed"].append((value, score))
-        if trial.get("top_k"):
+        if trial.top_k:
             points["top_k"].append((value, score))
     axis.scatter(*xy(points["completed"]), color=colour, s=16, alpha=0.75, zorder=3)
     axis.scatter(*xy(points["not completed"]), color=colour, marker="x", s=24, zorder=3)
@@ -663,11 +667,12 @@ def draw_search_panel(axis, entry: dict, key: str, colour) -> bool:
         zorder=3,
     )
     axis.scatter(*xy(points["top_k"]), facecolor="none", edgecolor="black", s=70, linewidth=0.9, zorder=4)
-    draw_winner(axis, entry.get("winner") or {}, key, colour)
+    if entry.winner is not None:
+        draw_winner(axis, entry.winner, key, colour)
     for end in search_ends(bounds):
         axis.axvline(end, **SEARCHED_RANGE)
-    values = [number(trial["values"][key]) for trial in trials] + search_ends(bounds)
-    log_axis = bounds.get("scale") in ("log", "grid") and values and min(values) > 0
+    values = [trial.values[key] for trial in trials] + search_ends(bounds)
+    log_axis = bounds.scale in ("log", "grid") and values and min(values) > 0
     if log_axis:
         axis.set_xscale("log")
     axis.set_xlabel(f"{key.removeprefix('optimizer.')}" + (" (log scale)" if log_axis else ""))
@@ -678,15 +683,12 @@ def xy(points: list[tuple[float, float]]) -> tuple[list, list]:
     return [x for x, _ in points], [y for _, y in points]
 
 
-def trial_completed(trial: dict) -> bool:
-    runs = [run for run in trial["runs"] if isinstance(run, dict)]
-    return math.isfinite(number(trial.get("score"))) and all(run.get("status") == "completed" for run in runs)
+def trial_completed(trial: TuningTrial) -> bool:
+    return trial.score is not None and all(run.status == "completed" for run in trial.runs)
 
 
-def draw_winner(axis, winner: dict, key: str, colour) -> None:
-    value, mean, sd = (
-        number(item) for item in ((winner.get("values") or {}).get(key), winner.get("mean"), winner.get("sd"))
-    )
+def draw_winner(axis, winner: Winner, key: str, colour) -> None:
+    value, mean, sd = (number(item) for item in (winner.values.get(key), winner.mean, winner.sd))
     if math.isfinite(value) and math.isfinite(mean):
         spread = clipped_error([100 * mean], [100 * sd]) if math.isfinite(sd) else None  # within 0-100 %
         axis.errorbar(
@@ -703,16 +705,13 @@ def draw_winner(axis, winner: dict, key: str, colour) -> None:
         )
 
 
-def search_ends(bounds: dict) -> list[float]:
+def search_ends(bounds: Bounds) -> list[float]:
     """The searched range's two ends (a grid's smallest and largest values), where they are numbers."""
-    ends = [number(value) for value in bounds.get("values") or []] if bounds.get("scale") == "grid" else []
-    ends = [min(ends), max(ends)] if ends else [number(bounds.get("low")), number(bounds.get("high"))]
-    return [end for end in ends if math.isfinite(end)]
+    return [end for end in bounds.ends if math.isfinite(end)]
 
 
-def tuning_legend(budget: dict, any_unfinished: bool) -> list:
-    def seeds(key: str) -> str:
-        listed = budget.get(key) or []
+def tuning_legend(budget: Budget, any_unfinished: bool) -> list:
+    def seeds(listed: tuple[int, ...]) -> str:
         return ("seed " if len(listed) == 1 else "seeds ") + (", ".join(str(seed) for seed in listed) or "?")
 
     handles = [
@@ -723,7 +722,7 @@ def tuning_legend(budget: dict, any_unfinished: bool) -> list:
             marker="o",
             linestyle="none",
             markersize=4,
-            label=f"trial (score on {seeds('trial_seeds')})",
+            label=f"trial (score on {seeds(budget.trial_seeds)})",
         ),
         Line2D(
             [],
@@ -733,7 +732,7 @@ def tuning_legend(budget: dict, any_unfinished: bool) -> list:
             markerfacecolor="none",
             linestyle="none",
             markersize=8,
-            label=f"top {budget.get('top_k', 'k')}: rerun on {seeds('confirm_seeds')}",
+            label=f"top {budget.top_k or 'k'}: rerun on {seeds(budget.confirm_seeds)}",
         ),
         Line2D(
             [],

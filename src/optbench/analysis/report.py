@@ -650,7 +650,7 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts) ->
 
 def tuning_study_block(study: TuningStudy, tuning: TuningParts) -> list[str]:
     rows = tuning.table[tuning.table["file"] == study.source]
-    date = f", {study.record['date']}" if study.record.get("date") else ""
+    date = f", {study.record.date}" if study.record.date else ""
     lines = [
         f"### Tuning study {study.name}",
         "",

@@ -5,15 +5,17 @@ After selecting tuned hyperparameters the study runner writes one JSON file per 
 results folder (recursively) and returns the studies, the resolved run directories they list and
 warnings. Those run directories are tuning trials, not the study's runs: the pipeline sets them aside
 before loading, so they enter no main table, test, verdict or figure (even a trial whose directory a
-main study shares: its score chose the winner, so it is biased upward). A file that cannot be read,
-has another `format` or lacks a required field is a warning naming the file and is otherwise ignored
-(any runs it lists then stay in the main comparison). `tuning_table(studies)` gives one row per (study,
+main study shares: its score chose the winner, so it is biased upward). A file that does not parse
+(formats/tuning_record.py's DamagedRunFile: not JSON, a field missing, of the wrong type, not finite or out
+of range, a newer format) is one warning naming the file and the field, and is otherwise ignored (any runs it
+lists then stay in the main comparison). `tuning_table(studies)` gives one row per (study,
 optimizer): trials, runs, epochs trained, device-hours (summed from the listed runs' wall times) and
 devices, the winning values, the winner's validation score over its seeds, and any edge warning.
 This module only reads and summarises; figures.py draws the search and report.py writes the section.
 
-The file's format (its name, format number and required fields, and the one reader and writer) is
-optbench/formats/tuning_record.py's; the study runner writes through the same module.
+The file's format (its name, format version and schema, `TuningRecord`, and the one reader and writer) is
+optbench/formats/tuning_record.py's; the study runner writes through the same module, and this module and the
+figures read the record's attributes, never the file's keys.
 """
 
 import math
@@ -23,7 +25,9 @@ from pathlib import Path
 import pandas as pd
 
 from optbench.analysis.load import number
+from optbench.errors import DamagedRunFile
 from optbench.formats import tuning_record
+from optbench.formats.tuning_record import Bounds, Budget, OptimizerTuning, TuningRecord
 
 # A winner within this fraction of the searched range (in the scale's own units: decades for log) of a
 # bound may have a better value beyond it: the search should have gone further.
@@ -35,17 +39,17 @@ IGNORED = "ignored (any runs it lists stay in the main comparison)"
 @dataclass
 class TuningStudy:
     source: str  # the JSON file, as found below the results folder
-    record: dict  # its checked content (the contract above)
+    record: TuningRecord  # its checked content (formats/tuning_record.py)
     run_dirs: frozenset[Path]  # resolved run directories its trials list
     edges: dict[str, list[str]]  # per optimizer: the winner's values at an edge of the space, as sentences
 
     @property
     def name(self) -> str:
-        return self.record["study"]
+        return self.record.study
 
     @property
-    def optimizers(self) -> dict[str, dict]:
-        return self.record["optimizers"]
+    def optimizers(self) -> dict[str, OptimizerTuning]:
+        return self.record.optimizers
 
 
 @dataclass
@@ -62,23 +66,19 @@ class TuningRecords:
         seeds: dict[str, set[int]] = {}
         for study in self.studies:
             for name, entry in study.optimizers.items():
-                seeds.setdefault(name, set()).update(
-                    int(run["seed"])
-                    for trial in entry["trials"]
-                    for run in trial["runs"]
-                    if run.get("seed") is not None
-                )
+                seeds.setdefault(name, set()).update(run.seed for run in entry.listed_runs if run.seed is not None)
         return seeds
 
 
 def read_tuning(results_dir: Path, skip: Path | None = None) -> TuningRecords:
+    """Every tuning record below `results_dir`; a damaged one is a warning naming it (and what is wrong), ignored."""
     studies, warnings = [], []
     for path in tuning_record.find_records(results_dir, skip):
         source = path.relative_to(results_dir).as_posix()
         try:
             study = read_tuning_file(path, source)
-        except ValueError as error:
-            warnings.append(f"{source}: {error}: {IGNORED}")
+        except DamagedRunFile as error:
+            warnings.append(f"{error}; {IGNORED}")
             continue
         studies.append(study)
         warnings.extend(study_warnings(study))
@@ -86,43 +86,31 @@ def read_tuning(results_dir: Path, skip: Path | None = None) -> TuningRecords:
 
 
 def read_tuning_file(path: Path, source: str) -> TuningStudy:
-    """One checked tuning file; ValueError saying what is wrong when it is unreadable or off the contract."""
-    record = tuning_record.read(path)
-    run_dirs = frozenset(
-        (path.parent / run["run_dir"]).resolve()
-        for entry in record["optimizers"].values()
-        for trial in entry["trials"]
-        for run in trial["runs"]
-    )
-    edges = {name: winner_edges(entry) for name, entry in record["optimizers"].items()}
+    """One checked tuning file; DamagedRunFile naming the file and the field when it is off the schema."""
+    record = tuning_record.read(path, shown_as=source)  # named as the aggregator's other warnings name it
+    run_dirs = frozenset((path.parent / run_dir).resolve() for run_dir in record.run_dirs)
+    edges = {name: winner_edges(entry) for name, entry in record.optimizers.items()}
     return TuningStudy(source=source, record=record, run_dirs=run_dirs, edges=edges)
 
 
 # ---- edges and cost --------------------------------------------------------------------------------
 
 
-def winner_edges(entry: dict) -> list[str]:
+def winner_edges(entry: OptimizerTuning) -> list[str]:
     """The runner's `edges` when the file has them, else this module's rule on the winner's values."""
-    if isinstance(entry.get("edges"), list):
-        return [str(text) for text in entry["edges"]]
-    winner = entry.get("winner") or {}
-    return [
-        text
-        for key, bounds in entry["space"].items()
-        if (text := edge_text(key, (winner.get("values") or {}).get(key), bounds))
-    ]
+    if entry.edges is not None:
+        return list(entry.edges)
+    values = entry.winner.values if entry.winner else {}
+    return [text for key, bounds in entry.space.items() if (text := edge_text(key, values.get(key), bounds))]
 
 
-def edge_text(key: str, value, bounds) -> str:
+def edge_text(key: str, value: float | None, bounds: Bounds) -> str:
     """'optimizer.lr = 1.02e-05 sits at the low edge of [1e-05, 0.001] (log): widen the range', or ''."""
-    if not isinstance(bounds, dict):
-        return ""
-    scale = bounds.get("scale", "linear")
-    grid = [number(item) for item in bounds.get("values") or []] if scale == "grid" else []
-    low, high = (min(grid), max(grid)) if len(grid) > 1 else (number(bounds.get("low")), number(bounds.get("high")))
+    scale = bounds.scale
+    low, high = bounds.ends
     value = number(value)
     if not all(math.isfinite(item) for item in (value, low, high)) or low >= high or (scale == "log" and low <= 0):
-        return ""  # nothing searched, or not numbers: no edge to speak of
+        return ""  # nothing searched, or no winner: no edge to speak of
     if scale == "grid":
         position = 0.0 if value <= low else 1.0 if value >= high else 0.5  # an end of the grid, or inside it
     elif scale == "log":
@@ -134,20 +122,14 @@ def edge_text(key: str, value, bounds) -> str:
     return f"{key} = {value:.3g} sits at the {side} edge of [{low:g}, {high:g}] ({scale}): {fix}" if side else ""
 
 
-def listed_runs(entry: dict) -> list[dict]:
-    return [run for trial in entry["trials"] for run in trial["runs"] if isinstance(run, dict)]
-
-
-def run_totals(entry: dict) -> dict:
+def run_totals(entry: OptimizerTuning) -> dict:
     """runs, epochs trained, device-hours and devices, from the runs the trials list."""
-    runs = listed_runs(entry)
-    seconds = [number(run.get("wall_time_s")) for run in runs]
-    epochs = [number(run.get("epochs_done")) for run in runs]
+    runs = entry.listed_runs
     return {
         "runs": len(runs),
-        "epochs_trained": int(sum(value for value in epochs if math.isfinite(value))),
-        "device_hours": sum(value for value in seconds if math.isfinite(value)) / 3600,
-        "devices": ", ".join(sorted({str(run["device"]) for run in runs if run.get("device")})),
+        "epochs_trained": sum(run.epochs_done or 0 for run in runs),
+        "device_hours": sum(run.wall_time_s or 0.0 for run in runs) / 3600,
+        "devices": ", ".join(sorted({run.device for run in runs if run.device})),
     }
 
 
@@ -157,10 +139,10 @@ def study_warnings(study: TuningStudy) -> list[str]:
     for name, entry in study.optimizers.items():
         warnings += [f"{study.source}, {name}: {EDGE_MARKER}: {text}" for text in study.edges[name]]
         totals = run_totals(entry)
-        for key in ("runs", "epochs_trained", "device_hours"):
-            stated = number(entry.get(key))
+        stated_totals = {"runs": entry.runs, "epochs_trained": entry.epochs_trained, "device_hours": entry.device_hours}
+        for key, stated in stated_totals.items():
             # device_hours in the file may be rounded: 5 % or 0.01 h apart is agreement
-            if math.isfinite(stated) and not math.isclose(stated, totals[key], rel_tol=0.05, abs_tol=0.01):
+            if stated is not None and not math.isclose(stated, totals[key], rel_tol=0.05, abs_tol=0.01):
                 warnings.append(
                     f"{study.source}, {name}: the file says {key} {stated:g}, its listed runs add up to "
                     f"{totals[key]:.4g}; the tuning table uses the listed runs"
@@ -177,22 +159,21 @@ def tuning_table(studies: list[TuningStudy]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def optimizer_row(study: TuningStudy, name: str, entry: dict) -> dict:
-    winner = entry.get("winner") or {}
-    scores = [number(score) for score in winner.get("scores") or []]
-    values = winner.get("values") or {}
+def optimizer_row(study: TuningStudy, name: str, entry: OptimizerTuning) -> dict:
+    winner = entry.winner
+    values = winner.values if winner else {}
     return {
         "study": study.name,
         "file": study.source,
         "optimizer": name,
-        "method": study.record.get("method"),
-        "select_on": study.record.get("select_on"),
-        "trials": len(entry["trials"]),
+        "method": study.record.method,
+        "select_on": study.record.select_on,
+        "trials": len(entry.trials),
         **run_totals(entry),
         "winner": ", ".join(f"{key}={value_text(value)}" for key, value in values.items()),
-        "winner_mean": number(winner.get("mean")),
-        "winner_sd": number(winner.get("sd")),
-        "winner_n": len(winner.get("seeds") or scores),
+        "winner_mean": number(winner and winner.mean),
+        "winner_sd": number(winner and winner.sd),
+        "winner_n": len(winner.seeds or winner.scores) if winner else 0,
         "edge": "; ".join(study.edges[name]),
     }
 
@@ -234,19 +215,23 @@ def tuning_display(table: pd.DataFrame) -> pd.DataFrame:
 # ---- the protocol in one sentence ------------------------------------------------------------------
 
 
-def seeds_text(seeds) -> str:
-    return ", ".join(str(seed) for seed in seeds) if isinstance(seeds, list) and seeds else "?"
+def listed_text(numbers: tuple[int, ...]) -> str:
+    return ", ".join(str(item) for item in numbers) or "?"
 
 
 def protocol_sentence(study: TuningStudy) -> str:
     """'Quasirandom search (sobol sampler, seed 0): 8 trials x 4 epochs per optimizer on seed 0; ...'."""
-    record, budget = study.record, study.record.get("budget") or {}
-    sampler = f" ({record['sampler']} sampler, seed {record.get('sampler_seed')})" if record.get("sampler") else ""
+    record, budget = study.record, study.record.budget
+    sampler = f" ({record.sampler} sampler, seed {record.sampler_seed})" if record.sampler else ""
     rerun = ""
-    if budget.get("top_k") and budget.get("confirm_seeds"):
-        rerun = f"; the top {budget['top_k']} trials rerun on seeds {seeds_text(budget['confirm_seeds'])}"
+    if budget.top_k and budget.confirm_seeds:
+        rerun = f"; the top {budget.top_k} trials rerun on seeds {listed_text(budget.confirm_seeds)}"
     return (
-        f"{str(record.get('method') or 'unnamed').capitalize()} search{sampler}: {budget.get('trials', '?')} "
-        f"trials x {budget.get('epochs', '?')} epochs per optimizer on seed {seeds_text(budget.get('trial_seeds'))}"
-        f"{rerun}; the winner is chosen on validation (`{record.get('select_on', '?')}`), never on test."
+        f"{(record.method or 'unnamed').capitalize()} search{sampler}: {budget_trials(budget)} "
+        f"trials x {listed_text(budget.epochs)} epochs per optimizer on seed {listed_text(budget.trial_seeds)}"
+        f"{rerun}; the winner is chosen on validation (`{record.select_on or '?'}`), never on test."
     )
+
+
+def budget_trials(budget: Budget) -> str:
+    return "?" if budget.trials is None else str(budget.trials)

@@ -92,12 +92,6 @@ class Fields:
             self._wrong(key, value, "one of " + ", ".join(choices) if choices else "a string")
         return value
 
-    def flag(self, key: str) -> bool | None:
-        value = self._get(key, False)
-        if value is not None and not isinstance(value, bool):
-            self._wrong(key, value, "true or false")
-        return value
-
     def wrong(self, key: str, value, wanted: str) -> NoReturn:
         """Fail on `key`'s `value`, which is not `wanted` (for a format's own checks beyond the types here)."""
         self._wrong(key, value, wanted)
@@ -123,6 +117,44 @@ class Fields:
         if value is not None and not isinstance(value, list):
             self._wrong(key, value, "a JSON list")
         return value
+
+    def flag(self, key: str) -> bool | None:
+        """true or false; None when absent or null."""
+        value = self._get(key, False)
+        if value is not None and not isinstance(value, bool):
+            self._wrong(key, value, "true or false")
+        return value
+
+    def numbers(self, key: str, required: bool = False, low: float = -math.inf, high: float = math.inf) -> tuple | None:
+        """A JSON list of finite numbers in [low, high]; None when absent or null and not required."""
+        elements = self._elements(key, required)
+        return None if elements is None else tuple(elements.number(name, True, low, high) for name in elements.value)
+
+    def wholes(self, key: str, required: bool = False, low: int = 0) -> tuple | None:
+        """A JSON list of whole numbers >= low; None when absent or null and not required."""
+        elements = self._elements(key, required)
+        return None if elements is None else tuple(elements.whole(name, True, low) for name in elements.value)
+
+    def texts(self, key: str, required: bool = False) -> tuple | None:
+        """A JSON list of strings; None when absent or null and not required."""
+        elements = self._elements(key, required)
+        return None if elements is None else tuple(elements.text(name, True) for name in elements.value)
+
+    def _elements(self, key: str, required: bool) -> "Fields | None":
+        """The list at `key` as an object keyed `key[0]`, `key[1]`, ...: each element's failure names its place."""
+        listed = self.listing(key, required)
+        if listed is None:
+            return None
+        return Fields(
+            {f"{key}[{place}]": item for place, item in enumerate(listed)}, self.path, self.where, self.way_out
+        )
+
+    def objects(self, key: str, required: bool = False) -> list["Fields"]:
+        """A JSON list of objects, each as Fields of its own (its failures name `key[2].field`); [] when absent."""
+        listed = self.listing(key, required) or []
+        return [
+            Fields(item, self.path, f"{self._name(key)}[{place}]", self.way_out) for place, item in enumerate(listed)
+        ]
 
     @overload
     def inner(self, key: str, required: Literal[True]) -> "Fields": ...

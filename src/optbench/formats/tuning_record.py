@@ -1,19 +1,22 @@
 """The tuning record, `<results_dir>/tuning-<study id>.json`: one module owns the format.
 
-A tuning study's selection writes it (studies/tuning_protocol.py builds the content, `write` checks and writes
-it) and the aggregator reads it (analysis/tuning_report.py, through `find_records` and `read`), so the writer
-and the reader share one definition of the file's name, format number and required fields.
-Standard library only. Written atomically (fileio.write_bytes_atomically); `read` raises ValueError
-saying what is wrong with a file that is unreadable or off the contract (the aggregator turns that
-into a warning and ignores the file).
+A tuning study's selection writes it (studies/tuning_protocol.py builds the content, `write` parses it through
+the schema here before writing it) and the aggregator reads it (analysis/tuning_report.py, through
+`find_records` and `read`), so the writer and every reader share one definition: the file's name, its format
+version and its schema, `TuningRecord` (frozen dataclasses down to each run). Readers use the dataclasses'
+attributes, never the file's keys. Standard library only. Written atomically (fileio.write_bytes_atomically).
+`read` raises DamagedRunFile (a ConfigError) naming the file, the field and the way out when the file is
+unreadable, a field is missing or of the wrong type, a number is not finite or out of its range, or the format
+is newer than this optbench's; the aggregator turns that into one warning line and ignores the file. A file
+without `format` reads as format 1.
 
 The contract, format 1 (run directories are relative to the JSON file's folder; every score is the
-selection metric `select_on`, on validation, never test):
+selection metric `select_on`, on validation, never test, a fraction in [0, 1]):
 
     {"format": 1, "study": "tune_cpu_demo", "method": "quasirandom" | "grid",
      "sampler": "sobol" | null, "sampler_seed": 0 | null,          (null for grid)
      "select_on": "val_acc_best", "date": "2026-11-22",
-     "budget": {"trials": 8, "epochs": 4, "trial_seeds": [0], "confirm_seeds": [1, 2], "top_k": 2},
+     "budget": {"trials": 8 | null, "epochs": 4, "trial_seeds": [0], "confirm_seeds": [1, 2], "top_k": 2 | null},
      "optimizers": {"<name>": {
         "space": {"optimizer.lr": {"low": 1e-5, "high": 1e-3, "scale": "log" | "linear"},
                   "optimizer.weight_decay": {"values": [0.01, 0.1, 1.0], "scale": "grid"}},
@@ -23,26 +26,131 @@ selection metric `select_on`, on validation, never test):
                     "runs": [{"run_dir": "imagefolder-x/none-0.0/lion/epochs=4,.../seed0", "seed": 0,
                               "status": "completed", "score": 0.41, "wall_time_s": 80.2,
                               "epochs_done": 4, "device": "cpu"}]}],
-        "winner": {"index": 0, "values": {...}, "mean": 0.42, "sd": 0.01, "seeds": [0, 1, 2],
+        "winner": {"index": 0, "values": {...}, "mean": 0.42, "sd": 0.01 | null, "seeds": [0, 1, 2],
                    "scores": [0.41, 0.42, 0.43]} | null,
         "edges": ["optimizer.lr = 1.02e-05 sits at the low edge of [1e-05, 0.001] (log): widen the range"],
         "runs": 12, "epochs_trained": 48, "device_hours": 0.27, "devices": ["cpu"]}}}
 
-Required: `format`, `study`, `optimizers`, and per optimizer `space`, `trials` (each with `values` and
-`runs`, each run with `run_dir`); the rest is read when present. `edges` is the runner's word on
-winners at the edge of the space; a file without `edges` gets the aggregator's own rule (EDGE_FRACTION).
-The optimizer's `runs`, `epochs_trained` and `device_hours` are checked against its listed runs.
+Required: `study`, `optimizers`, and per optimizer `space`, `trials` (each with `values` and `runs`, each run
+with `run_dir`), a winner's `values`, a range's `low` and `high`, a grid's `values`; every other field may be
+absent or null (an older or hand-made file), and is checked when present. The budget's `epochs` and
+`trial_seeds` are the study grid's, a number or a list of them (read as a tuple). `edges` is the runner's word
+on winners at the edge of the space; a file without `edges` gets the aggregator's own rule (EDGE_FRACTION).
 """
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
+from optbench.errors import DamagedRunFile
 from optbench.fileio import strict_json, write_bytes_atomically
-from optbench.formats.fields import UPGRADE
+from optbench.formats.fields import Fields
+from optbench.formats.run_summary import STATUSES
 
 FORMAT = 1
 PREFIX = "tuning-"
 FILE_PATTERN = f"{PREFIX}*.json"
+METHODS = ("grid", "quasirandom")
+SCALES = ("log", "linear", "grid")
+WAY_OUT = (
+    "write it again with `python src/study.py --select-tuned STUDY` once its runs are there, or move it out of the "
+    "results folder"
+)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """One searched hyperparameter: a range (`low`, `high` on a log or linear scale) or a grid's `values`."""
+
+    scale: str  # log | linear | grid
+    low: float | None = None  # ranges
+    high: float | None = None
+    values: tuple[float, ...] = ()  # grids
+
+    @property
+    def ends(self) -> tuple[float, float]:
+        """The searched range's two ends (a grid's smallest and largest values)."""
+        if self.scale == "grid":
+            return (min(self.values), max(self.values)) if self.values else (math.nan, math.nan)
+        return (math.nan if self.low is None else self.low, math.nan if self.high is None else self.high)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a trial: where it lives (relative to the record's folder) and what it gave."""
+
+    run_dir: str
+    seed: int | None
+    status: str | None  # summary.json's status; None: the run had no finished summary
+    score: float | None
+    wall_time_s: float | None
+    epochs_done: int | None
+    device: str | None
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int | None
+    values: dict[str, float]  # override key (optimizer.lr) -> value
+    score: float | None  # mean over the trial seeds' runs; None when none finished
+    top_k: bool  # rerun on the confirm seeds
+    runs: tuple[Run, ...]
+
+
+@dataclass(frozen=True)
+class Winner:
+    index: int | None
+    values: dict[str, float]
+    mean: float | None
+    sd: float | None  # None with one seed
+    seeds: tuple[int, ...]
+    scores: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class OptimizerTuning:
+    """One optimizer's search: its space, every trial, the winner, and the totals the runner wrote."""
+
+    space: dict[str, Bounds]
+    trials: tuple[Trial, ...]
+    winner: Winner | None
+    edges: tuple[str, ...] | None  # the runner's edge sentences; None: the file has none
+    runs: int | None
+    epochs_trained: int | None
+    device_hours: float | None
+    devices: tuple[str, ...]
+
+    @property
+    def listed_runs(self) -> list[Run]:
+        return [run for trial in self.trials for run in trial.runs]
+
+
+@dataclass(frozen=True)
+class Budget:
+    trials: int | None  # per optimizer (quasirandom)
+    epochs: tuple[int, ...]  # the study grid's
+    trial_seeds: tuple[int, ...]
+    confirm_seeds: tuple[int, ...]
+    top_k: int | None  # trials rerun on the confirm seeds (quasirandom)
+
+
+@dataclass(frozen=True)
+class TuningRecord:
+    version: int
+    study: str
+    method: str | None
+    sampler: str | None
+    sampler_seed: int | None
+    select_on: str | None
+    date: str | None
+    budget: Budget
+    optimizers: dict[str, OptimizerTuning]
+
+    @property
+    def run_dirs(self) -> list[str]:
+        """Every run directory its trials list, as written (relative to the record's folder)."""
+        return [run.run_dir for entry in self.optimizers.values() for run in entry.listed_runs]
 
 
 def record_path(results_dir: Path, study_id: str) -> Path:
@@ -50,11 +158,13 @@ def record_path(results_dir: Path, study_id: str) -> Path:
 
 
 def write(results_dir: Path, record: dict) -> Path:
-    """Check `record` against the contract, then write it for its study; returns the file written."""
-    check(record)
-    path = record_path(results_dir, record["study"])
+    """Parse `record` (the runner's dict) through the schema, then write it for its study; returns the file
+    written. Content off the schema raises DamagedRunFile and writes nothing."""
+    content = strict_json(record)
+    path = record_path(results_dir, str(content.get("study")) if isinstance(content, dict) else "")
+    parse(content, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomically(path, json.dumps(strict_json(record), indent=2).encode())
+    write_bytes_atomically(path, json.dumps(content, indent=2).encode())
     return path
 
 
@@ -68,41 +178,139 @@ def find_records(results_dir: Path, skip: Path | None = None) -> list[Path]:
     )
 
 
-def read(path: Path) -> dict:
-    """One checked record; ValueError saying what is wrong when it is unreadable or off the contract."""
+def read(path: Path, shown_as: str | None = None) -> TuningRecord:
+    """The checked record; DamagedRunFile naming the file (`shown_as`, else its path), the field and the way out
+    when it is off the schema."""
+    name = shown_as or str(path)
+    return parse(json_content(path, name), name)
+
+
+def json_content(path: Path, name: str):
+    """The file's JSON as written; DamagedRunFile naming it when it is not JSON."""
     try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:  # copied mid-write, edited by hand
-        raise ValueError(f"not readable as JSON ({type(error).__name__}: {error})") from error
-    if not isinstance(record, dict):
-        raise ValueError("not a JSON object")
-    check(record)
-    return record
+        raise DamagedRunFile(f"{name}: not readable as JSON ({type(error).__name__}: {error}): {WAY_OUT}") from error
 
 
-def expect(mapping, key: str, kind: type, where: str):
-    """mapping[key] when it is a `kind`; otherwise ValueError saying where."""
-    if not isinstance(mapping, dict):
-        raise ValueError(f"{where} is not a JSON object")
-    value = mapping.get(key)
-    if not isinstance(value, kind):
-        raise ValueError(f"{where}: '{key}' missing or not a {kind.__name__}")
+def move_run_dirs(path: Path, old_prefix: str, new_prefix: str) -> bool:
+    """Rewrite the record at `path` so that its runs' `run_dir`s under `old_prefix` (relative to the file's folder,
+    ending in /) are under `new_prefix`, when its runs moved; True when it changed. A damaged record is
+    DamagedRunFile and stays as it is."""
+    content = json_content(path, str(path))
+    parse(content, path)  # the schema holds before the keys below are used
+    moved = [
+        run
+        for entry in content["optimizers"].values()
+        for trial in entry["trials"]
+        for run in trial["runs"]
+        if run["run_dir"].startswith(old_prefix)
+    ]
+    for run in moved:
+        run["run_dir"] = new_prefix + run["run_dir"][len(old_prefix) :]
+    if moved:
+        write_bytes_atomically(path, json.dumps(content, indent=2).encode())
+    return bool(moved)
+
+
+def parse(content, path: Path | str) -> TuningRecord:
+    """The checked TuningRecord of `content` (the file's JSON); DamagedRunFile on the first field off it."""
+    fields = Fields(content, path, way_out=WAY_OUT)
+    version = fields.version(FORMAT)
+    optimizers = fields.inner("optimizers", required=True)
+    return TuningRecord(
+        version=version,
+        study=fields.text("study", required=True),
+        method=fields.text("method", choices=METHODS),
+        sampler=fields.text("sampler"),
+        sampler_seed=fields.whole("sampler_seed"),
+        select_on=fields.text("select_on"),
+        date=fields.text("date"),
+        budget=parse_budget(fields.inner("budget") or Fields({}, path, "budget", WAY_OUT)),
+        optimizers={name: parse_optimizer(optimizers.inner(name, required=True)) for name in optimizers.value},
+    )
+
+
+def parse_budget(fields: Fields) -> Budget:
+    return Budget(
+        trials=fields.whole("trials", low=1),
+        epochs=number_or_list(fields, "epochs", low=1),
+        trial_seeds=number_or_list(fields, "trial_seeds", low=0),
+        confirm_seeds=fields.wholes("confirm_seeds") or (),
+        top_k=fields.whole("top_k"),
+    )
+
+
+def number_or_list(fields: Fields, key: str, low: int) -> tuple[int, ...]:
+    """A study grid's value: one whole number or a list of them (what the study file says)."""
+    if isinstance(fields.value.get(key), list):
+        return fields.wholes(key, low=low) or ()
+    single = fields.whole(key, low=low)
+    return () if single is None else (single,)
+
+
+def parse_optimizer(fields: Fields) -> OptimizerTuning:
+    space = fields.inner("space", required=True)
+    winner = fields.inner("winner")
+    return OptimizerTuning(
+        space={key: parse_bounds(space.inner(key, required=True)) for key in space.value},
+        trials=tuple(parse_trial(trial) for trial in fields.objects("trials", required=True)),
+        winner=None if winner is None else parse_winner(winner),
+        edges=fields.texts("edges"),
+        runs=fields.whole("runs"),
+        epochs_trained=fields.whole("epochs_trained"),
+        device_hours=fields.number("device_hours", low=0),
+        devices=fields.texts("devices") or (),
+    )
+
+
+def parse_bounds(fields: Fields) -> Bounds:
+    scale = fields.text("scale", choices=SCALES) or "linear"
+    if scale == "grid":
+        return Bounds(scale, values=fields.numbers("values", required=True) or ())
+    return Bounds(scale, low=fields.number("low", required=True), high=fields.number("high", required=True))
+
+
+def parse_values(fields: Fields) -> dict[str, float]:
+    """A point of the space: override key -> finite number."""
+    values = fields.inner("values", required=True)
+    return {key: required_number(values, key) for key in values.value}
+
+
+def required_number(fields: Fields, key: str) -> float:
+    value = fields.number(key, required=True)
+    assert value is not None  # required: Fields raised for a missing one
     return value
 
 
-def check(record: dict) -> None:
-    """The required fields (the contract above); ValueError naming the first one missing or mistyped."""
-    if isinstance(record.get("format"), int) and record["format"] > FORMAT:
-        raise ValueError(f"format {record['format']}, this optbench reads up to format {FORMAT}: {UPGRADE}")
-    if record.get("format") != FORMAT:
-        raise ValueError(f"format {record.get('format')!r}, this aggregator reads format {FORMAT}")
-    expect(record, "study", str, "the file")
-    for name, entry in expect(record, "optimizers", dict, "the file").items():
-        where = f"optimizers.{name}"
-        expect(entry, "space", dict, where)
-        for position, trial in enumerate(expect(entry, "trials", list, where)):
-            expect(trial, "values", dict, f"{where}.trials[{position}]")
-            for run_position, run in enumerate(expect(trial, "runs", list, f"{where}.trials[{position}]")):
-                expect(run, "run_dir", str, f"{where}.trials[{position}].runs[{run_position}]")
-        if entry.get("winner") is not None:
-            expect(expect(entry, "winner", dict, where), "values", dict, f"{where}.winner")
+def parse_trial(fields: Fields) -> Trial:
+    return Trial(
+        index=fields.whole("index"),
+        values=parse_values(fields),
+        score=fields.number("score", low=0, high=1),
+        top_k=bool(fields.flag("top_k")),
+        runs=tuple(parse_run(run) for run in fields.objects("runs", required=True)),
+    )
+
+
+def parse_run(fields: Fields) -> Run:
+    return Run(
+        run_dir=fields.text("run_dir", required=True),
+        seed=fields.whole("seed"),
+        status=fields.text("status", choices=STATUSES),
+        score=fields.number("score", low=0, high=1),
+        wall_time_s=fields.number("wall_time_s", low=0),
+        epochs_done=fields.whole("epochs_done"),
+        device=fields.text("device"),
+    )
+
+
+def parse_winner(fields: Fields) -> Winner:
+    return Winner(
+        index=fields.whole("index"),
+        values=parse_values(fields),
+        mean=fields.number("mean", low=0, high=1),
+        sd=fields.number("sd", low=0, high=1),
+        seeds=fields.wholes("seeds") or (),
+        scores=fields.numbers("scores", low=0, high=1) or (),
+    )
