@@ -9,6 +9,7 @@ format 1. A `completed` summary without its headline number (best.test/acc) is u
 no table may count it completed while its mean leaves it out.
 """
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,5 +199,8 @@ def git_facts(fields: Fields | None) -> GitFacts:
 
 
 def write(run_dir: Path, summary: dict) -> None:
-    """Replace summary.json with `summary` (the trainer's dict), stamped with this format version."""
-    write_bytes_atomically(path_in(run_dir), (json_text({**summary, "format": FORMAT}) + "\n").encode())
+    """Replace summary.json with `summary` (the trainer's dict), stamped with this format version; parsed
+    first, exactly as it will be read, so the trainer never writes a summary its readers refuse."""
+    text = json_text({**summary, "format": FORMAT})
+    parse(json.loads(text), path_in(run_dir))
+    write_bytes_atomically(path_in(run_dir), (text + "\n").encode())
