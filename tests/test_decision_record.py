@@ -12,6 +12,8 @@ import sys
 
 import pytest
 from conftest import REPO
+from test_formats import no_study_may_run
+from test_sequential import HYPOTHESIS, STUDY
 
 from optbench.errors import DamagedRunFile
 from optbench.formats import decision_record
@@ -121,16 +123,6 @@ def test_a_damaged_record_is_one_line_naming_the_file_and_the_field(tmp_path, da
     assert "\n" not in str(raised.value) and str(raised.value).endswith(way_out)
 
 
-STUDY = """id: seqtiny
-title: tiny
-statement: sgd and adam on synthetic data, until decided
-grid: {optimizer: [sgd, adam], seed: [0, 1, 2], dataset: [synthetic], noise: [{name: none}], epochs: 1}
-overrides: [dataset.train_size=200, dataset.val_size=100, dataset.test_size=100, model.width=8, batch_size=50,
-            device=cpu, train.progress_bar=false]
-"""
-HYPOTHESIS = "id: HS\nstatement: sgd beats adam\ntest: {kind: metric_comparison, subject: sgd, versus: [adam]}\n"
-
-
 @pytest.fixture
 def tiny_study(tmp_path):
     """A synthetic study run until decided and its results folder."""
@@ -159,8 +151,9 @@ def test_the_next_look_of_a_damaged_record_is_one_error_line_exit_2_and_nothing_
 
 
 @pytest.mark.slow  # plans the real CPU demo (about 15 s)
-def test_a_damaged_record_is_refused_before_the_tuning_study_trains(tmp_path, capsys, real_cifar10_root):
+def test_a_damaged_record_is_refused_before_the_tuning_study_trains(tmp_path, capsys, monkeypatch, real_cifar10_root):
     """cpu_demo_clean is tuned by tune_cpu_demo: its record used to be read only after the tuning had trained."""
+    no_study_may_run(monkeypatch)
     results = tmp_path / "results"
     results.mkdir()
     (results / RECORD.name).write_text(DAMAGES["missing key"][0]())

@@ -117,8 +117,9 @@ def is_locked(lock_path: Path) -> bool:
 def md5_of(path: Path) -> str:
     """The file's md5 (hex); computed once per version of the file in a process (a study checks one label file
     for each of its hundreds of runs)."""
-    facts = Path(path).resolve().stat()
-    return _md5_of(str(Path(path).resolve()), facts.st_size, facts.st_mtime_ns)
+    resolved = Path(path).resolve()
+    facts = resolved.stat()
+    return _md5_of(str(resolved), facts.st_size, facts.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=16)
