@@ -37,6 +37,7 @@ SUMMARY_KEYS = {
     "device_policy",
     "versions",
     "git",
+    "environment",
     "noise",
     "dataset",
     "model",
@@ -79,6 +80,29 @@ def test_one_epoch_synthetic_run_writes_the_contract_and_beats_chance(tiny_confi
         "num_test": 200,
     }
     assert (run_dir / "checkpoint.pt").stat().st_size > 0
+
+
+def test_a_new_run_records_the_processor_its_dispatch_level_and_its_threads(tiny_config, tmp_path):
+    """What changes the numbers besides config, seed and code is in summary.json, parsed by its format module."""
+    import torch
+
+    from optbench.formats import run_summary
+
+    train(tiny_config("epochs=1", "device_policy.threads=1"), tmp_path / "run")
+    environment = run_summary.read(tmp_path / "run").environment
+    assert environment.threads == 1
+    assert environment.cpu_capability == torch.backends.cpu.get_cpu_capability()
+    assert environment.processor and environment.torch == torch.__version__
+    assert environment.processor_kind.startswith(environment.processor)
+    assert environment.cpu_capability in environment.processor_kind
+
+
+def test_a_summary_from_before_the_environment_was_recorded_reads_as_unknown(tmp_path):
+    from optbench.formats import run_summary
+
+    content = {"status": "running", "epochs_done": 0}
+    environment = run_summary.parse(content, tmp_path / "summary.json").environment
+    assert environment == run_summary.Environment() and environment.processor_kind == "unknown"
 
 
 @pytest.mark.slow

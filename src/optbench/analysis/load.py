@@ -55,6 +55,7 @@ EMPTY_SUMMARY = run_summary.Summary(
     noise=run_summary.NoiseFacts(),
     model=run_summary.ModelFacts(),
     git=run_summary.GitFacts(),
+    environment=run_summary.Environment(),
     precision=None,
     device_policy={},
     diverged_at=None,
@@ -334,6 +335,8 @@ def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_a
         "num_parameters": model.num_parameters,
         "num_classes": number(summary.dataset.num_classes),  # chance = 1 / num_classes
         "device": summary.device,
+        "processor": summary.environment.processor_kind,  # "unknown" for runs from before it was recorded
+        "threads": summary.environment.threads,  # intra-op threads it trained with (None: not recorded)
         "git_commit": summary.git.commit,
         "error": summary.error or diverged_text(summary.diverged_at),
     }

@@ -63,6 +63,47 @@ class GitFacts:
     dirty: bool | None = None  # uncommitted changes at the start
 
 
+UNKNOWN = "unknown"  # how a summary written before the environment was recorded describes it
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What besides config, seed and code changes a run's numbers (training/provenance.py measures it when the
+    run starts). None throughout for a summary written before it was recorded: `kind` then says "unknown"."""
+
+    processor: str | None = None  # the CPU's model name ("AMD EPYC", "Apple M2")
+    machine: str | None = None  # x86_64, arm64
+    os: str | None = None
+    cpu_capability: str | None = None  # the instruction set torch dispatches CPU kernels to (AVX2, AVX512, ...)
+    cpu_features: tuple[str, ...] | None = None  # bf16 and AMX features present (they change oneDNN's kernels)
+    threads: int | None = None  # torch intra-op threads in use
+    interop_threads: int | None = None
+    torch: str | None = None
+    cuda: str | None = None  # CUDA torch was built with
+    cudnn: int | None = None
+    gpu_name: str | None = None
+    gpu_compute_capability: str | None = None
+    mps_chip: str | None = None
+    deterministic: dict | None = None  # algorithms, cudnn_deterministic, cudnn_benchmark
+
+    @property
+    def recorded(self) -> bool:
+        return self.processor is not None or self.cpu_capability is not None or self.threads is not None
+
+    @property
+    def processor_kind(self) -> str:
+        """One label for what makes two processors compute differently: GPU name, else CPU model, dispatch level
+        and its bf16/AMX features ("AMD EPYC / AVX512 +avx512_bf16"); "unknown" when not recorded."""
+        if not self.recorded:
+            return UNKNOWN
+        if self.gpu_name:
+            return f"{self.gpu_name} (sm {self.gpu_compute_capability})"
+        if self.mps_chip:
+            return f"{self.mps_chip} (MPS)"
+        features = "".join(f" +{name}" for name in self.cpu_features or ())
+        return f"{self.processor or UNKNOWN} / {self.cpu_capability or UNKNOWN}{features}"
+
+
 @dataclass(frozen=True)
 class Summary:
     """One run's summary.json, checked. Epoch records (`best`, `final`, `best_clean_val`) map a metric name
@@ -89,6 +130,7 @@ class Summary:
     git: GitFacts
     precision: str | None  # device_policy.amp: the precision the run trained in (bf16, fp16, off)
     device_policy: dict  # the policy the run trained under, as the trainer wrote it (a resumed run keeps it)
+    environment: Environment  # processor, threads, versions where the run started (Environment() when unrecorded)
     diverged_at: dict | None  # epoch, train/loss, reason, batch
     content: dict  # the file as written: the trainer carries it on when it resumes
 
@@ -141,6 +183,7 @@ def parse(content: dict, path: Path) -> Summary:
         git=git_facts(fields.inner("git")),
         precision=policy.text("amp") if policy else None,
         device_policy=policy.value if policy else {},
+        environment=environment_facts(fields.inner("environment")),
         diverged_at=fields.mapping("diverged_at"),
         content=content,
     )
@@ -189,6 +232,28 @@ def model_facts(fields: Fields | None) -> ModelFacts:
         return ModelFacts()
     return ModelFacts(
         name=fields.text("name"), width=fields.whole("width", low=1), num_parameters=fields.whole("num_parameters")
+    )
+
+
+def environment_facts(fields: Fields | None) -> Environment:
+    if fields is None:
+        return Environment()
+    gpu = fields.inner("gpu")
+    return Environment(
+        processor=fields.text("processor"),
+        machine=fields.text("machine"),
+        os=fields.text("os"),
+        cpu_capability=fields.text("cpu_capability"),
+        cpu_features=fields.texts("cpu_features"),
+        threads=fields.whole("threads", low=1),
+        interop_threads=fields.whole("interop_threads", low=1),
+        torch=fields.text("torch"),
+        cuda=fields.text("cuda"),
+        cudnn=fields.whole("cudnn"),
+        gpu_name=gpu.text("name") if gpu else None,
+        gpu_compute_capability=gpu.text("compute_capability") if gpu else None,
+        mps_chip=fields.text("mps_chip"),
+        deterministic=fields.mapping("deterministic"),
     )
 
 

@@ -70,7 +70,9 @@ class Rung:
 
     @property
     def label(self) -> str:
-        return ",".join(self.overrides)
+        """`epochs=8`; a rung with its own tuning study names it (`epochs=8,tuned_by=tune_8`): the same budget
+        tuned at another budget is another rung."""
+        return ",".join((*self.overrides, *((f"tuned_by={self.tuned_by}",) if self.tuned_by else ())))
 
     def value_of(self, key: str) -> str | None:
         return next(

@@ -14,7 +14,7 @@ from optbench.training import provenance
 
 
 def initial_summary(
-    cfg, run_identity_hash: str, dataset: dict, noise: dict, model: dict, device: str, policy: dict
+    cfg, run_identity_hash: str, dataset: dict, noise: dict, model: dict, device: str, policy: dict, environment: dict
 ) -> dict:
     return {
         "format": run_summary.FORMAT,
@@ -34,6 +34,7 @@ def initial_summary(
         "device_policy": policy,
         "versions": provenance.library_versions(),
         "git": provenance.git_state(),
+        "environment": environment,
         "wall_time_s": 0.0,
         "train_time_s": 0.0,
         "train_images": 0,

@@ -28,7 +28,7 @@ from optbench.device.policy import release_device_memory
 from optbench.errors import ConfigError
 from optbench.formats import metrics_log, run_record, run_summary
 from optbench.rundir import RunDir
-from optbench.training import checkpoint, console, mirror, trackers
+from optbench.training import checkpoint, console, mirror, provenance, trackers
 from optbench.training.assemble import Run, prepare
 from optbench.training.loop import LoopState, fit
 from optbench.training.progress import failed, initial_summary
@@ -216,4 +216,5 @@ def _first_summary(run: Run) -> dict:
         "width": cfg.model.width,
         "num_parameters": sum(parameter.numel() for parameter in run.model.parameters()),
     }
-    return initial_summary(cfg, run.run_id, dataset, noise, model, str(run.device), run.policy.as_dict())
+    environment = provenance.environment(run.device)  # after the policy set the threads
+    return initial_summary(cfg, run.run_id, dataset, noise, model, str(run.device), run.policy.as_dict(), environment)
