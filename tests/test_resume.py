@@ -469,3 +469,15 @@ def test_a_diverged_run_writes_strict_json_with_null_for_the_non_finite_loss(tmp
     summary = json.loads((tmp_path / "run" / "summary.json").read_text(), parse_constant=reject)
     records = [json.loads(line, parse_constant=reject) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert summary["status"] == "diverged" and records[-1]["train/loss"] is None
+
+
+def test_a_checkpoint_whose_summary_holds_a_torch_version_object_still_loads(tmp_path):
+    """Checkpoints written while environment.torch was recorded as torch.__version__ (a TorchVersion, not a str)
+    resume: weights-only loading allows that one class."""
+    import torch
+
+    from optbench.training import checkpoint
+
+    torch.save({"summary": {"environment": {"torch": torch.__version__}}}, tmp_path / "checkpoint.pt")
+    loaded = checkpoint.load(tmp_path / "checkpoint.pt", torch.device("cpu"))
+    assert loaded["summary"]["environment"]["torch"] == str(torch.__version__)

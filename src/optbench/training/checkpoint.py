@@ -67,7 +67,9 @@ def load(path: Path, device: torch.device) -> dict | None:
     if not Path(path).exists():
         return None
     try:
-        return torch.load(path, map_location=device, weights_only=True)
+        # TorchVersion (a str) is allowed: checkpoints of c49d9ce recorded environment.torch as one
+        with torch.serialization.safe_globals([torch.torch_version.TorchVersion]):
+            return torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # truncated file, not a zip archive, unpickling refused, ...
         raise ConfigError(
             f"{path} cannot be read ({type(error).__name__}): delete it to restart this run "
