@@ -62,7 +62,7 @@ def environment(device: torch.device) -> dict:
         "cpu_features": cpu_features(),
         "threads": torch.get_num_threads(),  # intra-op threads actually in use
         "interop_threads": torch.get_num_interop_threads(),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a plain str: TorchVersion in a checkpoint is refused by weights_only loading
         "cuda": torch.version.cuda,  # the CUDA torch was built with (None: a CPU or MPS build)
         "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
         "gpu": gpu_facts(device),
