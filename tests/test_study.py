@@ -218,6 +218,29 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    "fidelity_line, rung, message",
+    [
+        ("fidelity: {epochs: [2, .nan]}", [], "fidelity: epochs: nan is not a whole number: give whole numbers >= 1"),
+        ("fidelity: {epochs: [2, two]}", [], "fidelity: epochs: 'two' is not a whole number"),
+        ("fidelity: {epochs: [2, 2.5]}", [], "fidelity: epochs: 2.5 is not a whole number"),
+        ("fidelity: {epochs: [1, 2]}", ["--rung", "epochs=abc"], "--rung epochs=abc: epochs: 'abc' is not a whole"),
+    ],
+)
+def test_a_rung_that_is_not_a_whole_number_is_one_error_line_and_writes_nothing(
+    tmp_path, capsys, fidelity_line, rung, message
+):
+    """Each was `ValueError: invalid literal for int()` when the rung was planned."""
+    study = write_study(tmp_path / "ladder.yaml", synthetic_grid())
+    study.write_text(study.read_text() + fidelity_line + "\n")
+    results = tmp_path / "results"
+    argv = [str(study), "--no-estimate", "--set", *SMALL, f"paths.results_dir={results}", *rung]
+    assert study_command.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["ladder.yaml"]
+
+
 def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):
     study = write_study(tmp_path / "typo.yaml", synthetic_grid(optimizer=["sgd", "lino"]))
     assert study_command.main([str(study), "--dry-run"]) == 2
