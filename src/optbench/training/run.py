@@ -63,8 +63,11 @@ def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
     return record
 
 
-def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | None = None) -> dict:
-    """`hydra_files`: file name -> text written into .hydra/ when the run starts (the invocation's Hydra files)."""
+def train(
+    cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | None = None, last_epoch: int | None = None
+) -> dict:
+    """`hydra_files`: file name -> text written into .hydra/ when the run starts (the invocation's Hydra files);
+    `last_epoch`: stop after this epoch, left interrupted (training/replay.py replays a run's first epochs)."""
     validate(cfg)
     directory = RunDir(run_dir)
     resolved, wanted = run_identity(cfg)
@@ -89,7 +92,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
                     _first_summary(run)
                 )
                 with kept_awake(run.policy.keep_awake):  # macOS: caffeinate -i for as long as it trains
-                    return _fit_and_mirror(run, directory, state, run_mirror)
+                    return _fit_and_mirror(run, directory, state, run_mirror, last_epoch)
         finally:
             release_device_memory(run.device)
 
@@ -113,10 +116,12 @@ def _open_mirror(cfg: DictConfig, directory: RunDir, wanted: dict) -> mirror.Mir
     return run_mirror
 
 
-def _fit_and_mirror(run: Run, directory: RunDir, state: LoopState, run_mirror: mirror.Mirror | None) -> dict:
+def _fit_and_mirror(
+    run: Run, directory: RunDir, state: LoopState, run_mirror: mirror.Mirror | None, last_epoch: int | None = None
+) -> dict:
     """fit(), then its last line in train.log; whatever the ending, the mirror gets everything last."""
     try:
-        summary = fit(run, directory, state, run_mirror)
+        summary = fit(run, directory, state, run_mirror, last_epoch)
         log.info(console.final_line(summary, directory.path))
         return summary
     finally:
