@@ -139,6 +139,35 @@ def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys, monkeypat
     )
 
 
+def test_a_study_reusing_runs_trained_on_another_processor_or_thread_count_says_so_in_one_line(tmp_path, capsys):
+    import torch
+
+    from optbench.studies.reuse_note import this_machine
+    from optbench.training.provenance import environment
+
+    study = write_study(tmp_path / "tiny.yaml", synthetic_grid())
+    results = tmp_path / "results"
+    variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
+    argv = [str(study), "--dry-run", "--no-estimate", "--set", *SMALL, f"paths.results_dir={results}"]
+    kind, threads = this_machine("cpu", "basic")
+    for optimizer, processor in (("sgd", "Other CPU"), ("adam", None)):
+        run_dir = results / "synthetic/none-0.0" / optimizer / variant / "seed0"
+        write_summary(run_dir, "completed")
+        summary = json.loads((run_dir / "summary.json").read_text())
+        summary["environment"] = {**environment(torch.device("cpu")), "threads": int(threads)}  # as here
+        if processor:
+            summary["environment"]["processor"] = processor
+        (run_dir / "summary.json").write_text(json.dumps(summary))
+    assert study_command.main(argv) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and notes[0].startswith("note: 1 of the 2 runs this study reuses or resumes were trained")
+    assert f"1 on Other CPU / {kind.split(' / ', 1)[1]} with {threads} thread(s)" in notes[0]
+    summary["environment"] = {**environment(torch.device("cpu")), "threads": int(threads)}
+    (results / "synthetic/none-0.0/sgd" / variant / "seed0" / "summary.json").write_text(json.dumps(summary))
+    assert study_command.main(argv) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+
+
 @pytest.mark.slow
 def test_full_study_dry_run_has_thirty_runs_in_the_default_directories(tmp_path, capsys):
     results = tmp_path / "results"
