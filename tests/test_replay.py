@@ -176,3 +176,19 @@ def test_the_command_line_help_says_where_relative_paths_are_resolved_from():
         [sys.executable, str(REPO / "src" / "replay.py"), "--help"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and "resolved from the working directory" in " ".join(done.stdout.split())
+
+
+def test_the_reproducibility_figures_in_docs_are_the_benchmarks():
+    """docs/runs.md quotes benchmarks/thread_reproducibility.py's JSON, not numbers copied by hand."""
+    figures = json.loads((REPO / "benchmarks" / "results" / "thread-reproducibility.json").read_text())
+    text = " ".join((REPO / "docs" / "runs.md").read_text().split())
+    accuracy = figures["test_acc"]
+    assert f"ends at {100 * accuracy['1']:.2f} % and {100 * accuracy['2']:.2f} % test accuracy" in text
+    gap = figures["threads_1_vs_2"]["differences"]["test/acc"]
+    assert gap["at_epoch"] == 1 and f"{100 * gap['largest']:.2f} points apart after its first epoch" in text
+    assert (
+        figures["replay_of_1_thread_run"]["identical"] and "replayed from a 2-thread process is bit-identical" in text
+    )
+    assert f"`{figures['command']}`" in text  # the command beside the figures
+        "`python benchmarks", "`python benchmarks"
+    )
