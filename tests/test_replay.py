@@ -190,5 +190,3 @@ def test_the_reproducibility_figures_in_docs_are_the_benchmarks():
         figures["replay_of_1_thread_run"]["identical"] and "replayed from a 2-thread process is bit-identical" in text
     )
     assert f"`{figures['command']}`" in text  # the command beside the figures
-        "`python benchmarks", "`python benchmarks"
-    )
