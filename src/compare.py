@@ -1,4 +1,6 @@
-"""Compare two runs: the config keys that differ, the headline numbers, and both runs' curves in one figure.
+"""Compare two runs: the config keys that differ, the headline numbers, what differs in their environments
+(processor kind, threads, versions, code: what besides the config moves the numbers), and both runs' curves in
+one figure.
 
     python src/compare.py results/cifar10/none-0.0/sgd/seed0 results/cifar10/none-0.0/adam/seed0
     python src/compare.py RUN_A RUN_B --figure sgd_vs_adam.png
@@ -87,9 +89,26 @@ def report(a, b, path: Path) -> None:
         print("also differ, without changing the numbers: " + ", ".join(numbers_free))
     print()
     print(tabulate(headline_rows(a, b), headers=["", "A", "B"], tablefmt="simple", disable_numparse=True))
+    print()
+    print(environment_text(a, b))
     figure = curves_figure(a, b, labels)
     fileio.write_atomically(path, lambda handle: figure.savefig(handle, format=path.suffix.lower()[1:], dpi=150))
     print(f"\nfigure: {path}")
+
+
+def environment_text(a, b) -> str:
+    """What besides the config moves the numbers (processor kind, threads, device, precision, versions, code),
+    where the two runs differ or one did not record it."""
+    from tabulate import tabulate
+
+    from optbench.reproducibility import environment_rows
+
+    rows = environment_rows(a.summary, b.summary)
+    if not rows:
+        return "environment: the same processor kind, threads, device, precision, versions and code"
+    return tabulate(
+        rows, headers=["environment (differs, or not recorded)", "A", "B"], tablefmt="simple", disable_numparse=True
+    )
 
 
 if __name__ == "__main__":

@@ -133,6 +133,26 @@ def test_messy_study_report_shows_every_status_and_keeps_user_files(tmp_path):
     assert outcome.runs == 2 * 5 * 2 + 3  # the output folder inside results/ is not scanned as runs
 
 
+def test_the_report_names_a_setting_whose_runs_come_from_more_than_one_processor_kind(tmp_path):
+    import json
+
+    from optbench.analysis import aggregate
+
+    results = tmp_path / "results"
+    for seed in (0, 1, 2):
+        for optimizer in ("sgd", "adam"):
+            run = write_run(results, ramp_records(0.9 - 0.01 * seed), optimizer=optimizer, seed=seed)
+            summary = json.loads((run / "summary.json").read_text())
+            bf16 = ["avx512_bf16"] if optimizer == "adam" and seed == 2 else []
+            summary["environment"] = {"processor": "EPYC", "cpu_capability": "AVX512", "cpu_features": bf16}
+            summary["environment"]["threads"] = 1
+            (run / "summary.json").write_text(json.dumps(summary))
+    report = aggregate(results, draw_figures=False).report.read_text()
+    (line,) = [line for line in report.splitlines() if line.startswith("**Mixed environments.**")]
+    assert "The runs of 1 setting(s)" in line and "processor EPYC / AVX512 / EPYC / AVX512 +avx512_bf16" in line
+    assert "threads" not in line.split("): ")[1]  # one thread count throughout
+
+
 def test_stale_outputs_of_an_earlier_aggregation_are_removed_but_nothing_else(tmp_path):
     from optbench.analysis.output import OutputDir
 

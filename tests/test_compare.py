@@ -49,6 +49,34 @@ def test_compare_shows_the_differing_keys_the_headline_numbers_and_draws_the_cur
     assert snapshot(tmp_path / "results") == before  # the runs are only read
 
 
+def test_compare_shows_where_the_two_runs_environments_differ(two_runs, tmp_path, capsys):
+    """What besides the config moves the numbers, beside them: here the thread count and the processor's bf16
+    instructions differ, the versions do not; a run from before it was recorded says unknown."""
+    environment = {
+        "processor": "AMD EPYC",
+        "cpu_capability": "AVX512",
+        "cpu_features": ["avx512_bf16"],
+        "threads": 2,
+        "torch": "2.14.1",
+        "deterministic": {"algorithms": False},
+    }
+    for run, changes in ((two_runs[0], {"threads": 1, "cpu_features": []}), (two_runs[1], {})):
+        summary = json.loads((run / "summary.json").read_text())
+        summary["environment"] = {**environment, **changes}
+        summary["versions"] = json.loads((two_runs[1] / "summary.json").read_text())["versions"]
+        (run / "summary.json").write_text(json.dumps(summary))
+    assert compare.main([str(two_runs[0]), str(two_runs[1]), "--figure", str(tmp_path / "c.png")]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert "threads 1 2" in lines and "processor AMD EPYC / AVX512 AMD EPYC / AVX512 +avx512_bf16" in lines
+    assert not any(line.startswith(("torch ", "device ", "precision ")) for line in lines)
+    summary = json.loads((two_runs[1] / "summary.json").read_text())
+    del summary["environment"]
+    (two_runs[1] / "summary.json").write_text(json.dumps(summary))
+    assert compare.main([str(two_runs[0]), str(two_runs[1]), "--figure", str(tmp_path / "c.png")]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert "processor AMD EPYC / AVX512 unknown" in lines
+
+
 def test_the_figure_goes_to_the_working_directory_by_default(two_runs, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert compare.main([str(two_runs[0]), str(two_runs[1])]) == 0

@@ -86,6 +86,7 @@ def test_the_installed_commands_answer_as_the_files_do(tmp_path):
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     asked = {
         "optbench-compare": ["--help"],
+        "optbench-replay": ["--help"],
         "optbench-study": ["--list"],
         "optbench-train": ["--help"],
         "optbench-aggregate": [str(tmp_path / "missing")],

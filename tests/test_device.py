@@ -592,3 +592,17 @@ def test_a_resumed_run_keeps_the_precision_it_started_with():
     assert keep_started_precision(now, LAPTOP_CPU, {"amp": "off"}, 16, {"device": "cpu", "amp": "bf16"}).amp == "off"
     assert keep_started_precision(now, LAPTOP_CPU, {}, 16, {"device": "cuda:0", "amp": "bf16"}).amp == "off"
     assert keep_started_precision(now, LAPTOP_CPU, {}, 16, None) is now
+
+
+def test_a_resumed_run_keeps_the_thread_count_it_started_with_unless_the_user_sets_one():
+    from dataclasses import replace
+
+    from optbench.training.assemble import keep_started_threads
+
+    alone = replace(LAPTOP_CPU, threads_now=2)  # a run alone on 2 cores: torch's own count
+    now = decide_policy(alone, model_width=16)
+    kept = keep_started_threads(now, {}, {"device": "cpu", "threads": 1})
+    assert (now.threads, kept.threads) == (2, 1) and "kept from the run's start" in kept.reasons["threads"]
+    assert keep_started_threads(now, {"threads": 2}, {"device": "cpu", "threads": 1}) is now
+    assert keep_started_threads(now, {}, {"device": "cuda:0", "threads": 1}) is now
+    assert keep_started_threads(now, {}, {"device": "cpu"}) is now and keep_started_threads(now, {}, None) is now

@@ -132,6 +132,7 @@ RULES = [
     ("run_single_experiment.py", lambda words: [*words, "--cfg", "job"], "tests/test_cli.py"),
     ("src/aggregate.py", lambda words: words, "tests/test_aggregate_cli.py"),
     ("src/compare.py", lambda words: words, "tests/test_compare.py"),
+    ("src/replay.py", lambda words: [*words[:2], "--help"], "tests/test_replay.py (trains and replays)"),
     ("src/device_benchmark.py", device_benchmark_rule, "tests/test_device.py (device=fastest)"),
     ("src/download_data.py", lambda words: [*words, "--help"], "tests/test_download_data.py (a local server)"),
     ("test_setup.py", lambda words: [*words, "--help"], "tests/test_cli.py (about a minute: every optimizer)"),

@@ -151,6 +151,7 @@ LAYERS = {
         "optbench.fileio",
         "optbench.identity",
         "optbench.rundir",
+        "optbench.reproducibility",
         "optbench.registry",
         "optbench.formats",
         "optbench.specs",

@@ -306,3 +306,38 @@ def test_a_label_file_off_its_schema_is_one_line_naming_the_file(tmp_path, array
         read_labels(path, ("clean_label", "worse_label"), num_classes=10)
     assert str(path) in str(raised.value) and "\n" not in str(raised.value)
     assert set(read_labels(path, ("clean_label",), num_classes=10)) == {"clean_label"}
+
+
+@pytest.mark.slow
+def test_a_refused_human_noise_run_into_a_new_results_folder_leaves_no_folder(tmp_path, monkeypatch, real_cifar10_root):
+    """No label file and no network: the one-line refusal, and neither the results folder the command made
+    (Hydra makes the run directory before the job) nor the folder made for the label file is left behind."""
+    import torchvision.datasets.utils as tv_utils
+
+    from optbench.training.train_command import preflight, run_job
+
+    def offline(url, root, filename=None, md5=None):
+        Path(root).mkdir(parents=True, exist_ok=True)  # as torchvision does before it fetches
+        raise URLError("no network")
+
+    monkeypatch.setattr(tv_utils, "download_url", offline)
+    data_dir = Path(os.environ["OPTBENCH_TEST_DATA_DIR"])  # the decoded images are cached there
+    had_label_folder = (data_dir / "cifar-n").exists()
+    run_dir = tmp_path / "new" / "results" / "run"
+    overrides = [
+        "dataset=imagefolder",
+        f"dataset.root={real_cifar10_root}",
+        "noise=human",
+        "noise.label_set=worst",
+        f"paths.results_dir={tmp_path / 'new' / 'results'}",
+        f"paths.data_dir={data_dir}",
+        "dataset.train_subset=1000",
+        "model.width=8",
+        "device=cpu",
+    ]
+    preflight([*overrides, f"hydra.run.dir={run_dir}"], REPO / "conf")
+    run_dir.mkdir(parents=True)  # what Hydra does before calling the job
+    cfg = compose_config(overrides)
+    monkeypatch.setattr(human_labels, "md5_of", lambda path: "not the official one")  # any cached copy is refetched
+    assert run_job(cfg, run_dir) == 2
+    assert not (tmp_path / "new").exists() and (data_dir / "cifar-n").exists() == had_label_folder

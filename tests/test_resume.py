@@ -258,6 +258,39 @@ def test_metrics_written_after_the_last_checkpoint_are_trimmed_on_resume(tmp_pat
 
 
 @pytest.mark.slow
+def test_a_one_thread_run_resumed_by_a_two_thread_launcher_keeps_one_thread_and_its_numbers(
+    tmp_path, monkeypatch, uninterrupted
+):
+    """Started with 1 intra-op thread (as a parallel study gives each run), stopped mid-epoch 2, resumed where
+    torch's own count is 2 (a run alone on 2 cores): it keeps 1 thread, so it equals the uninterrupted 1-thread
+    run bit for bit (with 2 threads the training loss differs in its last digits)."""
+    reference_summary, reference_metrics, reference_predictions = uninterrupted
+    run_dir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 17)
+        with pytest.raises(RunInterrupted):
+            train(config(tmp_path, "optimizer=lion"), run_dir)
+    torch.set_num_threads(2)  # the launcher that resumes it: one run at a time, torch's own count
+    resumed = train(config(tmp_path, "optimizer=lion"), run_dir)
+    assert torch.get_num_threads() == 1 and resumed["device_policy"]["threads"] == 1
+    assert "threads=1: kept from the run's start" in (run_dir / "train.log").read_text()
+    assert without_timings(read_metrics(run_dir)) == without_timings(reference_metrics)
+    assert comparable_summary(resumed) == comparable_summary(reference_summary)
+    assert kept_predictions(run_dir) == reference_predictions
+
+
+@pytest.mark.slow
+def test_a_thread_count_the_user_sets_on_resuming_wins_and_the_summary_says_so(tmp_path, monkeypatch):
+    run_dir = interrupted_run(tmp_path, monkeypatch, steps=3)
+    assert json.loads((run_dir / "summary.json").read_text())["environment"]["threads"] == 1
+    resumed = train(config(tmp_path, "device_policy.threads=2"), run_dir)
+    assert torch.get_num_threads() == 2 and resumed["device_policy"]["threads"] == 2
+    assert resumed["environment"]["threads"] == 1  # where it started
+    reason = resumed["device_policy"]["reasons"]["threads"]
+    assert reason.startswith("set in config") and "it started with 1" in reason and "after epoch 0" in reason
+
+
+@pytest.mark.slow
 def test_a_completed_run_is_not_redone_and_rerun_starts_over(tmp_path):
     run_dir = tmp_path / "run"
     first = train(config(tmp_path, "epochs=1"), run_dir)

@@ -80,6 +80,29 @@ def test_a_damaged_decision_record_in_the_pilot_is_one_warning_line_and_the_plan
     assert "field alpha is '0.05'" in warnings[0] and "ignored here" in warnings[0]
 
 
+@pytest.mark.parametrize("damage", ["truncated", "headline lost"])
+def test_a_damaged_pilot_summary_names_the_run_in_one_warning_line_and_the_plan_goes_on(tmp_path, capsys, damage):
+    """The plan was made on 3 paired seeds instead of 4 without a word; the aggregator names the run 'unreadable'."""
+    import json
+
+    from optbench.specs.study_spec import find_study
+    from optbench.studies.pilot import plans_from_pilot
+
+    pilot(tmp_path / "pilot")
+    write_run(tmp_path / "pilot", ramp_records(0.911), optimizer="sgd", seed=3, wall_time_s=100.0)  # a 4th pair
+    write_run(tmp_path / "pilot", ramp_records(0.90), optimizer="adam", seed=3, wall_time_s=100.0)
+    write_hypothesis(tmp_path / "experiments")
+    summary = tmp_path / "pilot" / "cifar10" / "none-0.0" / "adam" / "seed1" / "summary.json"
+    content = json.loads(summary.read_text())
+    content["best"].pop("test/acc")
+    summary.write_text(summary.read_text()[:40] if damage == "truncated" else json.dumps(content))
+    (plan,) = plans_from_pilot(find_study("full"), tmp_path / "pilot", tmp_path / "experiments", None)
+    assert plan.comparisons[0].n_pilot == 3
+    (warning,) = capsys.readouterr().err.strip().splitlines()
+    assert warning.startswith("warning: pilot run cifar10/none-0.0/adam/seed1: ") and str(summary) in warning
+    assert warning.endswith("left out of the plan")
+
+
 def test_a_pilot_pointing_against_the_claim_says_so(tmp_path):
     from optbench.specs.study_spec import find_study
     from optbench.studies.pilot import plans_from_pilot

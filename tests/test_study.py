@@ -139,6 +139,35 @@ def test_dry_run_lists_runs_directories_and_statuses(tmp_path, capsys, monkeypat
     )
 
 
+def test_a_study_reusing_runs_trained_on_another_processor_or_thread_count_says_so_in_one_line(tmp_path, capsys):
+    import torch
+
+    from optbench.studies.reuse_note import this_machine
+    from optbench.training.provenance import environment
+
+    study = write_study(tmp_path / "tiny.yaml", synthetic_grid())
+    results = tmp_path / "results"
+    variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
+    argv = [str(study), "--dry-run", "--no-estimate", "--set", *SMALL, f"paths.results_dir={results}"]
+    kind, threads = this_machine("cpu", "basic")
+    for optimizer, processor in (("sgd", "Other CPU"), ("adam", None)):
+        run_dir = results / "synthetic/none-0.0" / optimizer / variant / "seed0"
+        write_summary(run_dir, "completed")
+        summary = json.loads((run_dir / "summary.json").read_text())
+        summary["environment"] = {**environment(torch.device("cpu")), "threads": int(threads)}  # as here
+        if processor:
+            summary["environment"]["processor"] = processor
+        (run_dir / "summary.json").write_text(json.dumps(summary))
+    assert study_command.main(argv) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and notes[0].startswith("note: 1 of the 2 runs this study reuses or resumes were trained")
+    assert f"1 on Other CPU / {kind.split(' / ', 1)[1]} with {threads} thread(s)" in notes[0]
+    summary["environment"] = {**environment(torch.device("cpu")), "threads": int(threads)}
+    (results / "synthetic/none-0.0/sgd" / variant / "seed0" / "summary.json").write_text(json.dumps(summary))
+    assert study_command.main(argv) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+
+
 @pytest.mark.slow
 def test_full_study_dry_run_has_thirty_runs_in_the_default_directories(tmp_path, capsys):
     results = tmp_path / "results"
@@ -216,6 +245,29 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert study_command.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "fidelity_line, rung, message",
+    [
+        ("fidelity: {epochs: [2, .nan]}", [], "fidelity: epochs: nan is not a whole number: give whole numbers >= 1"),
+        ("fidelity: {epochs: [2, two]}", [], "fidelity: epochs: 'two' is not a whole number"),
+        ("fidelity: {epochs: [2, 2.5]}", [], "fidelity: epochs: 2.5 is not a whole number"),
+        ("fidelity: {epochs: [1, 2]}", ["--rung", "epochs=abc"], "--rung epochs=abc: epochs: 'abc' is not a whole"),
+    ],
+)
+def test_a_rung_that_is_not_a_whole_number_is_one_error_line_and_writes_nothing(
+    tmp_path, capsys, fidelity_line, rung, message
+):
+    """Each was `ValueError: invalid literal for int()` when the rung was planned."""
+    study = write_study(tmp_path / "ladder.yaml", synthetic_grid())
+    study.write_text(study.read_text() + fidelity_line + "\n")
+    results = tmp_path / "results"
+    argv = [str(study), "--no-estimate", "--set", *SMALL, f"paths.results_dir={results}", *rung]
+    assert study_command.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["ladder.yaml"]
 
 
 def test_unknown_optimizer_in_a_study_grid_is_refused(tmp_path, capsys):

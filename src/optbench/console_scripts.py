@@ -20,6 +20,7 @@ ENTRY_POINTS = {
     "optbench-study": "src/study.py",
     "optbench-aggregate": "src/aggregate.py",
     "optbench-compare": "src/compare.py",
+    "optbench-replay": "src/replay.py",
     "optbench-device-benchmark": "src/device_benchmark.py",
     "optbench-download-data": "src/download_data.py",
     "optbench-test-setup": "test_setup.py",
@@ -56,6 +57,10 @@ def aggregate() -> None:
 
 def compare() -> None:
     run_entry_point("optbench-compare")
+
+
+def replay() -> None:
+    run_entry_point("optbench-replay")
 
 
 def device_benchmark() -> None:

@@ -129,6 +129,13 @@ def data_level(results_dir: Path, wanted: str, fingerprint: str, recorded_data: 
     return wanted
 
 
+def nearest_existing(path: Path) -> Path:
+    """`path` (resolved) when it exists, else its nearest existing parent: what a refused command that
+    created the folders below it leaves in place."""
+    path = Path(path).resolve()
+    return next(folder for folder in (path, *path.parents) if folder.exists())
+
+
 def remove_empty_dirs(folder: Path, stop: Path) -> None:
     """Remove `folder` and its parents while they are empty, up to (not including) `stop`; never a non-empty one."""
     folder, stop = Path(folder).resolve(), Path(stop).resolve()

@@ -427,9 +427,39 @@ def results_section(parts: ReportParts) -> str:
     ]
     if not len(parts.results):
         return "\n".join(lines + ["_No runs._", ""])
+    lines += mixed_environment_note(parts.runs)
     for setting, group in parts.results.groupby("setting", sort=False):
         lines += [f"### {setting}", "", to_markdown(display_table(group, parts.target_acc))]
     return "\n".join(lines)
+
+
+def environment_value(value) -> str:
+    """A runs-table cell as the note shows it: 'unknown' where not recorded, 2 not 2.0."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "unknown"
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def mixed_environment_note(runs: pd.DataFrame) -> list[str]:
+    """One paragraph naming each setting whose runs come from more than one processor kind, thread count or
+    precision: each changes the numbers like a seed does (docs/runs.md#reproducibility); [] when none does."""
+    columns = [column for column in ("processor", "threads", "precision") if column in runs.columns]
+    mixed = []
+    for setting, group in runs.groupby("setting", sort=False):
+        kinds = {column: sorted(group[column].map(environment_value).unique()) for column in columns}
+        named = [f"{column} {' / '.join(values)}" for column, values in kinds.items() if len(values) > 1]
+        if named:
+            mixed.append(f"*{setting}* ({'; '.join(named)})")
+    if not mixed:
+        return []
+    return [
+        f"**Mixed environments.** The runs of {len(mixed)} setting(s) were trained on more than one processor kind, "
+        "thread count or precision, each of which moves the numbers about as much as a seed "
+        "(docs/runs.md, Reproducibility): "
+        + ", ".join(mixed)
+        + " ('unknown': not recorded; `python src/replay.py RUN_DIR` re-trains one here).",
+        "",
+    ]
 
 
 def robust_section(parts: ReportParts) -> str:

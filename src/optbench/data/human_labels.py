@@ -25,6 +25,7 @@ from urllib.error import URLError
 import numpy as np
 import torch
 
+from optbench import rundir
 from optbench.data.fingerprint import list_image_folder
 from optbench.data.noise import NoisyLabels
 from optbench.errors import ConfigError
@@ -63,9 +64,11 @@ def label_file_path(human: datasets.HumanLabels, data_dir, label_file=None, down
         raise _missing(human, path, "downloading is off")
     from torchvision.datasets.utils import download_url  # the same fetch-and-md5 as torchvision's archives
 
+    existed = rundir.nearest_existing(folder)
     try:
         download_url(human.url, str(folder), human.file_name, human.md5)
     except (URLError, OSError, RuntimeError) as error:  # no network, refused, or a download with the wrong md5
+        rundir.remove_empty_dirs(folder, existed)  # a refused run creates nothing: the folder made for the file goes
         raise _missing(human, path, f"fetching {human.url} failed: {type(error).__name__}") from None
     _check_md5(path, human, str(path))
     return path

@@ -10,7 +10,7 @@ no table may count it completed while its mean leaves it out.
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from optbench import rundir
@@ -133,6 +133,7 @@ class Summary:
     environment: Environment  # processor, threads, versions where the run started (Environment() when unrecorded)
     diverged_at: dict | None  # epoch, train/loss, reason, batch
     content: dict  # the file as written: the trainer carries it on when it resumes
+    versions: dict = field(default_factory=dict)  # library name -> version where the run started (python included)
 
     @property
     def finished(self) -> bool:
@@ -186,6 +187,7 @@ def parse(content: dict, path: Path) -> Summary:
         environment=environment_facts(fields.inner("environment")),
         diverged_at=fields.mapping("diverged_at"),
         content=content,
+        versions=fields.mapping("versions") or {},
     )
 
 

@@ -116,10 +116,24 @@ def _parse_rung(entry: dict, bad) -> Rung:
             )
         if isinstance(value, (dict, list)) or value is None:
             raise bad(f"{key}: one value per rung, not {value!r}")
+        if key in WHOLE_BUDGET_KEYS and not _whole(value):
+            raise bad(f"{key}: {value!r} is not a whole number: give whole numbers >= 1, e.g. {{{key}: [2, 4, 8, 16]}}")
     tuned_by = entry.get("tuned_by") or ""
     if not isinstance(tuned_by, str):
         raise bad(f"tuned_by names one tuning study, not {tuned_by!r}")
     return Rung(tuple(f"{key}={_yaml_scalar(value)}" for key, value in sorted(budget.items())), tuned_by)
+
+
+# Budget keys counted in whole units (planning turns epochs into a number): `.nan`, `two`, `2.5` are refused here,
+# not met as a traceback when the rung is planned.
+WHOLE_BUDGET_KEYS = ("epochs", "model.width", "dataset.train_subset", "batch_size")
+
+
+def _whole(value) -> bool:
+    """An int >= 1 as YAML reads one (not a bool) or as the command line gives one ("8")."""
+    if isinstance(value, str):
+        return value.strip().isdigit() and int(value) >= 1
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _yaml_scalar(value) -> str:

@@ -10,4 +10,5 @@ status.py           `--status`: each run's state read from its directory, the st
 outcome.py          after a sweep: which of its runs did not finish
 pilot.py            `--plan-seeds --pilot DIR`: the seeds each hypothesis needs, from pilot runs
 until_decided.py    `--until-decided`: add seeds at pre-set looks until the hypotheses are decided
+reuse_note.py       the one line naming reused or resumed runs trained on another processor kind or thread count
 """

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from optbench.analysis.hypotheses import Context, evaluate
+from optbench.analysis.load import UNREADABLE
 from optbench.analysis.pipeline import analyse, read_decision_records
 from optbench.analysis.seed_planner import SeedPlan, comparison_units, plan_seeds, plan_table
 from optbench.analysis.tables import to_markdown
@@ -36,6 +37,8 @@ def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: fl
         raise ConfigError(f"--pilot {pilot} is not a folder: give the results folder of the pilot runs")
     tuning = read_tuning(Path(pilot))
     analysis = analyse(Path(pilot), set_aside=tuning.run_dirs)
+    for warning in unreadable_runs(analysis.warnings):  # planned without them: say so, as the aggregator does
+        print(f"warning: pilot run {warning}; left out of the plan", file=sys.stderr)
     context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuning.seeds_tuned_on())
     hypotheses = hypotheses_of(study, experiments_dir)
     unreadable: list[str] = []
@@ -52,6 +55,12 @@ def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: fl
         in_units = None if delta is None else delta / comparison_units(hypothesis.test)[0]
         plans.append(plan_seeds(verdict, verdict.runs, in_units))
     return plans
+
+
+def unreadable_runs(warnings: list[str]) -> list[str]:
+    """The loader's warnings about runs it counted unreadable (a truncated summary, one without its headline
+    number): `RUN_ID: what is wrong`, one per run."""
+    return [warning for warning in warnings if f"run counted as '{UNREADABLE}'" in warning]
 
 
 def print_plans(plans: list[SeedPlan], tests: dict) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
+from optbench import reproducibility
 from optbench.config.hydra_glue import (
     cfg_dataset_dir,
     check_added_keys,
@@ -94,6 +95,7 @@ class PlannedRun:
     run_id: str = ""  # the run id it will record, once its directory holds a record
     epochs_done: int = 0
     trial: Trial | None = None  # the quasi-random tuning trial it runs
+    trained_on: tuple[str, str] | None = None  # a run with a summary: (processor kind, intra-op threads) it recorded
 
 
 def _as_list(value) -> list:
@@ -334,6 +336,7 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
             return run
     if summary is not None:
         run.epochs_done = summary.epochs_done
+        run.trained_on = (summary.environment.processor_kind, reproducibility.threads(summary))
         run.status = "done" if summary.finished else "unfinished"
         run.detail = f"{summary.status}, {run.epochs_done}/{summary.epochs_planned or cfg.epochs} epochs"
     return run

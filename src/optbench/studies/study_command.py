@@ -48,7 +48,7 @@ from optbench.specs.study_spec import (
     study_files,
     tuning_studies_of,
 )
-from optbench.studies import estimate, outcome, tuning_protocol
+from optbench.studies import estimate, outcome, reuse_note, tuning_protocol
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
 
@@ -176,6 +176,7 @@ def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> in
     trials ran, because its top-k reruns are known only then."""
     runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
     print_plan(study, runs_by_sweep)
+    print_reuse_note(runs_by_sweep, args.launcher)
     if args.dry_run:
         if not args.no_estimate:
             print_estimate(runs_by_sweep, args.launcher)
@@ -196,6 +197,16 @@ def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> in
         flush=True,
     )
     return status
+
+
+def print_reuse_note(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
+    """One line when a reused or resumed run was trained on another processor kind or thread count."""
+    runs = [run for _, planned in runs_by_sweep for run in planned]
+    reused = reuse_note.reused_runs(runs)
+    if reused:
+        line = reuse_note.reuse_note(runs, reuse_note.this_machine(str(reused[0].cfg.device), launcher))
+        if line:
+            print(line, flush=True)
 
 
 def refuse_other_experiments(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:

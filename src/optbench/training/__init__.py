@@ -18,4 +18,5 @@ models.py      CIFAR ResNet-18 with a width knob
 timing.py      the run's model and training step, handed to device timing (device=fastest, mode=measured)
 optim.py       parameter groups, optimizers from their libraries, train/eval modes, the LR schedule
 train_command.py  glue between Hydra and train() (src/train.py): up-front checks, exit codes, the run's files
+replay.py      train a recorded run again into a scratch folder and compare it epoch by epoch (src/replay.py)
 """

@@ -10,7 +10,7 @@ directory as it was.
 """
 
 import logging
-from dataclasses import dataclass, is_dataclass
+from dataclasses import dataclass, is_dataclass, replace
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -72,7 +72,8 @@ def choose_policy(
     cfg: DictConfig, device: torch.device, splits: DatasetSplits, started_policy: dict | None = None
 ) -> DevicePolicy:
     """The device's policy by its rules, or with its uncertain settings timed (device_policy.mode=measured);
-    applied and logged. `started_policy`: the policy a resumed run recorded, whose measurements it keeps."""
+    applied and logged. `started_policy`: the policy a resumed run recorded, whose measurements, precision
+    and thread count it keeps."""
     overrides = OmegaConf.to_container(cfg.device_policy)
     mode = overrides.pop("mode", None) or "rules"
     facts = facts_of(device, concurrent_runs()[0])
@@ -85,6 +86,7 @@ def choose_policy(
         policy = keep_started_precision(
             decide_policy(facts, overrides, cfg.model.width), facts, overrides, cfg.model.width, started_policy
         )
+    policy = keep_started_threads(policy, overrides, started_policy)
     apply_policy(policy)
     log_policy(device, cfg.device, policy)
     return policy
@@ -104,6 +106,22 @@ def keep_started_precision(
         f"kept from the run's start (the rules now say {policy.amp}): a resumed run does not change precision half-way"
     )
     return kept
+
+
+def keep_started_threads(policy: DevicePolicy, overrides: dict, started_policy: dict | None) -> DevicePolicy:
+    """A resumed run keeps the intra-op thread count it started with on the same kind of device, whatever
+    launcher resumes it (a parallel study gives each run 1 thread, a run alone gets the cores): the count
+    changes the numbers, and a resumed run must equal an uninterrupted one. A device_policy.threads the
+    user sets wins (training/run.py then notes the change in the summary)."""
+    started = (started_policy or {}).get("threads")
+    same_kind = str((started_policy or {}).get("device", "")).split(":")[0] == policy.device_type
+    if not started or overrides.get("threads") is not None or not same_kind or started == policy.threads:
+        return policy
+    reason = (
+        f"kept from the run's start (here the rule says {policy.threads}: {policy.reasons.get('threads', '')}): "
+        "a resumed run keeps its thread count, which changes the numbers"
+    )
+    return replace(policy, threads=int(started), reasons={**policy.reasons, "threads": reason})
 
 
 def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = None) -> Run:

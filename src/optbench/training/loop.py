@@ -73,9 +73,12 @@ class LoopState:
         )
 
 
-def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
-    """`run_mirror`: a training/mirror.py Mirror copying the run directory out, or None."""
+def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None, last_epoch: int | None = None) -> dict:
+    """`run_mirror`: a training/mirror.py Mirror copying the run directory out, or None. `last_epoch`: stop
+    after this epoch (a replay of the first epochs), the schedule still the full run's; the run is then left
+    interrupted, as a stop signal leaves it."""
     cfg, summary = run.cfg, state.summary
+    last = cfg.epochs if last_epoch is None else min(last_epoch, cfg.epochs)
     summary.update(status=run_summary.RUNNING, error=None)
     if run_mirror:
         run_mirror.attach(summary)
@@ -83,14 +86,14 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None) -> dict:
     trackers = open_trackers(cfg, run_dir, run.run_id, state.records)  # conf/logger/: each fails alone
     try:
         with stop_requests() as stop:
-            for epoch in range(len(state.records) + 1, cfg.epochs + 1):
+            for epoch in range(len(state.records) + 1, last + 1):
                 diverged = _run_epoch(run, run_dir, state, epoch, stop, trackers)
                 if run_mirror:
                     run_mirror.after_epoch(epoch, summary)
                 if diverged:
                     break
             else:
-                summary["status"] = run_summary.COMPLETED
+                summary["status"] = run_summary.COMPLETED if last == cfg.epochs else run_summary.INTERRUPTED
     except (RunInterrupted, KeyboardInterrupt):
         summary["status"] = run_summary.INTERRUPTED
         raise

@@ -63,8 +63,11 @@ def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
     return record
 
 
-def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | None = None) -> dict:
-    """`hydra_files`: file name -> text written into .hydra/ when the run starts (the invocation's Hydra files)."""
+def train(
+    cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | None = None, last_epoch: int | None = None
+) -> dict:
+    """`hydra_files`: file name -> text written into .hydra/ when the run starts (the invocation's Hydra files);
+    `last_epoch`: stop after this epoch, left interrupted (training/replay.py replays a run's first epochs)."""
     validate(cfg)
     directory = RunDir(run_dir)
     resolved, wanted = run_identity(cfg)
@@ -89,7 +92,7 @@ def train(cfg: DictConfig, run_dir: str | Path, hydra_files: dict[str, str] | No
                     _first_summary(run)
                 )
                 with kept_awake(run.policy.keep_awake):  # macOS: caffeinate -i for as long as it trains
-                    return _fit_and_mirror(run, directory, state, run_mirror)
+                    return _fit_and_mirror(run, directory, state, run_mirror, last_epoch)
         finally:
             release_device_memory(run.device)
 
@@ -113,10 +116,12 @@ def _open_mirror(cfg: DictConfig, directory: RunDir, wanted: dict) -> mirror.Mir
     return run_mirror
 
 
-def _fit_and_mirror(run: Run, directory: RunDir, state: LoopState, run_mirror: mirror.Mirror | None) -> dict:
+def _fit_and_mirror(
+    run: Run, directory: RunDir, state: LoopState, run_mirror: mirror.Mirror | None, last_epoch: int | None = None
+) -> dict:
     """fit(), then its last line in train.log; whatever the ending, the mirror gets everything last."""
     try:
-        summary = fit(run, directory, state, run_mirror)
+        summary = fit(run, directory, state, run_mirror, last_epoch)
         log.info(console.final_line(summary, directory.path))
         return summary
     finally:
@@ -134,7 +139,7 @@ def _prepare(
 ) -> Run:
     """prepare(); bad input (ConfigError) leaves the directory as it was, a crash is recorded as failed."""
     previous = run_summary.read(directory.path) if record is not None else None
-    started_policy = previous.device_policy if previous is not None else None
+    started_policy = _started_policy(previous) if previous is not None else None
     try:
         return prepare(cfg, identity.run_id(wanted), started_policy)
     except ConfigError:
@@ -145,6 +150,15 @@ def _prepare(
         previous = run_summary.read(directory.path)
         run_summary.write(directory.path, failed(previous.content if previous else None, error))
         raise
+
+
+def _started_policy(previous: run_summary.Summary) -> dict:
+    """The device policy a resumed run started under, with its thread count from the environment where the
+    policy did not record one."""
+    policy = dict(previous.device_policy)
+    if not policy.get("threads") and previous.environment.threads:
+        policy["threads"] = previous.environment.threads
+    return policy
 
 
 def _start(directory: RunDir, resolved: dict, wanted: dict, hydra_files: dict[str, str] | None) -> None:
@@ -182,7 +196,26 @@ def _resume_state(run: Run, directory: RunDir, saved: dict | None) -> LoopState 
         saved["epochs_done"],
         f" and {batches_done} batches of the next" if batches_done else "",
     )
-    return LoopState.from_checkpoint(saved, progress)
+    state = LoopState.from_checkpoint(saved, progress)
+    _note_changed_threads(state.summary, run.policy, saved["epochs_done"])
+    return state
+
+
+def _note_changed_threads(summary: dict, policy, epochs_done: int) -> None:
+    """A resume under another thread count (only where the user set device_policy.threads: otherwise the
+    started count is kept) is said in the summary's policy and in train.log: its numbers are no longer an
+    uninterrupted run's."""
+    recorded = summary.get("device_policy") or {}
+    started = recorded.get("threads") or (summary.get("environment") or {}).get("threads")
+    if not started or not policy.threads or policy.threads == started:
+        return
+    reason = (
+        f"{policy.reasons.get('threads', 'set in config')}, on resuming after epoch {epochs_done}: "
+        f"it started with {started}, so its numbers differ from an uninterrupted run's"
+    )
+    reasons = {**recorded.get("reasons", {}), "threads": reason}
+    summary["device_policy"] = {**recorded, "threads": policy.threads, "reasons": reasons}
+    log.warning("threads=%d: %s", policy.threads, reason)
 
 
 def _first_summary(run: Run) -> dict:

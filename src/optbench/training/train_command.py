@@ -40,6 +40,8 @@ MAX_CHECKED_COMBINATIONS = 128  # ~0.1 s each; a larger sweep is checked on its 
 _deferred_exit_status = errors.EXIT_OK  # worst status of the failed runs of a multirun so far
 _sweep_runs: list[tuple[Path, bool, str]] = []  # a multirun's run directories (checked by preflight), whether
 # finished before it started, and the sweep's results root
+_existing_above: dict[Path, Path] = {}  # a run directory (resolved) -> its nearest folder that existed before Hydra
+# made any: a refused run removes the empty folders below it, a results folder the command created included
 
 
 def preflight(argv: list[str], conf_dir: Path) -> int:
@@ -61,6 +63,7 @@ def preflight(argv: list[str], conf_dir: Path) -> int:
             cfg_dataset_dir(cfg)  # lists (and fingerprints) a folder of images: unusable, one line before Hydra starts
             run_dir = planned_run_dir(cfg, multirun)
             rundir.check_creatable(run_dir)
+            _existing_above[run_dir.resolve()] = rundir.nearest_existing(run_dir)
             if multirun:
                 _sweep_runs.append((run_dir, _is_finished(run_dir), str(cfg.hydra.sweep.dir)))
     return len(runs)
@@ -170,10 +173,16 @@ def deferred_exit_status() -> int:
 
 def discard_new_run_dir(run_dir: Path, results_dir: Path) -> None:
     """After a refusal: a directory holding no results loses its run lock, then every folder left empty is
-    removed, up to the results root (or only the run directory itself, when it lies elsewhere)."""
+    removed, up to the nearest folder that existed before the command (preflight noted it: a results folder
+    the command created goes too); without that note up to the results root (or only the run directory
+    itself, when it lies elsewhere)."""
     directory = rundir.RunDir(run_dir)
     if not run_dir.is_dir() or directory.holds_results():
         return
     (run_dir / rundir.LOCK_FILE).unlink(missing_ok=True)
+    existed = _existing_above.get(run_dir.resolve())  # known when preflight saw the command line
+    if existed is not None:
+        rundir.remove_empty_dirs(run_dir, existed)
+        return
     inside_results = results_dir.resolve() in run_dir.resolve().parents
     rundir.remove_empty_dirs(run_dir, results_dir if inside_results else run_dir.parent)
