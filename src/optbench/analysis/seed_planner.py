@@ -25,6 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from optbench.analysis.stats import t_power
+from optbench.formats.run_summary import COMPLETED
 
 TARGET_POWER = 0.8
 SD_CONFIDENCE = 0.8  # one-sided upper bound of the pilot's sd (Browne 1995)
@@ -194,7 +195,7 @@ def simulated_power(plans: list[ComparisonPlan], n: int, alpha: float, rng=None)
 def hours_per_seed(runs: pd.DataFrame) -> float:
     """Device-hours one more seed costs: the mean wall time of each (setting, arm) cell of the hypothesis's
     runs, summed (every cell needs a run on the new seed)."""
-    done = runs[runs["status"] == "completed"]
+    done = runs[runs["status"] == COMPLETED]
     if not len(done):
         return math.nan
     return float(done.groupby(["setting", "arm"])["wall_time_s"].mean().sum() / 3600)
