@@ -32,7 +32,7 @@ hypothesis file) raises ConfigError with one line naming the fix; the CLI turns 
 import datetime
 import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -63,6 +63,7 @@ from optbench.analysis.variance import variance_display, variance_table
 from optbench.analysis.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.errors import ConfigError
 from optbench.formats import decision_record
+from optbench.formats.run_summary import FINAL_STATUSES
 from optbench.specs.study_spec import Study
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,7 @@ class Outcome:
     written: list[str]
     verdicts: dict[str, str]
     warnings: list[str]
+    unfinished: list[tuple[str, str]] = field(default_factory=list)  # (run id, status) of runs without a result
 
 
 @dataclass
@@ -253,7 +255,16 @@ def aggregate(
         written=list(out.written),
         verdicts=verdicts_by_name(judgements),
         warnings=warnings,
+        unfinished=unfinished_runs(runs),
     )
+
+
+def unfinished_runs(runs: pd.DataFrame) -> list[tuple[str, str]]:
+    """(run id, status) of every run that is not a result (neither completed nor diverged), in summary.csv's order."""
+    if not len(runs):
+        return []
+    left = runs[~runs["status"].isin(FINAL_STATUSES)]
+    return list(zip(left["run_id"], left["status"]))
 
 
 def verdicts_by_name(judgements: list[Judgement]) -> dict[str, str]:
