@@ -235,7 +235,7 @@ def stale_short_names(text: str, where: str, package: Path = PACKAGE) -> list[st
     for number, line in enumerate(text.splitlines(), 1):
         for span in re.findall(r"`([^`]+)`", line):
             match = SHORT_DOTTED.fullmatch(span.strip())
-            if not match or span.startswith("optbench."):  # optbench.x.y: the check above
+            if not match or span.startswith("optbench."):  # a full optbench dotted name: the check above
                 continue
             folder, stem, name = match.groups()
             if name in FILE_SUFFIXES:

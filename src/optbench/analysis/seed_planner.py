@@ -72,16 +72,17 @@ class SeedPlan:
         if not self.comparisons:
             return f"{self.hypothesis}: no comparison has the spread a plan needs (run at least 2 paired seeds per arm)"
         against = [row.comparison for row in self.comparisons if row.against_claim]
-        if against:
+        unsized = f"{'; '.join(self.unsized)}, a required comparison (no runs or no spread there)"
+        if against:  # said first, and the comparisons it could not size named with it, never dropped
             return (
                 f"{self.hypothesis}: the pilot points against it ({', '.join(against)}); more seeds would test "
                 f"whether it is rejected, not support it (give --delta to plan for an effect in the stated direction)"
+                + (f"; it also cannot size {unsized}" if self.unsized else "")
             )
         if self.unsized:
             return (
-                f"{self.hypothesis}: the pilot cannot size {'; '.join(self.unsized)}, a required comparison "
-                f"(no runs or no spread there); run the pilot there, or give --delta to plan it with the largest sd "
-                f"of the others"
+                f"{self.hypothesis}: the pilot cannot size {unsized}; run the pilot there, or give --delta to plan "
+                f"it with the largest sd of the others"
             )
         if self.seeds_needed is None:
             return (
