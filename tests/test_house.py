@@ -351,3 +351,15 @@ def test_the_tuning_record_the_runner_writes_is_what_the_aggregator_reads(tmp_pa
     with pytest.raises(ValueError, match=r"field optimizers\.lion\.trials\[0\]\.runs\[0\]\.run_dir is missing"):
         tuning_record.write(tmp_path / "results", record)
     assert not tuning_record.record_path(tmp_path / "results", "broken").exists()
+
+
+def test_one_python_is_promised_everywhere():
+    """requires-python, ruff's and mypy's target, README's set-up and CI's check name the same Python (3.11)."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert project["project"]["requires-python"] == ">=3.11"
+    assert project["tool"]["ruff"]["target-version"] == "py311"
+    assert project["tool"]["mypy"]["python_version"] == "3.11"
+    assert "## Set up (a fresh machine with Python 3.11+)" in (REPO / "README.md").read_text()
+    assert "sys.version_info < (3, 11)" in (REPO / ".ci" / "run").read_text()

@@ -164,7 +164,7 @@ def consistency_warnings(run_dir: Path, status: str, summary: run_summary.Summar
             f"validation-selected"
         )
     if status == run_summary.RUNNING:
-        written = datetime.datetime.fromtimestamp((run_dir / SUMMARY_FILE).stat().st_mtime, datetime.timezone.utc)
+        written = datetime.datetime.fromtimestamp((run_dir / SUMMARY_FILE).stat().st_mtime, datetime.UTC)
         warnings.append(
             f"status 'running': still training, or killed before it could record an end "
             f"(summary.json last written {written:%Y-%m-%d %H:%M} UTC)"

@@ -226,7 +226,7 @@ def aggregate(
     parts = ReportParts(
         results_dir=str(results_dir),
         command=command or f"aggregate({results_dir})",
-        generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         target_acc=target_acc,
         alpha=alpha,
         runs=runs,

@@ -150,7 +150,7 @@ def _prepare(
 def _start(directory: RunDir, resolved: dict, wanted: dict, hydra_files: dict[str, str] | None) -> None:
     """A new run (or train.rerun=true): drop an earlier attempt, write the record and .hydra/ once."""
     directory.clear_results()
-    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     run_record.write(directory.path, run_record.new_record(resolved, wanted, created))
     directory.metrics_path.write_text("")
     if hydra_files:
