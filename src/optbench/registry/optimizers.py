@@ -6,9 +6,10 @@ is learning-rate-free (Prodigy), which schedules it accepts and which it default
 and the ranges a tuning study searches by default. What the config already says (the class, the parameter
 groups) is not repeated here, and train/eval modes (Schedule-Free) are found on the optimizer itself
 (training/optim.py has_modes), so an overridden `_target_` is treated by what it is. Standard library only,
-so config validation, the study planner and `choices` read it without loading torch. tests/test_optimizers.py checks that the registry and conf/optimizer/*.yaml name the same
-optimizers and that each config's class comes from its entry's library, and runs every test over every entry:
-adding an optimizer is one config plus one entry here (docs/adding-an-optimizer.md).
+so config validation, the study planner and `choices` read it without loading torch. tests/test_optimizers.py
+checks that the registry and conf/optimizer/*.yaml name the same optimizers and that each config's class comes
+from its entry's library, and runs every test over every entry: adding an optimizer is one config plus one
+entry here (docs/adding-an-optimizer.md).
 """
 
 from dataclasses import dataclass
