@@ -363,3 +363,18 @@ def test_one_python_is_promised_everywhere():
     assert project["tool"]["mypy"]["python_version"] == "3.11"
     assert "## Set up (a fresh machine with Python 3.11+)" in (REPO / "README.md").read_text()
     assert "sys.version_info < (3, 11)" in (REPO / ".ci" / "run").read_text()
+
+
+def test_a_tuning_record_is_written_from_its_schema_byte_for_byte():
+    """The runner builds a TuningRecord and the format module writes it: each published record, read and
+    written again through tuning_record.content, is the same bytes (keys, order, numbers)."""
+    import json
+
+    from optbench.fileio import strict_json
+    from optbench.formats import tuning_record
+
+    published = sorted((REPO / "docs").rglob("tuning-*.json"))
+    assert published
+    for path in published:
+        again = json.dumps(strict_json(tuning_record.content(tuning_record.read(path))), indent=2)
+        assert again == path.read_text().rstrip("\n"), path
