@@ -133,6 +133,7 @@ def run_harness(args, extra_overrides: tuple[str, ...] = ()) -> dict:
     from hydra import compose, initialize_config_dir
 
     from optbench.config.hydra_glue import register_resolvers
+    from optbench.formats import metrics_log, run_summary
     from optbench.training.run import train
 
     register_resolvers()
@@ -140,13 +141,14 @@ def run_harness(args, extra_overrides: tuple[str, ...] = ()) -> dict:
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
             overrides = [*harness_overrides(args), *extra_overrides, f"paths.results_dir={results}"]
             cfg = compose(config_name="config", overrides=overrides)
-        summary = train(cfg, Path(results) / "run")
-        epochs = [json.loads(line) for line in (Path(results) / "run" / "metrics.jsonl").read_text().splitlines()]
+        train(cfg, Path(results) / "run")
+        summary = run_summary.read(Path(results) / "run")
+        epochs = metrics_log.read(Path(results) / "run")[0]
     return {
-        "rates": [epoch["train/images_per_s"] for epoch in epochs[1:]],
-        "status": summary["status"],
-        "device_policy": summary.get("device_policy"),
-        "summary_train_images_per_s": summary["train_images_per_s"],
+        "rates": [epoch[metrics_log.TRAIN_IMAGES_PER_S] for epoch in epochs[1:]],
+        "status": summary.status,
+        "device_policy": summary.device_policy,
+        "summary_train_images_per_s": summary.train_images_per_s,
         "overrides": [*harness_overrides(args), *extra_overrides],
     }
 

@@ -378,3 +378,39 @@ def test_a_tuning_record_is_written_from_its_schema_byte_for_byte():
     for path in published:
         again = json.dumps(strict_json(tuning_record.content(tuning_record.read(path))), indent=2)
         assert again == path.read_text().rstrip("\n"), path
+
+
+# ---- benchmarks/ and scripts/ read run files through formats/ ----------------------------------------
+def metric_keys() -> set[str]:
+    """The metric keys formats/metrics_log.py defines (its upper-case text constants)."""
+    from optbench.formats import metrics_log
+
+    return {value for name, value in vars(metrics_log).items() if name.isupper() and isinstance(value, str)} - {
+        metrics_log.WAY_OUT
+    }
+
+
+def raw_run_file_reads(folder: Path) -> list[str]:
+    """'file: literal' for each run file name or metric key a script spells out (it reads them through formats/)."""
+    spelled = set(FORMAT_OWNERS) | metric_keys()
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in spelled:
+                found.append(f"{folder.name}/{path.name}: {node.value}")
+    return found
+
+
+@pytest.mark.parametrize("folder", ["benchmarks", "scripts"])
+def test_benchmarks_and_scripts_read_run_files_only_through_formats(folder):
+    assert raw_run_file_reads(REPO / folder) == []
+
+
+def test_the_raw_read_check_sees_a_script_reading_summary_json_by_hand(tmp_path):
+    (tmp_path / "peek.py").write_text(
+        'import json\nsummary = json.load(open("summary.json"))\nprint(summary["best"]["test/acc"])\n'
+    )
+    assert raw_run_file_reads(tmp_path) == [
+        f"{tmp_path.name}/peek.py: summary.json",
+        f"{tmp_path.name}/peek.py: test/acc",
+    ]
