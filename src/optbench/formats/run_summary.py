@@ -339,10 +339,10 @@ def noise_content(noise: NoiseFacts, validation_labels: dict | None) -> dict:
     return content
 
 
-def validation_labels_facts(noisy: bool, num_noisy: int | None = None, num_val: int | None = None) -> dict:
-    """Which validation labels selection saw under label noise: noisy ones (how many, and the realised rate over
-    `num_val`) or the clean ones."""
-    if not noisy:
+def validation_labels_facts(num_noisy: int | None = None, num_val: int = 0) -> dict:
+    """Which validation labels selection saw under label noise: noisy ones (`num_noisy` of `num_val` wrong, and
+    the realised rate), or the clean ones (`num_noisy` None)."""
+    if num_noisy is None:
         return {"labels": "clean"}
     return {"labels": "noisy", "realised_rate": num_noisy / num_val, "num_noisy": num_noisy}
 

@@ -209,9 +209,9 @@ def _first_summary(run: Run) -> dict:
     validation_labels = None
     if run.noisy_val_labels is not None:
         wrong = int((run.noisy_val_labels != splits.val.labels).sum())
-        validation_labels = run_summary.validation_labels_facts(True, wrong, len(splits.val))
+        validation_labels = run_summary.validation_labels_facts(wrong, len(splits.val))
     elif cfg.noise.name != "none":
-        validation_labels = run_summary.validation_labels_facts(False)
+        validation_labels = run_summary.validation_labels_facts()
     model = run_summary.ModelFacts(
         name=cfg.model.name,
         width=cfg.model.width,
