@@ -30,6 +30,8 @@ from pathlib import Path
 
 from throughput import add_data_arguments  # the sibling script: python puts benchmarks/ on sys.path
 
+from optbench.formats import metrics_log, run_summary
+
 REPO = Path(__file__).resolve().parents[1]
 PRECISIONS = {"off": "fp32", "bf16": "bf16"}  # device_policy.amp value: what the tables call it
 
@@ -99,18 +101,18 @@ def run_dir(args, amp: str, seed: int) -> Path:
     return args.results.resolve() / f"amp-{amp}" / f"seed{seed}"
 
 
-def run_figures(summary: dict) -> dict:
+def run_figures(summary: run_summary.Summary) -> dict:
     """What one run contributes: test accuracy at the best-validation epoch and seconds per epoch."""
-    epochs = summary["epochs_done"]
+    epochs, best = summary.epochs_done, summary.best or {}
     return {
-        "status": summary["status"],
-        "test_acc_at_best_val": summary["best"]["test/acc"],
-        "val_acc_best": summary["best"].get("val/acc"),
-        "best_epoch": summary["best"]["epoch"],
-        "train_s_per_epoch": summary["train_time_s"] / epochs,
-        "wall_s_per_epoch": summary["wall_time_s"] / epochs,
-        "train_images_per_s": summary["train_images_per_s"],
-        "policy_amp": summary["device_policy"]["amp"],
+        "status": summary.status,
+        "test_acc_at_best_val": summary.headline,
+        "val_acc_best": best.get(metrics_log.VAL_ACC),
+        "best_epoch": best.get(metrics_log.EPOCH),
+        "train_s_per_epoch": (summary.train_time_s or 0.0) / epochs,
+        "wall_s_per_epoch": (summary.wall_time_s or 0.0) / epochs,
+        "train_images_per_s": summary.train_images_per_s,
+        "policy_amp": summary.precision,
     }
 
 
@@ -121,11 +123,11 @@ def train_all(args) -> tuple[dict, list[str]]:
         for amp in PRECISIONS:
             print(f"training seed {seed} at {PRECISIONS[amp]} ...", file=sys.stderr, flush=True)
             done = subprocess.run(run_command(args, amp, seed), cwd=REPO)
-            summary_path = run_dir(args, amp, seed) / "summary.json"
-            if done.returncode != 0 or not summary_path.exists():
+            summary = run_summary.read(run_dir(args, amp, seed)) if done.returncode == 0 else None
+            if summary is None or not summary.epochs_done:
                 failed.append(f"amp={amp} seed={seed} (exit {done.returncode})")
                 continue
-            runs[amp][seed] = run_figures(json.loads(summary_path.read_text()))
+            runs[amp][seed] = run_figures(summary)
     return runs, failed
 
 

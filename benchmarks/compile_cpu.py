@@ -1,8 +1,8 @@
 """torch.compile on the CPU: compile time, steady-state images/s eager vs compiled, and when compiling pays back.
 
 For each ResNet-18 width (default 16 and 64) and each of eager and compiled, a fresh Python process
-trains on one random batch (batch 128) under the CPU's default device policy (channels_last; bf16
-autocast where the processor has native bf16), with the harness's own train step
+trains on one random batch (batch 128) under the CPU's default device policy (channels_last, fp32 on
+every processor), with the harness's own train step
 (optbench.device.fastest.time_training). It reports the seconds of the first two steps (for the compiled
 model these include compiling the forward and backward graphs) and the steady-state images/s of the
 `--steps` steps after them. Inductor's on-disk cache goes to a fresh folder for every process, so the

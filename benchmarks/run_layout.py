@@ -24,6 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from optbench import rundir
+from optbench.formats import metrics_log, run_summary
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ROOT = REPO.parent / "shared" / "data" / "cifar10-jpeg"
 
@@ -65,15 +68,15 @@ def run_layout(extra: list[str], args: argparse.Namespace, results: Path) -> flo
 
 def read_runs(results: Path) -> list[dict]:
     runs = []
-    for summary_path in sorted(results.rglob("summary.json")):
-        summary = json.loads(summary_path.read_text())
-        first = json.loads((summary_path.parent / "metrics.jsonl").read_text().splitlines()[0])
+    for summary_path in sorted(results.rglob(rundir.SUMMARY_FILE)):
+        summary = run_summary.read(summary_path.parent)
+        first = metrics_log.read(summary_path.parent)[0][0]
         runs.append(
             {
-                "seed": summary["seed"],
-                "train_images_per_s": summary["train_images_per_s"],
-                "threads": summary["device_policy"]["threads"],
-                "first_train_loss": first["train/loss"],
+                "seed": summary.seed,
+                "train_images_per_s": summary.train_images_per_s,
+                "threads": summary.device_policy.get("threads"),
+                "first_train_loss": first[metrics_log.TRAIN_LOSS],
             }
         )
     return sorted(runs, key=lambda run: run["seed"])

@@ -24,10 +24,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from optbench.formats import metrics_log
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ROOT = REPO.parent / "shared" / "data" / "cifar10-jpeg"
 MODES = {"before": ["train.eval_batch_size=1024"], "after": [], "improved": ["train.test_every=improved"]}
-TRAINING_KEYS = ("train/loss", "train/acc", "lr")
+TRAINING_KEYS = (metrics_log.TRAIN_LOSS, metrics_log.TRAIN_ACC, metrics_log.LR)
 
 
 def run_mode(mode: str, args: argparse.Namespace, results: Path) -> list[dict]:
@@ -58,19 +60,19 @@ def run_mode(mode: str, args: argparse.Namespace, results: Path) -> list[dict]:
         f"train(cfg, {str(results / mode)!r})\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, text=True)
-    return [json.loads(line) for line in (results / mode / "metrics.jsonl").read_text().splitlines()]
+    return metrics_log.read(results / mode)[0]
 
 
 def summarise(records: list[dict]) -> dict:
     counted = records[1:] or records  # the first epoch warms up (allocators, decoded data in cache)
     mean = lambda key: statistics.mean(record[key] for record in counted)  # noqa: E731
     return {
-        "epoch_s": mean("time_s"),
-        "train_images_per_s": mean("train/images_per_s"),
-        "eval_s": mean("eval/time_s"),
-        "eval_images_per_s": mean("eval/images_per_s"),
-        "eval_over_train_rate": mean("eval/images_per_s") / mean("train/images_per_s"),
-        "tested_epochs": sum("test/acc" in record for record in records),
+        "epoch_s": mean(metrics_log.TIME_S),
+        "train_images_per_s": mean(metrics_log.TRAIN_IMAGES_PER_S),
+        "eval_s": mean(metrics_log.EVAL_TIME_S),
+        "eval_images_per_s": mean(metrics_log.EVAL_IMAGES_PER_S),
+        "eval_over_train_rate": mean(metrics_log.EVAL_IMAGES_PER_S) / mean(metrics_log.TRAIN_IMAGES_PER_S),
+        "tested_epochs": sum(metrics_log.TEST_ACC in record for record in records),
         "epochs": len(records),
     }
 

@@ -4,7 +4,7 @@ Measures, side by side in one invocation on one machine, each part in its own su
 peak-memory figure is that part's alone), on the same N real CIFAR-10 training images:
 (a) training images/s of ResNet-18 (same width, batch size, device):
     harness     `optbench.training.run.train(cfg, run_dir)`, the config composed from conf/ exactly as a user
-                runs it, under the device's default policy (on a CPU with native bf16: bf16 autocast);
+                runs it, under the device's default policy (fp32 on every CPU, the device's AMP on a GPU);
                 per-epoch `train/images_per_s` from metrics.jsonl (validation and test passes run too,
                 but are not in that figure);
     harness fp32  the same with device_policy.amp=off, so the policy's precision and the rest of the
@@ -21,11 +21,12 @@ peak-memory figure is that part's alone), on the same N real CIFAR-10 training i
     of its DataLoader workers (what a worker adds, e.g. a copied dataset), and on CUDA
     torch.cuda.max_memory_allocated.
 The first epoch of every part is a warm-up and is not counted; figures are mean ± std over `--repeats`.
-Ratios printed: harness (default policy) / plain and harness fp32 / plain (goal at width 16: default >= 2.3x),
-harness overhead over a bare step, and the data pipelines against each other.
+Ratios printed: harness (default policy) / plain and harness fp32 / plain (goal at width 16: default >= 2.3x;
+missed, 1.83x measured: docs/benchmarks.md), harness overhead over a bare step, and the data pipelines against
+each other.
 
 Run (from the repository root; the real measurement, about 12 min on a quiet 2-core CPU):
-    .venv/bin/python benchmarks/throughput.py --images 5000 --repeats 3 --json benchmarks/results/cpu.json
+    .venv/bin/python benchmarks/throughput.py --images 5000 --repeats 3 --json benchmarks/results/cpu-2core.json
 Smoke check (~2 min): --images 256 --repeats 1 --width 8. On a GPU: --device cuda --width 64 --images 20000.
 Benchmark harness options: --harness-override device_policy.amp=bf16 (repeatable; any Hydra override).
 """
@@ -132,6 +133,7 @@ def run_harness(args, extra_overrides: tuple[str, ...] = ()) -> dict:
     from hydra import compose, initialize_config_dir
 
     from optbench.config.hydra_glue import register_resolvers
+    from optbench.formats import metrics_log, run_summary
     from optbench.training.run import train
 
     register_resolvers()
@@ -139,13 +141,14 @@ def run_harness(args, extra_overrides: tuple[str, ...] = ()) -> dict:
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
             overrides = [*harness_overrides(args), *extra_overrides, f"paths.results_dir={results}"]
             cfg = compose(config_name="config", overrides=overrides)
-        summary = train(cfg, Path(results) / "run")
-        epochs = [json.loads(line) for line in (Path(results) / "run" / "metrics.jsonl").read_text().splitlines()]
+        train(cfg, Path(results) / "run")
+        summary = run_summary.read(Path(results) / "run")
+        epochs = metrics_log.read(Path(results) / "run")[0]
     return {
-        "rates": [epoch["train/images_per_s"] for epoch in epochs[1:]],
-        "status": summary["status"],
-        "device_policy": summary.get("device_policy"),
-        "summary_train_images_per_s": summary["train_images_per_s"],
+        "rates": [epoch[metrics_log.TRAIN_IMAGES_PER_S] for epoch in epochs[1:]],
+        "status": summary.status,
+        "device_policy": summary.device_policy,
+        "summary_train_images_per_s": summary.train_images_per_s,
         "overrides": [*harness_overrides(args), *extra_overrides],
     }
 

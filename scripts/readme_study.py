@@ -3,11 +3,11 @@
     python scripts/readme_study.py           # rewrite the block between the markers in README.md
     python scripts/readme_study.py --check   # exit 1 when README's block differs from the docs (the tests run this)
 
-The block is read from the aggregator's tables, never from the rendered report: a few columns of
-tables/results.csv (formatted by the aggregator's display_table) and the one verdict table,
-tables/verdicts.csv (one row per hypothesis: the sequential decision where its study ran until decided,
-else the fixed-design verdict, on the settings of the study that tests it), with the hypotheses not tested
-in one line. The full tables and every other output stay in docs/cpu-study/report.md.
+The block is read from the aggregator's tables (through optbench/formats/aggregate_tables.py, their schema),
+never from the rendered report: a few columns of tables/results.csv (formatted by the aggregator's
+display_table) and the one verdict table, tables/verdicts.csv (one row per hypothesis: the sequential decision
+where its study ran until decided, else the fixed-design verdict, on the settings of the study that tests it),
+with the hypotheses not tested in one line. The full tables and every other output stay in docs/cpu-study/report.md.
 """
 
 import argparse
@@ -20,11 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from optbench.analysis.tables import display_table, to_markdown  # noqa: E402
+from optbench.formats import aggregate_tables  # noqa: E402
 
 README = REPO / "README.md"
 STUDY_DOCS = REPO / "docs" / "cpu-study"
-RESULTS_CSV = STUDY_DOCS / "tables" / "results.csv"
-VERDICTS_CSV = STUDY_DOCS / "tables" / "verdicts.csv"
+RESULTS_CSV = STUDY_DOCS / aggregate_tables.RESULTS
+VERDICTS_CSV = STUDY_DOCS / aggregate_tables.VERDICTS
 BEGIN = "<!-- cpu-study table: written by `python scripts/readme_study.py` from docs/cpu-study; do not edit -->"
 END = "<!-- end of cpu-study table -->"
 COLUMNS = [
@@ -38,11 +39,11 @@ COLUMNS = [
     "rank",
     "p vs best (Holm)",
 ]
-NOT_TESTED = "not tested"
+NOT_TESTED = aggregate_tables.NOT_TESTED
 
 
 def table_markdown(results_csv: Path = RESULTS_CSV) -> str:
-    table = pd.read_csv(results_csv)
+    table = aggregate_tables.read_file(results_csv, aggregate_tables.RESULTS)
     shown = display_table(table, target_acc=0.0)  # the epochs-to-target column is left out below
     shown.insert(0, "setting", table["setting"].to_numpy())
     return to_markdown(shown[COLUMNS])
@@ -51,7 +52,7 @@ def table_markdown(results_csv: Path = RESULTS_CSV) -> str:
 def verdicts_markdown(verdicts_csv: Path = VERDICTS_CSV) -> str:
     """One row per hypothesis judged (its verdict, the settings and rule it was judged on, the seeds, why), then
     one line naming those not tested."""
-    table = pd.read_csv(verdicts_csv, dtype=str, keep_default_na=False)
+    table = aggregate_tables.read_file(verdicts_csv, aggregate_tables.VERDICTS)
     judged = table[table["verdict"] != NOT_TESTED]
     shown = pd.DataFrame(
         {

@@ -11,14 +11,12 @@ only into --out (with --to-tracker: only into the tracker's store, <RESULTS_DIR>
 """
 
 import argparse
-import csv
 import shlex
 import sys
 from pathlib import Path
 
 from optbench.analysis.inputs import check_inputs
 from optbench.errors import ConfigError
-from optbench.formats.run_summary import FINAL_STATUSES
 from optbench.specs.study_spec import find_study
 
 REPO = Path(__file__).resolve().parent.parent
@@ -138,21 +136,15 @@ def main(argv: list[str]) -> int:
     print(
         f"{outcome.runs} runs -> {outcome.report}"
         + (f" ({verdicts})" if verdicts else "")
-        + not_finished(Path(outcome.report).parent / "summary.csv")
+        + not_finished(outcome.unfinished)
     )
     return 0
 
 
-def not_finished(summary_csv: Path, shown_at_most: int = 3) -> str:
-    """`; 2 did not finish: <run> (failed), <run> (running)` from summary.csv's status column, or ''."""
-    try:
-        with open(summary_csv, newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError:
-        return ""
-    unfinished = [
-        f"{row.get('run_id')} ({row.get('status')})" for row in rows if row.get("status") not in FINAL_STATUSES
-    ]
+def not_finished(runs: list[tuple[str, str]], shown_at_most: int = 3) -> str:
+    """`; 2 did not finish: <run> (failed), <run> (running)` for the (run id, status) of the runs that did not
+    finish (the aggregator's Outcome.unfinished), or ''."""
+    unfinished = [f"{run_id} ({status})" for run_id, status in runs]
     if not unfinished:
         return ""
     more = f", and {len(unfinished) - shown_at_most} more (summary.csv)" if len(unfinished) > shown_at_most else ""

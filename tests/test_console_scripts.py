@@ -5,10 +5,10 @@ status; without the checkout a command is one line and exit 2."""
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 from conftest import REPO
 
 from optbench import console_scripts

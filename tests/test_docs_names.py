@@ -87,7 +87,7 @@ def top_level_names(module_file: Path) -> set[str]:
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {target.id for target in targets if isinstance(target, ast.Name)}
+            names |= {name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)}
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
     return names
@@ -203,3 +203,71 @@ def test_the_provenance_check_sees_a_test_docstring_citing_its_origin():
     assert provenance_lines('"""The issue\'s reproduction: p = 0."""\n', "t.py") == [
         't.py:1: """The issue\'s reproduction: p = 0."""'
     ]
+
+
+# ---- short dotted names: `identity.NUMBERS_FREE_KEYS`, `device/sharing.parallel_jobs` ------------------
+SHORT_DOTTED = re.compile(r"((?:\w+/)*)(\w+)\.([A-Za-z_]\w*)(?:\(.*\))?")
+# Config keys read like module names (`train.rerun`, `noise.rate`, `data.pipeline`): a name whose first part is
+# a top-level key of the config (or a config group) is a setting, not a module.
+CONFIG_ROOTS = {path.stem for path in (REPO / "conf").iterdir()} | {
+    line.split(":")[0] for line in (REPO / "conf" / "config.yaml").read_text().splitlines() if re.match(r"\w+:", line)
+}
+
+
+FILE_SUFFIXES = {"py", "md", "yaml", "json", "jsonl", "csv", "npz", "pt", "sh", "txt", "toml", "ipynb", "tex", "png"}
+
+
+def module_file(folder: str, stem: str, package: Path = PACKAGE) -> Path | None:
+    """The module a short dotted name's first part names: by its path when it has one (`data/human_labels`), else
+    the one module of the package with that name; None when it names no module (a config key, a file name)."""
+    if folder:
+        found = [root / folder / f"{stem}.py" for root in (package.parent.parent, package.parent, package)]
+        return next((path for path in found if path.is_file()), None)
+    if stem in CONFIG_ROOTS:
+        return None
+    candidates = [path for path in package.rglob(f"{stem}.py") if path.name != "__init__.py"]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def stale_short_names(text: str, where: str, package: Path = PACKAGE) -> list[str]:
+    """`module.NAME` spans (in backticks) whose module exists but defines no NAME at its top level."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for span in re.findall(r"`([^`]+)`", line):
+            match = SHORT_DOTTED.fullmatch(span.strip())
+            if not match or span.startswith("optbench."):  # a full optbench dotted name: the check above
+                continue
+            folder, stem, name = match.groups()
+            if name in FILE_SUFFIXES:
+                continue
+            module = module_file(folder, stem, package)
+            if module is not None and name not in top_level_names(module):
+                found.append(f"{where}:{number}: {span}")
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(REPO)) for page in PAGES])
+def test_every_short_dotted_name_a_page_cites_exists(page):
+    assert stale_short_names(page.read_text(), str(page.relative_to(REPO))) == []
+
+
+def test_a_stale_short_dotted_name_is_caught():
+    text = (
+        "`data/human_labels.NUMPY_ARRAY_GLOBALS` and `identity.GONE`; `identity.NUMBERS_FREE_KEYS`,\n"
+        "`device/sharing.parallel_jobs`, `train.rerun`, `summary.json`, `run_summary.Summary(status=...)`"
+    )
+    assert stale_short_names(text, "page.md") == [
+        "page.md:1: data/human_labels.NUMPY_ARRAY_GLOBALS",
+        "page.md:1: identity.GONE",
+    ]
+
+
+def test_the_numbers_free_list_in_runs_md_is_the_code_s():
+    """docs/runs.md names every one of identity.NUMBERS_FREE_KEYS, and nothing else, in its run-identity list."""
+    from optbench import identity
+
+    text = (REPO / "docs" / "runs.md").read_text()
+    listed = text.split("`optbench.identity.NUMBERS_FREE_KEYS`", 1)[1].split("), plus", 1)[0]
+    named = {name.removesuffix(".*") for name in re.findall(r"`([\w.*]+)`", listed)}
+    assert named == set(identity.NUMBERS_FREE_KEYS)
+    assert f"all {len(identity.NUMBERS_FREE_KEYS)} of them" in listed

@@ -352,3 +352,66 @@ def test_the_tuning_record_the_runner_writes_is_what_the_aggregator_reads(tmp_pa
     with pytest.raises(ValueError, match=r"field optimizers\.lion\.trials\[0\]\.runs\[0\]\.run_dir is missing"):
         tuning_record.write(tmp_path / "results", record)
     assert not tuning_record.record_path(tmp_path / "results", "broken").exists()
+
+
+def test_one_python_is_promised_everywhere():
+    """requires-python, ruff's and mypy's target, README's set-up and CI's check name the same Python (3.11)."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert project["project"]["requires-python"] == ">=3.11"
+    assert project["tool"]["ruff"]["target-version"] == "py311"
+    assert project["tool"]["mypy"]["python_version"] == "3.11"
+    assert "## Set up (a fresh machine with Python 3.11+)" in (REPO / "README.md").read_text()
+    assert "sys.version_info < (3, 11)" in (REPO / ".ci" / "run").read_text()
+
+
+def test_a_tuning_record_is_written_from_its_schema_byte_for_byte():
+    """The runner builds a TuningRecord and the format module writes it: each published record, read and
+    written again through tuning_record.content, is the same bytes (keys, order, numbers)."""
+    import json
+
+    from optbench.fileio import strict_json
+    from optbench.formats import tuning_record
+
+    published = sorted((REPO / "docs").rglob("tuning-*.json"))
+    assert published
+    for path in published:
+        again = json.dumps(strict_json(tuning_record.content(tuning_record.read(path))), indent=2)
+        assert again == path.read_text().rstrip("\n"), path
+
+
+# ---- benchmarks/ and scripts/ read run files through formats/ ----------------------------------------
+def metric_keys() -> set[str]:
+    """The metric keys formats/metrics_log.py defines (its upper-case text constants)."""
+    from optbench.formats import metrics_log
+
+    return {value for name, value in vars(metrics_log).items() if name.isupper() and isinstance(value, str)} - {
+        metrics_log.WAY_OUT
+    }
+
+
+def raw_run_file_reads(folder: Path) -> list[str]:
+    """'file: literal' for each run file name or metric key a script spells out (it reads them through formats/)."""
+    spelled = set(FORMAT_OWNERS) | metric_keys()
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in spelled:
+                found.append(f"{folder.name}/{path.name}: {node.value}")
+    return found
+
+
+@pytest.mark.parametrize("folder", ["benchmarks", "scripts"])
+def test_benchmarks_and_scripts_read_run_files_only_through_formats(folder):
+    assert raw_run_file_reads(REPO / folder) == []
+
+
+def test_the_raw_read_check_sees_a_script_reading_summary_json_by_hand(tmp_path):
+    (tmp_path / "peek.py").write_text(
+        'import json\nsummary = json.load(open("summary.json"))\nprint(summary["best"]["test/acc"])\n'
+    )
+    assert raw_run_file_reads(tmp_path) == [
+        f"{tmp_path.name}/peek.py: summary.json",
+        f"{tmp_path.name}/peek.py: test/acc",
+    ]

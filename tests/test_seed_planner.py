@@ -212,3 +212,37 @@ def test_a_required_comparison_the_pilot_cannot_size_still_counts(tmp_path):
     unplanned = h3_plan(tmp_path, delta=None)
     assert unplanned.seeds_needed is None and "cannot size imagefolder" not in unplanned.advice()
     assert "cannot size cifar10: lion vs adamw, clean -> symmetric 20%" in unplanned.advice()
+
+
+def test_a_plan_pointing_against_the_claim_still_names_the_comparison_it_could_not_size():
+    """Two reasons for no seed count: the advice gives the direction first and names the unsized comparison too."""
+    from optbench.analysis.seed_planner import ComparisonPlan, SeedPlan
+
+    against = ComparisonPlan(
+        setting="cifar10, clean",
+        comparison="sgd vs adam",
+        n_pilot=3,
+        difference=-0.01,
+        spread=0.002,
+        spread_upper=0.004,
+        effect=0.01,
+        seeds_alone=None,
+        seeds_in_hypothesis=None,
+        power_at_pilot=0.1,
+        against_claim=True,
+    )
+    plan = SeedPlan(
+        hypothesis="HX",
+        alpha=0.05,
+        comparisons=[against],
+        seeds_needed=None,
+        simulated_power=0.0,
+        exact_floor=6,
+        hours_per_seed=0.1,
+        n_pilot=3,
+        unsized=("sgd vs muon (cifar10, 40 % noise)",),
+        required=2,
+    )
+    advice = plan.advice()
+    assert "points against it (sgd vs adam)" in advice
+    assert "cannot size sgd vs muon (cifar10, 40 % noise)" in advice

@@ -294,3 +294,28 @@ def test_a_comparison_the_verdict_calls_not_testable_gives_the_rule_no_z(tmp_pat
     entry = look_decisions(tmp_path, [hypothesis], record, 0, study)[1]["HX"]
     assert entry.z == {"cifar10, clean: sgd vs adam": None}  # written as null
     assert entry.decision == "continue" and "not testable" in entry.reason
+
+
+@pytest.mark.slow
+def test_the_price_the_docs_quote_comes_from_the_script():
+    """experiments/README.md, docs/results.md and sequential_rule's docstring quote scripts/sequential_price.py's
+    figures (power at d_z = 1 against the fixed design, effects dropped at the first look, the null's crossing
+    rate with and without the futility stop), not figures typed by hand."""
+    import importlib.util
+
+    from conftest import REPO
+
+    from optbench.analysis import sequential_rule
+
+    spec = importlib.util.spec_from_file_location("sequential_price", REPO / "scripts" / "sequential_price.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    found = script.figures()
+    quoted = " ".join(script.price_text(found).split())
+    for page in ("experiments/README.md", "docs/results.md"):
+        assert quoted in " ".join((REPO / page).read_text().split()), page
+    full = found[script.LOOK_SETS[0]]
+    docstring = " ".join(sequential_rule.__doc__.split())
+    assert f"{100 * full['null crossing, without futility']:.1f} % of the time without the futility stop" in docstring
+    assert f"{100 * full['null crossing, with futility (as shipped)']:.1f} % with it, as shipped" in docstring
+    assert full["power at d_z = 1"] < [v for k, v in full.items() if k.startswith("fixed")][0]  # the price is real

@@ -28,6 +28,8 @@ from optbench.analysis.load import number
 from optbench.analysis.stats import describe
 from optbench.analysis.tuning_report import TuningStudy
 from optbench.durations import duration_unit
+from optbench.formats import metrics_log
+from optbench.formats.run_summary import COMPLETED
 from optbench.formats.tuning_record import Bounds, Budget, OptimizerTuning, Winner
 from optbench.formats.tuning_record import Trial as TuningTrial
 from optbench.registry import datasets
@@ -206,15 +208,15 @@ def draw_unfinished(axis, curves: pd.DataFrame, column: str, arm: str, style: St
 
 def split_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arm: str):
     chosen = runs[(runs["setting"] == setting) & (runs["arm"] == arm)]
-    done = set(chosen.loc[chosen["status"] == "completed", "run_id"])
+    done = set(chosen.loc[chosen["status"] == COMPLETED, "run_id"])
     others = set(chosen["run_id"]) - done
     return curves[curves["run_id"].isin(done)], curves[curves["run_id"].isin(others)], len(done)
 
 
 CURVE_PANELS = [
-    ("train/loss", "training loss (cross-entropy, nats)", 1.0, True),
-    ("val/acc", "validation accuracy (%)", 100.0, False),
-    ("test/acc", "test accuracy (%)", 100.0, False),
+    (metrics_log.TRAIN_LOSS, "training loss (cross-entropy, nats)", 1.0, True),
+    (metrics_log.VAL_ACC, "validation accuracy (%)", 100.0, False),
+    (metrics_log.TEST_ACC, "test accuracy (%)", 100.0, False),
 ]
 
 
@@ -335,7 +337,7 @@ def final_accuracy(
 
 
 def draw_seed_dots(axis, position: int, group: pd.DataFrame, metric: str, arm: str, style: Style) -> None:
-    done = group[group["status"] == "completed"]
+    done = group[group["status"] == COMPLETED]
     values = 100 * done[metric].dropna().to_numpy()
     jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else np.zeros(len(values))
     axis.scatter(
@@ -368,7 +370,7 @@ def draw_seed_dots(axis, position: int, group: pd.DataFrame, metric: str, arm: s
 def tick_label(in_setting: pd.DataFrame, arm: str) -> str:
     """'adam\nlr=0.003\n1 diverged': the optimizer, its variant, and any runs that did not complete."""
     group = in_setting[in_setting["arm"] == arm]
-    missing = group[group["status"] != "completed"]["status"].value_counts()
+    missing = group[group["status"] != COMPLETED]["status"].value_counts()
     lines = arm.split(" ", 1) + [f"{count} {status}" for status, count in missing.items()]
     return "\n".join(lines)
 
@@ -393,7 +395,7 @@ def accuracy_vs_noise(runs: pd.DataFrame, arms: list[str], style: Style, metric:
     figure, axes = panel_grid(len(bases))
     used_arms, kinds_seen = [], set()
     for axis, base in zip(axes, bases):
-        here = runs[(runs["base"] == base) & (runs["status"] == "completed")]
+        here = runs[(runs["base"] == base) & (runs["status"] == COMPLETED)]
         kinds = sorted(set(here.loc[here["noise_rate"] > 0, "noise"]))
         kinds_seen.update(kinds)
         present = [arm for arm in arms if arm in set(here["arm"])]
@@ -459,7 +461,7 @@ def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric
     figure, axes = panel_grid(len(swept))
     used = []
     for axis, setting in zip(axes, swept):
-        here = runs[(runs["setting"] == setting) & (runs["status"] == "completed")]
+        here = runs[(runs["setting"] == setting) & (runs["status"] == COMPLETED)]
         for optimizer in sorted(set(here["optimizer"]), key=optimizer_rank):
             cells = here[here["optimizer"] == optimizer]
             points = sorted((float(lr), describe(group[metric])) for lr, group in cells.groupby(LR_KEY))
@@ -489,7 +491,7 @@ def accuracy_vs_lr(runs: pd.DataFrame, settings: list[str], style: Style, metric
 def accuracy_vs_wall_time(
     runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style, metric: str, metric_label: str
 ):
-    done = runs[(runs["status"] == "completed") & runs["wall_time_s"].notna() & runs[metric].notna()]
+    done = runs[(runs["status"] == COMPLETED) & runs["wall_time_s"].notna() & runs[metric].notna()]
     settings = [setting for setting in settings if setting in set(done["setting"])]
     if not settings:
         return None
@@ -645,18 +647,18 @@ def draw_search_panel(axis, entry: OptimizerTuning, key: str, colour) -> bool:
         axis.set_xticks([])
         return False
     trials = [trial for trial in entry.trials if key in trial.values]
-    points: dict[str, list[tuple[float, float]]] = {"completed": [], "not completed": [], "top_k": [], "unscored": []}
+    points: dict[str, list[tuple[float, float]]] = {"complete": [], "incomplete": [], "top_k": [], "unscored": []}
     for trial in trials:
         value = trial.values[key]
         if trial.score is None:
             points["unscored"].append((value, 0.03))  # no score to place it by: at the bottom of the panel
             continue
         score = 100 * trial.score
-        points["completed" if trial_completed(trial) else "not completed"].append((value, score))
+        points["complete" if trial_completed(trial) else "incomplete"].append((value, score))
         if trial.top_k:
             points["top_k"].append((value, score))
-    axis.scatter(*xy(points["completed"]), color=colour, s=16, alpha=0.75, zorder=3)
-    axis.scatter(*xy(points["not completed"]), color=colour, marker="x", s=24, zorder=3)
+    axis.scatter(*xy(points["complete"]), color=colour, s=16, alpha=0.75, zorder=3)
+    axis.scatter(*xy(points["incomplete"]), color=colour, marker="x", s=24, zorder=3)
     axis.scatter(
         *xy(points["unscored"]),
         transform=axis.get_xaxis_transform(),
@@ -676,7 +678,7 @@ def draw_search_panel(axis, entry: OptimizerTuning, key: str, colour) -> bool:
     if log_axis:
         axis.set_xscale("log")
     axis.set_xlabel(f"{key.removeprefix('optimizer.')}" + (" (log scale)" if log_axis else ""))
-    return bool(points["not completed"] or points["unscored"])
+    return bool(points["incomplete"] or points["unscored"])
 
 
 def xy(points: list[tuple[float, float]]) -> tuple[list, list]:
@@ -684,7 +686,7 @@ def xy(points: list[tuple[float, float]]) -> tuple[list, list]:
 
 
 def trial_completed(trial: TuningTrial) -> bool:
-    return trial.score is not None and all(run.status == "completed" for run in trial.runs)
+    return trial.score is not None and all(run.status == COMPLETED for run in trial.runs)
 
 
 def draw_winner(axis, winner: Winner, key: str, colour) -> None:

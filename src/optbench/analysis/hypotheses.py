@@ -40,6 +40,7 @@ import pandas as pd
 from optbench.analysis.groups import SETTING_IDENTITY, noise_label, short_key
 from optbench.analysis.load import epochs_to_reach, is_clean
 from optbench.analysis.stats import compare, drop_test, holm, paired_cells
+from optbench.formats.run_summary import COMPLETED
 from optbench.specs.hypothesis_spec import (
     HUMAN,
     Hypothesis,
@@ -349,7 +350,7 @@ class Arm:
 def select_arm(runs: pd.DataFrame, optimizer: str) -> Arm:
     """The completed runs of `optimizer`; with several arms (an LR sweep) the best on mean validation accuracy."""
     mine = runs[runs["optimizer"].astype(str) == optimizer]
-    done = mine[mine["status"] == "completed"]
+    done = mine[mine["status"] == COMPLETED]
     if not len(done):
         if not len(mine):
             return Arm(optimizer, None, done, problem=f"{optimizer}: no runs")

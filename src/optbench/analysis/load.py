@@ -25,42 +25,18 @@ from omegaconf import OmegaConf
 from optbench import rundir
 from optbench.errors import DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
+from optbench.formats.metrics_log import EPOCH, TEST_ACC, TIME_S, TRAIN_ACC, TRAIN_LOSS, VAL_ACC
 from optbench.identity import flatten
 from optbench.rundir import HYDRA_DIR, METRICS_FILE, RECORD_FILE, SUMMARY_FILE
 
 HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
 
-# Statuses a run can have; only "completed" runs enter means and statistics.
+# Statuses a run can have; only completed runs (run_summary.COMPLETED) enter means and statistics.
 UNFINISHED = "unfinished"  # no summary.json: never started, or killed before epoch 0
 UNREADABLE = "unreadable"  # summary.json or record.json exists but cannot be read (copied mid-write, edited by hand)
 STATUSES = (*run_summary.STATUSES, UNFINISHED)
-# A run without summary.json (never started, or killed before epoch 0) reads as this empty summary.
-EMPTY_SUMMARY = run_summary.Summary(
-    version=run_summary.FORMAT,
-    status=UNFINISHED,
-    run_id=None,
-    epochs_done=0,
-    epochs_planned=None,
-    seed=None,
-    optimizer=None,
-    device=None,
-    error=None,
-    best=None,
-    final=None,
-    best_clean_val=None,
-    wall_time_s=None,
-    train_time_s=None,
-    train_images_per_s=None,
-    dataset=run_summary.DatasetFacts(),
-    noise=run_summary.NoiseFacts(),
-    model=run_summary.ModelFacts(),
-    git=run_summary.GitFacts(),
-    environment=run_summary.Environment(),
-    precision=None,
-    device_policy={},
-    diverged_at=None,
-    content={},
-)
+# A run without summary.json (never started, or killed before epoch 0) reads as a summary of nothing but its status.
+EMPTY_SUMMARY = run_summary.Summary(status=UNFINISHED)
 PRECISION_KEY = "cfg.device_policy.amp"  # the configured value, replaced by the one the run trained in
 
 # The identity columns every run has, and the config keys they come from.
@@ -122,7 +98,7 @@ def load_runs(
     for key in config_keys:  # keep config values as written (4 stays 4, a missing key stays None, not NaN)
         runs[key] = pd.Series([row.get(key) for row in rows], index=runs.index, dtype=object)
     curves = pd.concat(
-        [frame for frame in curve_frames if len(frame)] or [pd.DataFrame({"run_id": [], "epoch": []})],
+        [frame for frame in curve_frames if len(frame)] or [pd.DataFrame({"run_id": [], EPOCH: []})],
         ignore_index=True,
     )
     return LoadedRuns(runs=runs, curves=curves, config_keys=config_keys, warnings=warnings, set_aside=set_aside_ids)
@@ -182,13 +158,13 @@ def consistency_warnings(run_dir: Path, status: str, summary: run_summary.Summar
     """What a reader of the numbers should know about this run's files."""
     warnings = []
     selected_by = (summary.best or {}).get("selected_by")
-    if selected_by not in (None, "val/acc"):
+    if selected_by not in (None, VAL_ACC):
         warnings.append(
             f"no validation split: 'best' is chosen by {selected_by}, so test acc at best val is not "
             f"validation-selected"
         )
-    if status == "running":
-        written = datetime.datetime.fromtimestamp((run_dir / SUMMARY_FILE).stat().st_mtime, datetime.timezone.utc)
+    if status == run_summary.RUNNING:
+        written = datetime.datetime.fromtimestamp((run_dir / SUMMARY_FILE).stat().st_mtime, datetime.UTC)
         warnings.append(
             f"status 'running': still training, or killed before it could record an end "
             f"(summary.json last written {written:%Y-%m-%d %H:%M} UTC)"
@@ -275,7 +251,7 @@ def read_epochs(run_dir: Path, warnings: list[str]) -> tuple[list[dict], bool]:
         return [], True
     if bad:
         warnings.append(f"{METRICS_FILE}: {bad} line(s) not valid JSON (torn write?); ignored")
-    return [record for record in records if "epoch" in record], False
+    return [record for record in records if EPOCH in record], False
 
 
 def identity(config: dict, summary: run_summary.Summary) -> dict:
@@ -316,18 +292,18 @@ def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_a
     return {
         "epochs_done": summary.epochs_done if summary is not EMPTY_SUMMARY else len(curve),
         "epochs_planned": summary.epochs_planned,
-        "best_epoch": best.get("epoch"),
-        "val_acc_best": number(best.get("val/acc")),
-        "test_acc_at_best_val": number(best.get("test/acc")),  # the headline: selected as a practitioner can
-        "test_acc_at_best_clean_val": number(oracle.get("test/acc")),
-        "final_val_acc": number(final.get("val/acc")),
-        "final_test_acc": number(final.get("test/acc")),
-        "final_train_loss": number(final.get("train/loss")),
-        "final_train_acc": number(final.get("train/acc")),
+        "best_epoch": best.get(EPOCH),
+        "val_acc_best": number(best.get(VAL_ACC)),
+        "test_acc_at_best_val": number(summary.headline),  # the headline: selected as a practitioner can
+        "test_acc_at_best_clean_val": number(oracle.get(TEST_ACC)),
+        "final_val_acc": number(final.get(VAL_ACC)),
+        "final_test_acc": number(final.get(TEST_ACC)),
+        "final_train_loss": number(final.get(TRAIN_LOSS)),
+        "final_train_acc": number(final.get(TRAIN_ACC)),
         # The best test accuracy over all epochs is chosen by looking at the test set: optimistic.
-        "best_test_acc": column_max(curve, "test/acc", fallback=best.get("test/acc")),
-        "epochs_to_target": epochs_to_reach(curve, "val/acc", target_acc),
-        "seconds_to_target": seconds_to_reach(curve, "val/acc", target_acc),
+        "best_test_acc": column_max(curve, TEST_ACC, fallback=best.get(TEST_ACC)),
+        "epochs_to_target": epochs_to_reach(curve, VAL_ACC, target_acc),
+        "seconds_to_target": seconds_to_reach(curve, VAL_ACC, target_acc),
         "wall_time_s": number(summary.wall_time_s),
         "train_time_s": number(summary.train_time_s),
         "train_images_per_s": number(summary.train_images_per_s),
@@ -346,7 +322,7 @@ def diverged_text(diverged_at) -> str | None:
     """summary.json's diverged_at {"epoch", "train/loss"} as one line for the report."""
     if not isinstance(diverged_at, dict):
         return None
-    return f"diverged at epoch {diverged_at.get('epoch')}: train loss {diverged_at.get('train/loss')}"
+    return f"diverged at epoch {diverged_at.get(EPOCH)}: train loss {diverged_at.get(TRAIN_LOSS)}"
 
 
 def number(value) -> float:
@@ -372,8 +348,8 @@ def crossing(curve: pd.DataFrame, column: str, target: float) -> tuple[float, fl
     None when never reached (or no curve)."""
     if column not in curve or not len(curve):
         return None
-    points = curve[["epoch", column]].astype(float).dropna().sort_values("epoch")
-    epochs, values = points["epoch"].to_numpy(), points[column].to_numpy()
+    points = curve[[EPOCH, column]].astype(float).dropna().sort_values(EPOCH)
+    epochs, values = points[EPOCH].to_numpy(), points[column].to_numpy()
     reached = np.flatnonzero(values >= target)
     if not len(reached):
         return None
@@ -400,14 +376,14 @@ def seconds_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
     epoch up to the last evaluation below the target, and the same fraction of the epochs to the first one at or
     above it. NaN when never reached or not timed."""
     found = crossing(curve, column, target)
-    if found is None or "time_s" not in curve:
+    if found is None or TIME_S not in curve:
         return math.nan
     before, at, fraction = found
-    times = curve[["epoch", "time_s"]].astype(float)
+    times = curve[[EPOCH, TIME_S]].astype(float)
     if at == before:  # reached at the first evaluation: the time through it
-        return float(times.loc[times["epoch"] <= at, "time_s"].sum())
-    done = times.loc[times["epoch"] <= before, "time_s"].sum()
-    crossing_epochs = times.loc[(times["epoch"] > before) & (times["epoch"] <= at), "time_s"].sum()
+        return float(times.loc[times[EPOCH] <= at, TIME_S].sum())
+    done = times.loc[times[EPOCH] <= before, TIME_S].sum()
+    crossing_epochs = times.loc[(times[EPOCH] > before) & (times[EPOCH] <= at), TIME_S].sum()
     return float(done + fraction * crossing_epochs)
 
 

@@ -32,7 +32,7 @@ hypothesis file) raises ConfigError with one line naming the fix; the CLI turns 
 import datetime
 import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -63,6 +63,8 @@ from optbench.analysis.variance import variance_display, variance_table
 from optbench.analysis.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.errors import ConfigError
 from optbench.formats import decision_record
+from optbench.formats.aggregate_tables import HYPOTHESES, RESULTS, VERDICTS, csv_text
+from optbench.formats.run_summary import FINAL_STATUSES
 from optbench.specs.study_spec import Study
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,7 @@ class Outcome:
     written: list[str]
     verdicts: dict[str, str]
     warnings: list[str]
+    unfinished: list[tuple[str, str]] = field(default_factory=list)  # (run id, status) of runs without a result
 
 
 @dataclass
@@ -194,16 +197,16 @@ def aggregate(
     warnings.extend(variance_warnings)
     table_files += write_variance_table(out, variance)
     if judgements or untested:
-        out.write_text("tables/verdicts.csv", verdict_table(judgements, untested).to_csv(index=False))
-        table_files.append("tables/verdicts.csv")
+        out.write_text(VERDICTS, csv_text(VERDICTS, verdict_table(judgements, untested)))
+        table_files.append(VERDICTS)
     if judgements:
         out.write_text(
-            "tables/hypotheses.csv",
-            pd.DataFrame([row for judgement in judgements for row in verdict_rows(judgement.fixed)]).to_csv(
-                index=False
+            HYPOTHESES,
+            csv_text(
+                HYPOTHESES, pd.DataFrame([row for judgement in judgements for row in verdict_rows(judgement.fixed)])
             ),
         )
-        table_files.append("tables/hypotheses.csv")
+        table_files.append(HYPOTHESES)
     drawn = (
         write_figures(out, runs, analysis.curves, settings, arms, analysis.stems, warnings)
         if draw_figures and len(runs)
@@ -224,7 +227,7 @@ def aggregate(
     parts = ReportParts(
         results_dir=str(results_dir),
         command=command or f"aggregate({results_dir})",
-        generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         target_acc=target_acc,
         alpha=alpha,
         runs=runs,
@@ -253,7 +256,16 @@ def aggregate(
         written=list(out.written),
         verdicts=verdicts_by_name(judgements),
         warnings=warnings,
+        unfinished=unfinished_runs(runs),
     )
+
+
+def unfinished_runs(runs: pd.DataFrame) -> list[tuple[str, str]]:
+    """(run id, status) of every run that is not a result (neither completed nor diverged), in summary.csv's order."""
+    if not len(runs):
+        return []
+    left = runs[~runs["status"].isin(FINAL_STATUSES)]
+    return list(zip(left["run_id"], left["status"]))
 
 
 def verdicts_by_name(judgements: list[Judgement]) -> dict[str, str]:
@@ -382,7 +394,7 @@ def write_tables(
     stems: dict[str, str],
 ) -> list[str]:
     files = ["summary.csv", "settings.csv"]
-    out.write_text("tables/results.csv", results.to_csv(index=False))
+    out.write_text(RESULTS, csv_text(RESULTS, results))
     out.write_text("tables/results.md", per_setting_markdown(results, lambda group: display_table(group, target_acc)))
     out.write_text(
         "tables/results.tex",
@@ -394,7 +406,7 @@ def write_tables(
             stems,
         ),
     )
-    files += ["tables/results.csv", "tables/results.md", "tables/results.tex"]
+    files += [RESULTS, "tables/results.md", "tables/results.tex"]
     out.write_text("tables/pairwise.csv", tests.to_csv(index=False))
     out.write_text("tables/pairwise.md", per_setting_markdown(tests, pairwise_display))
     out.write_text(
@@ -579,7 +591,7 @@ def write_fidelity(
         tables["fidelity_tuning"] = tuned
     files = []
     for name, table in tables.items():
-        out.write_text(f"tables/{name}.csv", table.to_csv(index=False))
+        out.write_text(f"tables/{name}.csv", csv_text(f"tables/{name}.csv", table))  # aggregate_tables checks
         out.write_text(f"tables/{name}.md", to_markdown(table.round(4)) if len(table) else "_(none)_\n")
         files += [f"tables/{name}.csv", f"tables/{name}.md"]
     stems = unique_names([ladder.setting for ladder in ladders])

@@ -38,6 +38,7 @@ from optbench.analysis.tuning_report import TuningStudy, protocol_sentence, tuni
 from optbench.analysis.variance import RESAMPLES, variance_display
 from optbench.analysis.verdicts import SEQUENTIAL, Judgement, NotTested, rule_text, scope_text, seeds_text
 from optbench.formats.decision_record import DecisionRecord, HypothesisDecision
+from optbench.formats.run_summary import COMPLETED
 
 VERDICT_MARK = {"supported": "SUPPORTED", "rejected": "REJECTED", "inconclusive": "INCONCLUSIVE"}
 
@@ -106,8 +107,8 @@ def render_report(parts: ReportParts) -> str:
 
 def header(parts: ReportParts) -> str:
     counts = parts.runs["status"].value_counts()
-    count_text = ", ".join(f"{counts[status]} {status}" for status in ["completed", *NOT_COMPLETED] if status in counts)
-    others = [status for status in counts.index if status not in ["completed", *NOT_COMPLETED]]
+    count_text = ", ".join(f"{counts[status]} {status}" for status in [COMPLETED, *NOT_COMPLETED] if status in counts)
+    others = [status for status in counts.index if status not in [COMPLETED, *NOT_COMPLETED]]
     count_text += "".join(f", {counts[status]} {status}" for status in others)
     varying = ", ".join(f"`{key}`" for key in parts.varying_keys) or "none"
     return "\n".join(

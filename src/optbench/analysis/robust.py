@@ -31,18 +31,20 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from optbench.formats.run_summary import COMPLETED, DIVERGED, FAILED
+
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 50_000  # percentile intervals; fixed seed so the same runs give the same table
 UNDER_COVERING_N = 6  # fewer runs per setting than this: the interval covers less than 95 %, expanded or not
 TAUS = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)  # profile columns: within tau x the best arm's cost
-RESULT_STATUSES = ("completed", "diverged", "failed")  # runs that ended; interrupted or running ones have not
+RESULT_STATUSES = (COMPLETED, DIVERGED, FAILED)  # runs that ended; interrupted or running ones have not
 
 
 def scored_runs(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Runs that ended, with `metric` for diverged and failed ones as recorded, else chance (1 / classes of
     the setting); `ended_badly` marks them."""
     ended = runs[runs["status"].isin(RESULT_STATUSES)].copy()
-    ended["ended_badly"] = ended["status"] != "completed"
+    ended["ended_badly"] = ended["status"] != COMPLETED
     classes = ended.groupby("setting")["num_classes"].transform("max") if "num_classes" in ended else math.nan
     chance = 1.0 / pd.Series(classes, index=ended.index, dtype=float)
     missing = ended["ended_badly"] & ~np.isfinite(ended[metric].astype(float))
@@ -209,7 +211,7 @@ def costs(runs: pd.DataFrame, cost_column: str, settings: list[str], arms: list[
     table = pd.DataFrame(math.nan, index=settings, columns=arms)
     for (setting, arm), group in ended.groupby(["setting", "arm"]):
         if setting in table.index and arm in table.columns:
-            cost = group[cost_column].astype(float).where(group["status"] == "completed").fillna(math.inf)
+            cost = group[cost_column].astype(float).where(group["status"] == COMPLETED).fillna(math.inf)
             table.loc[setting, arm] = float(np.median(cost))
     return table
 
@@ -231,7 +233,7 @@ def profile_table(runs: pd.DataFrame, settings: list[str], arms: list[str]) -> p
     """One row per arm and cost (epochs, seconds to target): the profile at each tau, over the settings the
     arm ran in (`settings`), and how many of its runs diverged or failed."""
     frames = []
-    ended_badly = runs[runs["status"].isin(["diverged", "failed"])]
+    ended_badly = runs[runs["status"].isin([DIVERGED, FAILED])]
     for cost, column in (("epochs", "epochs_to_target"), ("seconds", "seconds_to_target")):
         cost_table = costs(runs, column, settings, arms)
         frame = profile(cost_table)

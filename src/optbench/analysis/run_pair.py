@@ -17,6 +17,7 @@ from optbench import identity, rundir
 from optbench.durations import format_duration
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
+from optbench.formats.metrics_log import EPOCH, TEST_ACC, TRAIN_LOSS, VAL_ACC
 
 COLOURS = {"A": "tab:blue", "B": "tab:orange"}
 MAX_LABEL_KEYS = 3  # differing keys named in a run's legend label, these first:
@@ -104,10 +105,10 @@ def headline_rows(a: ComparedRun, b: ComparedRun) -> list[tuple[str, str, str]]:
         return [
             summary.status,
             f"{summary.epochs_done} of {summary.epochs_planned or '?'}",
-            percent(best.get("test/acc")),
-            f"{percent(best.get('val/acc'))} (epoch {best.get('epoch', '-')})" if "val/acc" in best else "-",
-            percent(final.get("test/acc")),
-            "-" if final.get("train/loss") is None else f"{final['train/loss']:.4f}",
+            percent(best.get(TEST_ACC)),
+            f"{percent(best.get(VAL_ACC))} (epoch {best.get(EPOCH, '-')})" if VAL_ACC in best else "-",
+            percent(final.get(TEST_ACC)),
+            "-" if final.get(TRAIN_LOSS) is None else f"{final[TRAIN_LOSS]:.4f}",
             format_duration(summary.wall_time_s),
             "-" if not rate else f"{rate:.0f}",
         ]
@@ -135,8 +136,8 @@ def curves_figure(a: ComparedRun, b: ComparedRun, labels: dict[str, str]):
 
     figure, (accuracy_axis, loss_axis) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     for which, run in (("A", a), ("B", b)):
-        epochs = [record["epoch"] for record in run.records]
-        for key, style in (("val/acc", "-"), ("test/acc", "--")):
+        epochs = [record[EPOCH] for record in run.records]
+        for key, style in ((VAL_ACC, "-"), (TEST_ACC, "--")):
             values = [
                 100 * record[key] if isinstance(record.get(key), (int, float)) else math.nan for record in run.records
             ]
@@ -151,7 +152,7 @@ def curves_figure(a: ComparedRun, b: ComparedRun, labels: dict[str, str]):
                     label=f"{which} {key.split('/')[0]}",
                 )
         losses = [
-            record["train/loss"] if isinstance(record.get("train/loss"), (int, float)) else math.nan
+            record[TRAIN_LOSS] if isinstance(record.get(TRAIN_LOSS), (int, float)) else math.nan
             for record in run.records
         ]
         loss_axis.plot(epochs, losses, "-", color=COLOURS[which], marker="o", markersize=3, label=which)

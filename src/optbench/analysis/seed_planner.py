@@ -25,6 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from optbench.analysis.stats import t_power
+from optbench.formats.run_summary import COMPLETED
 
 TARGET_POWER = 0.8
 SD_CONFIDENCE = 0.8  # one-sided upper bound of the pilot's sd (Browne 1995)
@@ -71,16 +72,17 @@ class SeedPlan:
         if not self.comparisons:
             return f"{self.hypothesis}: no comparison has the spread a plan needs (run at least 2 paired seeds per arm)"
         against = [row.comparison for row in self.comparisons if row.against_claim]
-        if against:
+        unsized = f"{'; '.join(self.unsized)}, a required comparison (no runs or no spread there)"
+        if against:  # said first, and the comparisons it could not size named with it, never dropped
             return (
                 f"{self.hypothesis}: the pilot points against it ({', '.join(against)}); more seeds would test "
                 f"whether it is rejected, not support it (give --delta to plan for an effect in the stated direction)"
+                + (f"; it also cannot size {unsized}" if self.unsized else "")
             )
         if self.unsized:
             return (
-                f"{self.hypothesis}: the pilot cannot size {'; '.join(self.unsized)}, a required comparison "
-                f"(no runs or no spread there); run the pilot there, or give --delta to plan it with the largest sd "
-                f"of the others"
+                f"{self.hypothesis}: the pilot cannot size {unsized}; run the pilot there, or give --delta to plan "
+                f"it with the largest sd of the others"
             )
         if self.seeds_needed is None:
             return (
@@ -194,7 +196,7 @@ def simulated_power(plans: list[ComparisonPlan], n: int, alpha: float, rng=None)
 def hours_per_seed(runs: pd.DataFrame) -> float:
     """Device-hours one more seed costs: the mean wall time of each (setting, arm) cell of the hypothesis's
     runs, summed (every cell needs a run on the new seed)."""
-    done = runs[runs["status"] == "completed"]
+    done = runs[runs["status"] == COMPLETED]
     if not len(done):
         return math.nan
     return float(done.groupby(["setting", "arm"])["wall_time_s"].mean().sum() / 3600)

@@ -23,6 +23,7 @@ from optbench.analysis.load import STATUSES, UNREADABLE
 from optbench.analysis.robust import scored_runs
 from optbench.analysis.stats import describe
 from optbench.durations import format_duration
+from optbench.formats.run_summary import COMPLETED
 
 PRIMARY_METRIC = "test_acc_at_best_val"
 # Metrics summarised as mean, sd (and for the primary one a 95 % CI) over completed runs.
@@ -36,11 +37,11 @@ SUMMARISED = [
     "wall_time_s",
     "train_images_per_s",
 ]
-NOT_COMPLETED = [status for status in STATUSES if status != "completed"]
+NOT_COMPLETED = [status for status in STATUSES if status != COMPLETED]
 
 
 def completed(runs: pd.DataFrame) -> pd.DataFrame:
-    return runs[runs["status"] == "completed"]
+    return runs[runs["status"] == COMPLETED]
 
 
 def status_counts(group: pd.DataFrame) -> dict:
@@ -275,7 +276,7 @@ def power_text(row, scale: float = 100.0, unit: str = "pp") -> str:
 
 def problem_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """Every run that is not a clean completed run, or whose files needed a warning."""
-    flagged = runs[(runs["status"] != "completed") | (runs["notes"].fillna("") != "")]
+    flagged = runs[(runs["status"] != COMPLETED) | (runs["notes"].fillna("") != "")]
     columns = ["run_id", "setting", "arm", "seed", "status", "epochs_done", "epochs_planned", "error", "notes"]
     return flagged[columns].reset_index(drop=True)
 

@@ -31,6 +31,7 @@ import pandas as pd
 
 from optbench.errors import DamagedRunFile
 from optbench.formats import predictions
+from optbench.formats.run_summary import COMPLETED
 from optbench.rundir import PREDICTIONS_FILE
 
 RESAMPLES = 2000  # bootstrap rounds per comparison: percentile intervals want 1,000 or more (Efron & Tibshirani 1993)
@@ -137,7 +138,7 @@ def variance_table(
     rows: list[dict] = []
     warnings: list[str] = []
     for setting in settings:
-        here = runs[(runs["setting"] == setting) & (runs["status"] == "completed")]
+        here = runs[(runs["setting"] == setting) & (runs["status"] == COMPLETED)]
         correct = setting_predictions(here, Path(results_dir), warnings)
         present = [arm for arm in arms if correct.get(arm)]
         for arm_a, arm_b in itertools.combinations(present, 2):

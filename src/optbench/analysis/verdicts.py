@@ -26,6 +26,8 @@ import pandas as pd
 from optbench.analysis.hypotheses import INCONCLUSIVE, REJECTED, SUPPORTED, Context, Verdict, evaluate
 from optbench.analysis.sequential_rule import CONTINUE, FUTILITY, look_seeds
 from optbench.errors import ConfigError
+from optbench.formats import aggregate_tables
+from optbench.formats.aggregate_tables import NOT_TESTED
 from optbench.formats.decision_record import DecisionRecord, HypothesisDecision
 from optbench.specs.hypothesis_spec import Hypothesis
 from optbench.specs.study_spec import Study, find_study, planned_settings, tested_hypotheses
@@ -225,20 +227,7 @@ def verdict_table(judgements: list[Judgement], untested: list[NotTested]) -> pd.
         for judgement in judgements
     ]
     rows += [
-        {"hypothesis": entry.hypothesis.id, "title": entry.hypothesis.title, "verdict": "not tested", "why": entry.why}
+        {"hypothesis": entry.hypothesis.id, "title": entry.hypothesis.title, "verdict": NOT_TESTED, "why": entry.why}
         for entry in untested
     ]
-    columns = [
-        "hypothesis",
-        "title",
-        "verdict",
-        "rule",
-        "study",
-        "settings",
-        "scope",
-        "seeds",
-        "why",
-        "fixed_design_verdict",
-        "exact_verdict",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=list(aggregate_tables.COLUMNS[aggregate_tables.VERDICTS]))

@@ -8,7 +8,8 @@
   user's `device_policy.*` overrides (None = the device's default) to a frozen DevicePolicy, with a
   reason for every choice. Pure so every rule is tested on a CPU by describing a CUDA or MPS device.
 - `cpu_bf16_instructions()` asks torch's cpuinfo which native bf16 instructions the processor has; the CPU
-  rules pick bf16 autocast only where there are some (emulated bf16 is slower than fp32).
+  rules pick fp32 on every processor (so a setting's seeds share one precision wherever they ran) and name
+  the instructions in the reason, where `device_policy.amp=bf16` or `mode=measured` may be faster.
 - `apply_policy(policy)` sets the process-wide backend flags (cudnn.benchmark, TF32) for a CUDA run;
   `release_device_memory(device)` empties the allocator cache between runs of one process.
 - `out_of_memory_as_error(...)` turns a CUDA/MPS out-of-memory into one line saying what to try.

@@ -8,5 +8,6 @@ metrics_log.py     metrics.jsonl: one object per epoch
 predictions.py     predictions.npz: per-image test predictions at the selected epoch
 decision_record.py sequential-<study>.json: the looks of a study run until decided
 tuning_record.py   tuning-<study>.json: what a tuning study tried, cost and chose
+aggregate_tables.py the aggregator's tables code reads back (results, verdicts, fidelity): paths, columns
 label_file.py      CIFAR-N's <dataset>_human.pt: the human label arrays, read without running pickled code
 """

@@ -153,7 +153,7 @@ def add_look(record: DecisionRecord, decisions: Mapping[str, HypothesisDecision]
     look = Look(
         index,
         record.looks[index],
-        datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        datetime.datetime.now(datetime.UTC).isoformat(),
         {**decisions, **record.stopped()},
     )
     return dataclasses.replace(record, decisions=(*record.decisions, look))

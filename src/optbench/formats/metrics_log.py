@@ -7,6 +7,9 @@ naming the line. `append` adds one epoch; `replace` rewrites the file atomically
 records (a resume drops the epochs after its checkpoint). The lines carry no version of their own: they
 are written by the trainer that writes summary.json beside them, whose `format` covers them (a new
 metric is a new key, which every reader already keeps).
+
+The metric keys (`split/name`) live here, the one vocabulary every writer and reader of them uses: a module
+spells `metrics_log.VAL_ACC`, never "val/acc".
 """
 
 import json
@@ -16,7 +19,19 @@ from optbench import rundir
 from optbench.fileio import json_text, write_bytes_atomically
 from optbench.formats.fields import Fields
 
-TEXT_KEYS = ("selected_by",)  # the only text in an epoch's record (summary.json's best); every other value is a number
+# The keys of an epoch's record (accuracies are fractions in [0, 1]; losses are cross-entropy in nats).
+EPOCH = "epoch"  # counted from 1
+LR = "lr"  # the first parameter group's learning rate at the end of the epoch
+TRAIN_LOSS, TRAIN_ACC = "train/loss", "train/acc"  # over the epoch's training batches, as trained
+TRAIN_IMAGES, TRAIN_TIME_S, TRAIN_IMAGES_PER_S = "train/images", "train/time_s", "train/images_per_s"
+VAL_LOSS, VAL_ACC = "val/loss", "val/acc"  # against the labels selection sees (noisy under noise.validation: noisy)
+VAL_ACC_CLEAN = "val/acc_clean"  # under label noise: the same predictions against the true labels (the oracle)
+TEST_LOSS, TEST_ACC = "test/loss", "test/acc"
+EVAL_TIME_S, EVAL_IMAGES, EVAL_IMAGES_PER_S = "eval/time_s", "eval/images", "eval/images_per_s"
+TIME_S = "time_s"  # the epoch's wall time: training and evaluation
+SELECTED_BY = "selected_by"  # summary.json's best only: the key the epoch was chosen on
+
+TEXT_KEYS = (SELECTED_BY,)  # the only text in an epoch's record (summary.json's best); every other value is a number
 WAY_OUT = "restore it from a copy (the mirror, a backup), or move the run away and train it again"
 
 

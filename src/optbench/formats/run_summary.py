@@ -1,20 +1,24 @@
 """summary.json: how a run stands (status, epochs, final and best metrics, provenance), replaced atomically.
 
 The statuses a run can be in live here, and the schema: `Summary`, the one parsed view every reader gets.
-Training builds the content (training/progress.py) and writes it through `write`, which stamps the format
-version; every reader goes through `read`, which follows the run files' one error policy (missing: None;
-unreadable, a field of the wrong type, a non-finite number, a newer format: DamagedRunFile naming the file,
-the field and the way out). A summary without `format` was written before versions existed and reads as
-format 1. A `completed` summary without its headline number (best.test/acc) is unreadable, not completed:
-no table may count it completed while its mean leaves it out.
+The trainer builds the content here too, so the writer and every reader share one definition of the keys:
+`started` (the first summary), `after_epoch` (progress, totals, the best epoch), `mark` (a new status),
+`diverged` and `failed`; the content is a plain dict (what the file holds), which the trainer carries across a
+resume and the mirror adds its own status to. `write` stamps the format version and parses the content
+before it replaces the file; every reader goes through `read`, which follows the run files' one error policy
+(missing: None; unreadable, a field of the wrong type, a non-finite number, a newer format: DamagedRunFile
+naming the file, the field and the way out). A summary without `format` was written before versions existed
+and reads as format 1. A `completed` summary without its headline number (best.test/acc) is unreadable, not
+completed: no table may count it completed while its mean leaves it out.
 """
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from optbench import rundir
 from optbench.fileio import json_text, read_json, write_bytes_atomically
+from optbench.formats import metrics_log
 from optbench.formats.fields import Fields
 from optbench.formats.metrics_log import epoch_record
 
@@ -23,7 +27,9 @@ RUNNING, COMPLETED, DIVERGED, FAILED, INTERRUPTED = "running", "completed", "div
 STATUSES = (COMPLETED, DIVERGED, FAILED, INTERRUPTED, RUNNING)
 FINAL_STATUSES = (COMPLETED, DIVERGED)  # results: the same command skips them
 WAY_OUT = "move it away to resume from the checkpoint, or train.rerun=true to start this run over"
-HEADLINE = "test/acc"  # of `best`: the test accuracy at the epoch chosen on validation, what the tables report
+HEADLINE = (
+    metrics_log.TEST_ACC
+)  # of `best`: the test accuracy at the epoch chosen on validation, what the tables report
 
 
 @dataclass(frozen=True)
@@ -104,35 +110,37 @@ class Environment:
         return f"{self.processor or UNKNOWN} / {self.cpu_capability or UNKNOWN}{features}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Summary:
     """One run's summary.json, checked. Epoch records (`best`, `final`, `best_clean_val`) map a metric name
-    (metrics.jsonl's keys: "val/acc", "test/acc", "train/loss", ...) to a finite number or None."""
+    (metrics.jsonl's keys: "val/acc", "test/acc", "train/loss", ...) to a finite number or None. Only `status`
+    has no default: `Summary(status=...)` is a run that recorded nothing else (the aggregator's stand-in for a
+    run without summary.json); `parse` gives every field."""
 
-    version: int
+    version: int = FORMAT
     status: str
-    run_id: str | None
-    epochs_done: int
-    epochs_planned: int | None
-    seed: int | None
-    optimizer: str | None
-    device: str | None
-    error: str | None
-    best: dict | None  # the epoch chosen on validation accuracy (the last one without a split)
-    final: dict | None  # the last epoch's record
-    best_clean_val: dict | None  # under label noise: the epoch chosen on clean validation labels
-    wall_time_s: float | None
-    train_time_s: float | None
-    train_images_per_s: float | None
-    dataset: DatasetFacts
-    noise: NoiseFacts
-    model: ModelFacts
-    git: GitFacts
-    precision: str | None  # device_policy.amp: the precision the run trained in (bf16, fp16, off)
-    device_policy: dict  # the policy the run trained under, as the trainer wrote it (a resumed run keeps it)
-    environment: Environment  # processor, threads, versions where the run started (Environment() when unrecorded)
-    diverged_at: dict | None  # epoch, train/loss, reason, batch
-    content: dict  # the file as written: the trainer carries it on when it resumes
+    run_id: str | None = None
+    epochs_done: int = 0
+    epochs_planned: int | None = None
+    seed: int | None = None
+    optimizer: str | None = None
+    device: str | None = None
+    error: str | None = None
+    best: dict | None = None  # the epoch chosen on validation accuracy (the last one without a split)
+    final: dict | None = None  # the last epoch's record
+    best_clean_val: dict | None = None  # under label noise: the epoch chosen on clean validation labels
+    wall_time_s: float | None = None
+    train_time_s: float | None = None
+    train_images_per_s: float | None = None
+    dataset: DatasetFacts = field(default_factory=DatasetFacts)
+    noise: NoiseFacts = field(default_factory=NoiseFacts)
+    model: ModelFacts = field(default_factory=ModelFacts)
+    git: GitFacts = field(default_factory=GitFacts)
+    precision: str | None = None  # device_policy.amp: the precision the run trained in (bf16, fp16, off)
+    device_policy: dict = field(default_factory=dict)  # the policy the run trained under (a resumed run keeps it)
+    environment: Environment = field(default_factory=Environment)  # processor, threads, versions where it started
+    diverged_at: dict | None = None  # epoch, train/loss, reason, batch
+    content: dict = field(default_factory=dict)  # the file as written: the trainer carries it on when it resumes
     versions: dict = field(default_factory=dict)  # library name -> version where the run started (python included)
 
     @property
@@ -265,8 +273,158 @@ def git_facts(fields: Fields | None) -> GitFacts:
     return GitFacts(commit=fields.text("commit"), dirty=fields.flag("dirty"))
 
 
+# ---- the trainer's content: built and updated here, so no other module spells summary.json's keys ----
+NO_VALIDATION_SPLIT = "last epoch (no validation split)"  # best's `selected_by` when there is no validation split
+
+
+def started(
+    *,
+    run_id: str,
+    epochs_planned: int,
+    seed: int,
+    optimizer: str,
+    dataset: DatasetFacts,
+    noise: NoiseFacts,
+    model: ModelFacts,
+    device: str,
+    device_policy: dict,
+    versions: dict,
+    git: dict,
+    environment: dict,
+    validation_labels: dict | None = None,
+) -> dict:
+    """A new run's first summary: running, no epoch done. `validation_labels`: under label noise, the labels
+    selection sees (`validation_labels_facts`); `versions`, `git`, `environment`: training/provenance.py's."""
+    return {
+        "format": FORMAT,
+        "status": RUNNING,
+        "run_id": run_id,
+        "epochs_done": 0,
+        "epochs_planned": epochs_planned,
+        "seed": seed,
+        "optimizer": optimizer,
+        "final": None,
+        "best": None,
+        "error": None,
+        "dataset": asdict(dataset),
+        "noise": noise_content(noise, validation_labels),
+        "model": asdict(model),
+        "device": device,
+        "device_policy": device_policy,
+        "versions": versions,
+        "git": git,
+        "environment": environment,
+        "wall_time_s": 0.0,
+        "train_time_s": 0.0,
+        "train_images": 0,
+        "train_images_per_s": None,
+    }
+
+
+def noise_content(noise: NoiseFacts, validation_labels: dict | None) -> dict:
+    """summary.json's noise: the configured and realised noise; human label noise adds its set, source and
+    transition matrix."""
+    content: dict = {
+        "kind": noise.kind,
+        "rate": noise.rate,
+        "realised_rate": noise.realised_rate,
+        "num_noisy": noise.num_noisy,
+    }
+    if validation_labels is not None:
+        content["validation"] = validation_labels
+    if noise.label_set is not None:
+        content.update(
+            label_set=noise.label_set,
+            annotated_dataset=noise.annotated_dataset,
+            transition_matrix=noise.transition_matrix,
+        )
+    return content
+
+
+def validation_labels_facts(num_noisy: int | None = None, num_val: int = 0) -> dict:
+    """Which validation labels selection saw under label noise: noisy ones (`num_noisy` of `num_val` wrong, and
+    the realised rate), or the clean ones (`num_noisy` None)."""
+    if num_noisy is None:
+        return {"labels": "clean"}
+    return {"labels": "noisy", "realised_rate": num_noisy / num_val, "num_noisy": num_noisy}
+
+
+def after_epoch(content: dict, record: dict, wall_time_s: float) -> None:
+    """After an epoch (its metrics.jsonl `record`): progress, totals, and the best epoch by validation accuracy
+    (the last one without a validation split); under label noise the oracle choice on clean labels beside it."""
+    content["epochs_done"] = record[metrics_log.EPOCH]
+    content["final"] = record
+    content["wall_time_s"] = wall_time_s
+    content["train_time_s"] += record[metrics_log.TRAIN_TIME_S]
+    content["train_images"] += record[metrics_log.TRAIN_IMAGES]
+    content["train_images_per_s"] = content["train_images"] / content["train_time_s"]
+    content["best"] = _better(content["best"], record, metrics_log.VAL_ACC, NO_VALIDATION_SPLIT)
+    if metrics_log.VAL_ACC_CLEAN in record:
+        content["best_clean_val"] = _better(content.get("best_clean_val"), record, metrics_log.VAL_ACC_CLEAN, None)
+
+
+def _better(best: dict | None, record: dict, key: str, fallback: str | None) -> dict:
+    selected_by = key if key in record else fallback
+    if best is None or key not in record or record[key] > best[key]:
+        return {metrics_log.SELECTED_BY: selected_by, **record}
+    return best
+
+
+def best_so_far(content: dict) -> dict:
+    """Selection key -> the best value of the epochs done (val/acc; val/acc_clean under label noise)."""
+    chosen = {metrics_log.VAL_ACC: content.get("best"), metrics_log.VAL_ACC_CLEAN: content.get("best_clean_val")}
+    return {key: record[key] for key, record in chosen.items() if record and key in record}
+
+
+def selected_epoch(content: dict) -> int | None:
+    """The epoch `best` holds (None before the first)."""
+    return (content.get("best") or {}).get(metrics_log.EPOCH)
+
+
+def mark(content: dict, status: str, error: BaseException | None = None) -> None:
+    """The run's new status; a failure records its error ('Type: message'), a run that starts again clears it."""
+    content["status"] = status
+    if status == RUNNING or error is not None:
+        content["error"] = None if error is None else f"{type(error).__name__}: {error}"
+
+
+def diverged(content: dict, where: dict) -> None:
+    """A diverged run (a result, not a crash) and where: `diverged_at(...)`."""
+    content.update(status=DIVERGED, diverged_at=where)
+
+
+def diverged_at(epoch: int, train_loss: float, reason: str, batch: int | None = None) -> dict:
+    """summary.json's diverged_at: the epoch, its training loss, why, and the first non-finite batch (counted
+    from 0 within the epoch) when there was one."""
+    where = {"epoch": epoch, metrics_log.TRAIN_LOSS: train_loss, "reason": reason}
+    if batch is not None:
+        where["batch"] = batch
+    return where
+
+
+def failed(content: dict | None, error: BaseException) -> dict:
+    """The summary of a run that failed (`content` None: before its first summary)."""
+    failed_content = {"epochs_done": 0, "final": None, "best": None, **(content or {})}
+    mark(failed_content, FAILED, error)
+    return failed_content
+
+
+def resumed(content: dict) -> None:
+    """One more session: a resume from the checkpoint."""
+    content["resumes"] = content.get("resumes", 0) + 1
+
+
+def set_wall_time(content: dict, seconds: float) -> None:
+    content["wall_time_s"] = seconds
+
+
+def wall_time(content: dict) -> float:
+    """The wall time earlier sessions recorded."""
+    return content.get("wall_time_s", 0.0)
+
+
 def write(run_dir: Path, summary: dict) -> None:
-    """Replace summary.json with `summary` (the trainer's dict), stamped with this format version; parsed
+    """Replace summary.json with `summary` (the trainer's content), stamped with this format version; parsed
     first, exactly as it will be read, so the trainer never writes a summary its readers refuse."""
     text = json_text({**summary, "format": FORMAT})
     parse(json.loads(text), path_in(run_dir))

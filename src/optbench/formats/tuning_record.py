@@ -1,10 +1,11 @@
 """The tuning record, `<results_dir>/tuning-<study id>.json`: one module owns the format.
 
-A tuning study's selection writes it (studies/tuning_protocol.py builds the content, `write` parses it through
-the schema here before writing it) and the aggregator reads it (analysis/tuning_report.py, through
-`find_records` and `read`), so the writer and every reader share one definition: the file's name, its format
-version and its schema, `TuningRecord` (frozen dataclasses down to each run). Readers use the dataclasses'
-attributes, never the file's keys. Standard library only. Written atomically (fileio.write_bytes_atomically).
+A tuning study's selection writes it (studies/tuning_protocol.py builds a `TuningRecord`, `write` turns it into
+the file's JSON with `content` and parses that through the schema here before writing it) and the aggregator
+reads it (analysis/tuning_report.py, through `find_records` and `read`), so the writer and every reader
+share one definition: the file's name, its format version and its schema, `TuningRecord` (frozen dataclasses
+down to each run). Readers use the dataclasses' attributes, never the file's keys. Standard library only.
+Written atomically (fileio.write_bytes_atomically).
 `read` raises DamagedRunFile (a ConfigError) naming the file, the field and the way out when the file is
 unreadable, a field is missing or of the wrong type, a number is not finite or out of its range, or the format
 is newer than this optbench's; the aggregator turns that into one warning line and ignores the file. A file
@@ -157,14 +158,92 @@ def record_path(results_dir: Path, study_id: str) -> Path:
     return Path(results_dir) / f"{PREFIX}{study_id}.json"
 
 
-def write(results_dir: Path, record: dict) -> Path:
-    """Parse `record` (the runner's dict) through the schema, then write it for its study; returns the file
-    written. Content off the schema raises DamagedRunFile and writes nothing."""
-    content = strict_json(record)
-    path = record_path(results_dir, str(content.get("study")) if isinstance(content, dict) else "")
-    parse(content, path)
+def content(record: TuningRecord) -> dict:
+    """The file's JSON object for `record`, keys in the order the runner has always written them."""
+    return {
+        "format": record.version,
+        "study": record.study,
+        "method": record.method,
+        "sampler": record.sampler,
+        "sampler_seed": record.sampler_seed,
+        "select_on": record.select_on,
+        "date": record.date,
+        "budget": {
+            "trials": record.budget.trials,
+            "epochs": grid_value(record.budget.epochs),
+            "trial_seeds": list(record.budget.trial_seeds),  # seeds: always a list
+            "confirm_seeds": list(record.budget.confirm_seeds),
+            "top_k": record.budget.top_k,
+        },
+        "optimizers": {name: optimizer_content(entry) for name, entry in record.optimizers.items()},
+    }
+
+
+def grid_value(values: tuple[int, ...]) -> int | list[int] | None:
+    """The budget's epochs as a study file writes them: one number alone, several as a list, none as null."""
+    return None if not values else values[0] if len(values) == 1 else list(values)
+
+
+def optimizer_content(entry: OptimizerTuning) -> dict:
+    return {
+        "space": {key: bounds_content(bounds) for key, bounds in entry.space.items()},
+        "trials": [
+            {
+                "index": trial.index,
+                "values": trial.values,
+                "score": trial.score,
+                "top_k": trial.top_k,
+                "runs": [run_content(run) for run in trial.runs],
+            }
+            for trial in entry.trials
+        ],
+        "winner": None if entry.winner is None else winner_content(entry.winner),
+        "edges": None if entry.edges is None else list(entry.edges),
+        "runs": entry.runs,
+        "epochs_trained": entry.epochs_trained,
+        "device_hours": entry.device_hours,
+        "devices": list(entry.devices),
+    }
+
+
+def bounds_content(bounds: Bounds) -> dict:
+    if bounds.scale == "grid":
+        return {"values": list(bounds.values), "scale": bounds.scale}
+    return {"low": bounds.low, "high": bounds.high, "scale": bounds.scale}
+
+
+def run_content(run: Run) -> dict:
+    return {
+        "run_dir": run.run_dir,
+        "seed": run.seed,
+        "status": run.status,
+        "score": run.score,
+        "wall_time_s": run.wall_time_s,
+        "epochs_done": run.epochs_done,
+        "device": run.device,
+    }
+
+
+def winner_content(winner: Winner) -> dict:
+    return {
+        "index": winner.index,
+        "values": winner.values,
+        "mean": winner.mean,
+        "sd": winner.sd,
+        "seeds": list(winner.seeds),
+        "scores": list(winner.scores),
+    }
+
+
+def write(results_dir: Path, record: "TuningRecord | dict") -> Path:
+    """Write `record` (the runner's TuningRecord, or a file's JSON object as a dict) for its study, parsed
+    through the schema first; returns the file written. Content off the schema raises DamagedRunFile and
+    writes nothing."""
+    written = strict_json(content(record) if isinstance(record, TuningRecord) else record)
+    path = record_path(results_dir, str(written.get("study")) if isinstance(written, dict) else "")
+    parse(written, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomically(path, json.dumps(content, indent=2).encode())
+    write_bytes_atomically(path, json.dumps(written, indent=2).encode())
     return path
 
 

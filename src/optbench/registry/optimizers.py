@@ -1,13 +1,15 @@
 """The optimizer registry: one entry per conf/optimizer/<name>.yaml, with what the harness must know about it.
 
-A config says how to build an optimizer (`_target_` and its arguments); its entry here says how to treat
-it: which library it comes from (its version goes into summary.json), how its parameter groups are cut,
-whether it must be switched between train and eval mode (Schedule-Free), whether it is learning-rate-free
-(Prodigy), which schedules it accepts and which it defaults to, and the ranges a tuning study searches
-by default. Standard library only, so config validation, the study planner and `choices` read it without
-loading torch. tests/test_optimizers.py checks that the registry and conf/optimizer/*.yaml name the same
-optimizers and agree on their parameter groups and classes, and runs every test over every entry:
-adding an optimizer is one config plus one entry here (docs/adding-an-optimizer.md).
+A config says how to build an optimizer (`_target_`, how its parameter groups are cut, its arguments); its
+entry here says how to treat it: which library it comes from (its version goes into summary.json), whether it
+is learning-rate-free (Prodigy), which schedules it accepts and which it defaults to, its own warmup argument,
+and the ranges a tuning study searches by default. What the config already says (the class, the parameter
+groups) is not repeated here, and train/eval modes (Schedule-Free) are found on the optimizer itself
+(training/optim.py has_modes), so an overridden `_target_` is treated by what it is. Standard library only,
+so config validation, the study planner and `choices` read it without loading torch. tests/test_optimizers.py
+checks that the registry and conf/optimizer/*.yaml name the same optimizers and that each config's class comes
+from its entry's library, and runs every test over every entry: adding an optimizer is one config plus one
+entry here (docs/adding-an-optimizer.md).
 """
 
 from dataclasses import dataclass
@@ -22,13 +24,9 @@ def log_range(low: float, high: float) -> dict:
 @dataclass(frozen=True)
 class OptimizerSpec:
     name: str  # the config's file stem and its `name:`, the run directory's optimizer level
-    target: str  # the config's `_target_`, so a stale entry is caught (tests/test_optimizers.py)
     library: str  # distribution whose version summary.json records
     source: str  # where the algorithm and its defaults come from
     search: dict  # config key -> {low, high, scale}: the default search-space ranges, fixed in advance
-    param_groups: str = "standard"  # standard: decay on >= 2-D weights only; muon: Muon on hidden >= 2-D weights,
-    # its AdamW on stem, head, norms and biases
-    mode_switch: bool = False  # needs optimizer.train() before training steps and optimizer.eval() before evaluation
     lr_free: bool = False  # learning-rate-free: lr stays 1.0 unless set; tuning never scales it
     schedules: tuple | None = None  # the scheduler= options it accepts; None: every one
     default_schedule: str = (
@@ -51,14 +49,12 @@ REGISTRY: dict[str, OptimizerSpec] = {
         # --- the core five ------------------------------------------------------------------------------
         OptimizerSpec(
             "sgd",
-            "torch.optim.SGD",
             "torch",
             "He et al. 2016; kuangliu/pytorch-cifar",
             {"lr": log_range(0.01, 1.0), "weight_decay": log_range(5.0e-5, 5.0e-3)},
         ),
         OptimizerSpec(
             "adam",
-            "torch.optim.Adam",
             "torch",
             "Kingma & Ba 2015",
             # weight decay: three decades, coupled L2 whose useful values are less known
@@ -66,14 +62,12 @@ REGISTRY: dict[str, OptimizerSpec] = {
         ),
         OptimizerSpec(
             "adamw",
-            "torch.optim.AdamW",
             "torch",
             "Loshchilov & Hutter 2019",
             {"lr": log_range(1.0e-4, 1.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)},
         ),
         OptimizerSpec(
             "lion",
-            "lion_pytorch.Lion",
             "lion-pytorch",
             "Chen et al. 2023; lion-pytorch README",
             {"lr": log_range(1.0e-5, 1.0e-3), "weight_decay": log_range(1.0e-2, 1.0)},
@@ -81,16 +75,13 @@ REGISTRY: dict[str, OptimizerSpec] = {
         # pytorch-optimizer's Muon: torch.optim.Muon refuses parameters that are not 2-D (ResNet's conv filters)
         OptimizerSpec(
             "muon",
-            "pytorch_optimizer.Muon",
             "pytorch_optimizer",
             "Jordan et al. 2024 (Muon README)",
             {"lr": log_range(2.0e-3, 0.2), "weight_decay": log_range(1.0e-3, 1.0e-1)},
-            param_groups="muon",
         ),
         # --- what a 2026 comparison measures against ------------------------------------------------------
         OptimizerSpec(
             "nadamw",
-            "torch.optim.NAdam",
             "torch",
             "Dozat 2016; AlgoPerf's NAdamW baseline (Dahl et al. 2023)",
             {"lr": log_range(1.0e-4, 1.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)},
@@ -99,32 +90,27 @@ REGISTRY: dict[str, OptimizerSpec] = {
         # no decay schedule, and its own warmup (optimizer.warmup_fraction -> warmup_steps)
         OptimizerSpec(
             "schedulefree_adamw",
-            "schedulefree.AdamWScheduleFree",
             "schedulefree",
             "Defazio et al. 2024 (AlgoPerf 2024 self-tuning winner); schedulefree README",
             {"lr": log_range(2.5e-4, 2.5e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)},
-            mode_switch=True,
             schedules=("constant",),
             default_schedule="constant",
             own_warmup="warmup_steps",
         ),
         OptimizerSpec(
             "soap",
-            "pytorch_optimizer.SOAP",
             "pytorch_optimizer",
             "Vyas et al. 2024 (SOAP)",
             {"lr": log_range(3.0e-4, 3.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)},
         ),
         OptimizerSpec(
             "ademamix",
-            "pytorch_optimizer.AdEMAMix",
             "pytorch_optimizer",
             "Pagliardini et al. 2024 (AdEMAMix)",
             {"lr": log_range(1.0e-4, 1.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)},
         ),
         OptimizerSpec(
             "prodigy",
-            "pytorch_optimizer.Prodigy",
             "pytorch_optimizer",
             "Mishchenko & Defazio 2024 (Prodigy)",
             # learning-rate-free: d_coef scales its estimated step size instead of lr
@@ -133,14 +119,12 @@ REGISTRY: dict[str, OptimizerSpec] = {
         ),
         OptimizerSpec(
             "mars",
-            "pytorch_optimizer.MARS",
             "pytorch_optimizer",
             "Yuan et al. 2024 (MARS)",
             {"lr": log_range(3.0e-4, 3.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)},
         ),
         OptimizerSpec(
             "adopt",
-            "pytorch_optimizer.ADOPT",
             "pytorch_optimizer",
             "Taniguchi et al. 2024 (ADOPT)",
             {"lr": log_range(1.0e-4, 1.0e-2), "weight_decay": log_range(1.0e-3, 1.0e-1)},

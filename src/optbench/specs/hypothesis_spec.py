@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from optbench.errors import ConfigError
+from optbench.formats.metrics_log import VAL_ACC
 
 HUMAN = "human"  # the noise kind whose settings are label sets (noise.label_set), not rates
 HYPOTHESIS_KEYS = ("id", "title", "statement", "test", "study")  # a hypothesis file's keys
@@ -51,7 +52,7 @@ class HypothesisTest:
     min_seeds: int = DEFAULT_MIN_SEEDS
     fraction: float = 0.0  # epochs_to_fraction_of_reference: target = fraction x reference
     reference_metric: str = "final_val_acc"
-    curve_metric: str = "val/acc"  # the metrics.jsonl key compared with the target
+    curve_metric: str = VAL_ACC  # the metrics.jsonl key compared with the target
     noise: str = ""  # noise_drop: the noise kind
     rates: tuple[float, ...] = ()  # noise_drop: each rate is a required comparison
     label_sets: tuple[str, ...] = ()  # noise_drop with noise: human: each label set is a required comparison

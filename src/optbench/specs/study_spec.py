@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from optbench.errors import ConfigError, did_you_mean
+from optbench.formats.metrics_log import VAL_ACC
 from optbench.identity import is_numbers_free
 from optbench.specs.hypothesis_spec import HUMAN, HYPOTHESIS_KEYS, HypothesisTest, parse_hypothesis
 
@@ -176,8 +177,8 @@ def tuning_studies_of(study: Study) -> list[str]:
 
 TUNE_METHODS = ("grid", "quasirandom")
 SELECTION_METRICS = {  # tune.select_on -> where it lives in summary.json: validation, never test
-    "val_acc_best": ("best", "val/acc"),  # best validation accuracy over the epochs (default)
-    "final_val_acc": ("final", "val/acc"),  # validation accuracy after the last epoch
+    "val_acc_best": ("best", VAL_ACC),  # best validation accuracy over the epochs (default)
+    "final_val_acc": ("final", VAL_ACC),  # validation accuracy after the last epoch
 }
 TUNE_KEYS = {
     "grid": ("method", "lr_factors", "weight_decay_factors", "select_on", "output"),

@@ -102,9 +102,9 @@ class RecordedRate:
 
 def epoch_eval_rate(record: dict, eval_images: int) -> float | None:
     """An epoch's evaluated images/s: recorded (eval/images_per_s), or its time outside training."""
-    if record.get("eval/images_per_s"):
-        return float(record["eval/images_per_s"])
-    outside = float(record.get("time_s") or 0) - float(record.get("train/time_s") or 0)
+    if record.get(metrics_log.EVAL_IMAGES_PER_S):
+        return float(record[metrics_log.EVAL_IMAGES_PER_S])
+    outside = float(record.get(metrics_log.TIME_S) or 0) - float(record.get(metrics_log.TRAIN_TIME_S) or 0)
     return eval_images / outside if outside > 0 and eval_images else None
 
 
@@ -112,11 +112,15 @@ def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, Recorded
     """shape -> the rates its runs on disk recorded (their metrics.jsonl), for the shapes that have any."""
     train_rates, eval_rates, runs = {}, {}, {}
     for work, run_dir in trained:
-        records = [record for record in metrics_log.read(Path(run_dir))[0] if record.get("train/images_per_s")]
+        records = [
+            record for record in metrics_log.read(Path(run_dir))[0] if record.get(metrics_log.TRAIN_IMAGES_PER_S)
+        ]
         if not records:
             continue
         runs[work.shape] = runs.get(work.shape, 0) + 1
-        train_rates.setdefault(work.shape, []).extend(float(record["train/images_per_s"]) for record in records)
+        train_rates.setdefault(work.shape, []).extend(
+            float(record[metrics_log.TRAIN_IMAGES_PER_S]) for record in records
+        )
         eval_rates.setdefault(work.shape, []).extend(
             rate for record in records if (rate := epoch_eval_rate(record, work.eval_images))
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from optbench.errors import DamagedRunFile
 from optbench.formats import run_summary
-from optbench.formats.run_summary import COMPLETED, DIVERGED, FINAL_STATUSES
+from optbench.formats.run_summary import COMPLETED, DIVERGED, FAILED, FINAL_STATUSES
 
 
 def run_outcome(run_dir: Path, expected_run_id: str | None = None) -> str:
@@ -41,13 +41,13 @@ def unfinished(run_dirs: list[Path], expected_run_ids: list[str | None] | None =
 
 def tally(outcomes: list[str]) -> dict[str, int]:
     """completed / diverged / failed (anything else that did not finish) counts of run outcomes."""
-    counts = {COMPLETED: 0, DIVERGED: 0, "failed": 0}
+    counts = {COMPLETED: 0, DIVERGED: 0, FAILED: 0}
     for what in outcomes:
         status = what.split(":")[0]
-        counts[status if status in (COMPLETED, DIVERGED) else "failed"] += 1
+        counts[status if status in (COMPLETED, DIVERGED) else FAILED] += 1
     return counts
 
 
 def tally_line(counts: dict[str, int]) -> str:
     """`3 completed, 0 diverged, 1 failed, 2 skipped`: how a sweep or study ended."""
-    return ", ".join(f"{counts.get(key, 0)} {key}" for key in (COMPLETED, DIVERGED, "failed", "skipped"))
+    return ", ".join(f"{counts.get(key, 0)} {key}" for key in (COMPLETED, DIVERGED, FAILED, "skipped"))

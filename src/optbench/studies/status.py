@@ -20,7 +20,7 @@ from tabulate import tabulate
 from optbench import identity, rundir
 from optbench.durations import format_duration
 from optbench.errors import DamagedRunFile
-from optbench.formats import run_record, run_summary
+from optbench.formats import metrics_log, run_record, run_summary
 from optbench.specs.study_spec import Study, find_study
 from optbench.studies import estimate
 from optbench.studies.plan import PlannedRun, Sweep, plan
@@ -71,7 +71,12 @@ def run_state(run: PlannedRun) -> RunState:
     if state == run_summary.RUNNING and not rundir.is_being_trained(run.run_dir):
         state, detail = run_summary.INTERRUPTED, "its process is gone: the study command resumes it"
     return RunState(
-        run, state, summary.epochs_done, (summary.best or {}).get("val/acc"), summary.wall_time_s or 0.0, detail
+        run,
+        state,
+        summary.epochs_done,
+        (summary.best or {}).get(metrics_log.VAL_ACC),
+        summary.wall_time_s or 0.0,
+        detail,
     )
 
 

@@ -281,73 +281,88 @@ def _undated(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith("# Tuned "))
 
 
-def record(selections: dict[str, Selection], study: Study, results_dir: Path) -> dict:
-    """The tuning record the aggregator reads (format: optbench/formats/tuning_record.py)."""
+def record(selections: dict[str, Selection], study: Study, results_dir: Path) -> tuning_record.TuningRecord:
+    """The tuning record the aggregator reads, built as its format's schema (optbench/formats/tuning_record.py)."""
     tune = study.tune
     quasirandom = tune.method == "quasirandom"
-    return {
-        "format": tuning_record.FORMAT,
-        "study": study.id,
-        "method": tune.method,
-        "sampler": tune.sampler if quasirandom else None,
-        "sampler_seed": tune.sampler_seed if quasirandom else None,
-        "select_on": tune.select_on,
-        "date": datetime.date.today().isoformat(),
-        "budget": {
-            "trials": tune.trials if quasirandom else None,
-            "epochs": study.grid.get("epochs"),
-            "trial_seeds": study.grid.get("seed"),
-            "confirm_seeds": list(tune.confirm_seeds),
-            "top_k": tune.top_k if quasirandom else None,
-        },
-        "optimizers": {
+    return tuning_record.TuningRecord(
+        version=tuning_record.FORMAT,
+        study=study.id,
+        method=tune.method,
+        sampler=tune.sampler if quasirandom else None,
+        sampler_seed=tune.sampler_seed if quasirandom else None,
+        select_on=tune.select_on,
+        date=datetime.date.today().isoformat(),
+        budget=tuning_record.Budget(
+            trials=tune.trials if quasirandom else None,
+            epochs=_grid_values(study.grid.get("epochs")),
+            trial_seeds=_grid_values(study.grid.get("seed")),
+            confirm_seeds=tuple(tune.confirm_seeds),
+            top_k=tune.top_k if quasirandom else None,
+        ),
+        optimizers={
             name: _optimizer_record(selection, results_dir, tune.select_on) for name, selection in selections.items()
         },
-    }
+    )
 
 
-def _optimizer_record(selection: Selection, results_dir: Path, select_on: str) -> dict:
-    runs = [_run_record(run, results_dir, select_on) for point in selection.points for run in point.runs]
+def _grid_values(value) -> tuple[int, ...]:
+    """A study grid's value (a number or a list of them; None when the grid leaves it out) as a tuple."""
+    if value is None:
+        return ()
+    return tuple(int(item) for item in value) if isinstance(value, (list, tuple)) else (int(value),)
+
+
+def _optimizer_record(selection: Selection, results_dir: Path, select_on: str) -> tuning_record.OptimizerTuning:
     best = selection.winner
-    return {
-        "space": selection.space,
-        "trials": [
-            {
-                "index": point.index,
-                "values": point.values,
-                "score": statistics.fmean(point.first_scores),
-                "top_k": point.top_k,
-                "runs": [_run_record(run, results_dir, select_on) for run in point.runs],
-            }
-            for point in selection.points
-        ],
-        "winner": {
-            "index": best.index,
-            "values": best.values,
-            "mean": best.mean,
-            "sd": statistics.stdev(best.scores) if len(best.scores) > 1 else None,
-            "seeds": [int(run.cfg.seed) for run in best.runs],
-            "scores": best.scores,
-        },
-        "edges": selection.edges,
-        "runs": len(runs),
-        "epochs_trained": sum(run["epochs_done"] for run in runs),
-        "device_hours": sum(run["wall_time_s"] for run in runs) / 3600,
-        "devices": sorted({run["device"] for run in runs if run["device"]}),
-    }
+    trials = tuple(
+        tuning_record.Trial(
+            index=point.index,
+            values=point.values,
+            score=statistics.fmean(point.first_scores),
+            top_k=point.top_k,
+            runs=tuple(_run_record(run, results_dir, select_on) for run in point.runs),
+        )
+        for point in selection.points
+    )
+    runs = [run for trial in trials for run in trial.runs]
+    return tuning_record.OptimizerTuning(
+        space={key: _bounds(dimension) for key, dimension in selection.space.items()},
+        trials=trials,
+        winner=tuning_record.Winner(
+            index=best.index,
+            values=best.values,
+            mean=best.mean,
+            sd=statistics.stdev(best.scores) if len(best.scores) > 1 else None,
+            seeds=tuple(int(run.cfg.seed) for run in best.runs),
+            scores=tuple(best.scores),
+        ),
+        edges=tuple(selection.edges),
+        runs=len(runs),
+        epochs_trained=sum(run.epochs_done or 0 for run in runs),
+        device_hours=sum(run.wall_time_s or 0.0 for run in runs) / 3600,
+        devices=tuple(sorted({run.device for run in runs if run.device})),
+    )
 
 
-def _run_record(run, results_dir: Path, select_on: str) -> dict:
+def _bounds(dimension: dict) -> tuning_record.Bounds:
+    """A searched dimension ({low, high, scale} or {values, scale: grid}) as the record's Bounds."""
+    if dimension["scale"] == "grid":
+        return tuning_record.Bounds("grid", values=tuple(dimension["values"]))
+    return tuning_record.Bounds(dimension["scale"], low=dimension["low"], high=dimension["high"])
+
+
+def _run_record(run, results_dir: Path, select_on: str) -> tuning_record.Run:
     summary = _finished_summary(run.run_dir)
-    return {
-        "run_dir": os.path.relpath(run.run_dir, results_dir),
-        "seed": int(run.cfg.seed),
-        "status": summary and summary.status,
-        "score": score_of(summary, select_on),
-        "wall_time_s": float(summary and summary.wall_time_s or 0.0),
-        "epochs_done": summary.epochs_done if summary else 0,
-        "device": summary and summary.device,
-    }
+    return tuning_record.Run(
+        run_dir=os.path.relpath(run.run_dir, results_dir),
+        seed=int(run.cfg.seed),
+        status=summary and summary.status,
+        score=score_of(summary, select_on),
+        wall_time_s=float(summary and summary.wall_time_s or 0.0),
+        epochs_done=summary.epochs_done if summary else 0,
+        device=summary and summary.device,
+    )
 
 
 def write_record(selections: dict[str, Selection], study: Study, results_dir: Path) -> Path:

@@ -5,7 +5,7 @@ assemble.py    build everything a run trains with (device, data, noise, model, o
 loop.py        the epoch loop: train, evaluate, record, checkpoint, stop on signals or divergence
 evaluate.py    an epoch's metric record: validation, test and how the noisy labels are fit
 steps.py       one optimizer step, one training pass, one evaluation pass (no files, no config)
-progress.py    what summary.json says as the run goes: the first summary, its update per epoch, divergence
+progress.py    the trainer's word on summary.json (built by formats/run_summary.py): the first summary, divergence
 console.py     the lines a run prints, and train.log
 trackers.py    experiment trackers (conf/logger/): TensorBoard, MLflow, W&B, CSV; each fails alone
 tracker_export.py  runs already on disk into MLflow (src/aggregate.py RESULTS --to-tracker mlflow)

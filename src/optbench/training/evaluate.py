@@ -28,6 +28,7 @@ from torch.fx.experimental.optimization import fuse
 
 from optbench.data.pipelines import eval_batches
 from optbench.device.policy import eval_batch_size, out_of_memory_as_error, synchronise
+from optbench.formats import metrics_log
 from optbench.training.optim import has_modes
 from optbench.training.steps import EpochProgress, evaluate, noisy_fit, recompute_batch_norm
 
@@ -47,13 +48,13 @@ def epoch_record(
         _batch_norm_at_evaluated_weights(run)
     trained = progress.result()
     record = {
-        "epoch": epoch,
-        "lr": run.optimizer.param_groups[0]["lr"],
-        "train/loss": trained["loss"],
-        "train/acc": trained["acc"],
-        "train/images": trained["images"],
-        "train/time_s": train_seconds,
-        "train/images_per_s": trained["images"] / train_seconds,
+        metrics_log.EPOCH: epoch,
+        metrics_log.LR: run.optimizer.param_groups[0]["lr"],
+        metrics_log.TRAIN_LOSS: trained["loss"],
+        metrics_log.TRAIN_ACC: trained["acc"],
+        metrics_log.TRAIN_IMAGES: trained["images"],
+        metrics_log.TRAIN_TIME_S: train_seconds,
+        metrics_log.TRAIN_IMAGES_PER_S: trained["images"] / train_seconds,
     }
     model = evaluation_model(run)
     val_metrics, _ = _split_metrics(run, model, "val", run.splits.val, run.noisy_val_labels)
@@ -71,10 +72,10 @@ def epoch_record(
     evaluation_seconds = time.perf_counter() - evaluation_start
     record.update(
         {
-            "eval/time_s": evaluation_seconds,
-            "eval/images": evaluated,
-            "eval/images_per_s": evaluated / evaluation_seconds if evaluation_seconds > 0 else float("nan"),
-            "time_s": train_seconds + evaluation_seconds,
+            metrics_log.EVAL_TIME_S: evaluation_seconds,
+            metrics_log.EVAL_IMAGES: evaluated,
+            metrics_log.EVAL_IMAGES_PER_S: evaluated / evaluation_seconds if evaluation_seconds > 0 else float("nan"),
+            metrics_log.TIME_S: train_seconds + evaluation_seconds,
         }
     )
     return record, trained["first_nonfinite_batch"], test_predicted
@@ -83,11 +84,11 @@ def epoch_record(
 def wants_test(cfg, epoch: int, val_metrics: dict, best_so_far: dict) -> bool:
     """Every epoch, or (test_every=improved) where a selection metric (validation accuracy, and its clean
     oracle under noise) beats every earlier epoch, and the last. Without a validation split: every epoch."""
-    if cfg.train.get("test_every", "epoch") == "epoch" or epoch == cfg.epochs or "val/acc" not in val_metrics:
+    if cfg.train.get("test_every", "epoch") == "epoch" or epoch == cfg.epochs or metrics_log.VAL_ACC not in val_metrics:
         return True
     return any(
         val_metrics[key] > best_so_far.get(key, float("-inf"))
-        for key in ("val/acc", "val/acc_clean")
+        for key in (metrics_log.VAL_ACC, metrics_log.VAL_ACC_CLEAN)
         if key in val_metrics
     )
 

@@ -22,11 +22,12 @@ from tqdm import tqdm
 from optbench.device.policy import out_of_memory_as_error, synchronise
 from optbench.errors import RunInterrupted
 from optbench.formats import metrics_log, predictions, run_summary
+from optbench.formats.metrics_log import TRAIN_LOSS
 from optbench.rundir import RunDir
 from optbench.training import checkpoint, console
 from optbench.training.evaluate import epoch_record
 from optbench.training.optim import set_mode
-from optbench.training.progress import best_so_far, divergence, update_summary
+from optbench.training.progress import divergence
 from optbench.training.signals import stop_requests
 from optbench.training.steps import EpochProgress, train_epoch
 from optbench.training.trackers import open_trackers
@@ -53,15 +54,15 @@ class LoopState:
     progress: EpochProgress | None = None  # the epoch stopped half-way, if any
     partial_seconds: float = 0.0  # training time already spent on that epoch
     clock: Clock = None
-    selected_predictions: tuple | None = None  # (epoch, predicted test classes) of summary["best"]
+    selected_predictions: tuple | None = None  # (epoch, predicted test classes) of the summary's best epoch
 
     def __post_init__(self):
-        self.clock = self.clock or Clock(self.summary.get("wall_time_s", 0.0))
+        self.clock = self.clock or Clock(run_summary.wall_time(self.summary))
 
     @classmethod
     def from_checkpoint(cls, saved: dict, progress: EpochProgress | None) -> "LoopState":
         summary = saved["summary"]
-        summary["resumes"] = summary.get("resumes", 0) + 1
+        run_summary.resumed(summary)
         partial_seconds = saved["partial_epoch"]["train_time_s"] if progress else 0.0
         kept = saved.get("selected_predictions")  # absent from checkpoints written before predictions.npz
         return cls(
@@ -79,7 +80,7 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None, last_epoch: int
     interrupted, as a stop signal leaves it."""
     cfg, summary = run.cfg, state.summary
     last = cfg.epochs if last_epoch is None else min(last_epoch, cfg.epochs)
-    summary.update(status=run_summary.RUNNING, error=None)
+    run_summary.mark(summary, run_summary.RUNNING)
     if run_mirror:
         run_mirror.attach(summary)
     run_summary.write(run_dir.path, summary)
@@ -93,15 +94,15 @@ def fit(run, run_dir: RunDir, state: LoopState, run_mirror=None, last_epoch: int
                 if diverged:
                     break
             else:
-                summary["status"] = run_summary.COMPLETED if last == cfg.epochs else run_summary.INTERRUPTED
+                run_summary.mark(summary, run_summary.COMPLETED if last == cfg.epochs else run_summary.INTERRUPTED)
     except (RunInterrupted, KeyboardInterrupt):
-        summary["status"] = run_summary.INTERRUPTED
+        run_summary.mark(summary, run_summary.INTERRUPTED)
         raise
     except Exception as error:
-        summary.update(status=run_summary.FAILED, error=f"{type(error).__name__}: {error}")
+        run_summary.mark(summary, run_summary.FAILED, error)
         raise
     finally:
-        summary["wall_time_s"] = state.clock.total()
+        run_summary.set_wall_time(summary, state.clock.total())
         _write_predictions(run, run_dir, state)
         run_summary.write(run_dir.path, summary)
         trackers.finish(summary["status"], summary)
@@ -120,20 +121,22 @@ def _run_epoch(run, run_dir: RunDir, state: LoopState, epoch: int, stop, tracker
     # the next epoch's train_epoch switches back. A mid-epoch checkpoint above keeps the training mode.
     set_mode(run.optimizer, training=False)
     record, first_nonfinite_batch, test_predicted = epoch_record(
-        run, epoch, progress, state.partial_seconds, best_so_far(summary)
+        run, epoch, progress, state.partial_seconds, run_summary.best_so_far(summary)
     )
     state.progress, state.partial_seconds = None, 0.0
     state.records.append(record)
     metrics_log.append(run_dir.path, record)
     console.log_epoch(record, cfg.epochs)
     trackers.log_epoch(record)
-    update_summary(summary, record, state.clock.total())
-    if test_predicted is not None and summary["best"]["epoch"] == epoch:  # this epoch is now the selected one
+    run_summary.after_epoch(summary, record, state.clock.total())
+    if (
+        test_predicted is not None and run_summary.selected_epoch(summary) == epoch
+    ):  # this epoch is now the selected one
         state.selected_predictions = (epoch, test_predicted)
     diverged_at = divergence(record, first_nonfinite_batch, cfg.train.divergence_factor, run.splits.num_classes)
     if diverged_at:
-        summary.update(status=run_summary.DIVERGED, diverged_at=diverged_at)
-        log.warning("diverged at epoch %d: %s (train loss %s)", epoch, diverged_at["reason"], record["train/loss"])
+        run_summary.diverged(summary, diverged_at)
+        log.warning("diverged at epoch %d: %s (train loss %s)", epoch, diverged_at["reason"], record[TRAIN_LOSS])
         return True
     if stop.signal or _checkpoint_due(cfg, epoch):
         _save(run, run_dir, state)
@@ -149,7 +152,7 @@ def _checkpoint_due(cfg, epoch: int) -> bool:
 
 
 def _save(run, run_dir: RunDir, state: LoopState) -> None:
-    state.summary["wall_time_s"] = state.clock.total()
+    run_summary.set_wall_time(state.summary, state.clock.total())
     checkpoint.save(run_dir.checkpoint_path, checkpoint.checkpoint_state(run, state))
     _write_predictions(run, run_dir, state)
 

@@ -31,7 +31,7 @@ from optbench.rundir import RunDir
 from optbench.training import checkpoint, console, mirror, provenance, trackers
 from optbench.training.assemble import Run, prepare
 from optbench.training.loop import LoopState, fit
-from optbench.training.progress import failed, initial_summary
+from optbench.training.progress import initial_summary
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def _prepare(
         if record is None:
             _start(directory, resolved, wanted, hydra_files)
         previous = run_summary.read(directory.path)
-        run_summary.write(directory.path, failed(previous.content if previous else None, error))
+        run_summary.write(directory.path, run_summary.failed(previous.content if previous else None, error))
         raise
 
 
@@ -164,7 +164,7 @@ def _started_policy(previous: run_summary.Summary) -> dict:
 def _start(directory: RunDir, resolved: dict, wanted: dict, hydra_files: dict[str, str] | None) -> None:
     """A new run (or train.rerun=true): drop an earlier attempt, write the record and .hydra/ once."""
     directory.clear_results()
-    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     run_record.write(directory.path, run_record.new_record(resolved, wanted, created))
     directory.metrics_path.write_text("")
     if hydra_files:
@@ -220,34 +220,38 @@ def _note_changed_threads(summary: dict, policy, epochs_done: int) -> None:
 
 def _first_summary(run: Run) -> dict:
     cfg, splits = run.cfg, run.splits
-    dataset = {
-        "name": splits.name,
-        "num_classes": splits.num_classes,
-        "num_train": len(splits.train),
-        "num_val": len(splits.val),
-        "num_test": len(splits.test),
-    }
-    noise = {
-        "kind": cfg.noise.name,
-        "rate": cfg.noise.rate,
-        "realised_rate": run.noisy.realised_rate,
-        "num_noisy": run.noisy.num_noisy,
-    }
+    dataset = run_summary.DatasetFacts(
+        name=splits.name,
+        num_classes=splits.num_classes,
+        num_train=len(splits.train),
+        num_val=len(splits.val),
+        num_test=len(splits.test),
+    )
+    human = run.human  # real annotators' labels: which set, whose, and who was mistaken for whom
+    noise = run_summary.NoiseFacts(
+        kind=cfg.noise.name,
+        rate=cfg.noise.rate,
+        realised_rate=run.noisy.realised_rate,
+        num_noisy=run.noisy.num_noisy,
+        label_set=human.label_set if human else None,
+        annotated_dataset=human.source if human else None,
+        transition_matrix=transition_matrix(splits.train.labels, run.noisy.labels, splits.num_classes)
+        if human
+        else None,
+    )
+    validation_labels = None
     if run.noisy_val_labels is not None:
         wrong = int((run.noisy_val_labels != splits.val.labels).sum())
-        noise["validation"] = {"labels": "noisy", "realised_rate": wrong / len(splits.val), "num_noisy": wrong}
+        validation_labels = run_summary.validation_labels_facts(wrong, len(splits.val))
     elif cfg.noise.name != "none":
-        noise["validation"] = {"labels": "clean"}
-    if run.human is not None:  # real annotators' labels: which set, whose, and who was mistaken for whom
-        noise.update(
-            label_set=run.human.label_set,
-            annotated_dataset=run.human.source,
-            transition_matrix=transition_matrix(splits.train.labels, run.noisy.labels, splits.num_classes),
-        )
-    model = {
-        "name": cfg.model.name,
-        "width": cfg.model.width,
-        "num_parameters": sum(parameter.numel() for parameter in run.model.parameters()),
-    }
+        validation_labels = run_summary.validation_labels_facts()
+    model = run_summary.ModelFacts(
+        name=cfg.model.name,
+        width=cfg.model.width,
+        num_parameters=sum(parameter.numel() for parameter in run.model.parameters()),
+    )
     environment = provenance.environment(run.device)  # after the policy set the threads
-    return initial_summary(cfg, run.run_id, dataset, noise, model, str(run.device), run.policy.as_dict(), environment)
+    policy = run.policy.as_dict()
+    return initial_summary(
+        cfg, run.run_id, dataset, noise, model, str(run.device), policy, environment, validation_labels
+    )

@@ -90,10 +90,12 @@ def sweep_end_line() -> str | None:
             status = summary.status if summary else None
         except errors.DamagedRunFile:
             status = None
-        counts["skipped" if finished_before else status if status in run_summary.FINAL_STATUSES else "failed"] += 1
+        counts[
+            "skipped" if finished_before else status if status in run_summary.FINAL_STATUSES else run_summary.FAILED
+        ] += 1
     roots = sorted({shlex.quote(root) for _, _, root in _sweep_runs})
     line = ", ".join(
-        f"{counts[key]} {key}" for key in (run_summary.COMPLETED, run_summary.DIVERGED, "failed", "skipped")
+        f"{counts[key]} {key}" for key in (run_summary.COMPLETED, run_summary.DIVERGED, run_summary.FAILED, "skipped")
     )
     more = f" (the first {len(_sweep_runs)} runs)" if len(_sweep_runs) == MAX_CHECKED_COMBINATIONS else ""
     return f"sweep: {line}{more}; aggregate with: python src/aggregate.py {' '.join(roots)}"

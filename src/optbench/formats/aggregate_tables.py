@@ -1,0 +1,90 @@
+"""The aggregator's tables that code reads back: tables/results.csv, tables/verdicts.csv and the fidelity tables.
+
+The aggregator writes many tables for people (Markdown, LaTeX); these CSV files are also read by code: README's
+generated blocks (scripts/readme_study.py), the published-verdict checks, the fidelity tests. This module owns
+their paths (relative to the aggregator's --out folder) and the columns a reader may rely on: the aggregator
+writes each through `csv_text`, which refuses a table lacking one of them, and a reader gets it through
+`read`, which names the file and the missing column (DamagedRunFile, with the way out: aggregate again).
+The verdicts table is text (`read` keeps every cell a string, empty where the aggregator left it blank); the
+results and fidelity tables are numbers where they can be.
+"""
+
+from pathlib import Path
+
+import pandas as pd
+
+from optbench.errors import DamagedRunFile
+
+TABLES = "tables"
+RESULTS = f"{TABLES}/results.csv"  # one row per (setting, optimizer): the mean table (analysis/tables.py)
+VERDICTS = f"{TABLES}/verdicts.csv"  # one row per (hypothesis, scope), then one per hypothesis not tested
+HYPOTHESES = f"{TABLES}/hypotheses.csv"  # every comparison of every judged hypothesis
+FIDELITY = f"{TABLES}/fidelity.csv"  # one row per (ladder, rung): its rank agreement with the top rung
+FIDELITY_AGREEMENT = f"{TABLES}/fidelity_agreement.csv"
+
+NOT_TESTED = "not tested"  # verdicts.csv's verdict of a hypothesis no run tested
+# The columns readers rely on (the aggregator writes more).
+COLUMNS = {
+    RESULTS: (
+        "setting",
+        "arm",
+        "seeds",
+        "runs",
+        "test_acc_at_best_val_mean",
+        "test_acc_at_best_val_std",
+        "test_acc_at_best_val_ci_low",
+        "test_acc_at_best_val_ci_high",
+        "final_train_loss_mean",
+        "rank",
+        "p_vs_best",
+    ),
+    VERDICTS: (
+        "hypothesis",
+        "title",
+        "verdict",
+        "rule",
+        "study",
+        "settings",
+        "scope",
+        "seeds",
+        "why",
+        "fixed_design_verdict",
+        "exact_verdict",
+    ),
+    HYPOTHESES: ("hypothesis", "setting", "comparison", "p", "p (Holm)", "outcome"),
+    FIDELITY: ("setting", "rung", "budget", "arm", "mean", "rank"),
+    FIDELITY_AGREEMENT: ("setting", "rung", "budget", "tau_b"),
+}
+TEXT_TABLES = (VERDICTS, HYPOTHESES)
+WAY_OUT = "write it again with python src/aggregate.py (it was written by another optbench, or edited)"
+
+
+def missing_columns(table: str, columns) -> list[str]:
+    return [column for column in COLUMNS.get(table, ()) if column not in set(columns)]
+
+
+def csv_text(table: str, frame: pd.DataFrame) -> str:
+    """`frame` as `table`'s CSV; ValueError when it lacks a column readers rely on (a writer's bug)."""
+    missing = missing_columns(table, frame.columns)
+    if missing and len(frame.columns):  # an empty table (no rows, no columns) has nothing to read
+        raise ValueError(f"{table} lacks the column(s) {', '.join(missing)} its readers rely on")
+    return frame.to_csv(index=False)
+
+
+def read(out_dir: Path, table: str) -> pd.DataFrame:
+    """`table` of the aggregator's output folder `out_dir`, checked for the columns readers rely on."""
+    return read_file(Path(out_dir) / table, table)
+
+
+def read_file(path: Path, table: str) -> pd.DataFrame:
+    """The CSV at `path`, read and checked as `table` (one of the paths above: its columns and its kind)."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False) if table in TEXT_TABLES else pd.read_csv(path)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as error:  # not CSV: copied mid-write, edited by hand
+        raise DamagedRunFile(f"{path}: not readable as CSV ({type(error).__name__}): {WAY_OUT}") from error
+    missing = missing_columns(table, frame.columns)
+    if missing:
+        raise DamagedRunFile(f"{path}: lacks the column(s) {', '.join(missing)}: {WAY_OUT}")
+    return frame
