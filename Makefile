@@ -29,7 +29,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n auto $(ARGS)
 
 # The linter, formatter (check only) and type checker CI runs before the tests; `ruff format .` and
-# `ruff check --fix .` apply what they ask.
+# `ruff check --fix .` apply what they ask. mypy reads src/ and scripts/ (pyproject.toml [tool.mypy]).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -36,9 +36,9 @@ def status_of(run_dir: Path) -> str:
     return summary.status if summary else "no summary"
 
 
-def publish(source: Path, destination: Path) -> collections.Counter:
+def publish(source: Path, destination: Path) -> collections.Counter[str]:
     """Copy the run records and tuning records of `source` into `destination`; returns runs by status."""
-    statuses = collections.Counter()
+    statuses: collections.Counter[str] = collections.Counter()
     for run_dir in find_run_dirs(source, skip=destination):
         target = destination / run_dir.relative_to(source)
         target.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ of their files. Bad input gives one line `error: ...` naming the fix and exit st
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from optbench import fileio, rundir
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
@@ -21,7 +22,7 @@ FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's usage spans lines; the contract is one
+    def error(self, message: str) -> NoReturn:  # argparse's usage spans lines; the contract is one
         raise ConfigError(f"{message} (python src/compare.py --help)")
 
 

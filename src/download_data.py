@@ -11,6 +11,7 @@ Bad input or a failed download is one line `error: ...` naming the fix, exit sta
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
@@ -19,7 +20,7 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 
 class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's usage spans lines; the contract is one
+    def error(self, message: str) -> NoReturn:  # argparse's usage spans lines; the contract is one
         raise ConfigError(f"{message} (python src/download_data.py --help)")
 
 

@@ -20,6 +20,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
@@ -28,7 +29,7 @@ EXIT_IDENTICAL, EXIT_DIFFERENT = 0, 1
 
 
 class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's usage spans lines; the contract is one
+    def error(self, message: str) -> NoReturn:  # argparse's usage spans lines; the contract is one
         raise ConfigError(f"{message} (python src/replay.py --help)")
 
 

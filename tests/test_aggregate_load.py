@@ -268,6 +268,16 @@ def test_an_older_run_without_a_record_is_read_from_hydra_with_a_warning(tmp_pat
     )
 
 
+def test_an_older_run_whose_hydra_config_is_a_list_is_read_from_its_summary_with_a_warning(tmp_path):
+    """A .hydra/config.yaml holding a YAML list (not a config) stopped the aggregator with an AttributeError."""
+    root = tmp_path / "results"
+    run_dir = write_run(root, ramp_records(0.9), optimizer="lion", write_record=False)
+    (run_dir / ".hydra" / "config.yaml").write_text("- optimizer\n- lion\n")
+    analysis = analyse(root)
+    assert analysis.runs.iloc[0]["optimizer"] == "lion"
+    assert any(".hydra/config.yaml unreadable (not a mapping)" in warning for warning in analysis.warnings)
+
+
 def test_a_damaged_record_makes_the_run_unreadable(tmp_path):
     root = tmp_path / "results"
     run_dir = write_run(root, ramp_records(0.9), optimizer="adam")

@@ -231,6 +231,10 @@ BAD_INPUTS = [
     (["logger=mlfow"], "unknown logger 'mlfow': did you mean logger=mlflow? choose logger="),
     (["optimizer=lino"], "unknown optimizer 'lino': did you mean optimizer=lion? choose optimizer="),
     (["-m", "seed=0,1", "++optimizer.lrr=0.1"], "did you mean optimizer.lr=0.1?"),
+    (  # a bare value, not a list: each of its letters was taken for a trial
+        ["-m", "seed=0,1", "hydra/sweeper=optbench_trials", "hydra.sweeper.trials=abc"],
+        "hydra.sweeper.trials=abc: give a list of trials, each a space-separated override list",
+    ),
 ]
 
 

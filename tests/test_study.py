@@ -477,3 +477,9 @@ def test_the_study_name_is_accepted_after_set_overrides(capsys):
     assert study_command.main(["H1", "--set", "epochs=1", "smoke", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --set takes KEY=VALUE overrides, not smoke") and err.count("\n") == 1
+
+
+def test_a_deletion_override_is_spelled_alone_in_the_sweep_command(capsys):
+    """`--set ~key` planned its runs, then crashed (a TypeError) printing the multirun's command line."""
+    assert study_command.main(["smoke", "--dry-run", "--no-estimate", "--set", "~train.tensorboard"]) == 0
+    assert " '~train.tensorboard'\n" in capsys.readouterr().out

@@ -114,7 +114,7 @@ def is_locked(lock_path: Path) -> bool:
         return False
 
 
-def md5_of(path: Path) -> str:
+def md5_of(path: str | Path) -> str:
     """The file's md5 (hex); computed once per version of the file in a process (a study checks one label file
     for each of its hundreds of runs)."""
     resolved = Path(path).resolve()

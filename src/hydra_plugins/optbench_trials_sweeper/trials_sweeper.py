@@ -35,7 +35,10 @@ class TrialsSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size)
         self.trials = [str(trial).split() for trial in trials]
 
-    def split_arguments(self, overrides: list[Override], max_batch_size: int | None) -> list[list[list[str]]]:
+    # BasicSweeper's is a staticmethod, but it calls self.split_arguments: this one needs self.trials
+    def split_arguments(  # type: ignore[override]
+        self, overrides: list[Override], max_batch_size: int | None
+    ) -> list[list[list[str]]]:
         """The basic sweeper's product of the command line, times each trial (all of them when none is given)."""
         combinations = BasicSweeper.split_arguments(overrides, None)[0]
         jobs = [combination + trial for combination in combinations for trial in (self.trials or [[]])]

@@ -14,6 +14,7 @@ kept across every figure so they read at a glance:
 
 import math
 import textwrap
+from typing import Any
 
 import matplotlib
 
@@ -22,6 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.typing import LineStyleType
 
 from optbench.analysis.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank
 from optbench.analysis.load import number
@@ -34,11 +36,11 @@ from optbench.formats.tuning_record import Bounds, Budget, OptimizerTuning, Winn
 from optbench.formats.tuning_record import Trial as TuningTrial
 from optbench.registry import datasets
 
-TAB10 = plt.get_cmap("tab10").colors
+TAB10 = tuple(matplotlib.color_sequences["tab10"])
 FIXED_COLOURS = dict(zip(KNOWN_OPTIMIZERS, TAB10[:5]))  # sgd blue, adam orange, adamw green, lion red, muon purple
-EXTRA_COLOURS = TAB10[5:] + plt.get_cmap("Dark2").colors
+EXTRA_COLOURS = TAB10[5:] + tuple(matplotlib.color_sequences["Dark2"])
 # Dotted (":") is kept for runs that did not complete, so variants never use it.
-LINE_STYLES = ["-", "--", "-.", (0, (6, 2, 1, 2, 1, 2))]
+LINE_STYLES: list[LineStyleType] = ["-", "--", "-.", (0, (6, 2, 1, 2, 1, 2))]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 PANEL_SIZE = (4.6, 3.4)  # inches per panel: readable when the PNG is shown at page width
 MAX_COLUMNS = 3
@@ -604,7 +606,7 @@ def profile_widths(count: int) -> list[float]:
 
 TUNING_PANEL_SIZE = (2.6, 2.0)  # inches per (hyperparameter, optimizer) panel: small, many panels side by side
 SCORE_LABELS = {"val_acc_best": "best validation accuracy (%)", "final_val_acc": "final validation accuracy (%)"}
-SEARCHED_RANGE = {"color": "grey", "linestyle": "--", "linewidth": 0.8}
+SEARCHED_RANGE: dict[str, Any] = {"color": "grey", "linestyle": "--", "linewidth": 0.8}
 
 
 def tuning_search(study: TuningStudy, colours: dict):

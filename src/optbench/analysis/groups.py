@@ -75,7 +75,8 @@ def varies(runs: pd.DataFrame, column: str, within: list[str]) -> bool:
 
 
 def find_grouping(runs: pd.DataFrame, config_keys: list[str]) -> Grouping:
-    setting_extra, arm_extra = [], []
+    setting_extra: list[str] = []
+    arm_extra: list[str] = []
     for key in config_keys:
         if is_excluded(key) or not varies(runs, key, owner_of(key)):
             continue

@@ -32,6 +32,7 @@ comparison is marked post-selection, since the same seeds chose it.
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -187,7 +188,7 @@ def planned_but_absent(test: HypothesisTest, runs: pd.DataFrame, planned: list) 
     """A "missing" check for every setting the study planned (matching `where:`, with an optimizer the test
     names) of which the folder holds no run of those optimizers: the family is the plan, not the folder."""
     names = {test.subject, *test.versus}
-    checks = []
+    checks: list[Check] = []
     for setting in planned:
         values = {
             "dataset": setting.dataset,
@@ -315,7 +316,7 @@ def rule(checks: list[Check], alpha: float, p_key: str) -> tuple[str, str]:
 
 
 def inconclusive_reason(checks: list[Check], outcomes: list[str], alpha: float) -> str:
-    counts = {}
+    counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome] = counts.get(outcome, 0) + 1
     parts = [f"{count} of {len(checks)} {outcome}" for outcome, count in counts.items()]
@@ -461,8 +462,8 @@ def comparison_check(
 ) -> Check:
     """`what`: how a missing value of `metric` reads in a note (default: the metric's name)."""
     name = f"{mine.label or mine.optimizer} vs {other.label or other.optimizer}"
-    missing = [arm.problem for arm in (mine, other) if arm.label is None]
-    if missing:
+    if mine.label is None or other.label is None:
+        missing = [arm.problem for arm in (mine, other) if arm.label is None]
         return Check(setting, name, expected, "missing", detail="; ".join(missing))
     result = compare(
         values_by_seed(mine, metric),
@@ -485,7 +486,13 @@ def comparison_check(
 
 
 def tested_check(
-    check: Check, result, arms: list[Arm], labels: tuple[str, str], min_seeds: int, alpha: float, notes: list[str] = ()
+    check: Check,
+    result,
+    arms: list[Arm],
+    labels: tuple[str, str],
+    min_seeds: int,
+    alpha: float,
+    notes: Sequence[str] = (),
 ) -> Check:
     """Outcome from the primary test; a test on fewer than min_seeds seeds, or no spread, is "not testable"."""
     small = too_few(result, labels, min_seeds)

@@ -22,7 +22,7 @@ def check_inputs(results_dir: Path, out_dir: Path | None, target_acc: float, alp
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha {alpha}: give a significance level in (0, 1), e.g. 0.05")
     default_out = out_dir is None
-    out_dir = results_dir / "aggregate" if default_out else Path(out_dir)
+    out_dir = results_dir / "aggregate" if out_dir is None else Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file: give a folder for the aggregator's output")
     inside = next((folder for folder in [out_dir.resolve(), *out_dir.resolve().parents] if is_run_dir(folder)), None)

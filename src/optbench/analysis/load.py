@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from optbench import rundir
+from optbench.config.plain import plain_dict
 from optbench.errors import DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
 from optbench.formats.metrics_log import EPOCH, TEST_ACC, TIME_S, TRAIN_ACC, TRAIN_LOSS, VAL_ACC
@@ -82,7 +83,8 @@ def load_runs(
 ) -> LoadedRuns:
     """Every run below `results_dir` except those whose resolved path is in `set_aside` (tuning trials),
     which are only counted."""
-    rows, curve_frames, warnings, set_aside_ids = [], [], [], []
+    rows, curve_frames, set_aside_ids = [], [], []
+    warnings: list[str] = []
     for run_dir in find_run_dirs(results_dir, skip):
         run_id = run_dir.relative_to(results_dir).as_posix() or "."
         if set_aside and run_dir.resolve() in set_aside:
@@ -206,10 +208,13 @@ def read_hydra_config(path: Path, warnings: list[str]) -> dict | None:
     except Exception as error:  # a hand-edited or truncated YAML file: say so, keep going  # noqa: BLE001
         warnings.append(f"{HYDRA_CONFIG} unreadable ({type(error).__name__})")
         return None
+    if not isinstance(config, DictConfig):  # a list: no config at all
+        warnings.append(f"{HYDRA_CONFIG} unreadable (not a mapping)")
+        return None
     try:
-        plain = OmegaConf.to_container(config, resolve=True)
+        plain = plain_dict(config, resolve=True)
     except Exception:  # an interpolation whose resolver is not registered here: keep the literal text  # noqa: BLE001
-        plain = OmegaConf.to_container(config, resolve=False)
+        plain = plain_dict(config, resolve=False)
     return flatten(plain)
 
 

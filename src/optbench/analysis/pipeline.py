@@ -30,10 +30,13 @@ hypothesis file) raises ConfigError with one line naming the fix; the CLI turns 
 """
 
 import datetime
+import functools
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -169,7 +172,7 @@ def aggregate(
     command: str = "",
     draw_figures: bool = True,
     study: Study | None = None,
-    fidelity_extra: list[str] = (),
+    fidelity_extra: Sequence[str] = (),
 ) -> Outcome:
     """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
     each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py).
@@ -282,7 +285,7 @@ def judge_hypotheses(
     hypotheses_note: str,
     analysis: Analysis,
     tuned_on: dict[str, set[int]],
-    records: list[dict],
+    records: list[decision_record.DecisionRecord],
     study: Study | None,
     experiments_dir: Path | None,
     warnings: list[str],
@@ -449,7 +452,7 @@ def write_figures(
     """Draw every figure the data allows; a figure that fails becomes a warning in the report, not a crash.
     `slugs`: each setting's short file-name stem (names.file_stems)."""
     style = figure_makers.Style(runs, arms)
-    planned = [
+    planned: list[tuple[str, str, Callable[[], Any]]] = [  # (caption, file stem, maker of a figure or None)
         (
             "Test accuracy per optimizer",
             "final_accuracy",
@@ -481,7 +484,7 @@ def write_figures(
             (
                 f"Learning curves: {setting}",
                 f"learning_curves_{slugs[setting]}",
-                lambda setting=setting: figure_makers.learning_curves(runs, curves, setting, arms, style),
+                functools.partial(figure_makers.learning_curves, runs, curves, setting, arms, style),
             )
         )
     for setting in settings:
@@ -489,7 +492,7 @@ def write_figures(
             (
                 f"Memorization of noisy labels: {setting}",
                 f"memorization_{slugs[setting]}",
-                lambda setting=setting: figure_makers.memorization_curves(runs, curves, setting, arms, style),
+                functools.partial(figure_makers.memorization_curves, runs, curves, setting, arms, style),
             )
         )
     for setting in human_settings(runs, settings):
@@ -497,7 +500,7 @@ def write_figures(
             (
                 f"Human label noise, who was taken for whom: {setting}",
                 f"transition_matrix_{slugs[setting]}",
-                lambda setting=setting: figure_makers.transition_heatmap(runs, setting),
+                functools.partial(figure_makers.transition_heatmap, runs, setting),
             )
         )
     return draw_planned(out, planned, warnings)
@@ -570,7 +573,7 @@ def write_fidelity(
     tuning: TuningRecords,
     alpha: float,
     draw_figures: bool,
-    extra_keys: list[str],
+    extra_keys: Sequence[str],
     judge_runs,
 ) -> FidelityParts | None:
     """The fidelity ladders' tables and figures (fidelity.py); None when the runs form no ladder.

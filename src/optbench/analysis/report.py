@@ -251,7 +251,7 @@ def verdict_notes(verdict: Verdict, sequential: bool = False) -> list[str]:
     if verdict.exact_verdict and verdict.exact_verdict != verdict.verdict and not sequential:
         floors = sorted(
             {
-                check.numbers.get("exact_min_p")
+                check.numbers["exact_min_p"]
                 for check in verdict.checks
                 if np.isfinite(check.numbers.get("exact_min_p", math.nan))
             }
@@ -631,6 +631,7 @@ def fidelity_section(parts: ReportParts) -> str:
 
 
 def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts) -> list[str]:
+    assert parts.fidelity is not None  # fidelity_section returned before its ladders without one
     lines = [
         f"### {ladder.setting}: rungs {', '.join(rung.label for rung in ladder.rungs)}",
         "",

@@ -26,8 +26,10 @@ percentile interval can cover at 3 (it never reaches beyond the runs' own range,
 """
 
 import math
+from collections.abc import Callable, Collection, Iterable
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -38,6 +40,7 @@ BOOTSTRAP_RESAMPLES = 50_000  # percentile intervals; fixed seed so the same run
 UNDER_COVERING_N = 6  # fewer runs per setting than this: the interval covers less than 95 %, expanded or not
 TAUS = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)  # profile columns: within tau x the best arm's cost
 RESULT_STATUSES = (COMPLETED, DIVERGED, FAILED)  # runs that ended; interrupted or running ones have not
+Bounds = tuple[float, float]  # the range of a statistic, to which its interval is clipped
 
 
 def scored_runs(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -63,26 +66,33 @@ def normalise(runs: pd.DataFrame, metric: str) -> pd.Series:
     return (runs[metric].astype(float) - chance) / room
 
 
-def iqm(values, axis=-1):
+# A statistic along the last axis, batched over leading ones: a number for 1-D data, an array for a batch
+Estimate = np.floating | np.ndarray
+
+
+def iqm(values: npt.ArrayLike, axis: int = -1) -> Estimate:
     """Interquartile mean: the mean of the middle 50 % (a quarter trimmed from each end)."""
-    return stats.trim_mean(values, 0.25, axis=axis)
+    trimmed: Estimate = stats.trim_mean(values, 0.25, axis=axis)
+    return trimmed
 
 
-def pooled_iqm(*strata, axis=-1):
+def pooled_iqm(*strata: np.ndarray, axis: int = -1) -> Estimate:
     """The IQM of all runs of all settings together (each bootstrap resample keeps every setting's count)."""
     return iqm(np.concatenate(strata, axis=axis), axis=axis)
 
 
-def win_probability(x, y):
+def win_probability(x: npt.ArrayLike, y: npt.ArrayLike) -> Estimate:
     """P(X > Y) + P(X = Y) / 2 over every pair of a run of x and a run of y (the Mann-Whitney U / (n m)),
     along the last axis of each, batched over leading axes."""
     x, y = np.asarray(x)[..., :, None], np.asarray(y)[..., None, :]
-    return np.mean(x > y, axis=(-2, -1)) + 0.5 * np.mean(x == y, axis=(-2, -1))
+    probability: Estimate = np.mean(x > y, axis=(-2, -1)) + 0.5 * np.mean(x == y, axis=(-2, -1))
+    return probability
 
 
-def mean_win_probability(*strata, axis=-1):
+def mean_win_probability(*strata: np.ndarray, axis: int = -1) -> Estimate:
     """Strata alternate (x in setting 1, y in setting 1, x in setting 2, ...): the mean over settings."""
-    return np.mean([win_probability(strata[i], strata[i + 1]) for i in range(0, len(strata), 2)], axis=0)
+    mean: Estimate = np.mean([win_probability(strata[i], strata[i + 1]) for i in range(0, len(strata), 2)], axis=0)
+    return mean
 
 
 def expanded_level(n: int, confidence: float = CONFIDENCE) -> float:
@@ -94,7 +104,7 @@ def expanded_level(n: int, confidence: float = CONFIDENCE) -> float:
 
 
 def stratified_interval(
-    strata: list[np.ndarray], statistic, bounds=(-math.inf, math.inf)
+    strata: list[np.ndarray], statistic: Callable[..., Estimate], bounds: Bounds = (-math.inf, math.inf)
 ) -> tuple[float, float, float]:
     """(estimate, low, high): the statistic on the data and its stratified bootstrap percentile interval, expanded
     for the smallest setting's runs (`expanded_level`), clipped to the statistic's range `bounds`. A setting with
@@ -118,10 +128,10 @@ def stratified_interval(
 
 def values_of(runs: pd.DataFrame, setting: str, arm: str, metric: str) -> np.ndarray:
     chosen = runs[(runs["setting"] == setting) & (runs["arm"] == arm)][metric].astype(float).to_numpy()
-    return chosen[np.isfinite(chosen)]
+    return np.asarray(chosen[np.isfinite(chosen)])
 
 
-def failures(runs: pd.DataFrame, settings, arm: str) -> int:
+def failures(runs: pd.DataFrame, settings: Iterable[str], arm: str) -> int:
     return int(runs[runs["setting"].isin(list(settings)) & (runs["arm"] == arm)]["ended_badly"].sum())
 
 
@@ -151,7 +161,7 @@ def iqm_table(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[s
     return pd.DataFrame(rows)
 
 
-def iqm_row(setting: str, arm: str, metric: str, strata: list[np.ndarray], failed: int, bounds) -> dict:
+def iqm_row(setting: str, arm: str, metric: str, strata: list[np.ndarray], failed: int, bounds: Bounds) -> dict:
     estimate, low, high = stratified_interval(strata, pooled_iqm, bounds)
     return {
         "setting": setting,
@@ -216,7 +226,7 @@ def costs(runs: pd.DataFrame, cost_column: str, settings: list[str], arms: list[
     return table
 
 
-def profile(cost_table: pd.DataFrame, taus=TAUS) -> pd.DataFrame:
+def profile(cost_table: pd.DataFrame, taus: Collection[float] = TAUS) -> pd.DataFrame:
     """Arms x taus: the fraction of the settings an arm ran in which its cost is within tau x the best arm's
     cost there. A setting no arm solved counts as unsolved for all; an arm's failures count against it."""
     best = cost_table.min(axis=1)

@@ -24,8 +24,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from optbench.analysis.hypotheses import Check, Verdict
 from optbench.analysis.stats import t_power
 from optbench.formats.run_summary import COMPLETED
+from optbench.specs.hypothesis_spec import HypothesisTest
 
 TARGET_POWER = 0.8
 SD_CONFIDENCE = 0.8  # one-sided upper bound of the pilot's sd (Browne 1995)
@@ -107,7 +109,7 @@ class SeedPlan:
         )
 
 
-def comparison_units(test) -> tuple[float, str]:
+def comparison_units(test: HypothesisTest) -> tuple[float, str]:
     """(scale, unit) of a hypothesis's comparisons as printed: points for accuracies, epochs for the
     epochs-to-target kind, else the metric's own units."""
     if test.kind == "epochs_to_fraction_of_reference":
@@ -142,7 +144,7 @@ def independent_runs_per_difference(numbers: dict) -> int:
     return 4 if numbers.get("test") == "Welch-Satterthwaite contrast" else 2
 
 
-def plan_comparison(check, alpha: float, comparisons: int, delta: float | None) -> ComparisonPlan | None:
+def plan_comparison(check: Check, alpha: float, comparisons: int, delta: float | None) -> ComparisonPlan | None:
     """None when the check has no spread to plan from (missing, or fewer than 2 paired seeds)."""
     numbers = check.numbers
     n = int(numbers.get("n_pairs") or 0) or min(int(numbers.get("n_subject", 0)), int(numbers.get("n_other", 0)))
@@ -180,7 +182,7 @@ def plan_comparison(check, alpha: float, comparisons: int, delta: float | None) 
     )
 
 
-def simulated_power(plans: list[ComparisonPlan], n: int, alpha: float, rng=None) -> float:
+def simulated_power(plans: list[ComparisonPlan], n: int, alpha: float, rng: np.random.Generator | None = None) -> float:
     """The share of simulated studies of n paired seeds in which every comparison is significant in its
     stated direction (the verdict rule's "supported"), each drawn as normal differences with the planned
     effect and the upper-bound sd."""
@@ -202,7 +204,7 @@ def hours_per_seed(runs: pd.DataFrame) -> float:
     return float(done.groupby(["setting", "arm"])["wall_time_s"].mean().sum() / 3600)
 
 
-def borrowed_plan(check, like: ComparisonPlan, alpha: float, comparisons: int, delta: float) -> ComparisonPlan:
+def borrowed_plan(check: Check, like: ComparisonPlan, alpha: float, comparisons: int, delta: float) -> ComparisonPlan:
     """A required comparison the pilot cannot size, planned for `delta` with the sd of `like` (the largest of the
     others): n_pilot 0 says it has no pilot runs of its own."""
     effect = abs(delta)
@@ -222,7 +224,7 @@ def borrowed_plan(check, like: ComparisonPlan, alpha: float, comparisons: int, d
     )
 
 
-def plan_seeds(verdict, runs: pd.DataFrame, delta: float | None = None) -> SeedPlan:
+def plan_seeds(verdict: Verdict, runs: pd.DataFrame, delta: float | None = None) -> SeedPlan:
     """`verdict`: hypotheses.evaluate on the pilot; `runs`: the pilot runs of this hypothesis (its optimizers, in
     the settings it was judged on), for the cost. Every required comparison counts in m."""
     test = verdict.hypothesis.test
@@ -258,10 +260,10 @@ def plan_seeds(verdict, runs: pd.DataFrame, delta: float | None = None) -> SeedP
 def plan_table(plan: SeedPlan, scale: float = 100.0, unit: str = "pp") -> pd.DataFrame:
     """One row per comparison, as text."""
 
-    def seeds(value) -> str:
+    def seeds(value: int | None) -> str:
         return f"> {MAX_SEEDS}" if value is None else str(value)
 
-    def seeds_text(row: ComparisonPlan, value) -> str:
+    def seeds_text(row: ComparisonPlan, value: int | None) -> str:
         return "—" if row.against_claim else seeds(value)
 
     return pd.DataFrame(

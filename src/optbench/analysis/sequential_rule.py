@@ -27,6 +27,7 @@ A decision once taken is final: the record keeps it, and later looks never re-de
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,7 @@ FUTILITY_POWER = 0.10
 STOPPED = (SUPPORTED, REJECTED, FUTILITY, UNDECIDED)
 
 
-def looks_for(first: int, max_seeds: int, planned=DEFAULT_LOOKS) -> tuple[int, ...]:
+def looks_for(first: int, max_seeds: int, planned: Sequence[int] = DEFAULT_LOOKS) -> tuple[int, ...]:
     """The study's own seeds first, then the default looks above it, ending at max_seeds."""
     return tuple(dict.fromkeys([first, *(n for n in planned if first < n < max_seeds), max(first, max_seeds)]))
 

@@ -31,10 +31,12 @@ import dataclasses
 import functools
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import optimize, stats
 
@@ -69,12 +71,12 @@ class Description:
         return self.mean + self.half_width
 
 
-def finite(values) -> np.ndarray:
+def finite(values: npt.ArrayLike) -> np.ndarray:
     array = np.asarray(pd.Series(values, dtype=float), dtype=float)
-    return array[np.isfinite(array)]
+    return np.asarray(array[np.isfinite(array)])
 
 
-def describe(values, confidence: float = 0.95) -> Description:
+def describe(values: npt.ArrayLike, confidence: float = 0.95) -> Description:
     array = finite(values)
     n = len(array)
     if n == 0:
@@ -86,13 +88,13 @@ def describe(values, confidence: float = 0.95) -> Description:
     return Description(n, mean, std, float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * std / math.sqrt(n))
 
 
-def scale_of(*arrays) -> float:
+def scale_of(*arrays: npt.ArrayLike) -> float:
     """The magnitude of the data, against which spread and ties are judged."""
     finite_values = [np.abs(array[np.isfinite(array)]) for array in map(np.asarray, arrays)]
     return max([float(values.max()) for values in finite_values if len(values)] or [0.0])
 
 
-def no_spread(values, scale: float) -> bool:
+def no_spread(values: npt.ArrayLike, scale: float) -> bool:
     """True when the values are all equal up to floating-point noise relative to `scale`."""
     values = np.asarray(values, dtype=float)
     return len(values) > 0 and float(np.ptp(values)) <= SPREAD_RTOL * max(scale, np.finfo(float).tiny)
@@ -155,7 +157,7 @@ def seeds_pair(a: pd.Series, b: pd.Series, min_pairs: int = MIN_PAIRS) -> bool:
     return len(shared_seeds(one_per_seed(a)[0], one_per_seed(b)[0])) >= min_pairs
 
 
-def seeds_text(seeds) -> str:
+def seeds_text(seeds: Iterable[float]) -> str:
     return ", ".join(str(int(seed)) if float(seed).is_integer() else str(seed) for seed in seeds)
 
 
@@ -594,7 +596,7 @@ def contrast_comparison(series: list[pd.Series], alpha: float) -> Comparison:
 # ---- families -----------------------------------------------------------------------------------------
 
 
-def holm(p_values) -> np.ndarray:
+def holm(p_values: npt.ArrayLike) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count as a test)."""
     p = np.asarray(p_values, dtype=float)
     adjusted = np.full_like(p, np.nan)

@@ -100,7 +100,8 @@ def bootstrap_differences(
         summed_over_seeds = seed_counts.astype(np.float32) @ differences  # [rounds, images]
         drawn_images = rng.integers(0, images, (rounds, images))
         values.append(np.take_along_axis(summed_over_seeds, drawn_images, axis=1).sum(axis=1, dtype=np.float64))
-    return np.concatenate(values) / (seeds * images)
+    means: np.ndarray = np.concatenate(values) / (seeds * images)
+    return means
 
 
 def comparison_row(
@@ -183,7 +184,9 @@ def setting_predictions(here: pd.DataFrame, results_dir: Path, warnings: list[st
     return correct
 
 
-def read_run_predictions(run_dir: Path, best_epoch, warnings: list[str], run_id: str):
+def read_run_predictions(
+    run_dir: Path, best_epoch: float, warnings: list[str], run_id: str
+) -> predictions.Predictions | None:
     """The run's predictions when they belong to its selected epoch; None (with a warning when it matters)."""
     try:
         kept = predictions.read(run_dir / PREDICTIONS_FILE)

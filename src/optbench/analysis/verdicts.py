@@ -94,7 +94,7 @@ def judge(
     tested = tested_hypotheses(study, [hypothesis.id for hypothesis in hypotheses]) if study else None
     judgements, untested = [], []
     for hypothesis in hypotheses:
-        if tested is not None and hypothesis.id not in tested:
+        if study is not None and tested is not None and hypothesis.id not in tested:
             untested.append(NotTested(hypothesis, f"not tested by study {study.id}"))
             continue
         for scope in scopes(hypothesis, records, study, experiments_dir, warnings if warnings is not None else []):
@@ -145,6 +145,7 @@ def judge_in(hypothesis: Hypothesis, scope: Scope, context: Context) -> Judgemen
     if scope.rule != SEQUENTIAL:
         fixed = evaluate(hypothesis, dataclasses.replace(context, planned=list(scope.planned)))
         return Judgement(hypothesis, scope, fixed.verdict, fixed.reason, fixed)
+    assert scope.record is not None  # a sequential scope holds its decision record
     look, entry = ruling_look(scope.record, hypothesis.id)
     seeds = tuple(look_seeds(list(scope.own_seeds), entry.seeds)) if scope.own_seeds else ()
     fixed = evaluate(hypothesis, dataclasses.replace(context, planned=list(scope.planned), seeds=seeds))

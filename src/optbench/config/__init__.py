@@ -2,4 +2,5 @@
 
 validation.py  validate(cfg): every check of user input and its one-line message
 hydra_glue.py  resolvers, command lines, override lists, compose with one-line errors
+plain.py       plain_dict(node): a config node as a plain dict, checked
 """

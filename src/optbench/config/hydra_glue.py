@@ -180,10 +180,13 @@ def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], 
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except Exception as error:  # Hydra's parse errors span lines; the first names the override  # noqa: BLE001
         raise ConfigError(f"bad override: {str(error).strip().splitlines()[0]}") from None
-    values, hydra_overrides = {}, []
+    values: dict[str, list[str | None]] = {}
+    hydra_overrides: list[str] = []
     for override in parsed:
+        line = override.input_line
+        assert line is not None  # the parser keeps the text of each override it parsed
         if override.is_hydra_override():
-            hydra_overrides.append(override.input_line)
+            hydra_overrides.append(line)
             continue
         key = override.get_key_element()
         if override.is_sweep_override():
@@ -191,11 +194,11 @@ def parse_overrides(overrides: list[str]) -> tuple[dict[str, list[str | None]], 
                 values[key] = [str(value) for value in override.sweep_string_iterator()]
             except Exception:  # interval sweeps have no list of values  # noqa: BLE001
                 raise ConfigError(
-                    f"{override.input_line}: interval sweeps need an optimisation launcher; "
+                    f"{line}: interval sweeps need an optimisation launcher; "
                     "list the values instead, e.g. optimizer.lr=0.01,0.1"
                 ) from None
         else:
-            values[key] = [override.input_line.split("=", 1)[1] if "=" in override.input_line else None]
+            values[key] = [line.split("=", 1)[1] if "=" in line else None]
     return values, hydra_overrides
 
 
@@ -219,10 +222,16 @@ def multirun_jobs(command_overrides: list[str]) -> list[list[str]]:
 
     parsed = OverridesParser.create().parse_overrides(list(command_overrides))
     jobs = BasicSweeper.split_arguments([override for override in parsed if not override.is_hydra_override()], None)[0]
-    trials = [override.value() for override in parsed if override.get_key_element() == "hydra.sweeper.trials"]
+    trials = [override for override in parsed if override.get_key_element() == "hydra.sweeper.trials"]
     if not trials:  # the optbench_trials sweeper runs each trial with every job (src/hydra_plugins/)
         return jobs
-    return [job + str(trial).split() for job in jobs for trial in trials[-1]]
+    listed = trials[-1].value()
+    if not isinstance(listed, list):  # a bare value would be taken letter by letter
+        raise ConfigError(
+            f"{trials[-1].input_line}: give a list of trials, each a space-separated override list, "
+            'e.g. hydra.sweeper.trials=\'["optimizer.lr=0.01 optimizer.weight_decay=0.001","optimizer.lr=0.1"]\''
+        )
+    return [job + str(trial).split() for job in jobs for trial in listed]
 
 
 def override_text(key: str, value: str | None) -> str:

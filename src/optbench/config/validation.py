@@ -12,6 +12,7 @@ import importlib.util
 import math
 import os
 import re
+from typing import NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -20,7 +21,7 @@ from optbench.fileio import md5_of
 from optbench.registry import choices, datasets, optimizers
 
 
-def _fail(key: str, value, fix: str) -> None:
+def _fail(key: str, value, fix: str) -> NoReturn:
     raise ConfigError(f"{key}={value}: {fix}")
 
 
@@ -202,6 +203,7 @@ def _validate_human_noise(cfg: DictConfig) -> None:
             "no such file: point it at a copy of the official label file (docs/human-noise.md), or null to fetch it",
         )
     official = label_sets[label_set].human
+    assert official is not None  # human_label_sets holds the datasets that have human labels
     if label_file and md5_of(os.path.expanduser(label_file)) != official.md5:  # read it now, not after tuning
         _fail(
             "noise.label_file",
@@ -269,7 +271,7 @@ def _validate_schedule_rules(cfg: DictConfig) -> None:
             "scheduler",
             name,
             f"optimizer={spec.name} accepts scheduler="
-            + ", ".join(spec.schedules)
+            + ", ".join(spec.schedules or ())  # not None: it refused one
             + (" (it warms up itself: optimizer.warmup_fraction)" if spec.own_warmup else ""),
         )
     if spec.own_warmup:

@@ -95,10 +95,9 @@ def labels_in_source_order(
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """(clean labels, human labels, annotated dataset) of the source's training set, in the source's order
     (torchvision's for CIFAR; the sorted listing of `root/train` for an image folder that copies CIFAR)."""
-    annotated = _annotated_dataset(dataset_name, classes, label_set)
-    human = annotated.human
+    annotated, human = _annotated_dataset(dataset_name, classes, label_set)
     keys = (human.clean_key, human.label_sets[label_set])
-    arrays = read_labels(label_file_path(human, data_dir, label_file, download), keys, annotated.num_classes)
+    arrays = read_labels(label_file_path(human, data_dir, label_file, download), keys, len(annotated.classes))
     clean, noisy = arrays[keys[0]], arrays[keys[1]]
     if dataset_name in datasets.COPIES_OF:
         order = folder_order(root, clean)
@@ -106,20 +105,22 @@ def labels_in_source_order(
     return clean, noisy, annotated.name
 
 
-def _annotated_dataset(dataset_name: str, classes, label_set: str) -> datasets.Dataset:
-    """The dataset whose annotations apply: the run's own, or for a folder the dataset its classes are."""
+def _annotated_dataset(dataset_name: str, classes, label_set: str) -> tuple[datasets.Dataset, datasets.HumanLabels]:
+    """The dataset whose annotations apply (the run's own, or for a folder the dataset its classes are),
+    and its human labels."""
     annotated = datasets.describe(dataset_name)
     if dataset_name in datasets.COPIES_OF:
-        annotated = datasets.by_classes(classes)
-        if annotated is None or annotated.name not in datasets.COPIES_OF[dataset_name]:
+        copied = datasets.by_classes(classes)
+        if copied is None or copied.name not in datasets.COPIES_OF[dataset_name]:
             raise ConfigError(
                 f"noise=human: the folder's classes ({', '.join(list(classes)[:4])}, ...) are not those "
                 f"of {' or '.join(datasets.COPIES_OF[dataset_name])}: human labels need a copy of one"
             )
+        annotated = copied
     if annotated.human is None or label_set not in annotated.human.label_sets:
         sets = ", ".join(annotated.human.label_sets) if annotated.human else "none"
         raise ConfigError(f"noise.label_set={label_set}: {annotated.name} has the label sets {sets}")
-    return annotated
+    return annotated, annotated.human
 
 
 def folder_order(root, clean: np.ndarray) -> np.ndarray:

@@ -81,7 +81,8 @@ def time_training(
     shape = (model.batch_size, model.channels, model.image_size, model.image_size)
     images = torch.randn(shape, generator=generator).to(device)
     labels = torch.randint(0, model.num_classes, (model.batch_size,), generator=generator).to(device)
-    network = model.build().to(device, memory_format=policy.memory_format)
+    # Module.to takes a device and a memory format together, an overload torch's stubs do not list
+    network = model.build().to(device, memory_format=policy.memory_format)  # type: ignore[call-overload]
     step_network = torch.compile(network) if policy.compile else network
     optimizer = torch.optim.SGD(network.parameters(), lr=0.01, momentum=0.9)
     scaler = policy.grad_scaler_for_run()

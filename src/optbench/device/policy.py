@@ -101,7 +101,7 @@ def cpu_bf16_instructions() -> tuple[str, ...]:
 
 
 def facts_of(device: torch.device, concurrent_runs: int = 1) -> DeviceFacts:
-    instructions = ()
+    instructions: tuple[str, ...] = ()
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
         name = f"cuda:{index}"
@@ -370,7 +370,8 @@ def apply_policy(policy: DevicePolicy) -> None:
     torch.backends.cudnn.benchmark = policy.cudnn_benchmark
     precision = "tf32" if policy.tf32 else "ieee"
     torch.backends.cuda.matmul.fp32_precision = precision
-    torch.backends.cudnn.conv.fp32_precision = precision
+    # torch.backends.cudnn's module wrapper has `conv` (the fp32_precision API); its stubs do not
+    torch.backends.cudnn.conv.fp32_precision = precision  # type: ignore[attr-defined]
 
 
 def release_device_memory(device: torch.device) -> None:

@@ -9,6 +9,7 @@ The verdicts table is text (`read` keeps every cell a string, empty where the ag
 results and fidelity tables are numbers where they can be.
 """
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -59,7 +60,7 @@ TEXT_TABLES = (VERDICTS, HYPOTHESES)
 WAY_OUT = "write it again with python src/aggregate.py (it was written by another optbench, or edited)"
 
 
-def missing_columns(table: str, columns) -> list[str]:
+def missing_columns(table: str, columns: Iterable[str]) -> list[str]:
     return [column for column in COLUMNS.get(table, ()) if column not in set(columns)]
 
 
@@ -68,7 +69,7 @@ def csv_text(table: str, frame: pd.DataFrame) -> str:
     missing = missing_columns(table, frame.columns)
     if missing and len(frame.columns):  # an empty table (no rows, no columns) has nothing to read
         raise ValueError(f"{table} lacks the column(s) {', '.join(missing)} its readers rely on")
-    return frame.to_csv(index=False)
+    return str(frame.to_csv(index=False))
 
 
 def read(out_dir: Path, table: str) -> pd.DataFrame:

@@ -36,9 +36,10 @@ The contract, format 1 (JSON keys sorted, indent 2):
 import dataclasses
 import datetime
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from optbench.fileio import json_text, read_json, write_bytes_atomically
 from optbench.formats.fields import Fields
@@ -46,6 +47,7 @@ from optbench.formats.fields import Fields
 FORMAT = 1
 PREFIX = "sequential-"
 WAY_OUT = "restore it from a backup; deleting it would let the study re-decide on more data"
+Item = TypeVar("Item")  # what a check makes of one item of a JSON list
 # The decisions a look can take (optbench.analysis.sequential_rule says when); all but CONTINUE are final.
 CONTINUE, SUPPORTED, REJECTED, FUTILITY, UNDECIDED = "continue", "supported", "rejected", "futility", "undecided"
 DECISIONS = (CONTINUE, SUPPORTED, REJECTED, FUTILITY, UNDECIDED)
@@ -220,7 +222,7 @@ def read(path: Path) -> DecisionRecord | None:
     return None if written is None else parse(written, Path(path))
 
 
-def parse(written, path: Path) -> DecisionRecord:
+def parse(written: object, path: Path) -> DecisionRecord:
     """The checked DecisionRecord of `written` (the file's JSON); DamagedRunFile on the first field off it."""
     fields = Fields(written, path, way_out=WAY_OUT)
     version = fields.version(FORMAT)
@@ -249,7 +251,7 @@ def parse(written, path: Path) -> DecisionRecord:
     )
 
 
-def items(fields: Fields, key: str, check) -> list:
+def items(fields: Fields, key: str, check: Callable[[Fields, str], Item]) -> list[Item]:
     """Each item of the JSON list at `key`, checked by `check(item_fields, name)` (failures name `key[i]`)."""
     values = fields.listing(key, required=True)
     named = {f"{key}[{index}]": value for index, value in enumerate(values)}

@@ -9,7 +9,8 @@ the fix (upgrade optbench). Standard library only.
 """
 
 import math
-from typing import Literal, NoReturn, overload
+from pathlib import Path
+from typing import Any, Literal, NoReturn, overload
 
 from optbench.errors import DamagedRunFile
 
@@ -19,7 +20,7 @@ UPGRADE = "it was written by a newer optbench: upgrade optbench (pip install -U 
 class Fields:
     """Typed access to one JSON object of `path`; every failure names the file, the field and the way out."""
 
-    def __init__(self, value, path, where: str = "", way_out: str = ""):
+    def __init__(self, value: object, path: Path | str, where: str = "", way_out: str = ""):
         self.path, self.where, self.way_out = path, where, way_out
         if not isinstance(value, dict):
             self.fail(f"is {type(value).__name__}, not a JSON object")
@@ -32,15 +33,34 @@ class Fields:
     def _name(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
 
-    def _get(self, key: str, required: bool):
+    def _get(self, key: str, required: bool) -> Any:  # the field as JSON gave it: each reader checks its type
         if key not in self.value or self.value[key] is None:
             if required:
                 Fields(self.value, self.path, self._name(key), self.way_out).fail("is missing")
             return None
         return self.value[key]
 
-    def _wrong(self, key: str, value, wanted: str) -> NoReturn:
+    def _wrong(self, key: str, value: object, wanted: str) -> NoReturn:
         Fields(self.value, self.path, self._name(key), self.way_out).fail(f"is {value!r}, not {wanted}")
+
+    @overload
+    def number(
+        self,
+        key: str,
+        required: Literal[True],
+        low: float = -math.inf,
+        high: float = math.inf,
+        nonfinite_as_null: Literal[False] = False,
+    ) -> int | float: ...
+    @overload
+    def number(
+        self,
+        key: str,
+        required: bool = False,
+        low: float = -math.inf,
+        high: float = math.inf,
+        nonfinite_as_null: bool = False,
+    ) -> int | float | None: ...
 
     def number(
         self,
@@ -92,7 +112,7 @@ class Fields:
             self._wrong(key, value, "one of " + ", ".join(choices) if choices else "a string")
         return value
 
-    def wrong(self, key: str, value, wanted: str) -> NoReturn:
+    def wrong(self, key: str, value: object, wanted: str) -> NoReturn:
         """Fail on `key`'s `value`, which is not `wanted` (for a format's own checks beyond the types here)."""
         self._wrong(key, value, wanted)
 

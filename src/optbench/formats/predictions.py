@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from optbench.errors import DamagedRunFile
 from optbench.fileio import write_atomically
@@ -40,7 +41,7 @@ class Predictions:
 
     @property
     def correct(self) -> np.ndarray:
-        return self.predicted == self.labels
+        return np.asarray(self.predicted == self.labels)
 
     @property
     def accuracy(self) -> float:
@@ -61,19 +62,19 @@ def labels_sha256(labels: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(labels, dtype=np.int64).tobytes()).hexdigest()
 
 
-def write(path: Path, predicted, labels, epoch: int, num_classes: int) -> None:
+def write(path: Path, predicted: npt.ArrayLike, labels: npt.ArrayLike, epoch: int, num_classes: int) -> None:
     """Replace `path` atomically with these predictions (array-likes of class indices)."""
     dtype = class_dtype(num_classes)
     predicted, labels = np.asarray(predicted), np.asarray(labels)
     if predicted.shape != labels.shape or predicted.ndim != 1:
         raise ValueError(f"predictions {predicted.shape} and labels {labels.shape} must be equal 1-D shapes")
-    arrays = {
-        "predicted": predicted.astype(dtype),
-        "labels": labels.astype(dtype),
-        "epoch": np.int64(epoch),
-        "format": np.int64(FORMAT),
-    }
-    write_atomically(Path(path), lambda handle: np.savez_compressed(handle, **arrays))
+    predicted, labels = predicted.astype(dtype), labels.astype(dtype)
+    write_atomically(
+        Path(path),
+        lambda handle: np.savez_compressed(
+            handle, predicted=predicted, labels=labels, epoch=np.int64(epoch), format=np.int64(FORMAT)
+        ),
+    )
 
 
 def read(path: Path) -> Predictions | None:

@@ -420,7 +420,7 @@ def set_wall_time(content: dict, seconds: float) -> None:
 
 def wall_time(content: dict) -> float:
     """The wall time earlier sessions recorded."""
-    return content.get("wall_time_s", 0.0)
+    return float(content.get("wall_time_s", 0.0))
 
 
 def write(run_dir: Path, summary: dict) -> None:

@@ -43,6 +43,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from optbench.errors import DamagedRunFile
 from optbench.fileio import strict_json, write_bytes_atomically
@@ -264,7 +265,7 @@ def read(path: Path, shown_as: str | None = None) -> TuningRecord:
     return parse(json_content(path, name), name)
 
 
-def json_content(path: Path, name: str):
+def json_content(path: Path, name: str) -> Any:  # JSON of any shape: parse checks it
     """The file's JSON as written; DamagedRunFile naming it when it is not JSON."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -292,7 +293,7 @@ def move_run_dirs(path: Path, old_prefix: str, new_prefix: str) -> bool:
     return bool(moved)
 
 
-def parse(content, path: Path | str) -> TuningRecord:
+def parse(content: object, path: Path | str) -> TuningRecord:
     """The checked TuningRecord of `content` (the file's JSON); DamagedRunFile on the first field off it."""
     fields = Fields(content, path, way_out=WAY_OUT)
     version = fields.version(FORMAT)

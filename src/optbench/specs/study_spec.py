@@ -18,6 +18,7 @@ Standard library and PyYAML only.
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -229,7 +230,8 @@ def parse_tuning(path: Path, block) -> Tuning:
     unknown = sorted(set(block) - set(TUNE_KEYS[method]))
     if unknown:
         raise bad(f"{unknown[0]} is not a {method} setting: use {', '.join(TUNE_KEYS[method])}")
-    tuning = Tuning(**{key: tuple(value) if isinstance(value, list) else value for key, value in block.items()})
+    settings: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in block.items()}
+    tuning = Tuning(**settings)  # the settings' values are checked below
     if tuning.select_on not in SELECTION_METRICS:
         raise bad(f"select_on must be one of {', '.join(SELECTION_METRICS)}")
     if not str(tuning.output).startswith("tuned") or ".." in str(tuning.output):
@@ -454,6 +456,7 @@ def _as_list(value) -> list:
 def seeds_shared_with_tuning(study: Study, tuning_study: Study) -> list[int]:
     """The main study's seeds that its tuning study also ran: hyperparameters chosen on a seed and then
     tested on it make the comparison post-selection (optimistic for the tuned optimizers)."""
+    assert tuning_study.tune is not None  # its caller checked it is a tuning study
     tuned_on = {int(seed) for seed in _seeds(tuning_study.grid)} | set(tuning_study.tune.confirm_seeds)
     return sorted(tuned_on & {int(seed) for seed in _seeds(study.grid)})
 

@@ -110,7 +110,9 @@ def epoch_eval_rate(record: dict, eval_images: int) -> float | None:
 
 def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, RecordedRate]:
     """shape -> the rates its runs on disk recorded (their metrics.jsonl), for the shapes that have any."""
-    train_rates, eval_rates, runs = {}, {}, {}
+    train_rates: dict[tuple, list[float]] = {}
+    eval_rates: dict[tuple, list[float]] = {}
+    runs: dict[tuple, int] = {}
     for work, run_dir in trained:
         records = [
             record for record in metrics_log.read(Path(run_dir))[0] if record.get(metrics_log.TRAIN_IMAGES_PER_S)

@@ -18,11 +18,12 @@ settings plans exactly that study's directories, so its finished runs are done h
 
 import functools
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra import initialize_config_dir
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from optbench import reproducibility
 from optbench.config.hydra_glue import (
@@ -33,6 +34,7 @@ from optbench.config.hydra_glue import (
     multirun_jobs,
     parse_overrides,
 )
+from optbench.config.plain import plain_dict
 from optbench.config.validation import validate
 from optbench.data.fingerprint import config_data_fingerprint, run_identity
 from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
@@ -49,11 +51,15 @@ from optbench.studies.search_space import Trial
 OTHER_EXPERIMENT = "other experiment"  # the directory's record.json names another run: never launched over
 
 
+ValuesFor = Callable[[str], dict[str, list[str]]]  # optimizer name -> the values its own sweep adds
+TrialsFor = Callable[[str], list[Trial]]  # optimizer name -> its quasi-random tuning trials
+
+
 @dataclass
 class Sweep:
     """One plain Hydra multirun: `values` maps each override key to its list of values (several = swept)."""
 
-    values: dict[str, list[str]]
+    values: dict[str, list[str | None]]  # [None]: a deletion, `~key`
     label: str = ""  # what distinguishes it from the study's other sweeps
     hydra_overrides: list[str] = field(default_factory=list)  # hydra.* / hydra/...: not part of any run
     trials: list[Trial] = field(default_factory=list)  # quasi-random tuning: each trial runs with every combination
@@ -62,7 +68,7 @@ class Sweep:
 
     def command_overrides(self) -> list[str]:
         """The multirun's command line: `key=v1,v2` for swept keys, and the trials for the trials sweeper."""
-        line = [f"{key}={','.join(values)}" for key, values in self.values.items()]
+        line = [sweep_override(key, values) for key, values in self.values.items()]
         if self.trials:
             listed = ",".join(f'"{" ".join(trial.overrides())}"' for trial in self.trials)
             line += ["hydra/sweeper=optbench_trials", f"hydra.sweeper.trials=[{listed}]"]
@@ -77,19 +83,23 @@ class Sweep:
 
     def runs_without_trials(self) -> list[list[str]]:
         """Hydra's own jobs of the command line (its spelling of each value names their directories)."""
-        return multirun_jobs(
-            [key if values == [None] else f"{key}={','.join(values)}" for key, values in self.values.items()]
-        )
+        return multirun_jobs([sweep_override(key, values) for key, values in self.values.items()])
 
     def trial_of(self, job: int) -> Trial | None:
         return self.trials[job % len(self.trials)] if self.trials else None
+
+
+def sweep_override(key: str, values: list[str | None]) -> str:
+    """`key=v1,v2`, or the key alone for a deletion (`~key`, whose one value is None)."""
+    given = [value for value in values if value is not None]
+    return f"{key}={','.join(given)}" if given else key
 
 
 @dataclass
 class PlannedRun:
     overrides: list[str]
     run_dir: Path
-    cfg: object  # the composed config (DictConfig), hydra node removed
+    cfg: DictConfig  # the composed config, hydra node removed
     status: str  # new | done | unfinished | other experiment (its record names another run)
     detail: str = ""  # summary.json's status and epochs, or how the recorded experiment differs
     run_id: str = ""  # the run id it will record, once its directory holds a record
@@ -146,20 +156,20 @@ def base_values(grid: dict, default_epochs: int) -> dict[str, list[str]]:
     return values
 
 
-def merge(*layers: dict[str, list[str]]) -> dict[str, list[str]]:
+def merge(*layers: Mapping[str, Sequence[str | None]]) -> dict[str, list[str | None]]:
     """Later layers win key by key (`--set dataset=synthetic` replaces the grid's datasets)."""
-    merged: dict[str, list[str]] = {}
+    merged: dict[str, list[str | None]] = {}
     for layer in layers:
-        merged.update(layer)
+        merged.update({key: list(values) for key, values in layer.items()})
     return merged
 
 
 def plan_sweeps(
     study: Study,
     default_epochs: int,
-    extra_overrides: list[str] = (),
-    per_optimizer: "callable | None" = None,
-    trials_for: "callable | None" = None,
+    extra_overrides: Sequence[str] = (),
+    per_optimizer: ValuesFor | None = None,
+    trials_for: TrialsFor | None = None,
 ) -> list[Sweep]:
     """The study's multiruns. `per_optimizer(name)` -> {key: values} gives one sweep per optimizer with
     those values added (a tuning grid, or tuned values); None runs all optimizers in one sweep.
@@ -194,6 +204,7 @@ def plan_sweeps(
 def confirm_sweep(trial_sweep: Sweep, runs: list[PlannedRun], study: Study) -> Sweep:
     """The top-k trials of one trial sweep again on the confirm seeds; pending while a trial is unfinished."""
     tune = study.tune
+    assert tune is not None  # a tuning study
     values = merge(trial_sweep.values, {"seed": [format_value(seed) for seed in tune.confirm_seeds]})
     label = trial_sweep.label.replace(f", {len(trial_sweep.trials)} trials", f", top {tune.top_k} trials")
     best = tuning_protocol.top_trials(runs, tune.select_on, tune.top_k)
@@ -210,23 +221,22 @@ def confirm_sweep(trial_sweep: Sweep, runs: list[PlannedRun], study: Study) -> S
     return Sweep(values, label, list(trial_sweep.hydra_overrides), best)
 
 
-def quasirandom_trials(study: Study) -> "callable":
-    ranges_by_optimizer = search_space.load_space(study.tune.space_path(EXPERIMENTS_DIR))
+def quasirandom_trials(study: Study) -> TrialsFor:
+    tune = study.tune
+    assert tune is not None  # a tuning study
+    ranges_by_optimizer = search_space.load_space(tune.space_path(EXPERIMENTS_DIR))
 
     def trials_for(optimizer: str) -> list[Trial]:
         if optimizer not in ranges_by_optimizer:
             raise ConfigError(
-                f"search space {study.tune.space} has no ranges for {optimizer}: add them, "
-                "so every optimizer is searched"
+                f"search space {tune.space} has no ranges for {optimizer}: add them, so every optimizer is searched"
             )
-        return search_space.trials(
-            ranges_by_optimizer[optimizer], study.tune.trials, study.tune.sampler, study.tune.sampler_seed
-        )
+        return search_space.trials(ranges_by_optimizer[optimizer], tune.trials, tune.sampler, tune.sampler_seed)
 
     return trials_for
 
 
-def with_own_schedules(per_optimizer: "callable | None", names: list, default_schedule: str) -> "callable | None":
+def with_own_schedules(per_optimizer: ValuesFor | None, names: list, default_schedule: str) -> ValuesFor | None:
     """Adds `scheduler=<its default>` for the optimizers whose registry default is not conf/config.yaml's
     (Schedule-Free: constant), so they can share a study with the others; unchanged when none needs it,
     and the others get no override, so their run directories stay the ones other studies share."""
@@ -344,7 +354,7 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
 
 def planned_identity(cfg) -> dict:
     """The identity the run will record (training/run.py computes the same from the job's config)."""
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved = plain_dict(cfg, resolve=True)
     data = json.dumps([resolved["dataset"], resolved["paths"]["data_dir"]], sort_keys=True, default=str)
     return run_identity(resolved, _fingerprint_of(data))
 

@@ -23,7 +23,7 @@ def reuse_note(runs: list[PlannedRun], here: tuple[str, str]) -> str | None:
     """`note: ...` naming how many reused or resumed runs were trained on another processor kind or thread
     count than `here` (processor kind, threads), and where; None when none was."""
     reused = reused_runs(runs)
-    elsewhere = Counter(run.trained_on for run in reused if run.trained_on != here)
+    elsewhere = Counter(run.trained_on for run in reused if run.trained_on is not None and run.trained_on != here)
     if not elsewhere:
         return None
     where = "; ".join(f"{count} on {kind} with {threads} thread(s)" for (kind, threads), count in elsewhere.items())

@@ -10,14 +10,14 @@ launcher divides it. Each
 directory is read through optbench.rundir only (record, summary, lock), so watching a study changes no byte.
 """
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
 from tabulate import tabulate
 
 from optbench import identity, rundir
+from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
 from optbench.errors import DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
@@ -61,7 +61,7 @@ def run_state(run: PlannedRun) -> RunState:
     except DamagedRunFile as error:
         return RunState(run, UNREADABLE, detail=str(error))
     if record is not None:
-        wanted = identity.identity(OmegaConf.to_container(run.cfg, resolve=True), "")["config"]
+        wanted = identity.identity(plain_dict(run.cfg, resolve=True), "")["config"]
         differences = identity.identity_differences({"config": record.identity.get("config", {})}, {"config": wanted})
         if differences:
             return RunState(run, OTHER, detail="; ".join(differences[:2]))
@@ -88,12 +88,13 @@ def epoch_work(run: PlannedRun) -> float | None:
 
 def measured_rates(states: list[RunState]) -> dict:
     """shape -> images/s the study's runs have trained at (wall time), and None -> over all shapes."""
-    work, seconds = Counter(), Counter()
+    work: defaultdict[tuple | None, float] = defaultdict(float)
+    seconds: defaultdict[tuple | None, float] = defaultdict(float)
     for state in states:
-        per_epoch = epoch_work(state.run)
-        if per_epoch is None or state.epochs_done == 0 or state.wall_time_s <= 0:
+        per_epoch, load = epoch_work(state.run), estimate.workload(state.run.cfg, 0)
+        if per_epoch is None or load is None or state.epochs_done == 0 or state.wall_time_s <= 0:
             continue
-        for shape in (estimate.workload(state.run.cfg, 0).shape, None):
+        for shape in (load.shape, None):
             work[shape] += per_epoch * state.epochs_done
             seconds[shape] += state.wall_time_s
     return {shape: work[shape] / seconds[shape] for shape in work}
@@ -102,7 +103,8 @@ def measured_rates(states: list[RunState]) -> dict:
 def remaining(states: list[RunState]) -> tuple[float | None, int, int]:
     """(seconds left, or None before any epoch was trained; epochs left; runs of unknown size left out)."""
     rates = measured_rates(states)
-    seconds, epochs_left, unknown = 0.0, 0, 0
+    seconds: float | None = 0.0
+    epochs_left, unknown = 0, 0
     for state in states:
         if state.state not in TO_TRAIN:
             continue

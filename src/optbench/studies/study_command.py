@@ -28,11 +28,12 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import NoReturn
 
 from hydra import initialize_config_dir
-from omegaconf import OmegaConf
 
 from optbench.config.hydra_glue import compose_checked, register_resolvers
+from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
 from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
 from optbench.formats import decision_record
@@ -57,7 +58,7 @@ TRAIN_SCRIPT = REPO / "src" / "train.py"
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse prints usage over several lines; the contract is one
+    def error(self, message: str) -> NoReturn:  # argparse prints usage over several lines; the contract is one
         raise ConfigError(f"{message} (python src/study.py --help)")
 
 
@@ -182,7 +183,7 @@ def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> in
             print_estimate(runs_by_sweep, args.launcher)
         return 0
     refuse_other_experiments(runs_by_sweep)
-    tally = Counter()
+    tally: Counter[str] = Counter()
     status = launch(runs_by_sweep, args.launcher, tally, study.id)
     if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
         runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
@@ -241,11 +242,12 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     if args.until_decided:
         decision_record.read(decision_record.record_path(results_dir_of(planned), study.id))
     statuses = [tune_first(study, tuning_study, args) for tuning_study in tuning_studies]
-    output = tuning_studies[0].tune.output if study.tuned_by else True
+    outputs = [tuning_study.tune.output for tuning_study in tuning_studies if tuning_study.tune]  # all: checked
+    output = outputs[0] if study.tuned_by else True
     if args.dry_run:
         ready = all(
-            (args.conf_dir / "optimizer" / tuning_study.tune.output / f"{name}.yaml").is_file()
-            for tuning_study in tuning_studies
+            (args.conf_dir / "optimizer" / folder / f"{name}.yaml").is_file()
+            for folder in outputs
             for name in study.grid["optimizer"]
         )
         if not ready:
@@ -256,7 +258,7 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
                 "its budget, with the default values standing in for the tuned ones:"
             )
             return run_study(study, args, False)
-        folders = ", ".join(f"conf/optimizer/{tuning_study.tune.output}/" for tuning_study in tuning_studies)
+        folders = ", ".join(f"conf/optimizer/{folder}/" for folder in outputs)
         print(f"study {study.id}, with the tuned values now in {folders} (tuning may still change them)")
         return run_main(study, args, output)
     if any(statuses):
@@ -347,6 +349,7 @@ def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]
 
 def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
     """Runs and epochs per optimizer, the reruns still to be chosen included: the budget is the same for all."""
+    assert study.tune is not None  # a tuning study
     runs_per_optimizer: Counter = Counter()
     epochs = 0
     for sweep, runs in runs_by_sweep:
@@ -521,7 +524,7 @@ def select_tuned(study: Study, conf_dir: Path, extra: list[str]) -> int:
     runs = [run for _, sweep_runs in runs_by_sweep for run in sweep_runs]
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         defaults = {
-            name: OmegaConf.to_container(compose_checked([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
+            name: plain_dict(compose_checked([f"optimizer={name}"], conf_dir).optimizer, resolve=True)
             for name in dict.fromkeys(str(run.cfg.optimizer.name) for run in runs)
         }
     selections = tuning_protocol.select(runs, study, defaults)

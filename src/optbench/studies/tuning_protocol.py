@@ -28,6 +28,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from optbench.config.hydra_glue import format_value
+from optbench.config.plain import plain_dict
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.fileio import write_bytes_atomically
 from optbench.formats import run_summary, tuning_record
@@ -121,6 +122,7 @@ def point_values(run, keys) -> dict[str, float]:
 
 def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
     """Runs -> points per optimizer; raises when a run is unfinished (a winner needs every score)."""
+    assert study.tune is not None  # a tuning study
     scores = {run.run_dir: read_score(run.run_dir, study.tune.select_on) for run in runs}
     unfinished = [run for run in runs if scores[run.run_dir] is None]
     if unfinished:
@@ -128,6 +130,7 @@ def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
             f"study {study.id}: {len(unfinished)} tuning run(s) not finished ({unfinished[0].run_dir}): "
             f"run `python src/study.py {study.id}` until every run is done, then select"
         )
+    finished = {directory: score for directory, score in scores.items() if score is not None}  # all of them
     confirm_seeds = set(study.tune.confirm_seeds)
     points: dict[tuple, Point] = {}
     for run in runs:
@@ -136,7 +139,7 @@ def group_points(runs: list, study: Study) -> dict[str, list[Point]]:
         key = (run.cfg.optimizer.name, index if index is not None else tuple(sorted(values.items())))
         point = points.setdefault(key, Point(values, index if index is not None else len(points)))
         point.runs.append(run)
-        (point.confirm_scores if run.cfg.seed in confirm_seeds else point.first_scores).append(scores[run.run_dir])
+        (point.confirm_scores if run.cfg.seed in confirm_seeds else point.first_scores).append(finished[run.run_dir])
     by_optimizer = defaultdict(list)
     for (optimizer, _), point in points.items():
         point.top_k = bool(point.confirm_scores)
@@ -185,6 +188,7 @@ def select(runs: list, study: Study, defaults: dict[str, dict]) -> dict[str, Sel
 
 
 def _spaces(study: Study, defaults: dict[str, dict]) -> dict:
+    assert study.tune is not None  # a tuning study
     if study.tune.method == "quasirandom":
         return search_space.load_space(study.tune.space_path(EXPERIMENTS_DIR))
     return {
@@ -222,6 +226,7 @@ def tuned_config_text(
         node[key.removeprefix("optimizer.")] = value
     best = selection.winner
     tune = study.tune
+    assert tune is not None  # a tuning study
     searched = (
         (
             f"{tune.trials} {tune.sampler} trials (seed {tune.sampler_seed}) from search space {tune.space}, "
@@ -265,6 +270,7 @@ def write_tuned_configs(
     selections: dict[str, Selection], default_nodes: dict[str, dict], study: Study, conf_dir: Path
 ) -> list[Path]:
     """Write each tuned config; one whose content is unchanged but for the date is left as it is."""
+    assert study.tune is not None  # a tuning study
     folder = Path(conf_dir) / "optimizer" / study.tune.output
     folder.mkdir(parents=True, exist_ok=True)
     written = []
@@ -284,6 +290,7 @@ def _undated(text: str) -> str:
 def record(selections: dict[str, Selection], study: Study, results_dir: Path) -> tuning_record.TuningRecord:
     """The tuning record the aggregator reads, built as its format's schema (optbench/formats/tuning_record.py)."""
     tune = study.tune
+    assert tune is not None  # a tuning study
     quasirandom = tune.method == "quasirandom"
     return tuning_record.TuningRecord(
         version=tuning_record.FORMAT,
@@ -357,11 +364,11 @@ def _run_record(run, results_dir: Path, select_on: str) -> tuning_record.Run:
     return tuning_record.Run(
         run_dir=os.path.relpath(run.run_dir, results_dir),
         seed=int(run.cfg.seed),
-        status=summary and summary.status,
+        status=summary.status if summary else None,
         score=score_of(summary, select_on),
         wall_time_s=float(summary and summary.wall_time_s or 0.0),
         epochs_done=summary.epochs_done if summary else 0,
-        device=summary and summary.device,
+        device=summary.device if summary else None,
     )
 
 
@@ -378,8 +385,8 @@ def tuned_values(conf_dir: Path, optimizer: str, output: str = "tuned") -> dict[
             f"no tuned config for {optimizer} ({path}): run the tuning study, then "
             "`python src/study.py --select-tuned <tuning study>`"
         )
-    tuned = OmegaConf.to_container(OmegaConf.load(path))
-    default = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "optimizer" / f"{optimizer}.yaml"))
+    tuned = plain_dict(OmegaConf.load(path))
+    default = plain_dict(OmegaConf.load(Path(conf_dir) / "optimizer" / f"{optimizer}.yaml"))
     values = {"optimizer": [f"{output}/{optimizer}"], "optimizer.lr": [format_value(float(tuned["lr"]))]}
     for key, value in tuned.items():
         if (

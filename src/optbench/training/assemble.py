@@ -15,6 +15,7 @@ from dataclasses import dataclass, is_dataclass, replace
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from optbench.config.plain import plain_dict
 from optbench.data.human_labels import HumanNoise, human_noise
 from optbench.data.noise import NoisyLabels, apply_label_noise
 from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, channel_tensor, num_train_batches
@@ -74,7 +75,7 @@ def choose_policy(
     """The device's policy by its rules, or with its uncertain settings timed (device_policy.mode=measured);
     applied and logged. `started_policy`: the policy a resumed run recorded, whose measurements, precision
     and thread count it keeps."""
-    overrides = OmegaConf.to_container(cfg.device_policy)
+    overrides = plain_dict(cfg.device_policy)
     mode = overrides.pop("mode", None) or "rules"
     facts = facts_of(device, concurrent_runs()[0])
     if mode == "measured":
@@ -90,6 +91,14 @@ def choose_policy(
     apply_policy(policy)
     log_policy(device, cfg.device, policy)
     return policy
+
+
+def compiled(model: torch.nn.Module) -> torch.nn.Module:
+    """torch.compile's wrapper of `model`: a module itself (torch's stubs type it as any callable)."""
+    wrapper = torch.compile(model)
+    if not isinstance(wrapper, torch.nn.Module):
+        raise TypeError(f"torch.compile returned a {type(wrapper).__name__}, not a module")
+    return wrapper
 
 
 def keep_started_precision(
@@ -127,22 +136,23 @@ def keep_started_threads(policy: DevicePolicy, overrides: dict, started_policy: 
 def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = None) -> Run:
     """`started_policy`: the device policy a resumed run recorded (its summary's), or None for a new run."""
     device = choose_device(cfg)
-    splits = load_splits(data_dir=cfg.paths.data_dir, **OmegaConf.to_container(cfg.dataset, resolve=True))
+    splits = load_splits(data_dir=cfg.paths.data_dir, **plain_dict(cfg.dataset, resolve=True))
     policy = choose_policy(cfg, device, splits, started_policy)  # before seeding: timing draws random weights
     noisy, noisy_val_labels, human = draw_label_noise(cfg, splits)
     seed_everything(cfg.seed)  # before building the model: its initial weights come from the seed
-    model = build_model(cfg.model.name, splits.num_classes, cfg.model.width).to(
-        device, memory_format=policy.memory_format
-    )
+    model = build_model(cfg.model.name, splits.num_classes, cfg.model.width)
+    # Module.to takes a device and a memory format together, an overload torch's stubs do not list
+    model = model.to(device, memory_format=policy.memory_format)  # type: ignore[call-overload]
     steps_per_epoch = num_train_batches(len(splits.train), cfg.batch_size)
     optimizer = build_optimizer(
-        model, total_steps=steps_per_epoch * cfg.epochs, **OmegaConf.to_container(cfg.optimizer, resolve=True)
+        model, total_steps=steps_per_epoch * cfg.epochs, **plain_dict(cfg.optimizer, resolve=True)
     )
-    scheduler = build_scheduler(optimizer, steps_per_epoch, cfg.epochs, **OmegaConf.to_container(cfg.scheduler))
-    step_model = torch.compile(model) if policy.compile else model
+    scheduler = build_scheduler(optimizer, steps_per_epoch, cfg.epochs, **plain_dict(cfg.scheduler))
+    step_model = compiled(model) if policy.compile else model
     splits_on_device, noisy_on_device = to_device(splits, device), to_device(noisy, device)
     noisy_val_labels = None if noisy_val_labels is None else noisy_val_labels.to(device)
     mean, std = channel_tensor(splits.mean, device), channel_tensor(splits.std, device)
+    pipeline: DevicePipeline | DataLoaderPipeline
     if cfg.data.pipeline == "device":
         pipeline = DevicePipeline(
             splits_on_device.train.images, noisy_on_device.labels, cfg.batch_size, cfg.seed, mean, std

@@ -53,11 +53,11 @@ class LoopState:
     records: list[dict] = field(default_factory=list)  # one metric record per finished epoch
     progress: EpochProgress | None = None  # the epoch stopped half-way, if any
     partial_seconds: float = 0.0  # training time already spent on that epoch
-    clock: Clock = None
+    clock: Clock = field(init=False)  # started from the summary's wall time
     selected_predictions: tuple | None = None  # (epoch, predicted test classes) of the summary's best epoch
 
-    def __post_init__(self):
-        self.clock = self.clock or Clock(run_summary.wall_time(self.summary))
+    def __post_init__(self) -> None:
+        self.clock = Clock(run_summary.wall_time(self.summary))
 
     @classmethod
     def from_checkpoint(cls, saved: dict, progress: EpochProgress | None) -> "LoopState":

@@ -16,6 +16,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from optbench import fileio, identity, rundir
 from optbench.errors import ConfigError
@@ -61,16 +62,20 @@ class Mirror:
 
     def __init__(self, local: RunDir, root: Path, target: Path, every_s: float):
         self.local, self.root, self.target, self.every_s = local, Path(root), Path(target), every_s
-        self.status = {
+        self.status: dict[str, Any] = {
             "dir": str(self.target),
             "last_epoch_mirrored": None,
             "checkpoint_epoch": None,
             "errors": 0,
             "last_error": None,
         }
-        self.copied_checkpoint, self.last_checkpoint_copy = None, -float("inf")
-        self.thread, self.thread_result = None, None
-        self.kinds_logged = set()
+        # (mtime_ns, size) of the checkpoint last copied, and when a copy last started
+        self.copied_checkpoint: tuple[int, int] | None = None
+        self.last_checkpoint_copy = -float("inf")
+        # the background copy, and what it left: the copy's stamp and epochs, or the error it met
+        self.thread: threading.Thread | None = None
+        self.thread_result: tuple[tuple[int, int], int | None] | OSError | None = None
+        self.kinds_logged: set[tuple[str, int | None]] = set()
 
     def attach(self, summary: dict) -> None:
         """The summary reports this mirror's status from now on (the same dict, updated in place)."""
@@ -123,13 +128,13 @@ class Mirror:
             return
         self.last_checkpoint_copy = time.monotonic()
 
-        def copy():
+        def copy() -> None:
             try:
                 self._prepare_target()
                 copy_atomically(source, self.target / rundir.CHECKPOINT_FILE)
-                self.thread_result = ("copied", stamp, epochs_done)
+                self.thread_result = (stamp, epochs_done)
             except OSError as error:
-                self.thread_result = ("failed", error, None)
+                self.thread_result = error
 
         if background:
             self.thread = threading.Thread(target=copy, name="optbench-mirror", daemon=True)
@@ -144,12 +149,11 @@ class Mirror:
         self.thread, result, self.thread_result = None, self.thread_result, None
         if result is None:
             return
-        outcome, detail, epochs_done = result
-        if outcome == "copied":
-            self.copied_checkpoint, self.status["checkpoint_epoch"] = detail, epochs_done
-        else:
+        if isinstance(result, OSError):
             self.last_checkpoint_copy = -float("inf")  # retry at the next chance
-            self._record_error(detail, "the checkpoint")
+            self._record_error(result, "the checkpoint")
+        else:
+            self.copied_checkpoint, self.status["checkpoint_epoch"] = result
 
     def _record_error(self, error: OSError, what: str) -> None:
         self.status["errors"] += 1

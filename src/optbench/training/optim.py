@@ -79,7 +79,7 @@ def set_mode(optimizer: torch.optim.Optimizer, training: bool) -> None:
     """train() before training steps, eval() before evaluating or saving the evaluated weights, for the
     optimizers that have the two modes; the others are left alone."""
     if has_modes(optimizer):
-        (optimizer.train if training else optimizer.eval)()
+        getattr(optimizer, "train" if training else "eval")()
 
 
 def lr_factor(

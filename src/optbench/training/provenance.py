@@ -26,7 +26,7 @@ NUMBER_CHANGING_CPU_FEATURES = ("avx512_bf16", "avx512_fp16", "amx_bf16", "amx_f
 
 
 def library_versions() -> dict[str, str | None]:
-    versions = {"python": platform.python_version()}
+    versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in LIBRARIES:
         try:
             versions[name] = metadata.version(name)

@@ -174,6 +174,7 @@ def replay(recorded: Recorded, cfg: DictConfig, epochs: int, folder: Path) -> Re
 
     train(cfg, folder / "run", last_epoch=epochs)
     summary = run_summary.read(folder / "run")
+    assert summary is not None  # train() wrote it
     records, _ = metrics_log.read(folder / "run")
     comparison = reproducibility.epoch_differences(recorded.records[:epochs], records)
     return Replayed(summary, comparison, reproducibility.environment_rows(recorded.summary, summary))

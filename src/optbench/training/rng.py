@@ -22,7 +22,10 @@ def seed_everything(seed: int) -> None:
 
 
 def capture_rng_states() -> dict:
-    kind, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    state = np.random.get_state(legacy=True)
+    if isinstance(state, dict):  # only for a bit generator other than np.random's own MT19937
+        raise TypeError(f"np.random holds a {state['bit_generator']} generator, not MT19937")
+    kind, keys, position, has_gauss, cached_gaussian = state
     states = {
         "python": random.getstate(),
         "numpy": {

@@ -20,6 +20,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from optbench import identity, rundir
+from optbench.config.plain import plain_dict
 from optbench.config.validation import validate
 from optbench.data.fingerprint import run_identity as run_identity_of
 from optbench.data.human_labels import transition_matrix
@@ -38,12 +39,12 @@ log = logging.getLogger(__name__)
 
 def run_identity(cfg: DictConfig) -> tuple[dict, dict]:
     """(the resolved config, the identity it has with its data)."""
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved = plain_dict(cfg, resolve=True)
     resolved.pop("hydra", None)
     return resolved, run_identity_of(resolved)
 
 
-def check_identity(run_dir: RunDir, wanted: dict) -> dict | None:
+def check_identity(run_dir: RunDir, wanted: dict) -> run_record.RunRecord | None:
     """The directory's record when it matches `wanted`; None when it holds no run; else a ConfigError."""
     record = run_record.read(run_dir.path)
     if record is None:
@@ -132,7 +133,7 @@ def _fit_and_mirror(
 def _prepare(
     cfg: DictConfig,
     directory: RunDir,
-    record: dict | None,
+    record: run_record.RunRecord | None,
     resolved: dict,
     wanted: dict,
     hydra_files: dict[str, str] | None,

@@ -47,6 +47,8 @@ def train_step(
         micro_correct = (logits.detach().argmax(1) == micro_labels).sum()
         loss_sum = micro_loss_sum if loss_sum is None else loss_sum + micro_loss_sum
         correct = micro_correct if correct is None else correct + micro_correct
+    if loss_sum is None or correct is None:
+        raise ValueError("train_step was given an empty batch")
     scaler.step(optimizer)  # skips the step when fp16 gradients overflowed
     scaler.update()
     return loss_sum, correct
@@ -63,7 +65,7 @@ class EpochProgress:
     first_nonfinite_batch: torch.Tensor | None = None  # -1 while every loss is finite
 
     def add(self, loss_sum: torch.Tensor, correct: torch.Tensor, images: int) -> None:
-        if self.loss_sum is None:
+        if self.loss_sum is None or self.correct is None or self.first_nonfinite_batch is None:
             self.loss_sum, self.correct = loss_sum, correct
             self.first_nonfinite_batch = torch.tensor(-1, device=loss_sum.device)
         else:
@@ -75,6 +77,8 @@ class EpochProgress:
         self.images += images
 
     def result(self) -> dict:
+        if self.loss_sum is None or self.correct is None or self.first_nonfinite_batch is None:
+            raise ValueError("no batch was trained this epoch")
         return {
             "loss": self.loss_sum.item() / self.images,
             "acc": self.correct.item() / self.images,
@@ -127,7 +131,8 @@ def recompute_batch_norm(model: nn.Module, batches: Batches, policy: DevicePolic
 @torch.inference_mode()
 def evaluate(model: nn.Module, batches: Batches, policy: DevicePolicy) -> tuple[dict[str, float], torch.Tensor]:
     model.eval()
-    loss_sum, predictions, all_labels = 0.0, [], []
+    loss_sum: float | torch.Tensor = 0.0
+    predictions, all_labels = [], []
     for images, labels in batches:
         with policy.autocast():
             logits = model(images.contiguous(memory_format=policy.memory_format))

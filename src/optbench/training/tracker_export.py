@@ -18,6 +18,7 @@ from pathlib import Path
 from omegaconf import OmegaConf, open_dict
 
 from optbench import rundir
+from optbench.config.plain import plain_dict
 from optbench.errors import ConfigError, DamagedRunFile, did_you_mean
 from optbench.formats import metrics_log, run_record, run_summary
 from optbench.registry import choices
@@ -59,9 +60,9 @@ def run_config(recorded_config: dict, folder: Path, tracker: str, settings: dict
     names are paths below it, as for runs trained there)."""
     cfg = OmegaConf.create(recorded_config or {})
     with open_dict(cfg):
-        cfg.paths = {**(OmegaConf.to_container(cfg.paths) if "paths" in cfg else {}), "results_dir": str(folder)}
+        cfg.paths = {**(plain_dict(cfg.paths) if "paths" in cfg else {}), "results_dir": str(folder)}
         cfg.logger = {tracker: settings}
-        cfg.train = {**(OmegaConf.to_container(cfg.train) if "train" in cfg else {}), "tensorboard": False}
+        cfg.train = {**(plain_dict(cfg.train) if "train" in cfg else {}), "tensorboard": False}
     return cfg
 
 
@@ -71,7 +72,7 @@ def log_folder(
     """Counts of `logged`, `already there`, `being trained`, `unreadable` and `failed` run directories."""
     check_request(folder, tracker)
     settings = {"tracking_uri": tracking_uri, "experiment_name": experiment_name}
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for run_path in run_dirs(folder):
         if rundir.is_being_trained(run_path):  # its own trainer logs it, with logger=mlflow
             counts["being trained"] += 1

@@ -83,7 +83,7 @@ def sweep_end_line() -> str | None:
     after a single run."""
     if not _sweep_runs:
         return None
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for run_dir, finished_before, _ in _sweep_runs:
         try:
             summary = run_summary.read(run_dir)
