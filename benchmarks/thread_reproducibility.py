@@ -71,7 +71,7 @@ def measure(data_root: Path, data_dir: Path, images: int, epochs: int, folder: P
         "run": f"ResNet-18 width 16, {images} real CIFAR-10 images, Adam lr 0.00278, seed 0, {epochs} epochs",
         "processor": environment.processor_kind,
         "torch": environment.torch,
-        "test_acc": {str(threads): records[threads][-1]["test/acc"] for threads in (1, 2)},
+        "test_acc": {str(threads): records[threads][-1][metrics_log.TEST_ACC] for threads in (1, 2)},
         "threads_1_vs_2": {"identical": between.identical, "differences": differences(between)},
         "replay_of_1_thread_run": {
             "identical": replayed.comparison.identical,
