@@ -104,20 +104,16 @@ def established_orders(values: np.ndarray, alpha: float) -> tuple[np.ndarray, np
     pairs, p < alpha), -1 below, 0 when not established (a pair without spread is not testable: 0)."""
     values = np.asarray(values, dtype=float)
     pairs = pairs_of(len(values))
-    p_values, directions = [], []
-    for a, b in pairs:
-        differences = values[a] - values[b]
-        spread = differences.std(ddof=1) if len(differences) >= 2 else 0.0
-        if not spread > 1e-12 * max(1.0, float(np.abs(values).max())):
-            p_values.append(math.nan)
-        else:
-            p_values.append(float(stats.ttest_1samp(differences, 0.0).pvalue))
-        directions.append(int(np.sign(differences.mean())) if len(differences) else 0)
-    adjusted = holm(p_values) if pairs else np.array([])
-    signs = np.array(
-        [direction if p < alpha else 0 for direction, p in zip(directions, adjusted)], dtype=int
-    )  # NaN < alpha is False
-    return signs, adjusted
+    if not pairs or values.shape[1] < 2:
+        return np.zeros(len(pairs), dtype=int), np.full(len(pairs), math.nan)
+    differences = np.array([values[a] - values[b] for a, b in pairs])  # pairs x seeds
+    spread = differences.std(axis=1, ddof=1)
+    testable = spread > 1e-12 * max(1.0, float(np.abs(values).max()))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_values = stats.ttest_1samp(differences, 0.0, axis=1).pvalue  # one call: the pairs are rows
+    adjusted = holm(np.where(testable, p_values, math.nan))
+    directions = np.sign(differences.mean(axis=1)).astype(int)
+    return np.where(adjusted < alpha, directions, 0), adjusted  # NaN < alpha is False
 
 
 @dataclass(frozen=True)
@@ -182,6 +178,15 @@ def is_faithful(counts: OrderCounts, rung_resolution: float, wanted_resolution: 
         and math.isfinite(rung_resolution)
         and rung_resolution <= wanted_resolution
     )
+
+
+def rung_is_faithful(
+    rung: np.ndarray, top: np.ndarray, alpha: float, wanted_resolution: float, confidence: float = CONFIDENCE
+) -> bool:
+    """The whole rule on one rung and the top over the same seeds (the ladder's tables apply its parts, each on
+    its own seed set): what the simulations in tests/ and benchmarks/fidelity_coverage.py count."""
+    counts = classify_orders(established_orders(top, alpha)[0], established_orders(rung, alpha)[0])
+    return is_faithful(counts, resolution(change_intervals(rung, top, confidence)), wanted_resolution)
 
 
 # ---------------------------------------------------------------- the planner
