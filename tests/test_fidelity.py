@@ -426,14 +426,35 @@ def test_pure_noise_ladders_in_the_report_name_a_faithful_rung_at_most_five_perc
     assert report_rate(np.random.default_rng(7), *NOISE, seeds=3, ladders=60) <= 0.05
 
 
+def published_values(epochs: int) -> np.ndarray:
+    """The published runs' arms x seeds (0, 1, 2) matrix at a rung (docs/fidelity-study/summary.csv)."""
+    table = pd.read_csv(Path(__file__).parents[1] / "docs/fidelity-study/summary.csv")
+    clean = table[(table["noise"] == "none") & (table["cfg.epochs"] == epochs) & (table["seed"] <= 2)]
+    return clean.pivot(index="optimizer", columns="seed", values=METRIC).loc[ARMS].to_numpy()
+
+
+def test_the_published_ladder_with_its_middle_reversed_at_two_epochs_is_not_called_faithful():
+    # The issue's construction: the published 2-epoch runs relabelled so that the
+    # four behind Muon are exactly reversed (tau-b -0.20 against the published 16 epochs). Only Muon's lead is
+    # significant at 2 epochs and it holds at 16, so the old rule named 2 epochs the cheapest faithful rung.
+    low = published_values(2)[[2, 3, 1, 0, 4]]  # sgd, adam, adamw, lion take adamw's, lion's, adam's, sgd's runs
+    ladder = analyse_ladder(ladder_of({"epochs=2": low, "epochs=16": published_values(16)}), METRIC)
+    assert ladder.agreement.iloc[0]["tau_b"] == pytest.approx(-0.2)
+    assert fidelity.cheapest_faithful_rung(ladder) is None
+
+
 def test_a_ladder_reversing_the_middle_of_the_ranking_is_not_called_faithful():
-    # The published 16-epoch means at the top; at the cheap rung the four behind Muon in reverse order. With
-    # nearly no seed noise the top establishes every order and the rung contradicts the middle ones.
-    jitter = np.random.default_rng(3).normal(0, 0.0005, (2, 5, 6))
-    values = {"epochs=2": REVERSED[0][:, None] + jitter[0], "epochs=16": REVERSED[1][:, None] + jitter[1]}
+    # The published 16-epoch means at the top, measured nearly without noise, so it establishes all 10 orders;
+    # at the cheap rung the four behind Muon in reverse order, with seed sd 1.4 at 3 seeds: only Muon's lead is
+    # significant there, and it holds at the top, so the old rule (raw-significant orders kept) called it faithful.
+    rng = np.random.default_rng(3)
+    values = {
+        "epochs=2": fidelity_stats.simulated_ladder(rng, REVERSED[0], 3, SEED_SD, SEED_SD),
+        "epochs=16": fidelity_stats.simulated_ladder(rng, REVERSED[1], 3, 0.0002, 0.0002),
+    }
     ladder = analyse_ladder(ladder_of(values), METRIC)
     row = ladder.agreement.set_index("rung").loc["epochs=2"]
-    assert row["established_top"] == 10 and row["contradicted"] == 6 and row["reproduced"] == 4
+    assert row["established_top"] == 10 and row["reproduced"] < 10
     assert fidelity.cheapest_faithful_rung(ladder) is None
 
 
@@ -446,7 +467,7 @@ def test_seed_noise_does_not_make_a_reversed_middle_faithful():
 
 @pytest.mark.slow
 def test_seed_noise_does_not_make_a_reversed_middle_faithful_in_the_report():
-    assert report_rate(np.random.default_rng(11), *REVERSED, seeds=6, ladders=40) <= 0.05
+    assert report_rate(np.random.default_rng(11), *REVERSED, seeds=3, ladders=40) <= 0.05
 
 
 def test_two_diverged_top_runs_are_named_and_no_rung_is_faithful_on_their_rungs_behalf():
