@@ -4,6 +4,7 @@ coverage in a bounded simulation, and the report on hand-made run directories.""
 
 import math
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -642,3 +643,9 @@ def test_the_planner_asks_for_the_seeds_its_formula_gives():
     power = lambda n: scipy_stats.nct.sf(scipy_stats.t.ppf(1 - 0.0025, n - 1), n - 1, 2 * math.sqrt(n))  # noqa: E731
     assert power(n) >= 0.8 > power(n - 1)
     assert fidelity_stats.seeds_for_resolution(math.nan, 5, 2.0) is None
+
+
+@pytest.mark.slow
+def test_the_measured_coverage_in_the_docs_is_the_scripts():
+    script = Path(__file__).parents[1] / "benchmarks" / "fidelity_coverage.py"
+    assert subprocess.run([sys.executable, str(script), "--check"], capture_output=True).returncode == 0
