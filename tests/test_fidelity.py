@@ -649,3 +649,18 @@ def test_the_planner_asks_for_the_seeds_its_formula_gives():
 def test_the_measured_coverage_in_the_docs_is_the_scripts():
     script = Path(__file__).parents[1] / "benchmarks" / "fidelity_coverage.py"
     assert subprocess.run([sys.executable, str(script), "--check"], capture_output=True).returncode == 0
+
+
+def test_readmes_fidelity_block_is_the_published_tables():
+    """README's fidelity table and reading are generated from docs/fidelity-study/tables, never typed."""
+    script = Path(__file__).parents[1] / "scripts" / "readme_fidelity.py"
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_published_ladder_names_no_faithful_rung_and_says_why():
+    agreement = pd.read_csv(Path(__file__).parents[1] / "docs/fidelity-study/tables/fidelity_agreement.csv")
+    assert not agreement["faithful"].any() and (agreement["established_top"] == 0).all()
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "No rung can be named faithful at a resolution of 2 points" in readme
+    assert "cheapest faithful rung is 2 epochs" not in readme

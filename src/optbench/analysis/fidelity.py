@@ -664,6 +664,17 @@ def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> Fidelity
     )
 
 
+def with_plan(ladder: Ladder, plan: FidelityPlan) -> Ladder:
+    """The agreement table with the study's resolution and the planner's seeds (README's reading reads them)."""
+    ladder.agreement = ladder.agreement.assign(
+        resolution_wanted=ladder.resolution,
+        seeds_to_establish=plan.seeds_to_establish,
+        seeds_for_resolution=plan.seeds_for_resolution,
+        planned_top=ladder.top_label,
+    )
+    return ladder
+
+
 def seeds_phrase(seeds: int | None) -> str:
     return f"{seeds} seeds" if seeds is not None else f"more than {fidelity_stats.MAX_SEEDS} seeds"
 

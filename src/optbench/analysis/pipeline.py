@@ -596,6 +596,7 @@ def write_fidelity(
         ladder.planned_seeds, ladder.added_by = planned.seeds, planned.added_by
     ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, alpha, planned.resolution) for ladder in ladders]
     plans = [fidelity.fidelity_plan(ladder, PRIMARY_METRIC, alpha) for ladder in ladders]
+    ladders = [fidelity.with_plan(ladder, plan) for ladder, plan in zip(ladders, plans)]
     verdicts = [fidelity.verdicts_by_rung(ladder, judge_runs) for ladder in ladders]
     tuned = fidelity.tuned_settings(tuning.studies)
     tables = {
