@@ -2,6 +2,7 @@
 against hand computations, flips classed confirmed or unconfirmed, missing optimizers named, the interval's
 coverage in a bounded simulation, and the report on hand-made run directories."""
 
+import json
 import math
 import shutil
 import subprocess
@@ -664,3 +665,25 @@ def test_the_published_ladder_names_no_faithful_rung_and_says_why():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert "No rung can be named faithful at a resolution of 2 points" in readme
     assert "cheapest faithful rung is 2 epochs" not in readme
+
+
+@pytest.mark.slow
+def test_the_published_runs_with_two_diverged_muon_runs_at_16_epochs(tmp_path):
+    """A copy of the published runs with two of Muon's three 16-epoch runs marked diverged: the fidelity section
+    names them, keeps 16 epochs as the top, and names no faithful rung on its behalf (the old code silently
+    compared against 8 epochs and named 2 epochs faithful)."""
+    runs = tmp_path / "runs"
+    shutil.copytree(Path(__file__).parents[1] / "docs/fidelity-study/runs", runs)
+    for seed in (0, 1):
+        (path,) = runs.glob(f"*/none-0.0/muon/*epochs=16,*/seed{seed}/summary.json")
+        summary = json.loads(path.read_text())
+        summary["status"], summary["error"] = "diverged", "loss is NaN"
+        path.write_text(json.dumps(summary))
+    experiments = Path(__file__).parents[1] / "experiments"
+    aggregate(runs, tmp_path / "out", 0.5, experiments, draw_figures=False, study=find_study("cpu_fidelity"))
+    report = (tmp_path / "out/report.md").read_text()
+    section = report[report.index("## Fidelity") :]
+    assert "muon diverged at epochs=16 on seed(s) 0, 1" in section
+    assert "**No faithful rung at a resolution of 2 points.**" in section and "Cheapest faithful rung" not in section
+    agreement = pd.read_csv(tmp_path / "out/tables/fidelity_agreement.csv")
+    assert list(agreement["rung"])[-1] == "epochs=16" and not agreement["faithful"].any()
