@@ -687,3 +687,12 @@ def test_the_published_runs_with_two_diverged_muon_runs_at_16_epochs(tmp_path):
     assert "**No faithful rung at a resolution of 2 points.**" in section and "Cheapest faithful rung" not in section
     agreement = pd.read_csv(tmp_path / "out/tables/fidelity_agreement.csv")
     assert list(agreement["rung"])[-1] == "epochs=16" and not agreement["faithful"].any()
+
+
+def test_plan_seeds_for_a_ladder_study_plans_the_ladder_from_its_spread(tmp_path, capsys):
+    write_ladder(tmp_path / "results")
+    study = write_study(tmp_path / "ladder.yaml", synthetic_grid(), fidelity={"epochs": [2, 8], "resolution": 3})
+    assert study_command.main([str(study), "--plan-seeds", "--pilot", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out
+    assert "the fidelity ladder against epochs=8 (resolution 3 points)" in out
+    assert "- to establish the top's orders 3 points apart:" in out and "shared by a rung and the top" in out
