@@ -436,7 +436,7 @@ def published_values(epochs: int) -> np.ndarray:
 
 
 def test_the_published_ladder_with_its_middle_reversed_at_two_epochs_is_not_called_faithful():
-    # The construction: the published 2-epoch runs relabelled so that the
+    # The published 2-epoch runs relabelled so that the
     # four behind Muon are exactly reversed (tau-b -0.20 against the published 16 epochs). Only Muon's lead is
     # significant at 2 epochs and it holds at 16, so the old rule named 2 epochs the cheapest faithful rung.
     low = published_values(2)[[2, 3, 1, 0, 4]]  # sgd, adam, adamw, lion take adamw's, lion's, adam's, sgd's runs

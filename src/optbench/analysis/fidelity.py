@@ -202,14 +202,11 @@ def find_ladders(
 
 
 def ladder_of(group, grouping: Grouping, varying: list[str], keys: dict, planned) -> "Ladder | None":
+    belongs = {index: rung_labels(run, varying, planned) for index, run in group.iterrows()}
+    untold = [index for index, found in belongs.items() if not found]  # at a shared budget, no tuning record fits
     labelled = pd.concat(
-        [
-            run.to_frame().T.assign(rung=label)
-            for _, run in group.iterrows()
-            for label in rung_labels(run, varying, planned)
-        ]
+        [group.loc[[index]].assign(rung=label) for index, found in belongs.items() for label in found]
     ).reset_index(drop=True)
-    labelled = labelled.astype({column: group[column].dtype for column in group.columns})
     labelled, arms = rung_arms(labelled, grouping)
     rungs = rungs_of(labelled, varying, keys, planned)
     ran = [rung for rung in rungs if rung.runs["status"].isin(RESULT_STATUSES).any()]
@@ -231,6 +228,11 @@ def ladder_of(group, grouping: Grouping, varying: list[str], keys: dict, planned
                 else ""
             )
             not_yet.append(f"{rung.label}: no runs yet{why}")
+    if untold:
+        not_yet.append(
+            f"{len(untold)} run(s) ({', '.join(sorted(set(group.loc[untold, 'arm'].map(str))))}) at a budget two "
+            "rungs share match neither rung's tuned values: left out"
+        )
     arms = [arm for arm in arms if arm in present]
     planned_top = max(
         [(rung.budget, index, rung.label) for index, rung in enumerate(ran)]
