@@ -138,6 +138,7 @@ RULES = [
     ("test_setup.py", lambda words: [*words, "--help"], "tests/test_cli.py (about a minute: every optimizer)"),
     ("scripts/publish_runs.py", lambda words: words, "tests/test_publish_runs.py"),
     ("scripts/readme_study.py", lambda words: [*words, "--check"], "tests/test_cpu_study.py"),
+    ("scripts/readme_fidelity.py", lambda words: [*words, "--check"], "tests/test_fidelity.py"),
     (
         "pytest",
         lambda words: [*words, "--collect-only", "-n", "0", "tests/test_durations.py"],

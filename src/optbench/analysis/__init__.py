@@ -18,8 +18,10 @@ Modules, one job each (data flows down the list):
     verdicts.py    one verdict per hypothesis and scope: the settings of the study that tests it, the sequential
                    decision where it ran until decided; tables/verdicts.csv
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
-    fidelity.py    fidelity ladders (settings differing only in budget): ranks per rung, tau-b against the top rung
-                   with a seed bootstrap, flips, kept orders and cost per rung, tuned values per budget
+    fidelity.py    fidelity ladders (settings differing only in budget): the study's rungs, seed sets, failed runs,
+                   the planned top; per rung orders reproduced, resolution, tau-b, cost; tuned values per budget
+    fidelity_stats.py  the ladder's statistics as pure functions: simultaneous change intervals, established
+                   orders (Holm), tau-b's projection interval, the faithful rule, the seeds planner
     names.py       short, stable file names for each setting, the index mapping them back, what every run shares
     report.py      report.md embedding all of the above
     output.py      atomic writes into the output folder, removal of its own stale files

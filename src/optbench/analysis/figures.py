@@ -815,11 +815,12 @@ def close(figure) -> None:
 
 
 def rung_positions(per_rung: pd.DataFrame) -> tuple[list[str], list[float], bool]:
-    """Rungs in budget order, their x positions (the budget, or 1, 2, 3 when a budget is unknown), and whether
-    x is the budget (then drawn on a log axis)."""
+    """Rungs in budget order, their x positions (the budget, or 1, 2, 3 when a budget is unknown or two rungs share
+    one, as a rung tuned at its own budget beside one tuned at another does), and whether x is the budget (then
+    drawn on a log axis)."""
     rungs = per_rung.drop_duplicates("rung")[["rung", "budget"]]
     budgets = rungs["budget"].to_numpy(dtype=float)
-    if np.isfinite(budgets).all() and (budgets > 0).all():
+    if np.isfinite(budgets).all() and (budgets > 0).all() and len(set(budgets)) == len(budgets):
         return list(rungs["rung"]), list(budgets), True
     return list(rungs["rung"]), list(range(1, len(rungs) + 1)), False
 

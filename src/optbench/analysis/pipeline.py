@@ -223,6 +223,7 @@ def aggregate(
         alpha,
         draw_figures,
         fidelity_extra,
+        FidelityPlanned.of(study, tuning.studies, sequential),
         lambda rung_runs: judge_rung(
             judged_hypotheses(hypotheses, judgements), analysis, rung_runs, tuning.seeds_tuned_on(), experiments_dir
         ),
@@ -567,6 +568,30 @@ def unique_names(labels: list[str]) -> list[str]:
     return slugs
 
 
+@dataclass(frozen=True)
+class FidelityPlanned:
+    """What the study that made the runs says about its ladder (none of it without `--study`)."""
+
+    rungs: tuple = ()  # fidelity.PlannedRung, in the study's order
+    seeds: tuple = ()  # the study's grid seeds: seeds beyond them were added (by a sequential study)
+    added_by: str = ""  # the studies whose decision records are here
+    resolution: float | None = None  # metric units
+
+    @classmethod
+    def of(cls, study: Study | None, tuning_studies: list, records: list) -> "FidelityPlanned":
+        added_by = ", ".join(sorted({record.study for record in records}))
+        if study is None or not study.rungs:
+            return cls(added_by=added_by)
+        seeds = study.grid["seed"] if isinstance(study.grid["seed"], list) else [study.grid["seed"]]
+        resolution = study.fidelity_resolution
+        return cls(
+            tuple(fidelity.planned_rungs(study, tuning_studies)),
+            tuple(int(seed) for seed in seeds),
+            added_by,
+            None if resolution is None else resolution / 100,
+        )
+
+
 def write_fidelity(
     out: OutputDir,
     analysis: Analysis,
@@ -574,19 +599,25 @@ def write_fidelity(
     alpha: float,
     draw_figures: bool,
     extra_keys: Sequence[str],
+    planned: FidelityPlanned,
     judge_runs,
 ) -> FidelityParts | None:
     """The fidelity ladders' tables and figures (fidelity.py); None when the runs form no ladder.
     `judge_runs(runs)`: the hypotheses' verdicts on those runs (verdicts rung by rung)."""
-    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, fidelity.fidelity_keys(extra_keys))
+    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, fidelity.fidelity_keys(extra_keys), planned.rungs)
     if not ladders:
         return None
-    ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, alpha) for ladder in ladders]
+    for ladder in ladders:
+        ladder.planned_seeds, ladder.added_by = planned.seeds, planned.added_by
+    ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, alpha, planned.resolution) for ladder in ladders]
+    plans = [fidelity.fidelity_plan(ladder, PRIMARY_METRIC, alpha) for ladder in ladders]
+    ladders = [fidelity.with_plan(ladder, plan) for ladder, plan in zip(ladders, plans)]
     verdicts = [fidelity.verdicts_by_rung(ladder, judge_runs) for ladder in ladders]
     tuned = fidelity.tuned_settings(tuning.studies)
     tables = {
         "fidelity": pd.concat([ladder.per_rung for ladder in ladders]),
         "fidelity_agreement": pd.concat([ladder.agreement for ladder in ladders]),
+        "fidelity_orders": pd.concat([ladder.orders for ladder in ladders]),
         "fidelity_flips": pd.concat([ladder.flips for ladder in ladders]),
         "fidelity_verdicts": pd.concat(verdicts),
     }
@@ -599,7 +630,7 @@ def write_fidelity(
         files += [f"tables/{name}.csv", f"tables/{name}.md"]
     stems = unique_names([ladder.setting for ladder in ladders])
     styles = [figure_makers.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
-    planned = [
+    figures_planned = [
         entry
         for ladder, stem, style in zip(ladders, stems, styles)
         for entry in (
@@ -619,5 +650,5 @@ def write_fidelity(
             ),
         )
     ]
-    drawn = draw_planned(out, planned, analysis.warnings) if draw_figures else []
-    return FidelityParts(ladders=ladders, verdicts=verdicts, tuned=tuned, figures=drawn, table_files=files)
+    drawn = draw_planned(out, figures_planned, analysis.warnings) if draw_figures else []
+    return FidelityParts(ladders=ladders, verdicts=verdicts, tuned=tuned, figures=drawn, table_files=files, plans=plans)

@@ -58,6 +58,7 @@ class FidelityParts:
     tuned: pd.DataFrame  # fidelity.tuned_settings (empty unless tuned at several budgets)
     figures: list[tuple[str, str]]  # (caption, png path relative to report.md)
     table_files: list[str]
+    plans: list = field(default_factory=list)  # fidelity.FidelityPlan, one per ladder
 
 
 @dataclass
@@ -602,21 +603,28 @@ def fidelity_section(parts: ReportParts) -> str:
         "## Fidelity: what the cheaper budgets got right",
         "",
         "Runs whose settings differ only in budget keys (epochs, width, training images) form a ladder, one "
-        "rung per budget; the top rung is the largest budget at which every optimizer has two completed seeds. "
-        "Per rung: each optimizer's mean test accuracy at best validation, 95 % t interval, rank of the mean "
-        "(#1 = best), seeds (n). Against the top rung: Kendall's tau-b of the means with a 95 % percentile "
-        "bootstrap interval (seeds resampled, one draw for the seeds both rungs ran), the pairs ordered "
-        "alike, and the significant orders (pairwise test, p < alpha) that keep their direction at the top. "
-        "A flip is *confirmed* when the pair's difference is significant in opposite directions at both rungs, "
-        "*unconfirmed* otherwise. Cost: device-hours from the runs' own wall time; *cost vs top* per run, "
-        "with the training-compute share (epochs x images x width^2) in brackets: timings taken on a busy or "
-        "another machine do not compare, the compute share does.",
+        "rung per budget (with `--study`, the study's rungs: one tuned at its own budget is a rung of its own); "
+        "the top rung is the planned top, the largest budget. Every run that ended is a result: a diverged or "
+        "failed run counts at its recorded score, or chance, and is named. One seed set per comparison: a "
+        "rung's means, ranks and tests use the seeds every optimizer ran there, a rung against the top the "
+        "seeds both share (n and seeds in the tables). An order is *established* when the pairwise test "
+        "(paired t by seed, Holm over the pairs, as in the pairwise tables) is significant; at a rung it is "
+        "*reproduced* (established there too, same direction), *contradicted* (established, opposite "
+        "direction) or *undetermined*. Each pair's *change* is its difference at the rung minus at the top, "
+        "with simultaneous 95 % intervals over the pairs (Tukey's studentized range on the optimizer x seed "
+        "residual); a rung's *resolution* is the largest |change| those intervals allow: its ranking carries "
+        "to the top for gaps larger than that. A rung is *faithful* only when the top establishes at least one "
+        "order, the rung reproduces every one and contradicts none, and its resolution is within the study's. "
+        "Tau-b's interval is the projection of the two rungs' simultaneous intervals (conservative). Cost: "
+        "the training-compute share (epochs x images x width^2), which compares like with like; device-hours "
+        "as measured are shown beside it, and differ with the machine and its load.",
         "",
         "Files: " + ", ".join(f"[`{path}`]({path})" for path in parts.fidelity.table_files),
         "",
     ]
-    for ladder, verdicts in zip(parts.fidelity.ladders, parts.fidelity.verdicts):
-        lines += fidelity_ladder_block(ladder, verdicts, parts)
+    plans = parts.fidelity.plans or [None] * len(parts.fidelity.ladders)
+    for ladder, verdicts, plan in zip(parts.fidelity.ladders, parts.fidelity.verdicts, plans):
+        lines += fidelity_ladder_block(ladder, verdicts, parts, plan)
     if not parts.fidelity.tuned.empty:
         lines += [
             "### Tuned settings across budgets",
@@ -630,7 +638,24 @@ def fidelity_section(parts: ReportParts) -> str:
     return "\n".join(lines)
 
 
-def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts) -> list[str]:
+def fidelity_headline(ladder, plan) -> str:
+    """The report's one-sentence answer (README's reading follows it)."""
+    cheapest = fidelity.cheapest_faithful_rung(ladder)
+    points = ladder.resolution * 100
+    if cheapest is None:
+        return f"**No faithful rung at a resolution of {points:g} points.** " + (
+            fidelity.why_none(ladder, plan) if plan is not None else ""
+        )
+    row = ladder.agreement.set_index("rung").loc[cheapest]
+    whose = "" if ladder.top.label == ladder.top_label else f" (the planned top {ladder.top_label} being incomplete)"
+    return (
+        f"**Cheapest faithful rung: {cheapest}**: the {cheapest} ranking carries to {ladder.top.label}{whose} for "
+        f"gaps larger than {row['resolution'] * 100:.1f} points, reproducing all {row['established_top']:g} orders "
+        f"the top establishes (seeds {row['shared_seed_list']})."
+    )
+
+
+def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts, plan=None) -> list[str]:
     assert parts.fidelity is not None  # fidelity_section returned before its ladders without one
     lines = [
         f"### {ladder.setting}: rungs {', '.join(rung.label for rung in ladder.rungs)}",
@@ -640,6 +665,7 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts) ->
         to_markdown(fidelity.agreement_display(ladder)),
         "",
     ]
+    lines += [f"- {text}." for text in ladder.notes]
     lines += [f"- Not compared: {text}." for text in ladder.not_yet]
     lines += [f"- Missing: {text}." for text in ladder.missing]
     for _, row in ladder.agreement.iterrows():
@@ -647,23 +673,24 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts) ->
             continue
         lines.append(
             f"- The {row['rung']} rung cost {row['cost_share'] * 100:.0f} % of the top rung's device-hours "
-            f"per run ({row['budget_share'] * 100:.0f} % of its training compute) and kept "
-            f"{row['kept_pairs']:g} of its {row['significant_pairs']:g} significant pairwise orders; "
+            f"per run as measured ({row['devices']}; machines and load differ) and {row['budget_share'] * 100:.0f} % "
+            f"of its training compute, the figure that compares like with like; {fidelity.orders_text(row)}; "
+            f"resolution {row['resolution'] * 100:.1f} points on seeds {row['shared_seed_list']}; "
             f"{row['same_order']:g} of {row['pairs']:g} pairs ordered alike, tau-b "
             f"{fidelity.interval_text(row['tau_b'], row['tau_low'], row['tau_high'], 1, 2)}."
         )
-    cheapest = fidelity.cheapest_faithful_rung(ladder)
-    lines += [
-        "",
-        f"**Cheapest rung whose significant orders all hold at the top ({ladder.top.label}): "
-        f"{cheapest or 'none'}**"
-        + ("" if cheapest else " (no cheaper rung had a significant order that held throughout)")
-        + ".",
-        "",
-    ]
+    lines += ["", fidelity_headline(ladder, plan), ""]
+    if not ladder.orders.empty:
+        lines += [
+            "Each pair's change of difference from the top to the rung (points, a - b, simultaneous 95 % "
+            "intervals) and what became of an order the top establishes:",
+            "",
+            to_markdown(fidelity.orders_display(ladder)),
+            "",
+        ]
     if not ladder.flips.empty:
         lines += [
-            "Pairs ordered differently at a rung and at the top (differences in points, a - b):",
+            "Pairs ordered differently at a rung and at the top (differences in points, a - b; unadjusted tests):",
             "",
             to_markdown(fidelity.flips_display(ladder.flips)),
             "",

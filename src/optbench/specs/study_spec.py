@@ -58,6 +58,7 @@ class Study:
     tuned_by: str = ""  # main studies: the tuning study run first, whose winners these runs use
     hypotheses: tuple[str, ...] = ()  # main studies: the ids of the hypotheses it tests (empty: not said)
     rungs: tuple["Rung", ...] = ()  # a fidelity ladder: the grid is planned once per rung
+    fidelity_resolution: float | None = None  # points: the gap a faithful rung must resolve (None: the default)
 
 
 # ---------------------------------------------------------------- the `fidelity:` block
@@ -82,13 +83,33 @@ class Rung:
         )
 
 
+def parse_fidelity_resolution(path: Path, block) -> float | None:
+    """`resolution:` beside the axis (`{epochs: [2, 4, 8, 16], resolution: 2}`) or the rungs
+    (`{rungs: [...], resolution: 2}`): in points, the largest change of an order a rung may show and still be
+    called faithful (docs/fidelity.md). None when not given."""
+    if not isinstance(block, dict) or "resolution" not in block:
+        return None
+    value = block["resolution"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
+        raise ConfigError(
+            f"{path}: fidelity: resolution is a gap in points between 0 and 100, e.g. resolution: 2, "
+            f"not {value!r} (docs/fidelity.md)"
+        )
+    return float(value)
+
+
 def parse_fidelity(path: Path, block) -> tuple[Rung, ...]:
     """`{epochs: [2, 4, 8, 16]}` (one axis, one rung per value) or a list of rungs, each a mapping of budget
-    keys with an optional `tuned_by`: `[{epochs: 8}, {epochs: 8, model.width: 32, tuned_by: tune_w32}]`."""
+    keys with an optional `tuned_by`: `[{epochs: 8}, {epochs: 8, model.width: 32, tuned_by: tune_w32}]`; either
+    may carry a `resolution` (`{rungs: [...], resolution: 2}` for the list form)."""
 
     def bad(problem: str) -> ConfigError:
         return ConfigError(f"{path}: fidelity: {problem} (docs/fidelity.md)")
 
+    if isinstance(block, dict):
+        block = {key: value for key, value in block.items() if key != "resolution"}
+        if set(block) == {"rungs"}:
+            block = block["rungs"]
     if isinstance(block, dict):
         if len(block) != 1 or not isinstance(next(iter(block.values())), list):
             raise bad(
@@ -351,6 +372,7 @@ def _build_study(path: Path, fields: dict) -> Study:
     if not isinstance(tested, list) or not all(isinstance(name, str) for name in tested):
         raise ConfigError(f"{path}: hypotheses must list hypothesis ids (e.g. [H1, H2])")
     rungs = parse_fidelity(path, fields["fidelity"]) if fields.get("fidelity") is not None else ()
+    resolution = parse_fidelity_resolution(path, fields.get("fidelity"))
     if tune and rungs:
         raise ConfigError(
             f"{path}: a tuning study has no fidelity ladder: give each rung its own tuning study (a rung's tuned_by)"
@@ -372,6 +394,7 @@ def _build_study(path: Path, fields: dict) -> Study:
         tuned_by=str(fields.get("tuned_by") or ""),
         hypotheses=tuple(tested),
         rungs=rungs,
+        fidelity_resolution=resolution,
     )
 
 

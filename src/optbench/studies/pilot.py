@@ -1,5 +1,10 @@
 """`python src/study.py H2 --plan-seeds --pilot results/`: how many seeds a study's hypotheses need.
 
+A fidelity ladder study (`python src/study.py cpu_fidelity --plan-seeds --pilot DIR [--delta POINTS]`) plans its
+ladder instead: from the pilot's ladder of the study's rungs (analysis/fidelity.py), the seeds per optimizer at
+the top that establish orders the resolution apart and the seeds a rung and the top must share to reach that
+resolution (`--delta`, else the study's `fidelity: {resolution: ...}`, else 2 points).
+
 The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator judges it, on the
 same scope (optbench.analysis.verdicts: the settings of a study in the pilot folder that ran until decided, else
 every setting there matching its `where:`); optbench.analysis.seed_planner turns each required comparison's
@@ -74,7 +79,51 @@ def print_plans(plans: list[SeedPlan], tests: dict) -> None:
         print()
 
 
+def fidelity_plans(study: Study, pilot: Path, resolution: float | None) -> list[tuple]:
+    """A ladder study's pilot: per ladder found in it (the study's rungs), the seeds that reach the resolution
+    (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), from its spread."""
+    from optbench.analysis import fidelity, fidelity_stats
+    from optbench.analysis.tables import PRIMARY_METRIC
+
+    if not Path(pilot).is_dir():
+        raise ConfigError(f"--pilot {pilot} is not a folder: give the results folder of the pilot runs")
+    tuning = read_tuning(Path(pilot))
+    analysis = analyse(Path(pilot), set_aside=tuning.run_dirs)
+    keys = fidelity.fidelity_keys([override.split("=", 1)[0] for rung in study.rungs for override in rung.overrides])
+    planned = fidelity.planned_rungs(study, tuning.studies)
+    points = resolution or study.fidelity_resolution or fidelity_stats.DEFAULT_RESOLUTION_POINTS
+    plans = []
+    for ladder in fidelity.find_ladders(analysis.runs, analysis.grouping, keys, planned):
+        ladder = fidelity.analyse_ladder(ladder, PRIMARY_METRIC, resolution=points / 100)
+        plans.append((ladder, fidelity.fidelity_plan(ladder, PRIMARY_METRIC)))
+    return plans
+
+
+def print_fidelity_plans(plans: list[tuple]) -> None:
+    from optbench.analysis.fidelity import cheapest_faithful_rung, seeds_phrase, why_none
+
+    if not plans:
+        print("_(the pilot's runs form no ladder of this study's rungs: nothing to plan from)_")
+    for ladder, plan in plans:
+        points = ladder.resolution * 100
+        print(f"## {ladder.setting}: the fidelity ladder against {ladder.top.label} (resolution {points:g} points)")
+        print(
+            f"- spread: a pair's per-seed difference at the top sd {plan.difference_sd * 100:.2f} points, a "
+            f"change between a rung and the top sd {plan.change_sd * 100:.2f} (each at its 80 % upper bound)"
+        )
+        establish, resolve = seeds_phrase(plan.seeds_to_establish), seeds_phrase(plan.seeds_for_resolution)
+        print(f"- to establish the top's orders {points:g} points apart: {establish} per optimizer")
+        print(f"- for a resolution of {points:g} points: {resolve} shared by a rung and the top")
+        cheapest = cheapest_faithful_rung(ladder)
+        print(f"- now: cheapest faithful rung {cheapest}" if cheapest else f"- now: {why_none(ladder, plan)}")
+        print()
+
+
 def plan_seeds_command(study: Study, pilot: Path, experiments_dir: Path, delta: float | None) -> int:
+    """A ladder study plans its ladder (delta: the resolution in points); any other study its hypotheses."""
+    if study.rungs:
+        print_fidelity_plans(fidelity_plans(study, pilot, delta))
+        return 0
     plans = plans_from_pilot(study, pilot, experiments_dir, delta)
     tests = {hypothesis.id: hypothesis.test for hypothesis in hypotheses_of(study, experiments_dir)}
     print_plans(plans, tests)

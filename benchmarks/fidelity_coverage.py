@@ -1,0 +1,120 @@
+"""Coverage of the fidelity report's intervals, and how often its rule names a faithful rung, by simulation.
+
+    python benchmarks/fidelity_coverage.py           # rewrite the block between the markers in docs/fidelity.md
+    python benchmarks/fidelity_coverage.py --check   # exit 1 when docs/fidelity.md's block differs
+
+The published situation (docs/fidelity-study): 5 optimizers, the published 2- and 16-epoch means (seeds 0-2) as
+the truth, seed sd 1.4 points of which half the variance is a seed effect shared by every optimizer of the seed
+(initialisation, data order), at 3, 6 and 10 seeds shared by both rungs; and the same with one optimizer's own
+noise three times the others' (unequal spreads: the Tukey intervals assume equal ones). Per design, LADDERS
+simulated ladders with a fixed generator: the share whose 95 % simultaneous change intervals cover every true
+change, whose tau-b interval covers the true tau-b, and (pure noise: five equal optimizers at both rungs; the
+middle four reversed at the cheap rung) the share in which the rule names the cheap rung faithful.
+"""
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from optbench.analysis import fidelity_stats  # noqa: E402
+from optbench.analysis.tables import to_markdown  # noqa: E402
+
+DOC = REPO / "docs" / "fidelity.md"
+BEGIN = "<!-- fidelity coverage: written by `python benchmarks/fidelity_coverage.py`; do not edit -->"
+END = "<!-- end of fidelity coverage -->"
+LADDERS = 1000
+PUBLISHED_2 = np.array([46.38, 46.28, 45.99, 46.05, 53.25])  # points: sgd, adam, adamw, lion, muon
+PUBLISHED_16 = np.array([71.80, 71.08, 70.86, 68.90, 77.31])
+SEED_SD = 1.4
+RESOLUTION = fidelity_stats.DEFAULT_RESOLUTION_POINTS
+
+
+def draw(rng, means, seeds: int, own_scale: np.ndarray) -> np.ndarray:
+    part = SEED_SD / math.sqrt(2)
+    return (
+        means[:, None] + rng.normal(0, part, (1, seeds)) + rng.normal(0, part, (len(means), seeds)) * own_scale[:, None]
+    )
+
+
+def design_row(seeds: int, unequal: bool, rng) -> dict:
+    own = np.array([1.0, 1.0, 1.0, 1.0, 3.0]) if unequal else np.ones(5)
+    own = own / math.sqrt((own**2).mean())  # the same average spread
+    truth_tau = fidelity_stats.tau_b(PUBLISHED_2, PUBLISHED_16)
+    true_change = {
+        (a, b): (PUBLISHED_2[a] - PUBLISHED_2[b]) - (PUBLISHED_16[a] - PUBLISHED_16[b])
+        for a, b in fidelity_stats.pairs_of(5)
+    }
+    reversed_middle = np.array([PUBLISHED_16[i] for i in (3, 2, 1, 0, 4)]) - 25
+    counts = dict.fromkeys(("changes", "tau", "noise", "reversed"), 0)
+    resolutions = []
+    for _ in range(LADDERS):
+        low, top = draw(rng, PUBLISHED_2, seeds, own), draw(rng, PUBLISHED_16, seeds, own)
+        changes = fidelity_stats.change_intervals(low, top)
+        counts["changes"] += all(row.low <= true_change[(row.a, row.b)] <= row.high for row in changes)
+        resolutions.append(fidelity_stats.resolution(changes))
+        tau_low, tau_high = fidelity_stats.tau_b_interval(low, top)
+        counts["tau"] += tau_low <= truth_tau <= tau_high
+        flat = [draw(rng, np.full(5, level), seeds, own) for level in (50.0, 70.0)]
+        counts["noise"] += fidelity_stats.rung_is_faithful(*flat, 0.05, RESOLUTION)
+        swapped = draw(rng, reversed_middle, seeds, own), draw(rng, PUBLISHED_16, seeds, own)
+        counts["reversed"] += fidelity_stats.rung_is_faithful(*swapped, 0.05, RESOLUTION)
+    share = {key: f"{100 * value / LADDERS:.1f} %" for key, value in counts.items()}
+    return {
+        "seeds": seeds,
+        "spreads": "one optimizer 3x" if unequal else "equal",
+        "change intervals cover all 10": share["changes"],
+        "median resolution (points)": f"{np.median(resolutions):.1f}",
+        "tau-b interval covers": share["tau"],
+        "pure noise named faithful": share["noise"],
+        "middle reversed named faithful": share["reversed"],
+    }
+
+
+def coverage_block() -> str:
+    rng = np.random.default_rng(0)
+    rows = [design_row(seeds, unequal, rng) for unequal in (False, True) for seeds in (3, 6, 10)]
+    import pandas as pd  # only for the table
+
+    return to_markdown(pd.DataFrame(rows)) + (
+        f"\n{LADDERS} simulated ladders per row (`python benchmarks/fidelity_coverage.py`, generator seed 0); "
+        f"resolution wanted: {RESOLUTION:g} points.\n"
+    )
+
+
+def with_block(text: str, block: str) -> str:
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"docs/fidelity.md lacks the markers {BEGIN!r} ... {END!r}")
+    return text[: start + len(BEGIN)] + "\n" + block.strip() + "\n" + text[end:]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare only; exit 1 when docs/fidelity.md differs")
+    args = parser.parse_args(argv)
+    current = DOC.read_text()
+    try:
+        wanted = with_block(current, coverage_block())
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        if wanted != current:
+            print(
+                "docs/fidelity.md's coverage block differs: run python benchmarks/fidelity_coverage.py", file=sys.stderr
+            )
+            return 1
+        return 0
+    if wanted != current:
+        DOC.write_text(wanted)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,142 @@
+"""Copy the fidelity ladder's table and its reading from docs/fidelity-study/ into README, so no number is typed.
+
+    python scripts/readme_fidelity.py           # rewrite the block between the markers in README.md
+    python scripts/readme_fidelity.py --check   # exit 1 when README's block differs from the docs (the tests run this)
+
+The block is read from the aggregator's tables, never from the rendered report: tables/fidelity_agreement.csv
+(each rung against the top: seeds, orders established / reproduced / contradicted / undetermined, resolution,
+faithful, tau-b and its interval, the training-compute share, the study's resolution and the planner's seeds)
+and tables/fidelity.csv (the means at the top, seeds left out). Its reading follows the report's rule: a rung is
+called faithful only when the table says so, and otherwise the reading says why none is and what would be.
+"""
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+TABLES = REPO / "docs" / "fidelity-study" / "tables"
+BEGIN = "<!-- fidelity table: written by `python scripts/readme_fidelity.py` from docs/fidelity-study; do not edit -->"
+END = "<!-- end of fidelity table -->"
+NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "lion": "Lion", "muon": "Muon"}
+
+
+def interval(value: float, low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"{value:.2f}"
+    return f"{value:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def table_markdown(agreement: pd.DataFrame) -> str:
+    lines = [
+        f"| rung | seeds: rung / shared with {top_of(agreement)} | orders the top establishes (Holm): reproduced / "
+        "contradicted / undetermined | resolution (points) | faithful | Kendall's tau-b [95 % CI] | training compute |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for _, row in agreement.iterrows():
+        if row["rung"] == top_of(agreement):
+            continue
+        lines.append(
+            f"| {row['rung']} | {row['rung_seeds']} / {row['shared_seed_list']} | {row['established_top']:g}: "
+            f"{row['reproduced']:g} / {row['contradicted']:g} / {row['undetermined']:g} "
+            f"| {row['resolution'] * 100:.1f} | {'yes' if row['faithful'] else 'no'} "
+            f"| {interval(row['tau_b'], row['tau_low'], row['tau_high'])} "
+            f"| {row['budget_share'] * 100:.0f} % |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def top_of(agreement: pd.DataFrame) -> str:
+    """The rung compared against: the one whose tau-b against itself is 1 with no interval (the top row)."""
+    return str(agreement.loc[agreement["tau_low"].isna() & (agreement["tau_b"] == 1), "rung"].iloc[-1])
+
+
+def seeds_phrase(seeds: float) -> str:
+    return f"{seeds:g} seeds" if math.isfinite(seeds) else "more than 200 seeds"
+
+
+def reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
+    top = top_of(agreement)
+    top_row = agreement[agreement["rung"] == top].iloc[0]
+    points = top_row["resolution_wanted"] * 100
+    means = per_rung[per_rung["rung"] == top].sort_values("rank")
+    ranking = ", ".join(f"{NAMES.get(row.arm, row.arm)} {row.mean * 100:.1f}" for row in means.itertuples())
+    lines = [f"At {top} (seeds {top_row['top_seeds']}) the means are {ranking} %."]
+    if top != top_row["planned_top"]:
+        lines.append(f"The planned top, {top_row['planned_top']}, is incomplete: the rungs are compared against {top}.")
+    faithful = agreement[agreement["faithful"].astype(bool) & (agreement["rung"] != top)]
+    if len(faithful):
+        row = faithful.iloc[0]
+        lines.append(
+            f"The cheapest faithful rung is {row['rung']}: its ranking carries to {top} for gaps larger than "
+            f"{row['resolution'] * 100:.1f} points (all {row['established_top']:g} orders the top establishes "
+            f"reproduced, none contradicted; seeds {row['shared_seed_list']})."
+        )
+    elif top_row["established_top"] == 0:
+        lines.append(
+            f"No rung can be named faithful at a resolution of {points:g} points: {top} establishes no order after "
+            f"Holm (smallest adjusted p {top_row['smallest_p_holm_top']:.2g}), so a cheaper rung has nothing to "
+            "reproduce; its orders are not contradicted, which is not evidence that they are right."
+        )
+    else:
+        lines.append(
+            f"No rung is named faithful at a resolution of {points:g} points: none reproduces every order {top} "
+            "establishes within it (table above)."
+        )
+    if not len(faithful):
+        lines.append(
+            f"From the ladder's own spread, {seeds_phrase(top_row['seeds_to_establish'])} per optimizer at the top "
+            f"would establish orders {points:g} points apart (80 % power), and "
+            f"{seeds_phrase(top_row['seeds_for_resolution'])} shared by a rung and the top would bring its "
+            f"resolution to {points:g} points where the ranking does not move."
+        )
+    left_out = per_rung[per_rung["left_out"] > 0]
+    for rung, rows in left_out.groupby("rung", sort=False):
+        who = ", ".join(f"{NAMES.get(row.arm, row.arm)} ({row.left_out:g})" for row in rows.itertuples())
+        lines.append(f"At {rung} the seeds beyond the rung's common set are left out: {who}.")
+    return " ".join(lines) + "\n"
+
+
+def fidelity_block(tables: Path = TABLES) -> str:
+    agreement = pd.read_csv(tables / "fidelity_agreement.csv")
+    per_rung = pd.read_csv(tables / "fidelity.csv")
+    return table_markdown(agreement) + "\n" + reading(agreement, per_rung)
+
+
+def with_block(readme_text: str, block: str) -> str:
+    start, end = readme_text.find(BEGIN), readme_text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}: put them where the table goes")
+    return readme_text[: start + len(BEGIN)] + "\n" + block.strip() + "\n" + readme_text[end:]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare only; exit 1 when README differs")
+    args = parser.parse_args(argv)
+    current = README.read_text()
+    try:
+        wanted = with_block(current, fidelity_block())
+    except (ValueError, FileNotFoundError, KeyError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        if wanted != current:
+            print(
+                "README's fidelity block differs from docs/fidelity-study/tables: "
+                "run python scripts/readme_fidelity.py",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    if wanted != current:
+        README.write_text(wanted)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
