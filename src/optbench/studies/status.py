@@ -21,7 +21,7 @@ from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
 from optbench.errors import DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
-from optbench.specs.study_spec import Study, find_study
+from optbench.specs.study_spec import Study, find_study, tuning_studies_of
 from optbench.studies import estimate
 from optbench.studies.plan import PlannedRun, Sweep, plan
 
@@ -210,23 +210,30 @@ def print_status(study_id: str, statement: str, runs_by_sweep: list[tuple[Sweep,
 
 def show(study: Study, args) -> int:
     """--status of a study planned as `python src/study.py` would (args: its --set, --launcher, --tuned, folders).
-    A study tuned by another (tuned_by) shows its tuning study first, and itself once the tuned values exist."""
+    A study tuned by others (its tuned_by, its rungs') shows each tuning study first, and itself once every tuned
+    value exists."""
     tuned = args.tuned
-    if study.tuned_by:
-        tuning_study = find_study(study.tuned_by, args.experiments)
+    tuning_studies = [find_study(name, args.experiments) for name in tuning_studies_of(study)]
+    for tuning_study in tuning_studies:
         print_status(
             tuning_study.id, tuning_study.statement, plan(tuning_study, args.conf_dir, args.set, args.launcher, False)
         )
-        output = tuning_study.tune.output if tuning_study.tune else "tuned"
+    outputs = [tuning_study.tune.output if tuning_study.tune else "tuned" for tuning_study in tuning_studies]
+    missing = [
+        tuning_study.id
+        for tuning_study, output in zip(tuning_studies, outputs)
         if not all(
             (Path(args.conf_dir) / "optimizer" / output / f"{name}.yaml").is_file() for name in study.grid["optimizer"]
-        ):
-            print(
-                f"study {study.id}: planned once `python src/study.py --select-tuned {tuning_study.id}` has "
-                f"written conf/optimizer/{output}/"
-            )
-            return 0
-        tuned = output
-    elif any(rung.tuned_by for rung in study.rungs):
+        )
+    ]
+    if missing:
+        print(
+            f"study {study.id}: planned once `python src/study.py --select-tuned {' '.join(missing)}` has written "
+            "the tuned values"
+        )
+        return 0
+    if study.tuned_by:
+        tuned = outputs[0]  # the study's own tuning study comes first (tuning_studies_of)
+    elif study.rungs and tuning_studies:
         tuned = True  # every rung names its own tuning study (specs/study_spec.py checks it)
     return print_status(study.id, study.statement, plan(study, args.conf_dir, args.set, args.launcher, tuned))
