@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from optbench.analysis.stats import holm
@@ -143,7 +144,7 @@ def classify_orders(top_signs: np.ndarray, rung_signs: np.ndarray) -> OrderCount
     )
 
 
-def tau_b(x, y) -> float:
+def tau_b(x: ArrayLike, y: ArrayLike) -> float:
     return float(stats.kendalltau(x, y).statistic)  # scipy's default variant is tau-b (ties corrected)
 
 
