@@ -58,10 +58,24 @@ def tiny_config(tmp_path):
     return make
 
 
-@pytest.fixture
-def real_cifar10_root() -> Path:
+@pytest.fixture(scope="session")
+def decoded_real_cifar10() -> Path:
+    """The test data folder (OPTBENCH_TEST_DATA_DIR) holding the real images decoded, done by one worker at a time:
+    decoding 60,000 JPEGs is the slowest step of a fresh clone's suite, and two workers used to do it at once."""
     if not CIFAR10_JPEG.is_dir():
         pytest.skip(f"real CIFAR-10 JPEG copies not found at {CIFAR10_JPEG}")
+    from optbench.data.splits import load_splits
+
+    data_dir = Path(os.environ["OPTBENCH_TEST_DATA_DIR"])
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / "decoding.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits, then reads the cache this one wrote
+        load_splits(name="imagefolder", data_dir=str(data_dir), root=str(CIFAR10_JPEG))
+    return data_dir
+
+
+@pytest.fixture
+def real_cifar10_root(decoded_real_cifar10) -> Path:
     return CIFAR10_JPEG
 
 
