@@ -4,8 +4,15 @@ Tests compose the real conf/ tree (so they check what users run) and shrink it: 
 subset data, ResNet-18 at width 8, one epoch, CPU, a temporary results folder.
 """
 
+import fcntl
 import os
+import shutil
 from pathlib import Path
+
+# One intra-op thread per test process, and for the training processes tests start (they inherit it): the
+# suite runs one pytest worker per core (-n auto), the tensors are tiny, and OpenMP threads spinning on cores
+# the other worker holds made the slowest tests several times slower (docs/testing.md). Set before torch loads.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
 import torch
@@ -51,11 +58,63 @@ def tiny_config(tmp_path):
     return make
 
 
-@pytest.fixture
-def real_cifar10_root() -> Path:
+@pytest.fixture(scope="session")
+def decoded_real_cifar10() -> Path:
+    """The test data folder (OPTBENCH_TEST_DATA_DIR) holding the real images decoded, done by one worker at a time:
+    decoding 60,000 JPEGs is the slowest step of a fresh clone's suite, and two workers used to do it at once."""
     if not CIFAR10_JPEG.is_dir():
         pytest.skip(f"real CIFAR-10 JPEG copies not found at {CIFAR10_JPEG}")
+    from optbench.data.splits import load_splits
+
+    data_dir = Path(os.environ["OPTBENCH_TEST_DATA_DIR"])
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / "decoding.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits, then reads the cache this one wrote
+        load_splits(name="imagefolder", data_dir=str(data_dir), root=str(CIFAR10_JPEG))
+    return data_dir
+
+
+@pytest.fixture
+def real_cifar10_root(decoded_real_cifar10) -> Path:
     return CIFAR10_JPEG
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory):
+    """built_once(name, build) -> a folder `build(folder)` filled once per test run, for every xdist worker.
+
+    Expensive inputs several tests start from (a trained run, a run's printed lines) are made once: the first
+    worker to ask builds the folder while holding a file lock, the others wait and reuse it. A failed build
+    leaves nothing behind, so the next test to ask builds it again and sees the same failure. Tests must treat
+    the folder as read-only: take a copy (`copy_of`) of what they change, so no test sees another's changes."""
+    # Every worker's basetemp is a child of the run's one; without xdist the basetemp is the run's own.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    shared = root / "built-once"
+    shared.mkdir(exist_ok=True)
+
+    def build_once(name: str, build) -> Path:
+        folder, done = shared / name, shared / f"{name}.done"
+        with open(shared / f"{name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the build raises
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                try:
+                    build(folder)
+                except BaseException:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    raise
+                done.touch()
+        return folder
+
+    return build_once
+
+
+def copy_of(folder: Path, destination: Path) -> Path:
+    """A private copy of a built_once folder (or any part of it) that a test may change."""
+    shutil.copytree(folder, destination, symlinks=True)
+    return destination
 
 
 @pytest.fixture

@@ -239,8 +239,8 @@ def test_a_class_with_a_single_training_image_raises_config_error(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def real_data_dir(tmp_path_factory):
-    return Path(os.environ.get("OPTBENCH_TEST_DATA_DIR") or tmp_path_factory.mktemp("optbench-data"))
+def real_data_dir(decoded_real_cifar10):
+    return decoded_real_cifar10
 
 
 @pytest.mark.slow

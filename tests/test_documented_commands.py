@@ -102,7 +102,7 @@ def study_rule(words: list[str]) -> list[str]:
     """study.py: what only reads stays; a launch becomes its dry run (no time estimate: it times the model)."""
     if {"--list", "--status", "--plan-seeds", "--select-tuned"} & set(words):
         return words
-    return [*words, *([] if "--dry-run" in words else ["--dry-run"]), "--no-estimate"]
+    return [*words, *(flag for flag in ("--dry-run", "--no-estimate") if flag not in words)]
 
 
 def device_benchmark_rule(words: list[str]) -> list[str]:
@@ -242,11 +242,29 @@ def distinct_runs(scratch: Path) -> dict[tuple, list[Documented]]:
 
 
 # src/study.py is `sys.exit(main(sys.argv[1:]))`: a study command runs as that main in a process kept for many of
-# them, so the imports are paid once per process, not per command (planning a study composes each of its runs).
+# them, so the imports are paid once per process, not per command, with src/ first on the path as `python
+# src/study.py` has it. Planning a study composes each of its runs with Hydra, and several documented commands
+# plan the same study (a dry run, its --status, another launcher, a rung): the process composes each (conf/,
+# overrides) once and hands every later command a copy. The same process, directory and environment compose the
+# same config, so this changes no command's outcome; it spares most of the test's time.
 STUDY_RUNNER = """
-import contextlib, io, json, sys, traceback
+import contextlib, copy, io, json, sys, traceback
+sys.path.insert(0, "src")
+import hydra
+from hydra.core.global_hydra import GlobalHydra
 import optbench
 from optbench.studies.study_command import main
+
+compose, composed = hydra.compose, {}
+
+def compose_once(config_name=None, overrides=None, return_hydra_config=False, strict=None):
+    sources = tuple(source.path for source in GlobalHydra.instance().config_loader().get_sources())
+    key = (sources, config_name, tuple(overrides or ()), return_hydra_config, strict)
+    if key not in composed:
+        composed[key] = compose(config_name, list(overrides or ()), return_hydra_config, strict)
+    return copy.deepcopy(composed[key])
+
+hydra.compose = compose_once
 for line in sys.stdin:
     argv, errors = json.loads(line), io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(errors):
@@ -302,20 +320,25 @@ def outcome(runner: Runner, argv: tuple, environment: tuple, commands: list[Docu
 
 @pytest.mark.slow
 def test_every_documented_command_runs(scratch):
-    pending = queue.SimpleQueue()
-    for run in sorted(distinct_runs(scratch).items(), key=lambda run: run[0][0][1] != "src/study.py"):
-        pending.put(run)  # the study commands first: they take longest
     common = runnable(Documented("", 0, "python src/study.py --list"), scratch)[1]
+    studies, others = queue.SimpleQueue(), queue.SimpleQueue()
+    for run in distinct_runs(scratch).items():
+        (argv, environment), _ = run
+        (studies if argv[1] == "src/study.py" and dict(environment) == common else others).put(run)
 
-    def work(_) -> list[str | None]:  # one per core: most of the time goes to Hydra composing a study's runs
+    def work(worker: int) -> list[str | None]:  # one per core: most of the time goes to Hydra composing studies
+        # The first worker takes the study commands, so its runner composes each study's runs once for all of
+        # them (STUDY_RUNNER); the others take the rest, then any study command still waiting.
         runner, failed = Runner(scratch, common), []
         try:
-            while True:
-                try:
-                    (argv, environment), commands = pending.get_nowait()
-                except queue.Empty:
-                    return failed
-                failed.append(outcome(runner, argv, environment, commands))
+            for pending in (studies, others) if worker == 0 else (others, studies):
+                while True:
+                    try:
+                        (argv, environment), commands = pending.get_nowait()
+                    except queue.Empty:
+                        break
+                    failed.append(outcome(runner, argv, environment, commands))
+            return failed
         finally:
             runner.close()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, TINY, compose_config
+from conftest import REPO, TINY, compose_config, copy_of
 from PIL import Image
 
 from optbench import identity, rundir
@@ -55,6 +55,32 @@ def image_folder(root: Path, classes=("cat", "dog"), per_class: int = 12, seed: 
     return root
 
 
+@pytest.fixture(scope="session")
+def cli_tiny_run(built_once) -> Path:
+    """The tiny synthetic run trained once through src/train.py: results/ and what it printed (stdout.txt).
+    Read-only: a test takes a copy of what it changes."""
+
+    def build(folder: Path) -> None:
+        done = run_cli([*TINY, f"paths.results_dir={folder / 'results'}"], folder)
+        assert done.returncode == 0, done.stderr
+        (folder / "stdout.txt").write_text(done.stdout)
+
+    return built_once("identity-cli-tiny-run", build)
+
+
+@pytest.fixture(scope="session")
+def cli_folder_run(built_once) -> Path:
+    """A two-class image folder (images/) and its run trained once through src/train.py (results/).
+    Read-only: a test takes a copy of what it changes."""
+
+    def build(folder: Path) -> None:
+        root = image_folder(folder / "images")
+        done = run_cli(folder_args(root, folder), folder)
+        assert done.returncode == 0, done.stderr
+
+    return built_once("identity-cli-folder-run", build)
+
+
 def folder_args(root: Path, tmp_path: Path) -> list[str]:
     return [
         "dataset=imagefolder",
@@ -91,9 +117,9 @@ def test_settings_that_do_not_change_the_numbers_keep_the_identity(tiny_config, 
 
 
 @pytest.mark.slow
-def test_a_completed_run_with_other_settings_is_refused_and_no_byte_changes(tmp_path):
-    run_dir = tmp_path / "run"
-    assert run_cli([*TINY, f"hydra.run.dir={run_dir}"], tmp_path).returncode == 0
+def test_a_completed_run_with_other_settings_is_refused_and_no_byte_changes(tmp_path, cli_tiny_run):
+    [trained] = [path.parent for path in (cli_tiny_run / "results").rglob(rundir.RECORD_FILE)]
+    run_dir = copy_of(trained, tmp_path / "run")  # a completed run train.py made, .hydra/ included
     before = snapshot(run_dir)
     done = run_cli([*TINY, f"hydra.run.dir={run_dir}", "optimizer.lr=0.5", "epochs=3"], tmp_path)
     assert done.returncode == 2
@@ -118,13 +144,13 @@ def test_an_interrupted_run_refuses_other_settings_without_touching_hydra_files(
 
 
 @pytest.mark.slow
-def test_two_image_folders_get_two_directories_and_never_share_one(tmp_path):
-    first = image_folder(tmp_path / "a" / "images", ("cat", "dog"))
+def test_two_image_folders_get_two_directories_and_never_share_one(tmp_path, cli_folder_run):
+    first = cli_folder_run / "images"  # ("cat", "dog"), trained once for every test that starts from it
+    copy_of(cli_folder_run / "results", tmp_path / "results")
     second = image_folder(tmp_path / "b" / "images", ("ant", "bee"), seed=1)
     assert dataset_dir_name("imagefolder", str(first)) != dataset_dir_name("imagefolder", str(second))
     assert dataset_dir_name("imagefolder", str(first)).startswith("imagefolder-images-")
-    for root in (first, second):
-        assert run_cli(folder_args(root, tmp_path), tmp_path).returncode == 0
+    assert run_cli(folder_args(second, tmp_path), tmp_path).returncode == 0
     assert len(list((tmp_path / "results").rglob(rundir.RECORD_FILE))) == 2
     # Forced into one directory, the second folder is refused: the data differ.
     run_dir = next((tmp_path / "results").rglob(rundir.RECORD_FILE)).parent
@@ -160,11 +186,11 @@ def one_line_run(done) -> str:
 
 
 @pytest.mark.slow
-def test_a_copy_of_the_data_at_another_path_finds_the_same_runs(tmp_path):
+def test_a_copy_of_the_data_at_another_path_finds_the_same_runs(tmp_path, cli_folder_run):
     """The dataset level is `imagefolder-<folder>-<content fingerprint>`: another checkout's copy of the data
     (another path, fresh mtimes, even another folder name) finds the runs made on the original."""
-    root = image_folder(tmp_path / "a" / "images")
-    one_line_run(run_cli(folder_args(root, tmp_path), tmp_path))
+    root = cli_folder_run / "images"  # trained through train.py at this path
+    copy_of(cli_folder_run / "results", tmp_path / "results")
     [level] = (tmp_path / "results").iterdir()
     fingerprint = json.loads(next(level.rglob(rundir.RECORD_FILE)).read_text())["identity"]["data"]
     assert level.name == f"imagefolder-images-{fingerprint.split(':')[1][:8]}"
@@ -176,11 +202,11 @@ def test_a_copy_of_the_data_at_another_path_finds_the_same_runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_runs_named_by_the_older_path_hash_are_found_and_used(tmp_path):
+def test_runs_named_by_the_older_path_hash_are_found_and_used(tmp_path, cli_folder_run):
     """Runs made before names were by content (`imagefolder-<folder>-<hash of its absolute path>`) are
     found by the data fingerprint their records hold, from any path of the data."""
-    root = image_folder(tmp_path / "a" / "images")
-    one_line_run(run_cli(folder_args(root, tmp_path), tmp_path))
+    root = cli_folder_run / "images"  # trained through train.py at this path
+    copy_of(cli_folder_run / "results", tmp_path / "results")
     [level] = (tmp_path / "results").iterdir()
     older = level.with_name(f"imagefolder-images-{hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:8]}")
     level.rename(older)
@@ -250,15 +276,16 @@ def test_rerun_replaces_another_experiment(tiny_config, tmp_path):
 
 
 @pytest.mark.slow
-def test_every_run_ends_with_one_line_naming_its_directory_status_and_headline(tmp_path):
-    args = [*TINY, f"paths.results_dir={tmp_path / 'results'}"]
-    first = run_cli(args, tmp_path)
-    last = first.stdout.strip().splitlines()[-1]
-    assert "completed: " in last and str(tmp_path / "results") in last and "test acc 0." in last
-    assert sum("device cpu" in line for line in first.stdout.splitlines()) == 1  # the policy is one line
-    assert "reasons" not in first.stdout and "policy amp=" not in first.stdout
-    log = next((tmp_path / "results").rglob(rundir.LOG_FILE)).read_text()
+def test_every_run_ends_with_one_line_naming_its_directory_status_and_headline(tmp_path, cli_tiny_run):
+    first_stdout = (cli_tiny_run / "stdout.txt").read_text()  # what train.py printed training the run
+    last = first_stdout.strip().splitlines()[-1]
+    assert "completed: " in last and str(cli_tiny_run / "results") in last and "test acc 0." in last
+    assert sum("device cpu" in line for line in first_stdout.splitlines()) == 1  # the policy is one line
+    assert "reasons" not in first_stdout and "policy amp=" not in first_stdout
+    log = next((cli_tiny_run / "results").rglob(rundir.LOG_FILE)).read_text()
     assert "policy amp=" in log and "policy keep_awake=" in log  # the details stay in train.log
+    copy_of(cli_tiny_run / "results", tmp_path / "results")
+    args = [*TINY, f"paths.results_dir={tmp_path / 'results'}"]
     again = run_cli(args, tmp_path).stdout.strip().splitlines()[-1]
     assert again.split("] ", 1)[1].startswith("skipped, already completed: ") and "test acc 0." in again
 
