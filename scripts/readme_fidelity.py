@@ -10,7 +10,6 @@ and tables/fidelity.csv (the means at the top, seeds left out). Its reading foll
 called faithful only when the table says so, and otherwise the reading says why none is and what would be.
 """
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -18,6 +17,10 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))  # readme_blocks, also when a test loads this file by path
+
+import readme_blocks  # noqa: E402
+
 README = REPO / "README.md"
 TABLES = REPO / "docs" / "fidelity-study" / "tables"
 BEGIN = "<!-- fidelity table: written by `python scripts/readme_fidelity.py` from docs/fidelity-study; do not edit -->"
@@ -108,34 +111,18 @@ def fidelity_block(tables: Path = TABLES) -> str:
 
 
 def with_block(readme_text: str, block: str) -> str:
-    start, end = readme_text.find(BEGIN), readme_text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}: put them where the table goes")
-    return readme_text[: start + len(BEGIN)] + "\n" + block.strip() + "\n" + readme_text[end:]
+    """README's text with this script's block replaced by `block`."""
+    return readme_blocks.with_block(readme_text, block, BEGIN, END)
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare only; exit 1 when README differs")
-    args = parser.parse_args(argv)
-    current = README.read_text()
-    try:
-        wanted = with_block(current, fidelity_block())
-    except (ValueError, FileNotFoundError, KeyError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if args.check:
-        if wanted != current:
-            print(
-                "README's fidelity block differs from docs/fidelity-study/tables: "
-                "run python scripts/readme_fidelity.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    if wanted != current:
-        README.write_text(wanted)
-    return 0
+    return readme_blocks.main_for(
+        argv,
+        __doc__.splitlines()[0],
+        README,
+        lambda current: with_block(current, fidelity_block()),
+        "README's fidelity block differs from docs/fidelity-study/tables: run python scripts/readme_fidelity.py",
+    )
 
 
 if __name__ == "__main__":

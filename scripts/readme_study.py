@@ -10,7 +10,6 @@ where its study ran until decided, else the fixed-design verdict, on the setting
 with the hypotheses not tested in one line. The full tables and every other output stay in docs/cpu-study/report.md.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -18,6 +17,9 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "scripts"))  # readme_blocks, also when a test loads this file by path
+
+import readme_blocks  # noqa: E402
 
 from optbench.analysis.tables import display_table, to_markdown  # noqa: E402
 from optbench.formats import aggregate_tables  # noqa: E402
@@ -80,35 +82,19 @@ def study_block() -> str:
 
 
 def with_block(readme_text: str, block: str) -> str:
-    """README's text with the lines between the markers replaced by `block`."""
-    start, end = readme_text.find(BEGIN), readme_text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}: put them where the table goes")
-    return readme_text[: start + len(BEGIN)] + "\n" + block.strip() + "\n" + readme_text[end:]
+    """README's text with this script's block replaced by `block`."""
+    return readme_blocks.with_block(readme_text, block, BEGIN, END)
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare only; exit 1 when README differs")
-    args = parser.parse_args(argv)
-    current = README.read_text()
-    try:
-        wanted = with_block(current, study_block())
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if args.check:
-        if wanted != current:
-            print(
-                "README's cpu-study block differs from docs/cpu-study (tables/results.csv, tables/verdicts.csv): "
-                "run python scripts/readme_study.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    if wanted != current:
-        README.write_text(wanted)
-    return 0
+    return readme_blocks.main_for(
+        argv,
+        __doc__.splitlines()[0],
+        README,
+        lambda current: with_block(current, study_block()),
+        "README's cpu-study block differs from docs/cpu-study (tables/results.csv, tables/verdicts.csv): "
+        "run python scripts/readme_study.py",
+    )
 
 
 if __name__ == "__main__":
