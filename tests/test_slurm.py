@@ -10,6 +10,7 @@ StartTime=now`), which changes when the job starts again, not what it does.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -24,12 +25,12 @@ if "SLURM_CONF" not in os.environ and (SLURM_STATE / "slurm.conf").is_file():
     os.environ["SLURM_CONF"] = str(SLURM_STATE / "slurm.conf")
 
 CPU_JOB = ["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=1"]
-# Long enough (about a minute of training) that the warning 30 s into an attempt lands mid-training even
-# when the rest of the suite leaves the cores free; one thread so the numbers of a job and of the reference
-# run in this process's child are the same bit for bit.
+# Long enough (16 epochs: about 10 s on a quiet core) that a requeue sent when training starts lands
+# mid-training; the time-limit test holds the job instead of counting on training outlasting the warning.
+# One thread so the numbers of a job and of the reference run in this process's child are the same bit for bit.
 PREEMPT_RUN = [
     *[o for o in TINY if not o.startswith("epochs=")],
-    "epochs=24",
+    "epochs=16",
     "dataset.train_size=1500",
     "optimizer=adam",
 ]
@@ -108,6 +109,51 @@ def run_preempted_sweep(tmp_path: Path, interrupt, *launcher: str) -> tuple[subp
         log.close()
     output = (tmp_path / "sweep.log").read_text()
     return subprocess.CompletedProcess(command, sweep.returncode, output, ""), run_dir
+
+
+def job_processes(results: Path) -> list[int]:
+    """The pids of the sweep's job steps on this one-node cluster: submitit's Python, run on <results>/.submitit."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:  # the process ended while we looked
+            continue
+        if b"submitit.core._submit" in argv and any(str(results / ".submitit").encode() in arg for arg in argv):
+            found.append(int(cmdline.parent.name))
+    return found
+
+
+def warning_pending(pid: int) -> bool:
+    """Whether SIGUSR2 waits, undelivered, on the stopped process (its /proc status's pending-signal masks)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # gone: nothing left to hold
+    masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask & (1 << (signal.SIGUSR2 - 1)) for mask in masks)
+
+
+def hold_until_warned(results: Path, timeout_s: float = 240) -> None:
+    """Stop the job's Python mid-training until SLURM's time-limit warning is waiting on it, then let it go on.
+
+    Without the hold the warning (about 30 s into the attempt) lands mid-training only while training is slower
+    than that: on a quiet machine the run finished first and the warning never came (CI, stop 50)."""
+    pids = job_processes(results)
+    assert pids, "no job process found to hold"
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not any(warning_pending(pid) for pid in pids):
+            assert time.monotonic() < deadline, f"no SIGUSR2 reached the held job within {timeout_s} s"
+            time.sleep(0.5)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
 
 def our_jobs(results: Path) -> list[str]:
@@ -202,10 +248,11 @@ def test_a_run_requeued_mid_training_resumes_to_the_uninterrupted_numbers(tmp_pa
 
 def test_a_run_past_its_time_limit_is_warned_requeued_and_resumes(tmp_path, uninterrupted_metrics):
     # --time=2 --signal=USR2@90: SLURM warns about 30 s into each attempt (measured: 30 s; with --time=1 the
-    # warning came after 6 s, before training starts), the run checkpoints, submitit's handler requeues it.
+    # warning came after 6 s, before training starts); the job is held mid-training until the warning waits on
+    # it, then the run checkpoints and submitit's handler requeues it.
     result, run_dir = run_preempted_sweep(
         tmp_path,
-        lambda run_dir: None,
+        lambda run_dir: hold_until_warned(tmp_path / "results"),
         "hydra.launcher.timeout_min=2",
         "hydra.launcher.signal_delay_s=90",
         "hydra.launcher.max_num_timeout=10",
