@@ -22,8 +22,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench.analysis import fidelity_stats  # noqa: E402
-from optbench.analysis.tables import to_markdown  # noqa: E402
+from optbench.analysis.statistics import fidelity_stats  # noqa: E402
+from optbench.analysis.writing.tables import to_markdown  # noqa: E402
 
 DOC = REPO / "docs" / "fidelity.md"
 BEGIN = "<!-- fidelity coverage: written by `python benchmarks/fidelity_coverage.py`; do not edit -->"

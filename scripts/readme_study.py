@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / "scripts"))  # readme_blocks, also when a test loa
 
 import readme_blocks  # noqa: E402
 
-from optbench.analysis.tables import display_table, to_markdown  # noqa: E402
+from optbench.analysis.writing.tables import display_table, to_markdown  # noqa: E402
 from optbench.formats import aggregate_tables  # noqa: E402
 
 README = REPO / "README.md"

@@ -23,7 +23,15 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from optbench.analysis.sequential_rule import CONTINUE, FUTILITY, REJECTED, SUPPORTED, Design, decide, signed_z
+from optbench.analysis.statistics.sequential_rule import (
+    CONTINUE,
+    FUTILITY,
+    REJECTED,
+    SUPPORTED,
+    Design,
+    decide,
+    signed_z,
+)
 
 ALPHA = 0.05
 LOOK_SETS = ((3, 6, 10, 16), (3, 6, 10))

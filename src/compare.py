@@ -58,7 +58,7 @@ def figure_path(wanted: Path | None, run_ids: tuple[str, str]) -> Path:
 def main(argv: list[str]) -> int:
     try:
         args = parse_args(argv)
-        from optbench.analysis.run_pair import read_compared
+        from optbench.analysis.writing.run_pair import read_compared
 
         a, b = read_compared(args.run_a, "RUN_A"), read_compared(args.run_b, "RUN_B")
         if a.path.resolve() == b.path.resolve():
@@ -75,7 +75,7 @@ def report(a, b, path: Path) -> None:
     """The two tables on stdout, the figure into `path` (written whole or not at all)."""
     from tabulate import tabulate
 
-    from optbench.analysis.run_pair import config_differences, curves_figure, headline_rows, run_label
+    from optbench.analysis.writing.run_pair import config_differences, curves_figure, headline_rows, run_label
 
     numbers, numbers_free = config_differences(a, b)
     labels = {"A": run_label("A", a, numbers), "B": run_label("B", b, numbers)}

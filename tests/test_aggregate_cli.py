@@ -154,7 +154,7 @@ def test_the_report_names_a_setting_whose_runs_come_from_more_than_one_processor
 
 
 def test_stale_outputs_of_an_earlier_aggregation_are_removed_but_nothing_else(tmp_path):
-    from optbench.analysis.output import OutputDir
+    from optbench.analysis.writing.output import OutputDir
 
     out = tmp_path / "out"
     first = OutputDir(out)

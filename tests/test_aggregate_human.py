@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 
-from optbench.analysis.hypotheses import Context, evaluate, parse_hypothesis
+from optbench.analysis.judging.hypotheses import Context, evaluate, parse_hypothesis
 from optbench.analysis.pipeline import aggregate, analyse
 from optbench.errors import ConfigError
 from optbench.specs.study_spec import PlannedSetting, find_study, planned_settings

@@ -16,7 +16,7 @@ from fixtures.aggregate.fake_runs import ramp_records, record, write_run
 from scipy import stats
 from scipy.special import betainc
 
-from optbench.analysis.hypotheses import Context, evaluate, load_hypotheses, parse_hypothesis
+from optbench.analysis.judging.hypotheses import Context, evaluate, load_hypotheses, parse_hypothesis
 from optbench.analysis.pipeline import analyse
 from optbench.errors import ConfigError
 
@@ -385,7 +385,7 @@ def test_a_configuration_chosen_among_several_on_the_same_seeds_is_marked_post_s
 
 
 def test_a_difference_of_exactly_zero_is_tied_not_opposite():
-    from optbench.analysis.hypotheses import classify
+    from optbench.analysis.judging.hypotheses import classify
 
     assert classify(0.0, 1.0, "higher", 0.05) == "tied"
     assert classify(-0.001, 0.5, "higher", 0.05) == "opposite, not significant"

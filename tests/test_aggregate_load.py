@@ -14,8 +14,8 @@ from optbench import identity
 from optbench.analysis.groups import REPLICATE_KEYS, is_excluded
 from optbench.analysis.load import IDENTITY_SOURCES
 from optbench.analysis.pipeline import analyse
-from optbench.analysis.stats import pairwise
-from optbench.analysis.tables import completed, display_table, problem_runs, results_table
+from optbench.analysis.statistics.stats import pairwise
+from optbench.analysis.writing.tables import completed, display_table, problem_runs, results_table
 
 T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # t(0.975, 2), closed form
 

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from fixtures.aggregate.fake_runs import ramp_records, realistic_records, realistic_study, write_run
 
-from optbench.analysis import aggregate, figures
-from optbench.analysis.names import STEM_LIMIT, full_setting, setting_hash
+from optbench.analysis import aggregate
 from optbench.analysis.pipeline import PRIMARY_LABEL, analyse
-from optbench.analysis.tables import PRIMARY_METRIC
+from optbench.analysis.writing import figures
+from optbench.analysis.writing.names import STEM_LIMIT, full_setting, setting_hash
+from optbench.analysis.writing.tables import PRIMARY_METRIC
 
 # What a tiny test run overrides (tests/conftest.py TINY): beside a default run, every one of these differs.
 TINY = {"batch_size": 50, "dataset.val_size": 100, "dataset.train_subset": 600, "epochs": 2, "model.width": 8}

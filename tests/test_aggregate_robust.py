@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optbench.analysis.robust import (
+from optbench.analysis.statistics.robust import (
     costs,
     improvement_table,
     iqm,
@@ -176,7 +176,7 @@ def test_profile_table_gives_epochs_and_seconds():
 
 
 def test_figures_say_when_nobody_reaches_the_target_and_always_name_the_wall_time_unit():
-    from optbench.analysis import figures
+    from optbench.analysis.writing import figures
 
     runs = pd.DataFrame(
         {
@@ -219,7 +219,7 @@ def test_intervals_from_six_runs_cover_95_percent_and_fewer_runs_are_flagged(mon
     P(A > B) = Phi(1 / sqrt 2)."""
     from scipy import stats
 
-    from optbench.analysis import robust
+    from optbench.analysis.statistics import robust
 
     monkeypatch.setattr(robust, "BOOTSTRAP_RESAMPLES", 10_000)  # enough for the expanded percentiles
     iqm_coverage = coverage(pooled_iqm, 0.0, lambda rng: [rng.normal(0, 1, 6)])

@@ -14,7 +14,16 @@ import pandas as pd
 import pytest
 from scipy.special import betainc
 
-from optbench.analysis.stats import compare, contrast, describe, holm, min_detectable_d, pairwise, sign_flip_p, t_power
+from optbench.analysis.statistics.stats import (
+    compare,
+    contrast,
+    describe,
+    holm,
+    min_detectable_d,
+    pairwise,
+    sign_flip_p,
+    t_power,
+)
 
 # t(0.975, 2) in closed form: for 2 degrees of freedom the quantile is (2u - 1) / sqrt(2 u (1 - u)); 4.303 in tables.
 T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)
@@ -266,7 +275,7 @@ def test_experiments_readme_table_is_what_the_script_prints(capsys):
 
 
 def test_accuracy_intervals_are_clipped_and_a_zero_difference_is_tied():
-    from optbench.analysis.tables import difference_interval, interval
+    from optbench.analysis.writing.tables import difference_interval, interval
 
     assert interval(-0.1704, 0.5471) == "[0.00, 54.71]"  # a t interval of three accuracies can reach below 0 %
     assert interval(0.95, 1.02) == "[95.00, 100.00]"

@@ -16,7 +16,7 @@ from fixtures.aggregate.fake_runs import ramp_records, write_run
 from fixtures.aggregate.fake_tuning import Trial, write_tuning_study
 
 from optbench.analysis import aggregate
-from optbench.analysis.tuning_report import EDGE_MARKER, IGNORED, edge_text
+from optbench.analysis.judging.tuning_report import EDGE_MARKER, IGNORED, edge_text
 from optbench.errors import DamagedRunFile
 from optbench.formats import tuning_record
 from optbench.formats.fields import Fields

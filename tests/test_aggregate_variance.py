@@ -1,4 +1,4 @@
-"""analysis/variance.py: the seed vs test-image decomposition on cases with known answers, the two-level
+"""analysis/statistics/variance.py: the seed vs test-image decomposition on cases with known answers, the two-level
 bootstrap, and the table the aggregator writes from runs' predictions.npz."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from fixtures.aggregate.fake_runs import ramp_records, write_predictions, write_run
 
 from optbench.analysis import aggregate
-from optbench.analysis.variance import bootstrap_differences, comparison_row, decompose
+from optbench.analysis.statistics.variance import bootstrap_differences, comparison_row, decompose
 
 
 def test_a_hand_computed_case():

@@ -1,4 +1,4 @@
-"""One verdict per hypothesis and scope (optbench.analysis.verdicts), read from outside through the aggregator:
+"""One verdict per hypothesis and scope (optbench.analysis.judging.verdicts), read from outside through the aggregator:
 a hypothesis is judged on the settings of the study that tests it, a sequential study's decision is its verdict,
 the named study's other hypotheses and those without runs get no verdict, and tables/verdicts.csv holds one row
 per hypothesis."""

@@ -16,10 +16,11 @@ from conftest import CONF_DIR
 from omegaconf import OmegaConf
 from scipy import stats as scipy_stats
 
-from optbench.analysis import fidelity, fidelity_stats
-from optbench.analysis.fidelity import Ladder, Rung, analyse_ladder, tau_b
+from optbench.analysis.judging import fidelity
+from optbench.analysis.judging.fidelity import Ladder, Rung, analyse_ladder, tau_b
 from optbench.analysis.pipeline import aggregate
-from optbench.analysis.stats import holm
+from optbench.analysis.statistics import fidelity_stats
+from optbench.analysis.statistics.stats import holm
 from optbench.errors import ConfigError
 from optbench.formats import tuning_record
 from optbench.specs.study_spec import Rung as StudyRung

@@ -251,6 +251,55 @@ def test_the_layering_check_sees_an_import_up_the_house(tmp_path):
     ]
 
 
+# ---- the analysis wing's rooms ------------------------------------------------------------------------
+# Within optbench.analysis, arrows point down: writing -> judging -> statistics. The loading modules at the
+# top of the package (load, groups, inputs) serve every room but statistics, which takes arrays and numbers.
+ROOM_USES = {
+    "loading": set(),
+    "statistics": set(),
+    "judging": {"loading", "statistics"},
+    "writing": {"loading", "statistics", "judging"},
+    "pipeline": {"loading", "statistics", "judging", "writing"},
+}
+
+
+def room_of(module: str) -> str | None:
+    """optbench.analysis.judging.fidelity -> judging; optbench.analysis.load -> loading; outside -> None."""
+    parts = module.split(".")
+    if parts[:2] != ["optbench", "analysis"] or len(parts) < 3:
+        return None
+    if parts[2] in ("statistics", "judging", "writing"):
+        return parts[2]
+    return "pipeline" if parts[2] == "pipeline" else "loading"
+
+
+def room_violations(package: Path) -> list[str]:
+    wrong = []
+    for module, imported in package_imports(package).items():
+        here = room_of(module)
+        for name in sorted(imported):
+            there = room_of(name)
+            if here and there and there != here and there not in ROOM_USES[here]:
+                wrong.append(f"{module} imports {name}: the {here} room does not use the {there} room")
+    return wrong
+
+
+def test_the_analysis_rooms_point_down():
+    assert room_violations(PACKAGE) == []
+
+
+def test_the_room_check_sees_statistics_reaching_up(tmp_path):
+    copy = tmp_path / "optbench"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "analysis" / "statistics" / "late.py").write_text("from optbench.analysis.writing import tables\n")
+    assert room_violations(copy) == [
+        "optbench.analysis.statistics.late imports optbench.analysis.writing: the statistics room does not use the "
+        "writing room",
+        "optbench.analysis.statistics.late imports optbench.analysis.writing.tables: the statistics room does not use "
+        "the writing room",
+    ]
+
+
 # ---- each package maps its modules ------------------------------------------------------------------
 def unmapped_modules(package: Path) -> list[str]:
     """'<package>: <name>' for each module (<name>.py) or subpackage (<name>/) of every package under `package` that its
@@ -326,7 +375,7 @@ def test_each_file_format_is_named_only_by_the_module_that_owns_it():
 
 
 def test_the_tuning_record_the_runner_writes_is_what_the_aggregator_reads(tmp_path):
-    from optbench.analysis.tuning_report import read_tuning
+    from optbench.analysis.judging.tuning_report import read_tuning
     from optbench.formats import tuning_record
 
     run = {"run_dir": "synthetic/none-0.0/lion/seed0", "seed": 0, "status": "completed", "score": 0.4}

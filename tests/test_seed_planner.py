@@ -1,4 +1,4 @@
-"""The seed planner (optbench.analysis.seed_planner, `study.py --plan-seeds`): seed counts against the paired
+"""The seed planner (optbench.analysis.judging.seed_planner, `study.py --plan-seeds`): seed counts against the paired
 t-test's sample sizes, the sd's upper bound by hand, a plan from pilot runs with known numbers, and the CLI."""
 
 import math
@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 
-from optbench.analysis.seed_planner import exact_floor, sd_upper_bound, seeds_for_power
+from optbench.analysis.judging.seed_planner import exact_floor, sd_upper_bound, seeds_for_power
 
 SQRT2 = math.sqrt(2)
 
@@ -168,9 +168,9 @@ def h3_pilot(root, noisy_seeds):
 
 
 def h3_plan(root, delta):
-    from optbench.analysis.hypotheses import Context, evaluate, parse_hypothesis
+    from optbench.analysis.judging.hypotheses import Context, evaluate, parse_hypothesis
+    from optbench.analysis.judging.seed_planner import plan_seeds
     from optbench.analysis.pipeline import analyse
-    from optbench.analysis.seed_planner import plan_seeds
 
     analysis = analyse(root)
     verdict = evaluate(
@@ -216,7 +216,7 @@ def test_a_required_comparison_the_pilot_cannot_size_still_counts(tmp_path):
 
 def test_a_plan_pointing_against_the_claim_still_names_the_comparison_it_could_not_size():
     """Two reasons for no seed count: the advice gives the direction first and names the unsized comparison too."""
-    from optbench.analysis.seed_planner import ComparisonPlan, SeedPlan
+    from optbench.analysis.judging.seed_planner import ComparisonPlan, SeedPlan
 
     against = ComparisonPlan(
         setting="cifar10, clean",

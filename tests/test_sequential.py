@@ -1,4 +1,4 @@
-"""The group-sequential rule (optbench.analysis.sequential_rule), simulated: under the null "supported" and
+"""The group-sequential rule (optbench.analysis.statistics.sequential_rule), simulated: under the null "supported" and
 "rejected" each stay at or below alpha over all looks; under a real effect it stops earlier on average than
 the fixed design's maximum seeds. Each simulated study is per-seed differences of m comparisons, tested at
 each look by the paired t-test the aggregator uses, its p turned into a signed z as the study does."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from optbench.analysis.sequential_rule import (
+from optbench.analysis.statistics.sequential_rule import (
     FUTILITY,
     REJECTED,
     SUPPORTED,
@@ -305,7 +305,7 @@ def test_the_price_the_docs_quote_comes_from_the_script():
 
     from conftest import REPO
 
-    from optbench.analysis import sequential_rule
+    from optbench.analysis.statistics import sequential_rule
 
     spec = importlib.util.spec_from_file_location("sequential_price", REPO / "scripts" / "sequential_price.py")
     script = importlib.util.module_from_spec(spec)

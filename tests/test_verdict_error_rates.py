@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optbench.analysis.hypotheses import Context, evaluate, parse_hypothesis
+from optbench.analysis.judging.hypotheses import Context, evaluate, parse_hypothesis
 
 ALPHA = 0.05
 OPTIMIZERS = ("sgd", "adam", "adamw", "lion", "muon")

@@ -6,7 +6,7 @@ count, the library versions and the precision change a run's numbers (docs/runs.
 count and the processor by about half a point after two epochs). `environment_rows(a, b)` gives what two
 summaries record of each, where they differ or where one does not say ("unknown": written before it was
 recorded); `epoch_differences(recorded, replayed)` compares two runs' metrics.jsonl records number by number,
-leaving out the wall-clock timings. Used by compare.py (analysis/run_pair.py), replay (training/replay.py), the
+leaving out the wall-clock timings. Used by compare.py (analysis/writing/run_pair.py), replay (training/replay.py), the
 study planner's reuse notes (studies/) and the aggregator's report. Standard library only.
 """
 

@@ -40,17 +40,21 @@ from typing import Any
 
 import pandas as pd
 
-from optbench.analysis import fidelity, robust
-from optbench.analysis import figures as figure_makers
 from optbench.analysis.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
-from optbench.analysis.hypotheses import Context, hypothesis_files, load_hypotheses
 from optbench.analysis.inputs import check_inputs
+from optbench.analysis.judging import fidelity
+from optbench.analysis.judging.hypotheses import Context, hypothesis_files, load_hypotheses
+from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning, tuning_display, tuning_table
+from optbench.analysis.judging.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.analysis.load import load_runs
-from optbench.analysis.names import constant_keys, file_stems, settings_index, short_name
-from optbench.analysis.output import OutputDir
-from optbench.analysis.report import FidelityParts, ReportParts, TuningParts, render_report, verdict_rows
-from optbench.analysis.stats import ALPHA, pairwise
-from optbench.analysis.tables import (
+from optbench.analysis.statistics import robust
+from optbench.analysis.statistics.stats import ALPHA, pairwise
+from optbench.analysis.statistics.variance import variance_display, variance_table
+from optbench.analysis.writing import figures as figure_makers
+from optbench.analysis.writing.names import constant_keys, file_stems, settings_index, short_name
+from optbench.analysis.writing.output import OutputDir
+from optbench.analysis.writing.report import FidelityParts, ReportParts, TuningParts, render_report, verdict_rows
+from optbench.analysis.writing.tables import (
     PRIMARY_METRIC,
     completed,
     display_table,
@@ -61,9 +65,6 @@ from optbench.analysis.tables import (
     to_latex,
     to_markdown,
 )
-from optbench.analysis.tuning_report import TuningRecords, read_tuning, tuning_display, tuning_table
-from optbench.analysis.variance import variance_display, variance_table
-from optbench.analysis.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.errors import ConfigError
 from optbench.formats import decision_record
 from optbench.formats.aggregate_tables import HYPOTHESES, RESULTS, VERDICTS, csv_text
@@ -365,7 +366,7 @@ def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
 
 
 def robust_tables(runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
-    """IQM, probability of improvement and performance profiles (optbench.analysis.robust), with diverged
+    """IQM, probability of improvement and performance profiles (optbench.analysis.statistics.robust), with diverged
     and failed runs counted as results."""
     return {
         "robust": robust.iqm_table(runs, PRIMARY_METRIC, settings, arms),

@@ -17,7 +17,7 @@ import pandas as pd
 from optbench.errors import DamagedRunFile
 
 TABLES = "tables"
-RESULTS = f"{TABLES}/results.csv"  # one row per (setting, optimizer): the mean table (analysis/tables.py)
+RESULTS = f"{TABLES}/results.csv"  # one row per (setting, optimizer): the mean table (analysis/writing/tables.py)
 VERDICTS = f"{TABLES}/verdicts.csv"  # one row per (hypothesis, scope), then one per hypothesis not tested
 HYPOTHESES = f"{TABLES}/hypotheses.csv"  # every comparison of every judged hypothesis
 FIDELITY = f"{TABLES}/fidelity.csv"  # one row per (ladder, rung): its rank agreement with the top rung

@@ -48,7 +48,7 @@ FORMAT = 1
 PREFIX = "sequential-"
 WAY_OUT = "restore it from a backup; deleting it would let the study re-decide on more data"
 Item = TypeVar("Item")  # what a check makes of one item of a JSON list
-# The decisions a look can take (optbench.analysis.sequential_rule says when); all but CONTINUE are final.
+# The decisions a look can take (optbench.analysis.statistics.sequential_rule says when); all but CONTINUE are final.
 CONTINUE, SUPPORTED, REJECTED, FUTILITY, UNDECIDED = "continue", "supported", "rejected", "futility", "undecided"
 DECISIONS = (CONTINUE, SUPPORTED, REJECTED, FUTILITY, UNDECIDED)
 

@@ -2,7 +2,7 @@
 
 A tuning study's selection writes it (studies/tuning_protocol.py builds a `TuningRecord`, `write` turns it into
 the file's JSON with `content` and parses that through the schema here before writing it) and the aggregator
-reads it (analysis/tuning_report.py, through `find_records` and `read`), so the writer and every reader
+reads it (analysis/judging/tuning_report.py, through `find_records` and `read`), so the writer and every reader
 share one definition: the file's name, its format version and its schema, `TuningRecord` (frozen dataclasses
 down to each run). Readers use the dataclasses' attributes, never the file's keys. Standard library only.
 Written atomically (fileio.write_bytes_atomically).

@@ -1,7 +1,7 @@
 """Hypothesis files as data: experiments/hypotheses/*.yaml parsed into frozen Hypothesis and HypothesisTest.
 
 Each file is parsed once, by `load_hypotheses(folder)` / `parse_hypothesis(path)`, with every default
-applied in `parse_test`; the aggregator (analysis/hypotheses.py) evaluates them, and a hypothesis
+applied in `parse_test`; the aggregator (analysis/judging/hypotheses.py) evaluates them, and a hypothesis
 study (specs/study_spec.py) carries its `HypothesisTest`. The schema is experiments/README.md, section
 Hypotheses. Standard library and PyYAML only.
 """

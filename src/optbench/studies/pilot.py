@@ -1,13 +1,13 @@
 """`python src/study.py H2 --plan-seeds --pilot results/`: how many seeds a study's hypotheses need.
 
 A fidelity ladder study (`python src/study.py cpu_fidelity --plan-seeds --pilot DIR [--delta POINTS]`) plans its
-ladder instead: from the pilot's ladder of the study's rungs (analysis/fidelity.py), the seeds per optimizer at
+ladder instead: from the pilot's ladder of the study's rungs (analysis/judging/fidelity.py), the seeds per optimizer at
 the top that establish orders the resolution apart and the seeds a rung and the top must share to reach that
 resolution (`--delta`, else the study's `fidelity: {resolution: ...}`, else 2 points).
 
 The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator judges it, on the
-same scope (optbench.analysis.verdicts: the settings of a study in the pilot folder that ran until decided, else
-every setting there matching its `where:`); optbench.analysis.seed_planner turns each required comparison's
+same scope (optbench.analysis.judging.verdicts: the settings of a study in the pilot folder that ran until decided, else
+every setting there matching its `where:`); optbench.analysis.judging.seed_planner turns each required comparison's
 spread into the seeds it needs, checks the hypothesis-level figure by simulation and prices the extra runs. A
 hypothesis study (H1, H2, H3) plans its own hypothesis; any other study the hypotheses it tests (its
 `hypotheses:` list), or every hypothesis in experiments/hypotheses/ when it names none.
@@ -16,13 +16,13 @@ hypothesis study (H1, H2, H3) plans its own hypothesis; any other study the hypo
 import sys
 from pathlib import Path
 
-from optbench.analysis.hypotheses import Context, evaluate
+from optbench.analysis.judging.hypotheses import Context, evaluate
+from optbench.analysis.judging.seed_planner import SeedPlan, comparison_units, plan_seeds, plan_table
+from optbench.analysis.judging.tuning_report import read_tuning
+from optbench.analysis.judging.verdicts import judge
 from optbench.analysis.load import UNREADABLE
 from optbench.analysis.pipeline import analyse, read_decision_records
-from optbench.analysis.seed_planner import SeedPlan, comparison_units, plan_seeds, plan_table
-from optbench.analysis.tables import to_markdown
-from optbench.analysis.tuning_report import read_tuning
-from optbench.analysis.verdicts import judge
+from optbench.analysis.writing.tables import to_markdown
 from optbench.errors import ConfigError
 from optbench.specs.hypothesis_spec import Hypothesis, load_hypotheses
 from optbench.specs.study_spec import Study, tested_hypotheses
@@ -82,8 +82,9 @@ def print_plans(plans: list[SeedPlan], tests: dict) -> None:
 def fidelity_plans(study: Study, pilot: Path, resolution: float | None) -> list[tuple]:
     """A ladder study's pilot: per ladder found in it (the study's rungs), the seeds that reach the resolution
     (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), from its spread."""
-    from optbench.analysis import fidelity, fidelity_stats
-    from optbench.analysis.tables import PRIMARY_METRIC
+    from optbench.analysis.judging import fidelity
+    from optbench.analysis.statistics import fidelity_stats
+    from optbench.analysis.writing.tables import PRIMARY_METRIC
 
     if not Path(pilot).is_dir():
         raise ConfigError(f"--pilot {pilot} is not a folder: give the results folder of the pilot runs")
@@ -100,7 +101,7 @@ def fidelity_plans(study: Study, pilot: Path, resolution: float | None) -> list[
 
 
 def print_fidelity_plans(plans: list[tuple]) -> None:
-    from optbench.analysis.fidelity import cheapest_faithful_rung, seeds_phrase, why_none
+    from optbench.analysis.judging.fidelity import cheapest_faithful_rung, seeds_phrase, why_none
 
     if not plans:
         print("_(the pilot's runs form no ladder of this study's rungs: nothing to plan from)_")

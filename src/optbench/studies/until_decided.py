@@ -1,7 +1,7 @@
 """`python src/study.py NAME --until-decided --max-seeds 16`: add seeds at pre-set looks until decided.
 
 The study's own seeds are the first look; later looks add seeds (the next integers) up to --max-seeds
-(default looks 3, 6, 10, 16: optbench.analysis.sequential_rule), for the optimizers the hypotheses still open
+(default looks 3, 6, 10, 16: optbench.analysis.statistics.sequential_rule), for the optimizers the hypotheses still open
 compare (a decided hypothesis's other arms get no more seeds). At each look the runs are trained as
 ordinary runs in their deterministic directories (finished ones skipped), the results folder is read
 as the aggregator reads it, each open hypothesis is evaluated on the study's planned settings and on that
@@ -17,10 +17,10 @@ boundaries) is fixed in the record at the first look.
 import dataclasses
 from pathlib import Path
 
-from optbench.analysis.hypotheses import Context, evaluate
+from optbench.analysis.judging.hypotheses import Context, evaluate
+from optbench.analysis.judging.tuning_report import read_tuning
 from optbench.analysis.pipeline import analyse
-from optbench.analysis.sequential_rule import CONTINUE, Design, decide, look_seeds, looks_for, signed_z
-from optbench.analysis.tuning_report import read_tuning
+from optbench.analysis.statistics.sequential_rule import CONTINUE, Design, decide, look_seeds, looks_for, signed_z
 from optbench.errors import ConfigError, did_you_mean
 from optbench.formats import decision_record
 from optbench.formats.decision_record import DecisionRecord, HypothesisDecision, HypothesisDesign, no_number

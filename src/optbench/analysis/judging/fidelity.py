@@ -32,7 +32,6 @@ import pandas as pd
 import yaml
 from scipy import stats as scipy_stats
 
-from optbench.analysis import fidelity_stats
 from optbench.analysis.groups import (
     ARM_IDENTITY,
     CONFIG_PREFIX,
@@ -43,8 +42,9 @@ from optbench.analysis.groups import (
     short_key,
     varies,
 )
-from optbench.analysis.robust import RESULT_STATUSES  # runs that ended: completed, diverged, failed
-from optbench.analysis.stats import ALPHA, by_seed, compare, describe, seeds_text
+from optbench.analysis.statistics import fidelity_stats
+from optbench.analysis.statistics.robust import RESULT_STATUSES  # runs that ended: completed, diverged, failed
+from optbench.analysis.statistics.stats import ALPHA, by_seed, compare, describe, seeds_text
 from optbench.formats.run_summary import COMPLETED
 
 # Keys that change what a run costs, not what it asks; with the exponent of their share of the training compute

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from optbench.analysis.hypotheses import INCONCLUSIVE, REJECTED, SUPPORTED, Context, Verdict, evaluate
-from optbench.analysis.sequential_rule import CONTINUE, FUTILITY, look_seeds
+from optbench.analysis.judging.hypotheses import INCONCLUSIVE, REJECTED, SUPPORTED, Context, Verdict, evaluate
+from optbench.analysis.statistics.sequential_rule import CONTINUE, FUTILITY, look_seeds
 from optbench.errors import ConfigError
 from optbench.formats import aggregate_tables
 from optbench.formats.aggregate_tables import NOT_TESTED

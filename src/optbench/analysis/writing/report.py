@@ -2,7 +2,7 @@
 
 `render_report(parts)` returns Markdown: run counts by status and the rule that only completed runs
 enter means; one verdict table (a row per hypothesis and scope: the sequential decision where its study ran
-until decided, else the fixed-design verdict; analysis/verdicts.py), the hypotheses not tested in one line,
+until decided, else the fixed-design verdict; analysis/judging/verdicts.py), the hypotheses not tested in one line,
 then each hypothesis with the numbers behind every required comparison (labelled the fixed-design evaluation
 where a sequential decision is the verdict) and, for an inconclusive one, the seeds that would decide it;
 the looks of the sequential studies;
@@ -20,10 +20,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from optbench.analysis import fidelity
-from optbench.analysis.hypotheses import Check, Verdict
-from optbench.analysis.seed_planner import comparison_units, plan_seeds, plan_table
-from optbench.analysis.tables import (
+from optbench.analysis.judging import fidelity
+from optbench.analysis.judging.hypotheses import Check, Verdict
+from optbench.analysis.judging.seed_planner import comparison_units, plan_seeds, plan_table
+from optbench.analysis.judging.tuning_report import TuningStudy, protocol_sentence, tuning_display
+from optbench.analysis.judging.verdicts import SEQUENTIAL, Judgement, NotTested, rule_text, scope_text, seeds_text
+from optbench.analysis.statistics.variance import RESAMPLES, variance_display
+from optbench.analysis.writing.tables import (
     NOT_COMPLETED,
     difference_interval,
     display_table,
@@ -34,9 +37,6 @@ from optbench.analysis.tables import (
     problem_display,
     to_markdown,
 )
-from optbench.analysis.tuning_report import TuningStudy, protocol_sentence, tuning_display
-from optbench.analysis.variance import RESAMPLES, variance_display
-from optbench.analysis.verdicts import SEQUENTIAL, Judgement, NotTested, rule_text, scope_text, seeds_text
 from optbench.formats.decision_record import DecisionRecord, HypothesisDecision
 from optbench.formats.run_summary import COMPLETED
 
@@ -200,8 +200,8 @@ def untested_lines(untested: list[NotTested]) -> list[str]:
 
 
 def seed_plan_lines(verdict: Verdict) -> list[str]:
-    """How many seeds would decide it (analysis/seed_planner.py), as `python src/study.py ID --plan-seeds` prints,
-    from the runs and settings the verdict was judged on."""
+    """How many seeds would decide it (analysis/judging/seed_planner.py), as `python src/study.py ID --plan-seeds`
+    prints, from the runs and settings the verdict was judged on."""
     test = verdict.hypothesis.test
     plan = plan_seeds(verdict, verdict.runs)
     if not plan.comparisons:
@@ -495,7 +495,7 @@ def robust_section(parts: ReportParts) -> str:
 
 
 def variance_section(parts: ReportParts) -> str:
-    """Seeds vs the finite test set as sources of each comparison's variance (analysis/variance.py)."""
+    """Seeds vs the finite test set as sources of each comparison's variance (analysis/statistics/variance.py)."""
     if parts.variance is None:
         return ""
     lines = [

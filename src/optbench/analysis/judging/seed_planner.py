@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from optbench.analysis.hypotheses import Check, Verdict
-from optbench.analysis.stats import t_power
+from optbench.analysis.judging.hypotheses import Check, Verdict
+from optbench.analysis.statistics.stats import t_power
 from optbench.formats.run_summary import COMPLETED
 from optbench.specs.hypothesis_spec import HypothesisTest
 

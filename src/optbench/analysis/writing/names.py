@@ -18,7 +18,7 @@ import math
 import pandas as pd
 
 from optbench.analysis.groups import ARM_IDENTITY, SETTING_IDENTITY, format_value, is_excluded, owner_of, short_key
-from optbench.analysis.output import slug
+from optbench.analysis.writing.output import slug
 
 # learning_curves_<stem>.png stays within 60 characters.
 STEM_LIMIT = 40

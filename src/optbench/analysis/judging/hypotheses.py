@@ -13,7 +13,7 @@ objects with their defaults applied; this module only evaluates them. Three kind
   under real human label noise (`noise: human`) to each of its `label_sets` (CIFAR-N's aggre, worst, ...).
 Each test runs once per setting (dataset and any other varying setting) of its scope that holds runs of any
 optimizer it names; each setting x compared optimizer (x rate) is one required comparison. The scope (which
-settings, and whether a sequential decision rules) is chosen by optbench.analysis.verdicts; `Context.planned`
+settings, and whether a sequential decision rules) is chosen by optbench.analysis.judging.verdicts; `Context.planned`
 carries it here.
 
 Verdict rule (tests: stats.compare; paired t on per-seed differences, the exact test beside it):
@@ -40,7 +40,7 @@ import pandas as pd
 
 from optbench.analysis.groups import SETTING_IDENTITY, noise_label, short_key
 from optbench.analysis.load import epochs_to_reach, is_clean
-from optbench.analysis.stats import compare, drop_test, holm, paired_cells
+from optbench.analysis.statistics.stats import compare, drop_test, holm, paired_cells
 from optbench.formats.run_summary import COMPLETED
 from optbench.specs.hypothesis_spec import (
     HUMAN,

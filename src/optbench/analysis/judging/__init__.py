@@ -1,0 +1,13 @@
+"""The judging room: runs and the statistics below -> supported, rejected, faithful, how many seeds.
+
+Imports the statistics room and the loading modules (analysis/load.py, groups.py), never the writing room.
+
+    hypotheses.py  parsed hypotheses (optbench.specs.hypothesis_spec) -> supported / rejected / inconclusive, with
+                   the numbers
+    verdicts.py    one verdict per hypothesis and scope: the settings of the study that tests it, the sequential
+                   decision where it ran until decided; tables/verdicts.csv
+    fidelity.py    fidelity ladders (settings differing only in budget): the study's rungs, seed sets, failed runs,
+                   the planned top; per rung orders reproduced, resolution, tau-b, cost; tuned values per budget
+    seed_planner.py  how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
+    tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
+"""
