@@ -12,7 +12,7 @@ from fixtures.aggregate.fake_runs import ramp_records, record, write_run
 
 from optbench import identity
 from optbench.analysis.groups import REPLICATE_KEYS, is_excluded
-from optbench.analysis.load import IDENTITY_SOURCES
+from optbench.analysis.load import GROUPING_COLUMN_SOURCES
 from optbench.analysis.pipeline import analyse
 from optbench.analysis.statistics.stats import pairwise
 from optbench.analysis.writing.tables import completed, display_table, problem_runs, results_table
@@ -308,11 +308,11 @@ def test_grouping_excludes_exactly_the_numbers_free_keys_and_the_replicate_axes(
         *identity.NUMBERS_FREE_KEYS,
         *(f"{free}.child" for free in identity.NUMBERS_FREE_KEYS),
     ]
-    excluded = {key for key in keys if is_excluded(f"cfg.{key}")} - set(IDENTITY_SOURCES.values())
+    excluded = {key for key in keys if is_excluded(f"cfg.{key}")} - set(GROUPING_COLUMN_SOURCES.values())
     expected = {*identity.NUMBERS_FREE_KEYS, *(f"{free}.child" for free in identity.NUMBERS_FREE_KEYS), *REPLICATE_KEYS}
     assert excluded == expected
     assert REPLICATE_KEYS == ("seed", "noise.seed")
-    assert all(is_excluded(f"cfg.{key}") for key in IDENTITY_SOURCES.values())
+    assert all(is_excluded(f"cfg.{key}") for key in GROUPING_COLUMN_SOURCES.values())
 
 
 def test_loading_never_writes_into_run_directories(messy_study):

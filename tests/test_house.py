@@ -110,11 +110,11 @@ def test_identity_ignores_exactly_the_numbers_free_settings():
         resolve=True,
     )
     changed = OmegaConf.to_container(compose_config(["optimizer.lr=0.3"]), resolve=True)
-    assert identity.identity(plain, "d") == identity.identity(moved, "d")
-    assert identity.identity_differences(identity.identity(plain, "d"), identity.identity(changed, "d")) == [
+    assert identity.run_identity(plain, "d") == identity.run_identity(moved, "d")
+    assert identity.identity_differences(identity.run_identity(plain, "d"), identity.run_identity(changed, "d")) == [
         "optimizer.lr: 0.1 -> 0.3"
     ]
-    assert identity.identity_differences(identity.identity(plain, "d"), identity.identity(plain, "e")) == [
+    assert identity.identity_differences(identity.run_identity(plain, "d"), identity.run_identity(plain, "e")) == [
         "the data differ"
     ]
 

@@ -64,7 +64,7 @@ def study_with_every_state(tmp_path):
             f"paths.results_dir={results}",
         ]
     )
-    run_identity = identity.identity(OmegaConf.to_container(cfg, resolve=True), "data")
+    run_identity = identity.run_identity(OmegaConf.to_container(cfg, resolve=True), "data")
     other.mkdir(parents=True)
     run_record.write(other, run_record.new_record({}, run_identity, "2026-01-01T00:00:00+00:00"))
     return study, results

@@ -1,11 +1,12 @@
 """A run's identity: every setting that can change its numbers, the one list of those that cannot, its id.
 
-Standard library only. **Identity** is the resolved config flattened to dotted keys, less
-`NUMBERS_FREE_KEYS` (the one list of settings that cannot change a run's numbers), plus a fingerprint of
-the data (data/fingerprint.py). Training records it in record.json; skipping, resuming, the mirror and
-the study planner compare it, so a run directory only ever holds one experiment; the aggregator groups
-runs on the keys it keeps. The run directory's name leaves out the same settings: conf/config.yaml's
-`exclude_keys` is `left_out_of_directory_name` applied by a resolver (config/hydra_glue.py) to each job's overrides.
+Standard library only. **The run identity** (`run_identity(resolved config, data fingerprint)`) is the
+resolved config flattened to dotted keys, less `NUMBERS_FREE_KEYS` (the one list of settings that cannot
+change a run's numbers), plus a fingerprint of the data (data/fingerprint.py); `run_id` is its hash.
+Training records it in record.json; skipping, resuming, the mirror and the study planner compare it, so a
+run directory only ever holds one experiment; the aggregator groups runs on the keys it keeps. The run
+directory's name leaves out the same settings: conf/config.yaml's `exclude_keys` is
+`left_out_of_directory_name` applied by a resolver (config/hydra_glue.py) to each job's overrides.
 """
 
 import hashlib
@@ -71,15 +72,16 @@ def flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
-def identity(resolved_config: dict, data_fingerprint: str) -> dict:
-    """What a run's numbers depend on: the flattened config less NUMBERS_FREE_KEYS, and the data."""
+def run_identity(resolved_config: dict, data_fingerprint: str) -> dict:
+    """The run identity record.json stores and resuming, reuse and the mirror compare: what a run's numbers
+    depend on, the flattened config less NUMBERS_FREE_KEYS, and the data's fingerprint."""
     config = {key: value for key, value in flatten(resolved_config).items() if not is_numbers_free(key)}
     return {"config": dict(sorted(config.items())), "data": data_fingerprint}
 
 
-def run_id(run_identity: dict) -> str:
-    """A short stable hash of an identity: equal identities, equal ids."""
-    canonical = json.dumps(run_identity, sort_keys=True, separators=(",", ":"), default=str)
+def run_id(identity: dict) -> str:
+    """A short stable hash of a run identity: equal identities, equal ids."""
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 

@@ -10,7 +10,7 @@ settings are never averaged together silently. Keys split in two:
 An optimizer.* field that differs only between optimizers (SGD's lr 0.1 vs Adam's 1e-3) is part of
 what "optimizer" means and adds no key. Fields that do not change the numbers (paths, device,
 logging: exactly optbench.identity.NUMBERS_FREE_KEYS), the replicate axes (seed, noise.seed) and the
-identity columns' own keys never become keys.
+grouping columns' own keys (load.GROUPING_COLUMN_SOURCES) never become keys.
 
 Labels name a setting by its dataset, its noise and the keys that vary here, never by a key that is
 unset in it (an older config, another dataset's key) nor by one every run shares (names.constant_keys
@@ -22,16 +22,17 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from optbench.analysis.load import IDENTITY_SOURCES, is_clean
+from optbench.analysis.load import GROUPING_COLUMN_SOURCES, is_clean
 from optbench.identity import is_numbers_free
 from optbench.registry.choices import OPTIMIZERS
 
 CONFIG_PREFIX = "cfg."
 # The replicate axes: runs that differ only in these are repeats of one experiment, to be averaged.
 REPLICATE_KEYS = ("seed", "noise.seed")
-SETTING_IDENTITY = ["dataset", "noise", "noise_rate"]
-ARM_IDENTITY = ["optimizer"]
-# A config section is owned by an identity column: dataset.* fields may differ between datasets
+# Every grouping starts from the grouping columns: these name a setting, BASE_ARM_KEYS an arm.
+BASE_SETTING_KEYS = ["dataset", "noise", "noise_rate"]
+BASE_ARM_KEYS = ["optimizer"]
+# A config section is owned by a grouping column: dataset.* fields may differ between datasets
 # (cifar10 vs cifar100 class counts) without splitting anything; they become keys only when they
 # differ within one dataset. Fields outside these sections become keys when they differ at all.
 OWNERS = {"dataset.": ["dataset"], "noise.": ["noise", "noise_rate"], "optimizer.": ["optimizer"]}
@@ -53,9 +54,9 @@ class Grouping:
 
 
 def is_excluded(config_key: str) -> bool:
-    """Never a group key: settings that do not change the numbers, replicate axes, identity columns' keys."""
+    """Never a group key: settings that do not change the numbers, replicate axes, grouping columns' keys."""
     key = config_key.removeprefix(CONFIG_PREFIX)
-    return is_numbers_free(key) or key in REPLICATE_KEYS or key in IDENTITY_SOURCES.values()
+    return is_numbers_free(key) or key in REPLICATE_KEYS or key in GROUPING_COLUMN_SOURCES.values()
 
 
 def owner_of(config_key: str) -> list[str]:
@@ -80,8 +81,8 @@ def find_grouping(runs: pd.DataFrame, config_keys: list[str]) -> Grouping:
     for key in config_keys:
         if is_excluded(key) or not varies(runs, key, owner_of(key)):
             continue
-        (arm_extra if owner_of(key) == ARM_IDENTITY else setting_extra).append(key)
-    return Grouping(setting_keys=[*SETTING_IDENTITY, *setting_extra], arm_keys=[*ARM_IDENTITY, *arm_extra])
+        (arm_extra if owner_of(key) == BASE_ARM_KEYS else setting_extra).append(key)
+    return Grouping(setting_keys=[*BASE_SETTING_KEYS, *setting_extra], arm_keys=[*BASE_ARM_KEYS, *arm_extra])
 
 
 def short_key(column: str) -> str:
@@ -114,7 +115,7 @@ def setting_label(row, grouping: Grouping) -> str:
     extra = [
         f"{short_key(key)}={format_value(row[key])}"
         for key in grouping.setting_keys
-        if key not in SETTING_IDENTITY and is_set(row[key])
+        if key not in BASE_SETTING_KEYS and is_set(row[key])
     ]
     return ", ".join([str(row["dataset"]), noise_label(row["noise"], row["noise_rate"], row.get("label_set")), *extra])
 
@@ -124,7 +125,7 @@ def arm_label(row, grouping: Grouping) -> str:
     extra = [
         f"{short_key(key).removeprefix('optimizer.')}={format_value(row[key])}"
         for key in grouping.arm_keys
-        if key not in ARM_IDENTITY and is_set(row[key])
+        if key not in BASE_ARM_KEYS and is_set(row[key])
     ]
     return " ".join([str(row["optimizer"]), ", ".join(extra)]).strip()
 
@@ -162,7 +163,7 @@ def ordered_settings(runs: pd.DataFrame, grouping: Grouping) -> list[str]:
     """Setting labels sorted by dataset, then noise rate (clean first), noise kind, then the other setting keys."""
 
     def sort_key(row) -> tuple:
-        others = tuple(repr(row[key]) for key in grouping.setting_keys if key not in SETTING_IDENTITY)
+        others = tuple(repr(row[key]) for key in grouping.setting_keys if key not in BASE_SETTING_KEYS)
         return str(row["dataset"]), float(row["noise_rate"]), str(row["noise"]), others
 
     firsts = runs.drop_duplicates("setting")

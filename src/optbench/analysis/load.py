@@ -40,10 +40,10 @@ STATUSES = (*run_summary.STATUSES, UNFINISHED)
 EMPTY_SUMMARY = run_summary.Summary(status=UNFINISHED)
 PRECISION_KEY = "cfg.device_policy.amp"  # the configured value, replaced by the one the run trained in
 
-# The identity columns every run has, and the config keys they come from.
+# The grouping columns every run has (every grouping starts from them, groups.py), and the config keys they come from.
 HUMAN = "human"  # noise kind whose setting is a label set, identified by its realised rate
 HUMAN_RATE_DIGITS = 4  # realised rates rounded to 0.01 %: the seeds of one label set and split share it
-IDENTITY_SOURCES = {
+GROUPING_COLUMN_SOURCES = {
     "dataset": "dataset.name",
     "noise": "noise.name",
     "noise_rate": "noise.rate",
@@ -53,7 +53,7 @@ IDENTITY_SOURCES = {
 
 @dataclass
 class LoadedRuns:
-    runs: pd.DataFrame  # one row per run: identity, status, headline metrics, flattened config
+    runs: pd.DataFrame  # one row per run: grouping columns, status, headline metrics, flattened config
     curves: pd.DataFrame  # one row per (run, epoch): run_id plus every metrics.jsonl key
     config_keys: list[str]  # flattened config columns present in `runs`
     warnings: list[str] = field(default_factory=list)
@@ -122,7 +122,7 @@ def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.Da
     row = {
         "run_id": run_id,
         "status": status,
-        **identity(config, summary),
+        **grouping_columns(config, summary),
         **human_noise_facts(summary),
         "seed": config.get("seed", summary.seed),
         **headline_metrics(summary, curve, target_acc),
@@ -259,8 +259,8 @@ def read_epochs(run_dir: Path, warnings: list[str]) -> tuple[list[dict], bool]:
     return [record for record in records if EPOCH in record], False
 
 
-def identity(config: dict, summary: run_summary.Summary) -> dict:
-    """dataset, noise, noise_rate, optimizer: from the config, else from summary.json."""
+def grouping_columns(config: dict, summary: run_summary.Summary) -> dict:
+    """The grouping columns dataset, noise, noise_rate, optimizer: from the config, else from summary.json."""
     noise = summary.noise
     fallback = {
         "dataset": summary.dataset.name,
@@ -268,7 +268,7 @@ def identity(config: dict, summary: run_summary.Summary) -> dict:
         "noise_rate": noise.rate,
         "optimizer": summary.optimizer,
     }
-    values = {column: config.get(source, fallback[column]) for column, source in IDENTITY_SOURCES.items()}
+    values = {column: config.get(source, fallback[column]) for column, source in GROUPING_COLUMN_SOURCES.items()}
     values["noise_rate"] = float(values["noise_rate"]) if values["noise_rate"] is not None else 0.0
     if values["noise"] is None:
         values["noise"] = "none"

@@ -5,10 +5,10 @@ torch. `list_image_folder(root)` lists `root/train/<class>/*` and `root/test/<cl
 torchvision's ImageFolder does (sorted class folders, sorted walk, its image extensions;
 tests/test_data.py keeps the two equal), but follows a symlinked folder at most once: a link back into
 a folder already listed (`train/c -> .`) is refused instead of listing its images again and again.
-`data_fingerprint(name, ...)` is the data part of a run's identity (`run_identity(resolved config)`);
-`data_dir_name(name, root, ...)` the
-run directory's dataset level, `imagefolder-<folder name>-<first 8 hex of the content fingerprint>`,
-so a copy of the folder at another path names the same directory.
+`data_fingerprint(name, ...)` is the data part of a run's identity (identity.run_identity; from a resolved
+config, `config_data_fingerprint`); `data_dir_name(name, root, ...)` the run directory's dataset level,
+`imagefolder-<folder name>-<first 8 hex of the content fingerprint>`, so a copy of the folder at another
+path names the same directory.
 """
 
 import hashlib
@@ -18,7 +18,6 @@ from pathlib import Path
 
 from optbench.errors import ConfigError
 from optbench.fileio import write_bytes_atomically
-from optbench.identity import identity
 from optbench.registry import datasets
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")  # torchvision's
@@ -175,13 +174,6 @@ def config_data_fingerprint(resolved_config: dict) -> str:
     return data_fingerprint(
         resolved_config["dataset"]["name"], data_dir=resolved_config["paths"]["data_dir"], **dataset
     )
-
-
-def run_identity(resolved_config: dict, fingerprint: str | None = None) -> dict:
-    """A run's identity (identity.identity) from its resolved config (hydra node removed): training records it,
-    the study planner compares it with the record of each planned run's directory. `fingerprint`: the
-    data's, when the caller has it already (a planner fingerprints each dataset once)."""
-    return identity(resolved_config, fingerprint or config_data_fingerprint(resolved_config))
 
 
 def readable_folder_name(root) -> str:

@@ -36,11 +36,11 @@ from optbench.config.hydra_glue import (
 )
 from optbench.config.plain import plain_dict
 from optbench.config.validation import validate
-from optbench.data.fingerprint import config_data_fingerprint, run_identity
+from optbench.data.fingerprint import config_data_fingerprint
 from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.formats import run_record, run_summary
-from optbench.identity import identity_differences, run_id
+from optbench.identity import identity_differences, run_id, run_identity
 from optbench.registry import optimizers
 from optbench.rundir import RunDir, check_creatable
 from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, find_study, study_at_rung
@@ -353,7 +353,7 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
 
 
 def planned_identity(cfg) -> dict:
-    """The identity the run will record (training/run.py computes the same from the job's config)."""
+    """The run identity the run will record (training/run.py computes the same from the job's config)."""
     resolved = plain_dict(cfg, resolve=True)
     data = json.dumps([resolved["dataset"], resolved["paths"]["data_dir"]], sort_keys=True, default=str)
     return run_identity(resolved, _fingerprint_of(data))

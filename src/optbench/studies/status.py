@@ -61,7 +61,7 @@ def run_state(run: PlannedRun) -> RunState:
     except DamagedRunFile as error:
         return RunState(run, UNREADABLE, detail=str(error))
     if record is not None:
-        wanted = identity.identity(plain_dict(run.cfg, resolve=True), "")["config"]
+        wanted = identity.run_identity(plain_dict(run.cfg, resolve=True), "")["config"]
         differences = identity.identity_differences({"config": record.identity.get("config", {})}, {"config": wanted})
         if differences:
             return RunState(run, OTHER, detail="; ".join(differences[:2]))

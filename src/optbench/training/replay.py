@@ -22,6 +22,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from optbench import reproducibility, rundir
+from optbench.config.plain import plain_dict
+from optbench.data.fingerprint import config_data_fingerprint
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
 
@@ -131,10 +133,8 @@ def check_scratch(out: Path, run_path: Path) -> None:
 
 def check_same_data(recorded: Recorded, cfg: DictConfig) -> None:
     """The data here must be the data the run trained on (its fingerprint in record.json)."""
-    from optbench.training.run import run_identity
-
-    _, wanted = run_identity(cfg)
-    if recorded.record.data_fingerprint is not None and wanted["data"] != recorded.record.data_fingerprint:
+    here = config_data_fingerprint(plain_dict(cfg, resolve=True))
+    if recorded.record.data_fingerprint is not None and here != recorded.record.data_fingerprint:
         raise ConfigError(
             f"the data here ({OmegaConf.select(cfg, 'dataset.root') or cfg.paths.data_dir}) are not the data the run "
             "trained on (their fingerprints differ): give --data-root (or --data-dir) for the run's data"

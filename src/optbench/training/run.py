@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from optbench import identity, rundir
 from optbench.config.plain import plain_dict
 from optbench.config.validation import validate
-from optbench.data.fingerprint import run_identity as run_identity_of
+from optbench.data.fingerprint import config_data_fingerprint
 from optbench.data.human_labels import transition_matrix
 from optbench.device.awake import kept_awake
 from optbench.device.policy import release_device_memory
@@ -37,11 +37,11 @@ from optbench.training.progress import initial_summary
 log = logging.getLogger(__name__)
 
 
-def run_identity(cfg: DictConfig) -> tuple[dict, dict]:
-    """(the resolved config, the identity it has with its data)."""
+def resolved_config_and_identity(cfg: DictConfig) -> tuple[dict, dict]:
+    """(the resolved config less its hydra node, the run identity it has with its data's fingerprint)."""
     resolved = plain_dict(cfg, resolve=True)
     resolved.pop("hydra", None)
-    return resolved, run_identity_of(resolved)
+    return resolved, identity.run_identity(resolved, config_data_fingerprint(resolved))
 
 
 def check_identity(run_dir: RunDir, wanted: dict) -> run_record.RunRecord | None:
@@ -71,7 +71,7 @@ def train(
     `last_epoch`: stop after this epoch, left interrupted (training/replay.py replays a run's first epochs)."""
     validate(cfg)
     directory = RunDir(run_dir)
-    resolved, wanted = run_identity(cfg)
+    resolved, wanted = resolved_config_and_identity(cfg)
     run_mirror = _open_mirror(cfg, directory, wanted)
     record = None if cfg.train.rerun else check_identity(directory, wanted)
     if record is not None:

@@ -33,7 +33,7 @@ import yaml
 from scipy import stats as scipy_stats
 
 from optbench.analysis.groups import (
-    ARM_IDENTITY,
+    BASE_ARM_KEYS,
     CONFIG_PREFIX,
     Grouping,
     arm_label,
@@ -274,9 +274,9 @@ def rung_arms(runs: pd.DataFrame, grouping: Grouping) -> tuple[pd.DataFrame, lis
     """The runs with `arm` relabelled by the optimizer fields that vary within a rung only: a learning rate tuned
     per rung (a rung's own tuned_by) differs between rungs, yet it is the same optimizer climbing the ladder."""
     within_rung = [
-        key for key in grouping.arm_keys if key not in ARM_IDENTITY and varies(runs, key, [*ARM_IDENTITY, "rung"])
+        key for key in grouping.arm_keys if key not in BASE_ARM_KEYS and varies(runs, key, [*BASE_ARM_KEYS, "rung"])
     ]
-    rung_grouping = Grouping(setting_keys=grouping.setting_keys, arm_keys=[*ARM_IDENTITY, *within_rung])
+    rung_grouping = Grouping(setting_keys=grouping.setting_keys, arm_keys=[*BASE_ARM_KEYS, *within_rung])
     relabelled = runs.assign(arm=[arm_label(row, rung_grouping) for _, row in runs.iterrows()])
     return relabelled, ordered_arms(relabelled, rung_grouping)
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from optbench.analysis.groups import SETTING_IDENTITY, noise_label, short_key
+from optbench.analysis.groups import BASE_SETTING_KEYS, noise_label, short_key
 from optbench.analysis.load import epochs_to_reach, is_clean
 from optbench.analysis.statistics.stats import compare, drop_test, holm, paired_cells
 from optbench.formats.run_summary import COMPLETED
@@ -644,7 +644,7 @@ def noisy_levels(test: HypothesisTest, here: pd.DataFrame) -> list[tuple[str, pd
 
 def base_settings(runs: pd.DataFrame, setting_keys: list[str]) -> list[str]:
     """The setting label without its noise: dataset and the other setting keys."""
-    others = [key for key in setting_keys if key not in SETTING_IDENTITY]
+    others = [key for key in setting_keys if key not in BASE_SETTING_KEYS]
     return [
         ", ".join(
             [

@@ -17,7 +17,7 @@ import math
 
 import pandas as pd
 
-from optbench.analysis.groups import ARM_IDENTITY, SETTING_IDENTITY, format_value, is_excluded, owner_of, short_key
+from optbench.analysis.groups import BASE_ARM_KEYS, BASE_SETTING_KEYS, format_value, is_excluded, owner_of, short_key
 from optbench.analysis.writing.output import slug
 
 # learning_curves_<stem>.png stays within 60 characters.
@@ -34,7 +34,7 @@ def setting_columns(runs: pd.DataFrame) -> list[str]:
     return sorted(
         column
         for column in runs.columns
-        if column.startswith("cfg.") and not is_excluded(column) and owner_of(column) != ARM_IDENTITY
+        if column.startswith("cfg.") and not is_excluded(column) and owner_of(column) != BASE_ARM_KEYS
     )
 
 
@@ -50,7 +50,7 @@ def full_setting(runs: pd.DataFrame, setting: str) -> dict[str, list]:
     hand-edited config could break that and must still be seen); unset keys left out."""
     here = runs[runs["setting"] == setting]
     full = {}
-    for column in [*SETTING_IDENTITY, *setting_columns(runs)]:
+    for column in [*BASE_SETTING_KEYS, *setting_columns(runs)]:
         values = values_of(here[column])
         if values:
             full[short_key(column)] = values
