@@ -68,9 +68,7 @@ def test_a_run_keeps_the_selected_epochs_test_predictions(tiny_config, tmp_path)
 @pytest.mark.slow
 def test_the_selected_epoch_is_kept_when_a_later_epoch_is_worse(tiny_config, tmp_path, monkeypatch):
     """Force the selection onto epoch 1 (validation accuracy falls afterwards): the file stays epoch 1's."""
-    from optbench.training import evaluate as evaluation
-
-    real = evaluation.epoch_record
+    from optbench.training.epoch_record import epoch_record as real
 
     def falling_validation(run, epoch, progress, seconds, best_so_far=None):
         record, first_nonfinite, predicted = real(run, epoch, progress, seconds, best_so_far)

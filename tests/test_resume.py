@@ -129,9 +129,7 @@ def test_a_stopped_run_resumes_to_the_same_numbers_bit_for_bit(tmp_path, monkeyp
 def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path, monkeypatch):
     """Selection on epoch 1 (validation falls after it), stopped in epoch 2: only the checkpoint still holds
     epoch 1's test predictions, and the resumed run writes them exactly as an uninterrupted one does."""
-    from optbench.training import evaluate as evaluation
-
-    real = evaluation.epoch_record
+    from optbench.training.epoch_record import epoch_record as real
 
     def falling_validation(run, epoch, progress, seconds, best_so_far=None):
         record, first_nonfinite, predicted = real(run, epoch, progress, seconds, best_so_far)

@@ -3,7 +3,7 @@
 run.py         `train(cfg, run_dir)`: identity check, skip, resume or start, failure records
 assemble.py    build everything a run trains with (device, data, noise, model, optimizer, pipeline)
 loop.py        the epoch loop: train, evaluate, record, checkpoint, stop on signals or divergence
-evaluate.py    an epoch's metric record: validation, test and how the noisy labels are fit
+epoch_record.py  an epoch's metric record: validation, test and how the noisy labels are fit
 steps.py       one optimizer step, one training pass, one evaluation pass (no files, no config)
 progress.py    the trainer's word on summary.json (built by formats/run_summary.py): the first summary, divergence
 console.py     the lines a run prints, and train.log

@@ -25,7 +25,7 @@ from optbench.formats import metrics_log, predictions, run_summary
 from optbench.formats.metrics_log import TRAIN_LOSS
 from optbench.rundir import RunDir
 from optbench.training import checkpoint, console
-from optbench.training.evaluate import epoch_record
+from optbench.training.epoch_record import epoch_record
 from optbench.training.optim import set_mode
 from optbench.training.progress import divergence
 from optbench.training.signals import stop_requests

@@ -82,11 +82,11 @@ def test_a_bad_test_every_is_one_line(tiny_config):
 def test_the_training_clock_waits_for_the_device(tiny_config, tmp_path, monkeypatch, one_thread):
     """On CUDA and MPS kernels run asynchronously: the training and evaluation times are read only after
     the device finished (device.policy.synchronise), once per training pass and once per evaluation."""
-    from optbench.training import evaluate, loop
+    from optbench.training import epoch_record, loop
     from optbench.training.run import train
 
     calls = []
     monkeypatch.setattr(loop, "synchronise", lambda device: calls.append(("train", device.type)))
-    monkeypatch.setattr(evaluate, "synchronise", lambda device: calls.append(("eval", device.type)))
+    monkeypatch.setattr(epoch_record, "synchronise", lambda device: calls.append(("eval", device.type)))
     train(tiny_config("epochs=2"), tmp_path / "run")
     assert calls == [("train", "cpu"), ("eval", "cpu")] * 2

@@ -14,7 +14,7 @@ Evaluation is made cheap (a study's epoch is a third evaluation): a copy of the 
 into the convolutions (torch.fx's fuse; the training model is untouched), in the policy's memory format
 and inference mode, at the device's evaluation batch size (`train.eval_batch_size: auto`). Folding changes
 the logits in their last bits only: predictions equal the unfolded model's except where two classes' logits
-tie within float tolerance (tests/test_evaluate.py). With `train.test_every: improved` the test split is
+tie within float tolerance (tests/test_epoch_record.py). With `train.test_every: improved` the test split is
 evaluated only at epochs where validation accuracy improves and at the last one, so test accuracy at the
 best validation epoch is unchanged. The record carries the evaluation's own time and rate (`eval/time_s`,
 `eval/images`, `eval/images_per_s`).
