@@ -135,7 +135,7 @@ def mean_sd(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def aggregate(runs: dict) -> dict:
+def precision_figures(runs: dict) -> dict:
     """Per precision: mean and sd of accuracy and seconds; and the paired bf16 - fp32 accuracy difference."""
     figures = {}
     for amp, by_seed in runs.items():
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
         print(f"error: --seeds {args.seeds}: give whole numbers >= 0, e.g. --seeds 0,1,2", file=sys.stderr)
         return 2
     runs, failed = train_all(args)
-    figures = aggregate(runs)
+    figures = precision_figures(runs)
     print_report(args, runs, figures)
     out = args.json or args.results / "bf16_parity.json"
     out.parent.mkdir(parents=True, exist_ok=True)
