@@ -8,6 +8,7 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
                    decision where it ran until decided; tables/verdicts.csv
     fidelity.py    fidelity ladders (settings differing only in budget): the study's rungs, seed sets, failed runs,
                    the planned top; per rung orders reproduced, resolution, tau-b, cost; tuned values per budget
+    pairwise_tables.py  every pair of arms within each setting, tested and Holm-adjusted: tables/pairwise
     seed_planner.py  how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
 """

@@ -28,7 +28,7 @@ from matplotlib.typing import LineStyleType
 from optbench.analysis.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank
 from optbench.analysis.judging.tuning_report import TuningStudy
 from optbench.analysis.load import number
-from optbench.analysis.statistics.stats import describe
+from optbench.analysis.statistics.summaries import describe
 from optbench.durations import duration_unit
 from optbench.formats import metrics_log
 from optbench.formats.run_summary import COMPLETED

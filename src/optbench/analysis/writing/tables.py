@@ -21,7 +21,7 @@ import pandas as pd
 from optbench.analysis.groups import Grouping, short_key
 from optbench.analysis.load import STATUSES, UNREADABLE
 from optbench.analysis.statistics.robust import scored_runs
-from optbench.analysis.statistics.stats import describe
+from optbench.analysis.statistics.summaries import describe
 from optbench.durations import format_duration
 from optbench.formats.run_summary import COMPLETED
 
