@@ -12,17 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optbench.analysis.statistics.robust import (
-    costs,
-    improvement_table,
-    iqm,
-    iqm_table,
-    pooled_iqm,
-    profile,
-    profile_table,
-    stratified_interval,
-    win_probability,
-)
+from optbench.analysis.judging.robust_tables import costs, improvement_table, iqm_table, profile, profile_table
+from optbench.analysis.statistics.robust import iqm, pooled_iqm, stratified_interval, win_probability
 
 
 def test_iqm_is_the_mean_of_the_middle_half():

@@ -42,9 +42,9 @@ from optbench.analysis.groups import (
     short_key,
     varies,
 )
+from optbench.analysis.judging.robust_tables import RESULT_STATUSES  # runs that ended: completed, diverged, failed
 from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.power import ALPHA
-from optbench.analysis.statistics.robust import RESULT_STATUSES  # runs that ended: completed, diverged, failed
 from optbench.analysis.statistics.summaries import by_seed, describe, seeds_text
 from optbench.analysis.statistics.two_arms import two_arm_test
 from optbench.formats.run_summary import COMPLETED

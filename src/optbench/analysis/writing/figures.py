@@ -548,7 +548,7 @@ def accuracy_vs_wall_time(
 def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style):
     """Dolan-More profiles, epochs and seconds to the target: per arm, the fraction of settings solved within
     tau x the best arm's cost. None when fewer than two arms share a setting."""
-    from optbench.analysis.statistics.robust import costs, profile
+    from optbench.analysis.judging.robust_tables import costs, profile
 
     tables = {
         cost: costs(runs, column, settings, arms).dropna(how="all")
