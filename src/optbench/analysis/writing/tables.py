@@ -276,7 +276,7 @@ def power_text(row, scale: float = 100.0, unit: str = "pp") -> str:
 
 
 def variance_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The Markdown view of the variance table (judging/variance_tables.py): points and percentages."""
+    """The Markdown view of the variance table (analysis/judging/variance_tables.py): points and percentages."""
     rows = []
     for row in table.itertuples():
         finite = pd.notna(row.difference)
