@@ -14,7 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from optbench.analysis.statistics.stats import ALPHA, min_attainable_p, min_detectable_d, t_power
+from optbench.analysis.statistics.exact_tests import min_attainable_p
+from optbench.analysis.statistics.power import ALPHA, min_detectable_d, t_power
 
 SEEDS = (3, 4, 5, 6, 8, 10, 16)
 EFFECTS = (1.0, 2.0, 4.0)  # in seed-sd of one arm

@@ -12,9 +12,9 @@ from fixtures.aggregate.fake_runs import ramp_records, record, write_run
 
 from optbench import identity
 from optbench.analysis.groups import REPLICATE_KEYS, is_excluded
+from optbench.analysis.judging.pairwise_tables import pairwise_table
 from optbench.analysis.load import GROUPING_COLUMN_SOURCES
 from optbench.analysis.pipeline import analyse
-from optbench.analysis.statistics.stats import pairwise
 from optbench.analysis.writing.tables import completed, display_table, problem_runs, results_table
 
 T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # t(0.975, 2), closed form
@@ -22,7 +22,7 @@ T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # t(0.975, 2), closed form
 
 def results_for(root, target_acc=0.9):
     analysis = analyse(root, target_acc)
-    tests = pairwise(completed(analysis.runs), "test_acc_at_best_val", analysis.settings, analysis.arms)
+    tests = pairwise_table(completed(analysis.runs), "test_acc_at_best_val", analysis.settings, analysis.arms)
     table = results_table(analysis.runs, analysis.grouping, analysis.settings, analysis.arms, tests)
     return analysis, table.set_index("arm")
 
@@ -110,7 +110,7 @@ def test_ranking_counts_diverged_and_failed_runs_at_their_recorded_score(messy_s
     assert (table.loc["adam", "rank"], table.loc["sgd", "rank"]) == (1, 2)
     assert math.isnan(table.loc["adam", "p_vs_best"]) and 0 < table.loc["sgd", "p_vs_best"] <= 1
     analysis = analyse(messy_study)  # p vs best is the Holm-adjusted p of the pair: the best was chosen after looking
-    tests = pairwise(
+    tests = pairwise_table(
         analysis.runs[analysis.runs["status"] == "completed"], "test_acc_at_best_val", analysis.settings, analysis.arms
     )
     assert table.loc["sgd", "p_vs_best"] == tests["p_holm"].iloc[0]

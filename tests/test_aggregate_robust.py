@@ -12,17 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optbench.analysis.statistics.robust import (
-    costs,
-    improvement_table,
-    iqm,
-    iqm_table,
-    pooled_iqm,
-    profile,
-    profile_table,
-    stratified_interval,
-    win_probability,
-)
+from optbench.analysis.judging.robust_tables import costs, improvement_table, iqm_table, profile, profile_table
+from optbench.analysis.statistics.robust import iqm, pooled_iqm, profile_fractions, stratified_interval, win_probability
 
 
 def test_iqm_is_the_mean_of_the_middle_half():
@@ -144,6 +135,13 @@ def test_performance_profile_counts_settings_within_tau_of_the_best():
     table = profile(cost_table, taus=(1.0, 2.0, 3.0))
     assert list(table.loc["a"]) == pytest.approx([1 / 3, 2 / 3, 2 / 3])  # ratios 1, 2, inf
     assert list(table.loc["b"]) == pytest.approx([2 / 3, 1.0, 1.0])  # ratios 2, 1, 1
+
+
+def test_profile_fractions_of_a_costs_matrix_leave_out_an_arm_that_ran_nowhere():
+    # settings x arms: s1 a=4 b=8; s2 nobody reached the target, so it is unsolved for a and b; c ran nowhere
+    fractions = profile_fractions(np.array([[4.0, 8.0, np.nan], [np.inf, np.inf, np.nan]]), taus=(1.0, 2.0))
+    assert fractions[:2].tolist() == [[0.5, 0.5], [0.0, 0.5]]  # a: ratios 1, inf; b: ratios 2, inf
+    assert np.isnan(fractions[2]).all()
 
 
 def test_costs_are_medians_over_seeds_with_never_reached_as_infinite():

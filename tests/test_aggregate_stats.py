@@ -14,16 +14,12 @@ import pandas as pd
 import pytest
 from scipy.special import betainc
 
-from optbench.analysis.statistics.stats import (
-    compare,
-    contrast,
-    describe,
-    holm,
-    min_detectable_d,
-    pairwise,
-    sign_flip_p,
-    t_power,
-)
+from optbench.analysis.judging.pairwise_tables import pairwise_table
+from optbench.analysis.statistics.exact_tests import holm, sign_flip_p
+from optbench.analysis.statistics.noise_drop import contrast
+from optbench.analysis.statistics.power import min_detectable_d, t_power
+from optbench.analysis.statistics.summaries import describe
+from optbench.analysis.statistics.two_arms import two_arm_test
 
 # t(0.975, 2) in closed form: for 2 degrees of freedom the quantile is (2u - 1) / sqrt(2 u (1 - u)); 4.303 in tables.
 T_975_DF2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)
@@ -103,7 +99,7 @@ def test_paired_seeds_get_the_paired_t_test_with_its_interval():
     b = pd.Series([0.90, 0.88, 0.93, 0.92, 0.90], index=[1, 2, 0, 3, 4])
     a_by_seed, b_by_seed = [0.92, 0.97, 0.90, 0.91, 0.95], [0.93, 0.90, 0.88, 0.92, 0.90]
     difference, t, p = paired_t_by_hand(a_by_seed, b_by_seed)
-    result = compare(a, b)
+    result = two_arm_test(a, b)
     assert (result.test, result.n_pairs) == ("paired t", 5)
     assert result.difference == pytest.approx(difference, rel=1e-12)
     assert result.p_value == pytest.approx(p, rel=1e-9)
@@ -120,7 +116,7 @@ def test_seeds_that_do_not_pair_get_welch_with_the_exact_permutation_test_beside
     a = pd.Series([0.90, 0.92, 0.97], index=[0, 1, 2])
     b = pd.Series([0.86, 0.87, 0.91, 0.88, 0.85], index=[3, 4, 5, 6, 7])
     t, df, p = welch_by_hand(list(a), list(b))
-    result = compare(a, b)
+    result = two_arm_test(a, b)
     assert (result.test, result.n_pairs) == ("Welch t", 0)
     assert result.p_value == pytest.approx(p, rel=1e-9)
     # Of the C(8, 3) = 56 splits only {0.97, 0.92, 0.91} has a larger sum than a's: p = 2 x 2/56.
@@ -133,7 +129,7 @@ def test_seeds_that_do_not_pair_get_welch_with_the_exact_permutation_test_beside
 
 def test_three_paired_seeds_can_reach_alpha_with_the_t_test_but_not_the_exact_test():
     """At the user's design (3 seeds) the exact test is stuck at p >= 0.25; the paired t is not."""
-    result = compare(pd.Series([0.90, 0.92, 0.97]), pd.Series([0.86, 0.87, 0.91]))
+    result = two_arm_test(pd.Series([0.90, 0.92, 0.97]), pd.Series([0.86, 0.87, 0.91]))
     differences = [0.04, 0.05, 0.06]
     assert result.p_value == pytest.approx(paired_t_by_hand([0.90, 0.92, 0.97], [0.86, 0.87, 0.91])[2], rel=1e-9)
     assert result.p_value < 0.05
@@ -143,7 +139,7 @@ def test_three_paired_seeds_can_reach_alpha_with_the_t_test_but_not_the_exact_te
 def test_equal_differences_are_not_testable_never_p_zero():
     """Every seed 2 epochs faster, or three constant arms: a t-test would divide by zero spread."""
     for a, b in (([3.0, 3.0, 3.0], [5.0, 5.0, 5.0]), ([3.0, 4.0, 6.0], [5.0, 6.0, 8.0]), ([0.7, 0.7, 0.7], [0.6] * 3)):
-        result = compare(pd.Series(a), pd.Series(b))
+        result = two_arm_test(pd.Series(a), pd.Series(b))
         assert result.test == "none" and math.isnan(result.p_value) and math.isnan(result.effect_size)
         assert "not testable" in result.note and "all equal" in result.note
         assert result.exact_p == pytest.approx(0.25)  # the exact test still stands beside it
@@ -152,7 +148,9 @@ def test_equal_differences_are_not_testable_never_p_zero():
 def test_constant_cells_on_the_welch_path_are_not_testable():
     """Constant cells on the Welch path (seeds that do not pair) have no spread: no test, no p, no effect size,
     never p < 0.001 with an effect size of -4.2e14."""
-    result = compare(pd.Series([0.70, 0.70, 0.70], index=[0, 1, 2]), pd.Series([0.60, 0.60, 0.60], index=[3, 4, 5]))
+    result = two_arm_test(
+        pd.Series([0.70, 0.70, 0.70], index=[0, 1, 2]), pd.Series([0.60, 0.60, 0.60], index=[3, 4, 5])
+    )
     assert result.test == "none" and math.isnan(result.p_value) and math.isnan(result.effect_size)
     assert "every run of A and B scored the same" in result.note
 
@@ -175,7 +173,7 @@ def test_censored_runs_are_tied_worst_on_ranks_by_the_exact_test():
     b -> 3, 4, 5, 7. The permutation test runs on those ranks; no t-test on made-up epochs."""
     a = pd.Series([2.0, 3.0, math.inf, math.inf], index=[0, 1, 2, 3])
     b = pd.Series([4.0, 5.0, 6.0, math.inf], index=[4, 5, 6, 7])
-    result = compare(a, b)
+    result = two_arm_test(a, b)
     assert result.test == "permutation on ranks, exact"
     assert (result.censored_a, result.censored_b) == (2, 1)
     assert math.isnan(result.mean_a) and math.isnan(result.mean_b)
@@ -189,16 +187,16 @@ def test_power_and_detectable_effect_are_those_of_the_test_used():
     assert t_power(4 / math.sqrt(2), 2, math.sqrt(3)) == pytest.approx(0.70, abs=0.01)
     assert min_detectable_d(3) == pytest.approx(3.26, abs=0.01)
     assert min_detectable_d(10, 10) == pytest.approx(1.32, abs=0.01)  # Cohen's tables: d = 1.32 at n = 10
-    result = compare(pd.Series([0.90, 0.92, 0.97]), pd.Series([0.86, 0.87, 0.91]))
+    result = two_arm_test(pd.Series([0.90, 0.92, 0.97]), pd.Series([0.86, 0.87, 0.91]))
     spread = sample_sd([0.04, 0.05, 0.06])
     assert result.min_detectable_difference == pytest.approx(result.min_detectable_d * spread, rel=1e-9)
     assert result.power == pytest.approx(t_power(0.05 / spread, 2, math.sqrt(3)), rel=1e-9)
-    censored = compare(pd.Series([2.0, 2.0, math.inf]), pd.Series([4.0, 5.0, 5.0]))
+    censored = two_arm_test(pd.Series([2.0, 2.0, math.inf]), pd.Series([4.0, 5.0, 5.0]))
     assert censored.power == 0.0  # its smallest p, 0.25, exceeds alpha
 
 
 def test_too_few_seeds_gives_no_test_and_says_so():
-    result = compare(pd.Series([0.9]), pd.Series([0.8, 0.85]))
+    result = two_arm_test(pd.Series([0.9]), pd.Series([0.8, 0.85]))
     assert result.test == "none" and math.isnan(result.p_value)
     assert "n too small" in result.note
 
@@ -235,7 +233,7 @@ def test_pairwise_tests_every_pair_within_a_setting_only():
             "acc": [0.90, 0.92, 0.97, 0.88, 0.93, 0.90, 0.5, 0.6],
         }
     )
-    table = pairwise(runs, "acc", ["s1", "s2"], ["sgd", "adam"])
+    table = pairwise_table(runs, "acc", ["s1", "s2"], ["sgd", "adam"])
     assert list(table["setting"]) == ["s1", "s2"]
     first = table.iloc[0]
     assert (first["arm_a"], first["arm_b"], first["test"]) == ("sgd", "adam", "paired t")
@@ -252,7 +250,7 @@ def test_pairwise_significance_uses_the_holm_adjusted_p():
             "acc": [0.9 + 0.001 * i for i in seeds] + [0.8] * 8 + [0.8 + 0.001 * ((-1) ** i) for i in seeds],
         }
     )
-    table = pairwise(runs, "acc", ["s"], ["a", "b", "c"]).set_index(["arm_a", "arm_b"])
+    table = pairwise_table(runs, "acc", ["s"], ["a", "b", "c"]).set_index(["arm_a", "arm_b"])
     raw = table["p_value"].to_numpy()
     assert table["p_holm"].to_numpy() == pytest.approx(holm(raw))
     assert table.loc[("a", "b"), "significant"]

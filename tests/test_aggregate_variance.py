@@ -1,5 +1,5 @@
 """analysis/statistics/variance.py: the seed vs test-image decomposition on cases with known answers, the two-level
-bootstrap, and the table the aggregator writes from runs' predictions.npz."""
+bootstrap; analysis/judging/variance_tables.py: the table the aggregator writes from runs' predictions.npz."""
 
 import numpy as np
 import pandas as pd
@@ -7,7 +7,8 @@ import pytest
 from fixtures.aggregate.fake_runs import ramp_records, write_predictions, write_run
 
 from optbench.analysis import aggregate
-from optbench.analysis.statistics.variance import bootstrap_differences, comparison_row, decompose
+from optbench.analysis.judging.variance_tables import comparison_row
+from optbench.analysis.statistics.variance import bootstrap_differences, decompose
 
 
 def test_a_hand_computed_case():

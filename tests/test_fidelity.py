@@ -20,7 +20,7 @@ from optbench.analysis.judging import fidelity
 from optbench.analysis.judging.fidelity import Ladder, Rung, analyse_ladder, tau_b
 from optbench.analysis.pipeline import aggregate
 from optbench.analysis.statistics import fidelity_stats
-from optbench.analysis.statistics.stats import holm
+from optbench.analysis.statistics.exact_tests import holm
 from optbench.errors import ConfigError
 from optbench.formats import tuning_record
 from optbench.specs.study_spec import Rung as StudyRung

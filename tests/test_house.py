@@ -1,7 +1,7 @@
 """The house's promises: planning and checking load no torch, one list of the settings that do not change
 a run's numbers serves directory names (as Hydra makes them), resume and grouping, the name registries agree,
-every import points down the layers, each package's docstring maps exactly its modules, and each file format is
-defined by one module."""
+every import points down the layers, the statistics room takes numbers (no file, no format, no run table), each
+package's docstring maps exactly its modules, and each file format is defined by one module."""
 
 import ast
 import re
@@ -297,6 +297,79 @@ def test_the_room_check_sees_statistics_reaching_up(tmp_path):
         "writing room",
         "optbench.analysis.statistics.late imports optbench.analysis.writing.tables: the statistics room does not use "
         "the writing room",
+    ]
+
+
+# The statistics room is pure: functions over arrays and numbers. It imports nothing of optbench outside itself (no
+# file format, status or metric key), touches no file and reads no run table (the rliable shape).
+FILE_AND_TABLE_NAMES = {"open", "Path", "DataFrame", "read_csv", "to_csv", "load", "save"}
+FILE_MODULES = {"pathlib", "os", "io", "shutil", "glob"}
+RUN_COLUMNS = {"setting", "arm", "status", "seed", "run_id", "best_epoch"}  # a run table's columns
+
+
+def imported_names(node: ast.Import | ast.ImportFrom, module: str) -> list[str]:
+    """The modules an import statement names, a relative one resolved against `module`'s package."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".")[: -node.level]
+        base = ".".join([*anchor, *([base] if base else [])])
+    return [base]
+
+
+def statistics_impurities(package: Path) -> list[str]:
+    """'<module>:<line>: <what>' for each import from outside the statistics room (the standard library's file
+    modules included), each use of a file or table name (FILE_AND_TABLE_NAMES) and each run column read by key."""
+    wrong: list[tuple[str, int, str]] = []  # (module, line, what), sorted at the end: ast.walk goes breadth first
+    for path in sorted((package / "analysis" / "statistics").glob("*.py")):
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = (module, getattr(node, "lineno", 0))
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in imported_names(node, module):
+                    outside = name.startswith("optbench") and not name.startswith("optbench.analysis.statistics")
+                    if outside or name.split(".")[0] in FILE_MODULES:
+                        wrong.append((*where, f"imports {name}"))
+            elif isinstance(node, (ast.Name, ast.Attribute)):
+                name = node.id if isinstance(node, ast.Name) else node.attr
+                if name in FILE_AND_TABLE_NAMES:
+                    wrong.append((*where, f"uses {name}"))
+            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                if node.slice.value in RUN_COLUMNS:
+                    wrong.append((*where, f"reads the run column {node.slice.value!r}"))
+    return [f"{module}:{line}: {what}" for module, line, what in sorted(set(wrong))]
+
+
+def test_the_statistics_room_takes_numbers_not_files_or_run_tables():
+    assert statistics_impurities(PACKAGE) == []
+
+
+def test_the_purity_check_sees_statistics_reading_a_run_table_and_a_file(tmp_path):
+    copy = tmp_path / "optbench"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "analysis" / "statistics" / "late.py").write_text(
+        "from pathlib import Path\n"
+        "\n"
+        "import pandas as pd\n"
+        "\n"
+        "from optbench.formats.run_summary import COMPLETED\n"
+        "from ..load import load_runs\n"
+        "from .summaries import describe\n"
+        "\n"
+        "\n"
+        "def done(runs, folder):\n"
+        "    extra = pd.read_csv(Path(folder) / 'more.csv')\n"
+        "    return describe(runs[runs['status'] == COMPLETED]['acc']), open(folder).read(), extra\n"
+    )
+    assert statistics_impurities(copy) == [
+        "optbench.analysis.statistics.late:1: imports pathlib",
+        "optbench.analysis.statistics.late:5: imports optbench.formats.run_summary",
+        "optbench.analysis.statistics.late:6: imports optbench.analysis.load",
+        "optbench.analysis.statistics.late:11: uses Path",
+        "optbench.analysis.statistics.late:11: uses read_csv",
+        "optbench.analysis.statistics.late:12: reads the run column 'status'",
+        "optbench.analysis.statistics.late:12: uses open",
     ]
 
 

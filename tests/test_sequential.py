@@ -53,6 +53,15 @@ def simulate(effect: float, comparisons: int, studies: int, seed: int) -> tuple[
     )
 
 
+def test_the_rule_decides_in_the_words_the_decision_record_keeps():
+    """The rule spells its decisions itself (the statistics import no format); the record must accept each one."""
+    from optbench.analysis.statistics import sequential_rule
+    from optbench.formats import decision_record
+
+    assert sequential_rule.DECISIONS == decision_record.DECISIONS
+    assert set(sequential_rule.STOPPED) == set(decision_record.DECISIONS) - {decision_record.CONTINUE}
+
+
 def test_boundaries_spend_alpha_the_obrien_fleming_way():
     bounds = boundaries(LOOKS, ALPHA)
     assert bounds[0] == pytest.approx(stats.norm.ppf(1 - ALPHA / 2) / math.sqrt(3 / 16), rel=1e-3)  # first look: exact

@@ -44,12 +44,13 @@ from optbench.analysis.groups import Grouping, find_grouping, label_runs, ordere
 from optbench.analysis.inputs import check_inputs
 from optbench.analysis.judging import fidelity
 from optbench.analysis.judging.hypotheses import Context, hypothesis_files, load_hypotheses
+from optbench.analysis.judging.pairwise_tables import pairwise_table
+from optbench.analysis.judging.robust_tables import improvement_table, iqm_table, profile_table
 from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning, tuning_display, tuning_table
+from optbench.analysis.judging.variance_tables import variance_table
 from optbench.analysis.judging.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.analysis.load import load_runs
-from optbench.analysis.statistics import robust
-from optbench.analysis.statistics.stats import ALPHA, pairwise
-from optbench.analysis.statistics.variance import variance_display, variance_table
+from optbench.analysis.statistics.power import ALPHA
 from optbench.analysis.writing import figures as figure_makers
 from optbench.analysis.writing.names import constant_keys, file_stems, settings_index, short_name
 from optbench.analysis.writing.output import OutputDir
@@ -64,6 +65,7 @@ from optbench.analysis.writing.tables import (
     results_table,
     to_latex,
     to_markdown,
+    variance_display,
 )
 from optbench.errors import ConfigError
 from optbench.formats import decision_record
@@ -185,7 +187,7 @@ def aggregate(
     analysis = analyse(results_dir, target_acc, skip=skip, set_aside=tuning.run_dirs)
     runs, settings, arms, warnings = analysis.runs, analysis.settings, analysis.arms, analysis.warnings
     warnings.extend(tuning.warnings)
-    tests = pairwise(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
+    tests = pairwise_table(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
     results = results_table(runs, analysis.grouping, settings, arms, tests)
     sequential = read_decision_records(results_dir, skip, warnings)
     judgements, untested, hypotheses_note = judge_hypotheses(
@@ -366,12 +368,12 @@ def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
 
 
 def robust_tables(runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
-    """IQM, probability of improvement and performance profiles (optbench.analysis.statistics.robust), with diverged
+    """IQM, probability of improvement and performance profiles (optbench.analysis.judging.robust_tables), with diverged
     and failed runs counted as results."""
     return {
-        "robust": robust.iqm_table(runs, PRIMARY_METRIC, settings, arms),
-        "improvement": robust.improvement_table(runs, PRIMARY_METRIC, settings, arms),
-        "profiles": robust.profile_table(runs, settings, arms),
+        "robust": iqm_table(runs, PRIMARY_METRIC, settings, arms),
+        "improvement": improvement_table(runs, PRIMARY_METRIC, settings, arms),
+        "profiles": profile_table(runs, settings, arms),
     }
 
 

@@ -3,7 +3,8 @@
 The epoch chosen by validation accuracy (summary.json `best`, whose `test/acc` the tables report) keeps
 the class the model predicted for every test image, in test-set order, so the aggregator can pair two
 runs image by image and tell the variance from seeds apart from the variance of the finite test set
-(analysis/statistics/variance.py). The file is compressed numpy (`numpy.savez_compressed`, read without pickle):
+(analysis/judging/variance_tables.py reads it, analysis/statistics/variance.py does the sums). The file is
+compressed numpy (`numpy.savez_compressed`, read without pickle):
     predicted   the predicted class per test image: uint8, or uint16 past 255 classes (a few KB)
     labels      the test labels in the same order and dtype, so any two runs can be checked to be
                 scored on the same images in the same order (`labels_sha256` names them in one string)

@@ -1,4 +1,5 @@
-"""The judging room: runs and the statistics below -> supported, rejected, faithful, how many seeds.
+"""The judging room: runs and the statistics below -> the tables of tests and aggregates over runs; supported,
+rejected, faithful, how many seeds.
 
 Imports the statistics room and the loading modules (analysis/load.py, groups.py), never the writing room.
 
@@ -8,6 +9,11 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
                    decision where it ran until decided; tables/verdicts.csv
     fidelity.py    fidelity ladders (settings differing only in budget): the study's rungs, seed sets, failed runs,
                    the planned top; per rung orders reproduced, resolution, tau-b, cost; tuned values per budget
+    pairwise_tables.py  every pair of arms within each setting, tested and Holm-adjusted: tables/pairwise
+    robust_tables.py  IQM, probability of improvement and performance profiles over the runs, failed runs scored:
+                   tables/robust, improvement, profiles
+    variance_tables.py  each pair's seeds-vs-test-images decomposition from the runs' predictions.npz:
+                   tables/variance
     seed_planner.py  how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
 """

@@ -42,9 +42,11 @@ from optbench.analysis.groups import (
     short_key,
     varies,
 )
+from optbench.analysis.judging.robust_tables import RESULT_STATUSES  # runs that ended: completed, diverged, failed
 from optbench.analysis.statistics import fidelity_stats
-from optbench.analysis.statistics.robust import RESULT_STATUSES  # runs that ended: completed, diverged, failed
-from optbench.analysis.statistics.stats import ALPHA, by_seed, compare, describe, seeds_text
+from optbench.analysis.statistics.power import ALPHA
+from optbench.analysis.statistics.summaries import by_seed, describe, seeds_text
+from optbench.analysis.statistics.two_arms import two_arm_test
 from optbench.formats.run_summary import COMPLETED
 
 # Keys that change what a run costs, not what it asks; with the exponent of their share of the training compute
@@ -447,8 +449,10 @@ def pair_rows(ladder: Ladder, rung: Rung, arms: list[str], metric: str, alpha: f
     rung_seeds = top_seeds = sorted(set(common_seeds(rung, arms)) & set(common_seeds(ladder.top, arms)))
     rows = []
     for a, b in combinations(arms, 2):
-        at_rung = compare(seed_values(rung, a, metric)[rung_seeds], seed_values(rung, b, metric)[rung_seeds], alpha)
-        at_top = compare(
+        at_rung = two_arm_test(
+            seed_values(rung, a, metric)[rung_seeds], seed_values(rung, b, metric)[rung_seeds], alpha
+        )
+        at_top = two_arm_test(
             seed_values(ladder.top, a, metric)[top_seeds], seed_values(ladder.top, b, metric)[top_seeds], alpha
         )
         order_rung = int(np.sign(at_rung.mean_a - at_rung.mean_b))

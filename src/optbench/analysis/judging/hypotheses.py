@@ -16,14 +16,14 @@ optimizer it names; each setting x compared optimizer (x rate) is one required c
 settings, and whether a sequential decision rules) is chosen by optbench.analysis.judging.verdicts; `Context.planned`
 carries it here.
 
-Verdict rule (tests: stats.compare; paired t on per-seed differences, the exact test beside it):
+Verdict rule (tests: two_arms.two_arm_test; paired t on per-seed differences, the exact test beside it):
 supported when every required comparison goes in the stated direction with p < alpha, each on its own
 (the intersection-union test, Berger 1982); rejected when any is significant in the opposite direction
 after Holm's adjustment over the required comparisons; inconclusive otherwise: a comparison not
 significant or tied, missing runs (named), no spread to test (named), or a test on fewer than
 `min_seeds` seeds: the pairs of a paired test, else each arm's runs with a value (a completed run without
 the metric, or a seed the other arm lacks, is not a seed of the test). Arms are paired on their shared
-seeds when they share at least `min_seeds`, else compared unpaired (stats.compare). The family is every
+seeds when they share at least `min_seeds`, else compared unpaired (two_arms.two_arm_test). The family is every
 setting of the scope matching `where:` in which any optimizer the test names has runs (of any status), so
 a missing arm is named, never dropped. Only completed runs enter the tests. When an optimizer has several arms in a
 setting (an LR sweep) the
@@ -40,7 +40,9 @@ import pandas as pd
 
 from optbench.analysis.groups import BASE_SETTING_KEYS, noise_label, short_key
 from optbench.analysis.load import epochs_to_reach, is_clean
-from optbench.analysis.statistics.stats import compare, drop_test, holm, paired_cells
+from optbench.analysis.statistics.exact_tests import holm
+from optbench.analysis.statistics.noise_drop import drop_test, paired_cells
+from optbench.analysis.statistics.two_arms import two_arm_test
 from optbench.formats.run_summary import COMPLETED
 from optbench.specs.hypothesis_spec import (
     HUMAN,
@@ -465,7 +467,7 @@ def comparison_check(
     if mine.label is None or other.label is None:
         missing = [arm.problem for arm in (mine, other) if arm.label is None]
         return Check(setting, name, expected, "missing", detail="; ".join(missing))
-    result = compare(
+    result = two_arm_test(
         values_by_seed(mine, metric),
         values_by_seed(other, metric),
         alpha,

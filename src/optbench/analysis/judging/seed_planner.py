@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from optbench.analysis.judging.hypotheses import Check, Verdict
-from optbench.analysis.statistics.stats import t_power
+from optbench.analysis.statistics.power import t_power
 from optbench.formats.run_summary import COMPLETED
 from optbench.specs.hypothesis_spec import HypothesisTest
 

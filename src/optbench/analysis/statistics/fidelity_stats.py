@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from optbench.analysis.statistics.stats import holm
+from optbench.analysis.statistics.exact_tests import holm
 
 CONFIDENCE = 0.95
 DEFAULT_RESOLUTION_POINTS = 2.0  # fidelity: {resolution: 2}: orders of optimizers more than 2 points apart carry

@@ -10,9 +10,9 @@ seeds), the last one about the fixed design's 1.96 (2.01). The study's z come fr
 seeds, which are not normal: simulated (scripts/sequential_price.py, looks 3, 6, 10, 16), a boundary is crossed
 under the null 5.2 % of the time without the futility stop and 3.9 % with it, as shipped.
 
-At each look (on that look's seeds only: `look_seeds`) every required comparison's paired t-test (stats.compare)
-becomes z = Phi^-1(1 - p/2), signed + in the hypothesis's stated direction; a comparison the verdict calls not
-testable (too few seeds in the test, no spread, missing runs) has no z. Then, per hypothesis:
+At each look (on that look's seeds only: `look_seeds`) every required comparison's paired t-test
+(two_arms.two_arm_test) becomes z = Phi^-1(1 - p/2), signed + in the hypothesis's stated direction; a comparison
+the verdict calls not testable (too few seeds in the test, no spread, missing runs) has no z. Then, per hypothesis:
 - **supported** (stop for efficacy): every comparison has z >= c_k (intersection-union: each at alpha);
 - **rejected**: some comparison has z <= -c'_k, the boundaries of alpha / m (Bonferroni over its m
   comparisons, as conservative as Holm's first step);
@@ -33,8 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-from optbench.formats.decision_record import CONTINUE, FUTILITY, REJECTED, SUPPORTED, UNDECIDED  # what a record holds
-
+# The rule's decisions, as the study's decision record (optbench.formats.decision_record.DECISIONS) spells them; the
+# statistics import nothing from the formats, and tests/test_sequential.py checks the two vocabularies agree.
+CONTINUE, SUPPORTED, REJECTED, FUTILITY, UNDECIDED = "continue", "supported", "rejected", "futility", "undecided"
+DECISIONS = (CONTINUE, SUPPORTED, REJECTED, FUTILITY, UNDECIDED)
 DEFAULT_LOOKS = (3, 6, 10, 16)
 FUTILITY_POWER = 0.10
 STOPPED = (SUPPORTED, REJECTED, FUTILITY, UNDECIDED)

@@ -28,7 +28,7 @@ from matplotlib.typing import LineStyleType
 from optbench.analysis.groups import KNOWN_OPTIMIZERS, noise_label, optimizer_rank
 from optbench.analysis.judging.tuning_report import TuningStudy
 from optbench.analysis.load import number
-from optbench.analysis.statistics.stats import describe
+from optbench.analysis.statistics.summaries import describe
 from optbench.durations import duration_unit
 from optbench.formats import metrics_log
 from optbench.formats.run_summary import COMPLETED
@@ -548,7 +548,7 @@ def accuracy_vs_wall_time(
 def performance_profiles(runs: pd.DataFrame, settings: list[str], arms: list[str], style: Style):
     """Dolan-More profiles, epochs and seconds to the target: per arm, the fraction of settings solved within
     tau x the best arm's cost. None when fewer than two arms share a setting."""
-    from optbench.analysis.statistics.robust import costs, profile
+    from optbench.analysis.judging.robust_tables import costs, profile
 
     tables = {
         cost: costs(runs, column, settings, arms).dropna(how="all")

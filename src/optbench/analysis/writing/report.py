@@ -25,7 +25,7 @@ from optbench.analysis.judging.hypotheses import Check, Verdict
 from optbench.analysis.judging.seed_planner import comparison_units, plan_seeds, plan_table
 from optbench.analysis.judging.tuning_report import TuningStudy, protocol_sentence, tuning_display
 from optbench.analysis.judging.verdicts import SEQUENTIAL, Judgement, NotTested, rule_text, scope_text, seeds_text
-from optbench.analysis.statistics.variance import RESAMPLES, variance_display
+from optbench.analysis.statistics.variance import RESAMPLES
 from optbench.analysis.writing.tables import (
     NOT_COMPLETED,
     difference_interval,
@@ -36,6 +36,7 @@ from optbench.analysis.writing.tables import (
     power_text,
     problem_display,
     to_markdown,
+    variance_display,
 )
 from optbench.formats.decision_record import DecisionRecord, HypothesisDecision
 from optbench.formats.run_summary import COMPLETED

@@ -10,7 +10,8 @@ the top arm. The rank counts diverged and failed runs at their recorded score (o
 that diverged on two of three seeds does not rank by its one survivor.
 `display_table` turns that into the columns a paper shows (accuracies in %); `to_markdown` and
 `to_latex` render it. Diverged, failed, interrupted, running and unfinished runs are counted in their
-own columns and never enter a mean.
+own columns and never enter a mean. `pairwise_display` and `variance_display` are the text views of the
+pairwise and variance tables (optbench.analysis.judging).
 """
 
 import math
@@ -19,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from optbench.analysis.groups import Grouping, short_key
+from optbench.analysis.judging.robust_tables import scored_runs
 from optbench.analysis.load import STATUSES, UNREADABLE
-from optbench.analysis.statistics.robust import scored_runs
-from optbench.analysis.statistics.stats import describe
+from optbench.analysis.statistics.summaries import describe
 from optbench.durations import format_duration
 from optbench.formats.run_summary import COMPLETED
 
@@ -272,6 +273,36 @@ def power_text(row, scale: float = 100.0, unit: str = "pp") -> str:
     if row.get("note"):
         parts.append(row["note"])
     return "; ".join(parts)
+
+
+def variance_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The Markdown view of the variance table (analysis/judging/variance_tables.py): points and percentages."""
+    rows = []
+    for row in table.itertuples():
+        finite = pd.notna(row.difference)
+        rows.append(
+            {
+                "setting": row.setting,
+                "A": row.arm_a,
+                "B": row.arm_b,
+                "seeds": row.seeds,
+                "images": row.images,
+                "A − B (pp) [95% CI]": (
+                    f"{100 * row.difference:+.2f} [{100 * row.ci_low:+.2f}, {100 * row.ci_high:+.2f}]"
+                )
+                if finite
+                else "n/a",
+                "sd (pp)": f"{100 * row.sd_bootstrap:.2f}" if finite else "n/a",
+                "from seeds": share_text(row.share_seeds),
+                "from test images": share_text(row.share_images),
+                "note": row.note,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def share_text(share: float) -> str:
+    return f"{100 * share:.0f}%" if pd.notna(share) else "n/a"
 
 
 def problem_runs(runs: pd.DataFrame) -> pd.DataFrame:
