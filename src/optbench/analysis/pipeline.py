@@ -53,7 +53,9 @@ from optbench.analysis.statistics.variance import variance_display, variance_tab
 from optbench.analysis.writing import figures as figure_makers
 from optbench.analysis.writing.names import constant_keys, file_stems, settings_index, short_name
 from optbench.analysis.writing.output import OutputDir
-from optbench.analysis.writing.report import FidelityParts, ReportParts, TuningParts, render_report, verdict_rows
+from optbench.analysis.writing.report import render_report
+from optbench.analysis.writing.report_hypotheses import verdict_rows
+from optbench.analysis.writing.report_parts import FidelityParts, ReportParts, TuningParts
 from optbench.analysis.writing.tables import (
     PRIMARY_METRIC,
     completed,
