@@ -4,7 +4,7 @@ Imports judging and statistics; nothing below imports it, so a change of wording
 statistic or a verdict.
 
     tables.py      per setting x optimizer tables: CSV numbers, Markdown and LaTeX text
-    figures.py     matplotlib figures (Agg), one colour per optimizer
+    figures/       matplotlib figures (Agg), one module per kind, one colour per optimizer
     report.py      report.md embedding all of the above: assembles the sections in order; header, figures,
                    fidelity, definitions
     report_parts.py  what report.md is made from (ReportParts, TuningParts, FidelityParts)
