@@ -10,7 +10,15 @@ from fixtures.aggregate.fake_runs import ramp_records, realistic_records, realis
 
 from optbench.analysis import aggregate
 from optbench.analysis.pipeline import PRIMARY_LABEL, analyse
-from optbench.analysis.writing import figures
+from optbench.analysis.writing.figures import style as figure_style
+from optbench.analysis.writing.figures.accuracy import (
+    accuracy_vs_lr,
+    accuracy_vs_noise,
+    accuracy_vs_wall_time,
+    final_accuracy,
+)
+from optbench.analysis.writing.figures.curves import learning_curves, memorization_curves
+from optbench.analysis.writing.figures.profiles import performance_profiles
 from optbench.analysis.writing.names import STEM_LIMIT, full_setting, setting_hash
 from optbench.analysis.writing.tables import PRIMARY_METRIC
 
@@ -158,19 +166,17 @@ def study(tmp_path_factory):
 
 def every_figure(analysis):
     runs, settings, arms, curves = analysis.runs, analysis.settings, analysis.arms, analysis.curves
-    style = figures.Style(runs, arms)
+    style = figure_style.Style(runs, arms)
     made = {
-        "final_accuracy": figures.final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
-        "accuracy_vs_noise": figures.accuracy_vs_noise(runs, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
-        "accuracy_vs_lr": figures.accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL),
-        "accuracy_vs_wall_time": figures.accuracy_vs_wall_time(
-            runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL
-        ),
-        "performance_profiles": figures.performance_profiles(runs, settings, arms, style),
+        "final_accuracy": final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        "accuracy_vs_noise": accuracy_vs_noise(runs, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        "accuracy_vs_lr": accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        "accuracy_vs_wall_time": accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        "performance_profiles": performance_profiles(runs, settings, arms, style),
     }
     for setting in settings:
-        made[f"learning_curves {setting}"] = figures.learning_curves(runs, curves, setting, arms, style)
-        made[f"memorization {setting}"] = figures.memorization_curves(runs, curves, setting, arms, style)
+        made[f"learning_curves {setting}"] = learning_curves(runs, curves, setting, arms, style)
+        made[f"memorization {setting}"] = memorization_curves(runs, curves, setting, arms, style)
     return {name: figure for name, figure in made.items() if figure is not None}
 
 
@@ -190,7 +196,7 @@ def test_every_axis_of_every_figure_names_its_unit(study):
             for label, scale in ((axis.get_xlabel(), axis.get_xscale()), (axis.get_ylabel(), axis.get_yscale())):
                 assert label in COUNTED or UNIT.fullmatch(label), f"{name}: axis label {label!r} names no unit"
                 assert ("log scale)" in label) == (scale == "log"), f"{name}: {label!r} on a {scale} axis"
-        figures.close(figure)
+        figure_style.close(figure)
     assert {"wall time per run (h, log scale)", "training loss (cross-entropy, nats, log scale)"} <= set(labels)
 
 
@@ -201,10 +207,10 @@ def test_interval_bars_stay_within_zero_and_a_hundred_percent(tmp_path):
             write_run(root, ramp_records(accuracy), optimizer=optimizer, seed=seed)
             write_run(root, ramp_records(accuracy * 0.9), optimizer=optimizer, seed=seed, noise="symmetric", rate=0.4)
     analysis = analyse(root, 0.5)
-    style = figures.Style(analysis.runs, analysis.arms)
+    style = figure_style.Style(analysis.runs, analysis.arms)
     for figure in (
-        figures.final_accuracy(analysis.runs, analysis.settings, analysis.arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
-        figures.accuracy_vs_noise(analysis.runs, analysis.arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        final_accuracy(analysis.runs, analysis.settings, analysis.arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+        accuracy_vs_noise(analysis.runs, analysis.arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
     ):
         bars = [
             segment
@@ -215,7 +221,7 @@ def test_interval_bars_stay_within_zero_and_a_hundred_percent(tmp_path):
         ]
         heights = np.concatenate([segment[:, 1] for segment in bars])
         assert len(bars) >= 4 and heights.min() == pytest.approx(0.0) and heights.max() == pytest.approx(100.0)
-        figures.close(figure)
+        figure_style.close(figure)
 
 
 def test_a_long_legend_makes_the_figure_taller_instead_of_covering_or_squeezing_the_panels():
@@ -234,10 +240,10 @@ def test_a_long_legend_makes_the_figure_taller_instead_of_covering_or_squeezing_
             "seconds_to_target": [float(30 + index) for index in range(40)],
         }
     )
-    figure = figures.performance_profiles(runs, ["s"], arms, figures.Style(runs, arms))
+    figure = performance_profiles(runs, ["s"], arms, figure_style.Style(runs, arms))
     figure.savefig(io.BytesIO(), format="png", dpi=50)  # lays the figure out
     legend = figure.legends[0].get_window_extent()
     for axis in figure.axes:
         panel = axis.get_window_extent()
         assert panel.height / figure.dpi > 2.0 and panel.y0 > legend.y1  # a full-size panel, above the legend
-    figures.close(figure)
+    figure_style.close(figure)

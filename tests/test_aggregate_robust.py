@@ -174,7 +174,9 @@ def test_profile_table_gives_epochs_and_seconds():
 
 
 def test_figures_say_when_nobody_reaches_the_target_and_always_name_the_wall_time_unit():
-    from optbench.analysis.writing import figures
+    from optbench.analysis.writing.figures import style as figure_style
+    from optbench.analysis.writing.figures.accuracy import accuracy_vs_wall_time
+    from optbench.analysis.writing.figures.profiles import performance_profiles
 
     runs = pd.DataFrame(
         {
@@ -190,13 +192,13 @@ def test_figures_say_when_nobody_reaches_the_target_and_always_name_the_wall_tim
             "acc": [0.5, 0.6, 0.55, 0.52],
         }
     )
-    style = figures.Style(runs, ["a", "b"])
-    profile_figure = figures.performance_profiles(runs, ["s"], ["a", "b"], style)
+    style = figure_style.Style(runs, ["a", "b"])
+    profile_figure = performance_profiles(runs, ["s"], ["a", "b"], style)
     texts = [text.get_text() for axis in profile_figure.axes for text in axis.texts]
     assert texts.count("no run reached the target:\nlower --target-acc") == 2
-    wall = figures.accuracy_vs_wall_time(runs, ["s"], ["a", "b"], style, "acc", "accuracy")
+    wall = accuracy_vs_wall_time(runs, ["s"], ["a", "b"], style, "acc", "accuracy")
     assert wall.axes[0].get_xlabel() == "wall time per run (min)"  # runs of similar length keep their label
-    figures.close(profile_figure), figures.close(wall)
+    figure_style.close(profile_figure), figure_style.close(wall)
 
 
 def coverage(statistic, truth: float, draw, repetitions: int = 400) -> float:

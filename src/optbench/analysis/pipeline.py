@@ -51,10 +51,23 @@ from optbench.analysis.judging.variance_tables import variance_table
 from optbench.analysis.judging.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.analysis.load import load_runs
 from optbench.analysis.statistics.power import ALPHA
-from optbench.analysis.writing import figures as figure_makers
+from optbench.analysis.writing.figures import style as figure_style
+from optbench.analysis.writing.figures.accuracy import (
+    accuracy_vs_lr,
+    accuracy_vs_noise,
+    accuracy_vs_wall_time,
+    final_accuracy,
+)
+from optbench.analysis.writing.figures.curves import learning_curves, memorization_curves
+from optbench.analysis.writing.figures.ladders import fidelity_metric, fidelity_ranks
+from optbench.analysis.writing.figures.profiles import performance_profiles
+from optbench.analysis.writing.figures.transitions import transition_heatmap
+from optbench.analysis.writing.figures.tuning import tuning_search
 from optbench.analysis.writing.names import constant_keys, file_stems, settings_index, short_name
 from optbench.analysis.writing.output import OutputDir
-from optbench.analysis.writing.report import FidelityParts, ReportParts, TuningParts, render_report, verdict_rows
+from optbench.analysis.writing.report import render_report
+from optbench.analysis.writing.report_hypotheses import verdict_rows
+from optbench.analysis.writing.report_parts import FidelityParts, ReportParts, TuningParts
 from optbench.analysis.writing.tables import (
     PRIMARY_METRIC,
     completed,
@@ -455,32 +468,32 @@ def write_figures(
 ) -> list[tuple[str, str]]:
     """Draw every figure the data allows; a figure that fails becomes a warning in the report, not a crash.
     `slugs`: each setting's short file-name stem (names.file_stems)."""
-    style = figure_makers.Style(runs, arms)
+    style = figure_style.Style(runs, arms)
     planned: list[tuple[str, str, Callable[[], Any]]] = [  # (caption, file stem, maker of a figure or None)
         (
             "Test accuracy per optimizer",
             "final_accuracy",
-            lambda: figure_makers.final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+            lambda: final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
         ),
         (
             "Accuracy vs label-noise rate",
             "accuracy_vs_noise",
-            lambda: figure_makers.accuracy_vs_noise(runs, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+            lambda: accuracy_vs_noise(runs, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
         ),
         (
             "Accuracy vs learning rate",
             "accuracy_vs_lr",
-            lambda: figure_makers.accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL),
+            lambda: accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL),
         ),
         (
             "Accuracy vs wall time",
             "accuracy_vs_wall_time",
-            lambda: figure_makers.accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
+            lambda: accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
         ),
         (
             "Performance profiles",
             "performance_profiles",
-            lambda: figure_makers.performance_profiles(runs, settings, arms, style),
+            lambda: performance_profiles(runs, settings, arms, style),
         ),
     ]
     for setting in settings:
@@ -488,7 +501,7 @@ def write_figures(
             (
                 f"Learning curves: {setting}",
                 f"learning_curves_{slugs[setting]}",
-                functools.partial(figure_makers.learning_curves, runs, curves, setting, arms, style),
+                functools.partial(learning_curves, runs, curves, setting, arms, style),
             )
         )
     for setting in settings:
@@ -496,7 +509,7 @@ def write_figures(
             (
                 f"Memorization of noisy labels: {setting}",
                 f"memorization_{slugs[setting]}",
-                functools.partial(figure_makers.memorization_curves, runs, curves, setting, arms, style),
+                functools.partial(memorization_curves, runs, curves, setting, arms, style),
             )
         )
     for setting in human_settings(runs, settings):
@@ -504,7 +517,7 @@ def write_figures(
             (
                 f"Human label noise, who was taken for whom: {setting}",
                 f"transition_matrix_{slugs[setting]}",
-                functools.partial(figure_makers.transition_heatmap, runs, setting),
+                functools.partial(transition_heatmap, runs, setting),
             )
         )
     return draw_planned(out, planned, warnings)
@@ -531,7 +544,7 @@ def draw_planned(out: OutputDir, planned: list, warnings: list[str]) -> list[tup
         if figure is None:
             continue
         out.write_figure(figure, f"figures/{stem}")
-        figure_makers.close(figure)
+        figure_style.close(figure)
         drawn.append((caption, f"figures/{stem}.png"))
     return drawn
 
@@ -544,10 +557,10 @@ def write_tuning(out: OutputDir, tuning: TuningRecords, analysis: Analysis, draw
     out.write_text("tables/tuning.csv", table.to_csv(index=False))
     out.write_text("tables/tuning.md", to_markdown(tuning_display(table)))
     names = [*analysis.runs["optimizer"].map(str), *table["optimizer"]]
-    colours = figure_makers.optimizer_colours(names)  # the main figures' colours, for the same optimizers
+    colours = figure_style.optimizer_colours(names)  # the main figures' colours, for the same optimizers
     stems = [f"tuning-{stem}" for stem in unique_names([study.name for study in tuning.studies])]
     planned = [
-        (f"Tuning search: {study.name}", stem, lambda study=study: figure_makers.tuning_search(study, colours))
+        (f"Tuning search: {study.name}", stem, lambda study=study: tuning_search(study, colours))
         for study, stem in zip(tuning.studies, stems)
     ]
     drawn = {path for _, path in draw_planned(out, planned, analysis.warnings)} if draw_figures else set()
@@ -632,7 +645,7 @@ def write_fidelity(
         out.write_text(f"tables/{name}.md", to_markdown(table.round(4)) if len(table) else "_(none)_\n")
         files += [f"tables/{name}.csv", f"tables/{name}.md"]
     stems = unique_names([ladder.setting for ladder in ladders])
-    styles = [figure_makers.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
+    styles = [figure_style.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
     figures_planned = [
         entry
         for ladder, stem, style in zip(ladders, stems, styles)
@@ -640,14 +653,12 @@ def write_fidelity(
             (
                 f"Rank against budget: {ladder.setting}",
                 f"fidelity_ranks_{stem}",
-                lambda ladder=ladder, style=style: figure_makers.fidelity_ranks(
-                    ladder.per_rung, ladder.arms, style, ladder.setting
-                ),
+                lambda ladder=ladder, style=style: fidelity_ranks(ladder.per_rung, ladder.arms, style, ladder.setting),
             ),
             (
                 f"Test accuracy against budget: {ladder.setting}",
                 f"fidelity_metric_{stem}",
-                lambda ladder=ladder, style=style: figure_makers.fidelity_metric(
+                lambda ladder=ladder, style=style: fidelity_metric(
                     ladder.per_rung, ladder.arms, style, ladder.setting, PRIMARY_LABEL
                 ),
             ),

@@ -11,7 +11,8 @@ of range, a newer format) is one warning naming the file and the field, and is o
 lists then stay in the main comparison). `tuning_table(studies)` gives one row per (study,
 optimizer): trials, runs, epochs trained, device-hours (summed from the listed runs' wall times) and
 devices, the winning values, the winner's validation score over its seeds, and any edge warning.
-This module only reads and summarises; figures.py draws the search and report.py writes the section.
+This module only reads and summarises; analysis/writing/figures/tuning.py draws the search and
+report_tuning.py writes the section.
 
 The file's format (its name, format version and schema, `TuningRecord`, and the one reader and writer) is
 optbench/formats/tuning_record.py's; the study runner writes through the same module, and this module and the

@@ -4,8 +4,14 @@ Imports judging and statistics; nothing below imports it, so a change of wording
 statistic or a verdict.
 
     tables.py      per setting x optimizer tables: CSV numbers, Markdown and LaTeX text
-    figures.py     matplotlib figures (Agg), one colour per optimizer
-    report.py      report.md embedding all of the above
+    figures/       matplotlib figures (Agg), one module per kind, one colour per optimizer
+    report.py      report.md embedding all of the above: assembles the sections in order; header, figures,
+                   fidelity, definitions
+    report_parts.py  what report.md is made from (ReportParts, TuningParts, FidelityParts)
+    report_hypotheses.py  its verdict sections: hypotheses, their comparisons, seed plans, sequential looks
+    report_results.py  its sections on the numbers: results, robust aggregates, variance, pairwise tests,
+                   runs not completed
+    report_tuning.py  its Tuning section
     names.py       short, stable file names for each setting, the index mapping them back, what every run shares
     output.py      atomic writes into the output folder, removal of its own stale files
     run_pair.py    two runs side by side (`python src/compare.py`): config differences, numbers, curves

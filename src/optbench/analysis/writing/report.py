@@ -1,91 +1,34 @@
 """report.md: the answer in one page, with the verdicts, tables and figures it rests on.
 
-`render_report(parts)` returns Markdown: run counts by status and the rule that only completed runs
-enter means; one verdict table (a row per hypothesis and scope: the sequential decision where its study ran
-until decided, else the fixed-design verdict; analysis/judging/verdicts.py), the hypotheses not tested in one line,
-then each hypothesis with the numbers behind every required comparison (labelled the fixed-design evaluation
-where a sequential decision is the verdict) and, for an inconclusive one, the seeds that would decide it;
-the looks of the sequential studies;
-the results table per setting; the figures (relative links to figures/*.png, PDFs beside them);
-the pairwise tests; where each comparison's variance comes from (seeds or test images); every run
-that did not complete or needed a warning; the tuning studies (protocol, cost, winners, edge warnings,
-search figure); the fidelity ladders (fidelity.py: rank agreement with the top rung, flips, cost, verdicts
-per rung, tuned values per budget); and the definitions used.
-Also `verdict_rows` for the hypotheses CSV.
+`render_report(parts)` (parts: report_parts.py) returns Markdown, section by section:
+    header                 run counts by status and the rule that only completed runs enter means; what every
+                           run shares and how settings are named (here)
+    Hypotheses, Sequential decisions   the verdicts and the comparisons behind them (report_hypotheses.py)
+    Results by setting, Robust aggregates, Where the variance comes from   (report_results.py)
+    Figures                relative links to figures/*.png, PDFs beside them (here)
+    Pairwise tests, Runs not completed or with warnings   (report_results.py)
+    Tuning                 protocol, cost, winners, edge warnings, search figure (report_tuning.py)
+    Fidelity               the ladders (fidelity.py: rank agreement with the top rung, flips, cost, verdicts per
+                           rung, tuned values per budget) (here)
+    Definitions, Warnings while reading   (here)
 """
 
-import math
-from dataclasses import dataclass, field
-
-import numpy as np
 import pandas as pd
 
 from optbench.analysis.judging import fidelity
-from optbench.analysis.judging.hypotheses import Check, Verdict
-from optbench.analysis.judging.seed_planner import comparison_units, plan_seeds, plan_table
-from optbench.analysis.judging.tuning_report import TuningStudy, protocol_sentence, tuning_display
-from optbench.analysis.judging.verdicts import SEQUENTIAL, Judgement, NotTested, rule_text, scope_text, seeds_text
-from optbench.analysis.statistics.variance import RESAMPLES
-from optbench.analysis.writing.tables import (
-    NOT_COMPLETED,
-    difference_interval,
-    display_table,
-    exact_text,
-    p_text,
-    pairwise_display,
-    power_text,
-    problem_display,
-    to_markdown,
-    variance_display,
+from optbench.analysis.writing.report_hypotheses import hypotheses_section, sequential_section
+from optbench.analysis.writing.report_parts import ReportParts
+from optbench.analysis.writing.report_results import (
+    TEST_RULE,
+    pairwise_section,
+    problems_section,
+    results_section,
+    robust_section,
+    variance_section,
 )
-from optbench.formats.decision_record import DecisionRecord, HypothesisDecision
+from optbench.analysis.writing.report_tuning import tuning_section
+from optbench.analysis.writing.tables import NOT_COMPLETED, to_markdown
 from optbench.formats.run_summary import COMPLETED
-
-VERDICT_MARK = {"supported": "SUPPORTED", "rejected": "REJECTED", "inconclusive": "INCONCLUSIVE"}
-
-
-@dataclass
-class TuningParts:
-    studies: list[TuningStudy]  # tuning.read_tuning
-    table: pd.DataFrame  # tuning.tuning_table
-    figures: dict[str, str]  # tuning file (study.source) -> png path relative to report.md
-    set_aside: list[str]  # run ids found here that the tuning files list: not in the main comparison
-
-
-@dataclass
-class FidelityParts:
-    ladders: list  # fidelity.Ladder, analysed
-    verdicts: list[pd.DataFrame]  # fidelity.verdicts_by_rung, one per ladder
-    tuned: pd.DataFrame  # fidelity.tuned_settings (empty unless tuned at several budgets)
-    figures: list[tuple[str, str]]  # (caption, png path relative to report.md)
-    table_files: list[str]
-    plans: list = field(default_factory=list)  # fidelity.FidelityPlan, one per ladder
-
-
-@dataclass
-class ReportParts:
-    results_dir: str
-    command: str
-    generated: str
-    target_acc: float
-    alpha: float
-    runs: pd.DataFrame
-    results: pd.DataFrame  # tables.results_table
-    pairwise: pd.DataFrame  # stats.pairwise
-    problems: pd.DataFrame  # tables.problem_runs
-    judgements: list[Judgement]  # verdicts.judge: one verdict per hypothesis and scope
-    untested: list[NotTested]  # hypotheses not tested by the named study or by these runs
-    hypotheses_note: str  # where hypotheses came from, or why there are none
-    figures: list[tuple[str, str]]  # (caption, png path relative to report.md)
-    table_files: list[str]
-    varying_keys: list[str]
-    warnings: list[str] = field(default_factory=list)
-    constant_keys: dict[str, str] = field(default_factory=dict)  # names.constant_keys: what every run shares
-    robust: dict[str, pd.DataFrame] = field(default_factory=dict)  # pipeline.robust_tables
-    tuning: TuningParts | None = None  # tuning studies found (tuning-*.json), or None
-    sequential: list[DecisionRecord] = field(default_factory=list)  # decision records found beside the runs
-    variance: pd.DataFrame | None = None  # variance.variance_table
-    fidelity: FidelityParts | None = None  # fidelity ladders found (settings differing only in budget), or None
 
 
 def render_report(parts: ReportParts) -> str:
@@ -158,441 +101,12 @@ def set_aside_note(parts: ReportParts) -> list[str]:
     ]
 
 
-# ---- hypotheses ---------------------------------------------------------------------------------------
-
-
-def hypotheses_section(parts: ReportParts) -> str:
-    lines = [
-        "## Hypotheses",
-        "",
-        parts.hypotheses_note,
-        "",
-        "Each hypothesis is judged once, on the settings of the study that tests it (*judged on*): the study "
-        "run until decided whose decision record is here, else the study named with `--study`, else every "
-        "setting here that matches its `where:`. Where its study ran until decided, the sequential decision "
-        "is the verdict; the fixed-design evaluation of the same runs is in the hypothesis's section below.",
-        "",
-    ]
-    if parts.judgements:
-        lines += ["| hypothesis | judged on | verdict | rule | seeds | why |", "|---|---|---|---|---|---|"]
-        lines += [
-            f"| {judgement.hypothesis.id} {judgement.hypothesis.title} | {scope_text(judgement)} | "
-            f"**{VERDICT_MARK[judgement.verdict]}** | {rule_text(judgement)} | {seeds_text(judgement)} | "
-            f"{judgement.reason.replace('|', '/')} |"
-            for judgement in parts.judgements
-        ]
-        lines.append("")
-    lines += untested_lines(parts.untested)
-    for judgement in parts.judgements:
-        lines += judgement_block(judgement, parts.alpha)
-        if judgement.verdict == "inconclusive":
-            lines += seed_plan_lines(judgement.fixed)
-    return "\n".join(lines)
-
-
-def untested_lines(untested: list[NotTested]) -> list[str]:
-    """One line naming the hypotheses not tested here, grouped by why."""
-    if not untested:
-        return []
-    by_why: dict[str, list[str]] = {}
-    for entry in untested:
-        by_why.setdefault(entry.why, []).append(entry.hypothesis.id)
-    return ["Not judged here: " + "; ".join(f"{', '.join(names)} ({why})" for why, names in by_why.items()) + ".", ""]
-
-
-def seed_plan_lines(verdict: Verdict) -> list[str]:
-    """How many seeds would decide it (analysis/judging/seed_planner.py), as `python src/study.py ID --plan-seeds`
-    prints, from the runs and settings the verdict was judged on."""
-    test = verdict.hypothesis.test
-    plan = plan_seeds(verdict, verdict.runs)
-    if not plan.comparisons:
-        return []
-    scale, unit = comparison_units(test)
-    return [
-        f"**Seeds needed** (these runs as a pilot, on the settings judged above: paired t, 80 % power against the "
-        f"observed effect, the sd at its 80 % upper bound; `python src/study.py {verdict.hypothesis.id} "
-        f"--plan-seeds --pilot DIR`):",
-        "",
-        to_markdown(plan_table(plan, scale, unit)),
-        plan.advice() + ".",
-        "",
-    ]
-
-
-def judgement_block(judgement: Judgement, alpha: float) -> list[str]:
-    """The hypothesis's section: its verdict and why, then the comparisons behind it. Under a sequential decision
-    those are the fixed-design evaluation of the same runs, labelled as such: not a second verdict."""
-    hypothesis, verdict = judgement.hypothesis, judgement.fixed
-    lines = [
-        f"### {hypothesis.id}: {hypothesis.title}: {VERDICT_MARK[judgement.verdict]}",
-        "",
-        f"> {hypothesis.statement}",
-        "",
-        f"*Defined in* `{hypothesis.source}`. *Judged on* {scope_text(judgement)}, by the {rule_text(judgement)}: "
-        f"{judgement.reason}.",
-        "",
-    ]
-    if judgement.scope.rule == SEQUENTIAL:
-        lines += [
-            f"Fixed-design evaluation of the same runs (the {judgement.seeds_spent} seeds of that look), for "
-            f"reference only: it treats a seed count chosen by looking at the data as fixed in advance, so it "
-            f"over-states the evidence and is not the verdict. The comparisons at a fixed alpha: "
-            f"{verdict.reason}.",
-            "",
-        ]
-    if verdict.checks:
-        lines.append(to_markdown(pd.DataFrame(verdict_rows(verdict))))
-    lines += verdict_notes(verdict, sequential=judgement.scope.rule == SEQUENTIAL)
-    return lines
-
-
-def verdict_notes(verdict: Verdict, sequential: bool = False) -> list[str]:
-    """The exact tests' verdict where it differs (not under a sequential decision, whose rule is the verdict),
-    post-selection, and how to read an inconclusive verdict."""
-    lines = []
-    if verdict.exact_verdict and verdict.exact_verdict != verdict.verdict and not sequential:
-        floors = sorted(
-            {
-                check.numbers["exact_min_p"]
-                for check in verdict.checks
-                if np.isfinite(check.numbers.get("exact_min_p", math.nan))
-            }
-        )
-        floor = f" (their smallest possible p here: {', '.join(p_text(p) for p in floors)})" if floors else ""
-        lines += [
-            f"A check, not the verdict: the same rule on the exact sign-flip/permutation tests alone, which "
-            f"assume no normality, would say *{verdict.exact_verdict}*{floor}.",
-            "",
-        ]
-    if any(check.numbers.get("post_selection") for check in verdict.checks):
-        lines += [
-            "Post-selection: some configurations were chosen by validation accuracy on seeds they are tested "
-            "on here (among several arms in the folder, or by a tuning study whose record is in it), which "
-            "favours them; confirm on seeds the selection did not see.",
-            "",
-        ]
-    if verdict.verdict == "inconclusive" and not sequential:
-        lines += [
-            "Inconclusive says these runs cannot decide, not that the optimizers are equal. Look at each "
-            "comparison's interval and *detects*: an interval that straddles 0 but is narrow rules out large "
-            "differences; a *detects* value larger than the differences you care about says more seeds are "
-            "needed.",
-            "",
-        ]
-    return lines
-
-
-def is_accuracy(metric: str) -> bool:
-    return "acc" in metric and "epochs" not in metric
-
-
-def value_text(value: float, metric: str) -> str:
-    if value is None or not np.isfinite(value):
-        return "n/a"
-    return f"{100 * value:.2f}%" if is_accuracy(metric) else f"{value:.3g}"
-
-
-def difference_text(value: float, metric: str) -> str:
-    if value is None or not np.isfinite(value):
-        return "n/a"
-    return f"{100 * value:+.2f} pp" if is_accuracy(metric) else f"{value:+.3g}"
-
-
-def verdict_rows(verdict: Verdict) -> list[dict]:
-    test = verdict.hypothesis.test
-    kind, metric = test.kind, test.metric
-    return [check_row(verdict.hypothesis.id, check, kind, metric, test.alpha) for check in verdict.checks]
-
-
-def check_row(hypothesis_id: str, check: Check, kind: str, metric: str, alpha: float) -> dict:
-    numbers = check.numbers
-    if check.outcome == "missing":
-        subject = other = "—"
-    elif kind == "noise_drop":
-        subject = drop_text(numbers, "subject", metric)
-        other = drop_text(numbers, "other", metric)
-    else:
-        shown = "epochs" if kind == "epochs_to_fraction_of_reference" else metric
-        subject = f"{value_text(numbers.get('mean_subject', math.nan), shown)} (n={numbers.get('n_subject', 0)})"
-        other = f"{value_text(numbers.get('mean_other', math.nan), shown)} (n={numbers.get('n_other', 0)})"
-        metric = shown
-    notes = check.detail
-    if kind == "epochs_to_fraction_of_reference" and "target" in numbers:
-        notes = "; ".join(filter(None, [f"target val acc {100 * numbers['target']:.2f}%", notes]))
-    scale, unit = (100.0, "pp") if is_accuracy(metric) else (1.0, metric)
-    return {
-        "hypothesis": hypothesis_id,
-        "setting": check.setting,
-        "comparison": check.comparison,
-        "expected": check.expected,
-        "subject": subject,
-        "other": other,
-        f"difference ({unit}) [{100 * (1 - alpha):g}% CI]": difference_interval(
-            numbers.get("difference", math.nan),
-            numbers.get("ci_low", math.nan),
-            numbers.get("ci_high", math.nan),
-            scale,
-        ),
-        "test": numbers.get("test", "—"),
-        "p": p_text(numbers.get("p", math.nan)),
-        "p (Holm)": p_text(numbers.get("p_holm", math.nan)),
-        "exact p (smallest possible)": exact_text(
-            numbers.get("exact_p", math.nan), numbers.get("exact_min_p", math.nan)
-        ),
-        "effect size": "n/a"
-        if not np.isfinite(numbers.get("effect_size", math.nan))
-        else f"{numbers.get('effect_kind', 'd')} = {numbers['effect_size']:.2f}",
-        "power": power_text(power_row(numbers), scale, unit) if "p" in numbers else "—",
-        "outcome": check.outcome,
-        "notes": notes or "",
-    }
-
-
-def power_row(numbers: dict) -> dict:
-    """A check's numbers in the shape tables.power_text reads (a pairwise row's field names)."""
-    return {
-        "p_value": numbers.get("p", math.nan),
-        "power": numbers.get("power", math.nan),
-        "min_detectable_difference": numbers.get("min_detectable_difference", math.nan),
-        "min_detectable_d": numbers.get("min_detectable_d", math.nan),
-        "effect_kind": numbers.get("effect_kind", "d"),
-        "note": "",
-    }
-
-
-def drop_text(numbers: dict, who: str, metric: str) -> str:
-    if f"drop_{who}" not in numbers:
-        return "n/a"
-    return (
-        f"drop {difference_text(numbers[f'drop_{who}'], metric).lstrip('+')} "
-        f"(clean {value_text(numbers[f'mean_{who}_clean'], metric)}, noisy {value_text(numbers[f'mean_{who}_noisy'], metric)}; "  # noqa: E501
-        f"n={numbers[f'n_{who}_clean']}/{numbers[f'n_{who}_noisy']})"
-    )
-
-
-def sequential_section(parts: ReportParts) -> str:
-    """Each look of a study run until decided (`study.py --until-decided`): seeds, and each decision: the record
-    behind the sequential verdicts above."""
-    if not parts.sequential:
-        return ""
-    lines = [
-        "## Sequential decisions",
-        "",
-        "These studies added seeds at pre-set looks until each hypothesis was decided, each look on its own "
-        "seeds and on the study's planned settings (*settings*). The decision a hypothesis stopped at is its "
-        "verdict in the table above; this is the record of every look.",
-        "",
-    ]
-    for record in parts.sequential:
-        lines += [
-            f"Study `{record.study}`, looks at {', '.join(map(str, record.looks))} seeds: {record.rule}.",
-            "",
-        ]
-        rows = [
-            {
-                "look": look.look + 1,
-                "seeds": look.seeds,
-                "hypothesis": name,
-                "settings": decided_over(decision),
-                "decision": decision.decision,
-                "why": decision.reason,
-                "seeds spent": decision.seeds,
-            }
-            for look in record.decisions
-            for name, decision in look.hypotheses.items()
-        ]
-        lines += [to_markdown(pd.DataFrame(rows)) if rows else "_No look taken yet._", ""]
-    return "\n".join(lines)
-
-
-def decided_over(decision: HypothesisDecision) -> str:
-    """The settings a look's decision compared in (its study's plan)."""
-    return "; ".join(dict.fromkeys(key.rsplit(": ", 1)[0] for key in decision.z)) or "—"
-
-
-# ---- tables, figures, pairwise tests, problem runs ----------------------------------------------------
-
-
-def results_section(parts: ReportParts) -> str:
-    lines = [
-        "## Results by setting",
-        "",
-        "Test accuracy at the epoch with the best validation accuracy is the headline number (model selection "
-        "on validation, reported on test); mean ± sd over completed seeds, with the 95% confidence interval "
-        "of the mean. *Best test acc* takes the best epoch by looking at the test set: optimistic, shown for "
-        "comparison with papers that report it. *seeds* = completed runs / all runs. *rank* counts diverged "
-        "and failed runs at their recorded score (or chance). *p vs best (Holm)*: the pairwise test against "
-        "the top-ranked optimizer, Holm-adjusted over every pair of the setting since the top is chosen "
-        "after looking; a rank whose p is large is a tie.",
-        "",
-        "Files: " + ", ".join(f"[`{path}`]({path})" for path in parts.table_files),
-        "",
-    ]
-    if not len(parts.results):
-        return "\n".join(lines + ["_No runs._", ""])
-    lines += mixed_environment_note(parts.runs)
-    for setting, group in parts.results.groupby("setting", sort=False):
-        lines += [f"### {setting}", "", to_markdown(display_table(group, parts.target_acc))]
-    return "\n".join(lines)
-
-
-def environment_value(value) -> str:
-    """A runs-table cell as the note shows it: 'unknown' where not recorded, 2 not 2.0."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "unknown"
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
-def mixed_environment_note(runs: pd.DataFrame) -> list[str]:
-    """One paragraph naming each setting whose runs come from more than one processor kind, thread count or
-    precision: each changes the numbers like a seed does (docs/runs.md#reproducibility); [] when none does."""
-    columns = [column for column in ("processor", "threads", "precision") if column in runs.columns]
-    mixed = []
-    for setting, group in runs.groupby("setting", sort=False):
-        kinds = {column: sorted(group[column].map(environment_value).unique()) for column in columns}
-        named = [f"{column} {' / '.join(values)}" for column, values in kinds.items() if len(values) > 1]
-        if named:
-            mixed.append(f"*{setting}* ({'; '.join(named)})")
-    if not mixed:
-        return []
-    return [
-        f"**Mixed environments.** The runs of {len(mixed)} setting(s) were trained on more than one processor kind, "
-        "thread count or precision, each of which moves the numbers about as much as a seed "
-        "(docs/runs.md, Reproducibility): "
-        + ", ".join(mixed)
-        + " ('unknown': not recorded; `python src/replay.py RUN_DIR` re-trains one here).",
-        "",
-    ]
-
-
-def robust_section(parts: ReportParts) -> str:
-    """Robust aggregates across settings (Agarwal et al. 2021) and performance profiles; details in the tables."""
-    if not parts.robust:
-        return ""
-    improvement, profiles = parts.robust["improvement"], parts.robust["profiles"]
-    across = improvement[improvement["setting"].str.startswith("all ")] if len(improvement) else improvement
-    lines = [
-        "## Robust aggregates and performance profiles",
-        "",
-        "Interquartile mean (IQM) of test accuracy at best validation with 95% stratified bootstrap intervals "
-        "(runs resampled within each setting): [`tables/robust.md`](tables/robust.md); across settings each "
-        "run's accuracy is first normalised per setting, (accuracy - chance) / (best arm's mean - chance), so "
-        "every setting weighs alike. Probability of improvement P(A > B), the chance a run of A beats a run of "
-        "B (ties half), averaged over settings, with its bootstrap interval; per setting in "
-        "[`tables/improvement.md`](tables/improvement.md). Diverged and failed runs count here at their "
-        "recorded score, or chance when they recorded none. *under_covering*: fewer than 5 runs per setting, "
-        "where a 95% percentile interval covers only about 80%.",
-        "",
-        to_markdown(across.round(3)) if len(across) else "_Fewer than two settings: per setting only._",
-        "",
-        "Performance profiles: the fraction of the settings an optimizer ran in where it reaches the "
-        "validation target within tau times the best optimizer's cost (median over seeds; a run that never "
-        "reaches it, diverges or fails costs infinity), in epochs and in wall-clock seconds.",
-        "",
-        to_markdown(profiles.round(3)),
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def variance_section(parts: ReportParts) -> str:
-    """Seeds vs the finite test set as sources of each comparison's variance (analysis/statistics/variance.py)."""
-    if parts.variance is None:
-        return ""
-    lines = [
-        "## Where the variance comes from: seeds or test images",
-        "",
-        "From each run's per-image test predictions at its selected epoch (`predictions.npz`), paired by "
-        "seed and by image: *from seeds* is the share of var_s(per-seed difference) / S, *from test images* "
-        "the share of var_i(per-image difference averaged over seeds) / N, the variance each source alone "
-        "gives (Bouthillier et al. 2021). A large seed share asks for more seeds; a large test-image share "
-        "means the test set's size, not the seeds, limits how precisely the difference is known. Interval: "
-        f"{RESAMPLES} rounds of a two-level bootstrap with a fixed seed, seeds then test images, the image draw shared by every seed and both optimizers (same test set); it counts the "  # noqa: E501
-        "seed x image interaction more than once, so it is conservative (wider). Completed runs only: "
-        "[`tables/variance.md`](tables/variance.md).",
-        "",
-    ]
-    if not len(parts.variance):
-        return "\n".join(
-            lines
-            + [
-                "_No pair of optimizers has runs with `predictions.npz` for a common seed (runs "
-                "made before it was kept have none)._",
-                "",
-            ]
-        )
-    return "\n".join(lines + [to_markdown(variance_display(parts.variance)), ""])
-
-
 def figures_section(parts: ReportParts) -> str:
     lines = ["## Figures", "", "Each figure is also saved as PDF beside the PNG.", ""]
     if not parts.figures:
         lines.append("_No figures (`--no-figures`, or no completed run has metrics to draw)._")
     for caption, path in parts.figures:
         lines += [f"### {caption}", "", f"![{caption}]({path})", f"([PDF]({path[:-4]}.pdf))", ""]
-    return "\n".join(lines)
-
-
-def pairwise_section(parts: ReportParts) -> str:
-    lines = [
-        "## Pairwise tests",
-        "",
-        f"Test accuracy at best validation, every pair of optimizers within a setting, two-sided at alpha = "
-        f"{parts.alpha}. {TEST_RULE} p (Holm) corrects for the number of pairs in the setting (the family); "
-        f"*significant* in pairwise.csv uses it. *effect*: d_z (paired) is the mean difference over the sd of "
-        f"the per-seed differences; g (unpaired) is Hedges' g. *power*: the test's chance of p < alpha "
-        f"against the observed effect at the observed spread, and the smallest difference it detects 80% of "
-        f"the time at this n.",
-        "",
-    ]
-    if not len(parts.pairwise):
-        return "\n".join(lines + ["_No setting has two optimizers with completed runs._", ""])
-    for setting, group in parts.pairwise.groupby("setting", sort=False):
-        lines += [f"### {setting}", "", to_markdown(pairwise_display(group))]
-    return "\n".join(lines)
-
-
-def problems_section(parts: ReportParts) -> str:
-    lines = ["## Runs not completed or with warnings", ""]
-    if not len(parts.problems):
-        return "\n".join(lines + ["All runs completed and read cleanly.", ""])
-    lines += [
-        "Runs that did not complete enter no mean. A completed run listed here does count; it had a file "
-        "problem, noted beside it.",
-        "",
-        to_markdown(problem_display(parts.problems)),
-    ]
-    return "\n".join(lines)
-
-
-def tuning_section(parts: ReportParts) -> str:
-    """How the hyperparameters were tuned, what it cost, and whether the search was wide enough."""
-    tuning = parts.tuning
-    if tuning is None or not tuning.studies:
-        return ""
-    listed = len(frozenset().union(*(study.run_dirs for study in tuning.studies)))
-    devices = (
-        ", ".join(
-            sorted({device.strip() for text in tuning.table["devices"] for device in text.split(",") if device.strip()})
-        )
-        or "devices not recorded"
-    )
-    lines = [
-        "## Tuning",
-        "",
-        f"{len(tuning.set_aside)} run directories found here are tuning trials (the tuning files list {listed}): "
-        "they are set aside and enter no table, test, verdict or figure above, because their validation scores "
-        "chose the hyperparameters.",
-        "",
-        f"**Total tuning cost: {tuning.table['device_hours'].sum():.3g} device-hours** over "
-        f"{int(tuning.table['runs'].sum())} runs ({devices}). Device-hours are the listed runs' wall times "
-        f"summed; scores are validation accuracy, in %, mean ± sd over the winner's seeds.",
-        "",
-        "Files: [`tables/tuning.csv`](tables/tuning.csv), [`tables/tuning.md`](tables/tuning.md)",
-        "",
-    ]
-    for study in tuning.studies:
-        lines += tuning_study_block(study, tuning)
     return "\n".join(lines)
 
 
@@ -708,35 +222,6 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts, pl
     return lines + [""]
 
 
-def tuning_study_block(study: TuningStudy, tuning: TuningParts) -> list[str]:
-    rows = tuning.table[tuning.table["file"] == study.source]
-    date = f", {study.record.date}" if study.record.date else ""
-    lines = [
-        f"### Tuning study {study.name}",
-        "",
-        f"From `{study.source}`{date}. {protocol_sentence(study)}",
-        "",
-        to_markdown(tuning_display(rows).drop(columns="study")),
-        f"Device-hours for this study: {rows['device_hours'].sum():.3g}.",
-        "",
-    ]
-    figure = tuning.figures.get(study.source)
-    if figure:
-        lines += [f"![Tuning search: {study.name}]({figure})", f"([PDF]({figure[:-4]}.pdf))", ""]
-    edges = [f"- {name}: {text}" for name, texts in study.edges.items() for text in texts]
-    if edges:
-        lines += [
-            "**Winners at the edge of the search space** (a better value may lie beyond it: widen the range "
-            "and tune again):",
-            "",
-            *edges,
-            "",
-        ]
-    else:
-        lines += ["No winner sits at an edge of its search space.", ""]
-    return lines
-
-
 def method_section(parts: ReportParts) -> str:
     return "\n".join(
         [
@@ -762,17 +247,6 @@ def method_section(parts: ReportParts) -> str:
     )
 
 
-TEST_RULE = (
-    "Seeds that both arms ran are paired when they share at least 3 (a seed fixes initialisation, data order "
-    "and noise draw for every optimizer): the primary test is the paired t-test on the per-seed differences "
-    "on those seeds, which assumes they are roughly normal; arms sharing fewer seeds get Welch's t-test on "
-    "all their runs. A seed run twice counts once, at the mean of its runs, and *n* counts the values the "
-    "test used. An arm whose runs (or per-seed "
-    "differences) are all equal has no spread and is *not testable*, never p = 0. Beside it, the exact "
-    "sign-flip (or permutation) test assumes nothing but cannot go below its smallest possible p "
-    "(3 paired seeds: 0.25). Runs that never reach a target are censored and compared by the exact test "
-    "on ranks, tied worst. Intervals are t intervals of the difference."
-)
 VERDICT_RULE = (
     "**supported** when every required comparison goes in the stated direction with p < alpha, each on "
     "its own (intersection-union test, Berger 1982); **rejected** when any is significant in the "
