@@ -6,7 +6,7 @@
 The block is what `python src/study.py H2 --plan-seeds --pilot docs/cpu-study/runs --delta 1` and `... H3 ... --delta 2`
 print, taken from the same planner (optbench/studies/pilot.py plans_from_pilot, which judges the pilot as the
 aggregator does and hands each hypothesis to analysis/judging/seed_planner.py): per hypothesis its advice line, the
-comparison that sets the seeds with the spread of its per-seed differences, then what each says without --delta
+comparison that sets the seeds with the spread of its per-seed differences, then what it says without --delta
 (the pilot's own effects). The pilot is docs/cpu-study/runs, the published runs of the CPU study.
 """
 
@@ -30,6 +30,7 @@ EXPERIMENTS = REPO / "experiments"
 DELTAS = {"H2": 1.0, "H3": 2.0}  # the effect each hypothesis is planned for (--delta, points of accuracy)
 BEGIN = "<!-- planner block: written by `python scripts/readme_planner.py` from docs/cpu-study/runs; do not edit -->"
 END = "<!-- end of planner block -->"
+WITHOUT_DELTA = "Without `--delta` (the pilot's own effects):"
 UNITS = {"pp": "points"}  # the planner's table says pp; the README says points
 
 
@@ -56,14 +57,13 @@ def setter(plan: SeedPlan, test: HypothesisTest) -> str:
 
 
 def planner_block(pilot: Path = PILOT) -> str:
-    """A bullet per hypothesis planned for its effect, then one per hypothesis without --delta."""
+    """One bullet per hypothesis: the plan for its effect (--delta), then what the planner says without it."""
     lines = []
     for hypothesis, delta in DELTAS.items():
         plan, test = plan_of(hypothesis, delta, pilot)
-        lines.append(f"- `{hypothesis} --delta {delta:g}`: {advice(plan)}.{setter(plan, test)}")
-    for hypothesis in DELTAS:
-        plan, _ = plan_of(hypothesis, None, pilot)
-        lines.append(f"- `{hypothesis}` without `--delta` (the pilot's own effects): {advice(plan)}.")
+        observed, _ = plan_of(hypothesis, None, pilot)
+        planned = f"- `{hypothesis} --delta {delta:g}`: {advice(plan)}.{setter(plan, test)}"
+        lines.append(f"{planned} {WITHOUT_DELTA} {advice(observed)}.")
     return "\n".join(lines) + "\n"
 
 

@@ -139,7 +139,6 @@ RULES = [
     ("scripts/publish_runs.py", lambda words: words, "tests/test_publish_runs.py"),
     ("scripts/readme_study.py", lambda words: [*words, "--check"], "tests/test_cpu_study.py"),
     ("scripts/readme_fidelity.py", lambda words: [*words, "--check"], "tests/test_fidelity.py"),
-    ("scripts/readme_planner.py", lambda words: [*words, "--check"], "tests/test_seed_planner.py"),
     (
         "pytest",
         lambda words: [*words, "--collect-only", "-n", "0", "tests/test_durations.py"],
