@@ -1,7 +1,7 @@
 """Replace a generated block of README.md (the lines between two markers) from a function that writes it.
 
-Shared by scripts/readme_study.py and scripts/readme_fidelity.py: `with_block` swaps the block, `main_for`
-is both scripts' command line (rewrite README, or `--check`: exit 1 when README differs, 2 when it cannot be made).
+Shared by scripts/readme_study.py, readme_fidelity.py and readme_planner.py: `with_block` swaps the block, `main_for`
+is their command line (rewrite README, or `--check`: exit 1 when README differs, 2 when it cannot be made).
 """
 
 import argparse

@@ -3,11 +3,12 @@
     python scripts/readme_fidelity.py           # rewrite the block between the markers in README.md
     python scripts/readme_fidelity.py --check   # exit 1 when README's block differs from the docs (the tests run this)
 
-The block is read from the aggregator's tables, never from the rendered report: tables/fidelity_agreement.csv
-(each rung against the top: seeds, orders established / reproduced / contradicted / undetermined, resolution,
-faithful, tau-b and its interval, the training-compute share, the study's resolution and the planner's seeds)
-and tables/fidelity.csv (the means at the top, seeds left out). Its reading follows the report's rule: a rung is
-called faithful only when the table says so, and otherwise the reading says why none is and what would be.
+The block is read from the aggregator's tables (through optbench/formats/aggregate_tables.py, their schema), never
+from the rendered report: tables/fidelity_agreement.csv (each rung against the top: seeds, orders established /
+reproduced / contradicted / undetermined, resolution, faithful, tau-b and its interval, the training-compute share,
+the study's resolution and the planner's seeds) and tables/fidelity.csv (the means at the top, seeds left out).
+Its reading follows the report's rule: a rung is called faithful only when the table says so, and otherwise the
+reading says why none is and what would be.
 """
 
 import math
@@ -17,12 +18,15 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "scripts"))  # readme_blocks, also when a test loads this file by path
 
 import readme_blocks  # noqa: E402
 
+from optbench.formats import aggregate_tables  # noqa: E402
+
 README = REPO / "README.md"
-TABLES = REPO / "docs" / "fidelity-study" / "tables"
+STUDY_DOCS = REPO / "docs" / "fidelity-study"
 BEGIN = "<!-- fidelity table: written by `python scripts/readme_fidelity.py` from docs/fidelity-study; do not edit -->"
 END = "<!-- end of fidelity table -->"
 NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "lion": "Lion", "muon": "Muon"}
@@ -104,9 +108,10 @@ def reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
     return " ".join(lines) + "\n"
 
 
-def fidelity_block(tables: Path = TABLES) -> str:
-    agreement = pd.read_csv(tables / "fidelity_agreement.csv")
-    per_rung = pd.read_csv(tables / "fidelity.csv")
+def fidelity_block(study_docs: Path = STUDY_DOCS) -> str:
+    """The block from the aggregator's output folder `study_docs` (its tables, checked for the columns read here)."""
+    agreement = aggregate_tables.read(study_docs, aggregate_tables.FIDELITY_AGREEMENT)
+    per_rung = aggregate_tables.read(study_docs, aggregate_tables.FIDELITY)
     return table_markdown(agreement) + "\n" + reading(agreement, per_rung)
 
 

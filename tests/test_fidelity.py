@@ -660,6 +660,26 @@ def test_readmes_fidelity_block_is_the_published_tables():
     assert result.returncode == 0, result.stderr
 
 
+def test_readmes_fidelity_block_reads_the_tables_through_their_schema(tmp_path):
+    """A fidelity table lacking a column the block reads is the schema's one line (the file, the column, the way
+    out: aggregate again), which the script prints as `error:` with exit 2; read by hand it was a bare KeyError."""
+    import importlib.util
+
+    from optbench.errors import DamagedRunFile
+    from optbench.formats import aggregate_tables
+
+    script = Path(__file__).parents[1] / "scripts" / "readme_fidelity.py"
+    spec = importlib.util.spec_from_file_location("readme_fidelity", script)
+    readme_fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme_fidelity)
+    shutil.copytree(readme_fidelity.STUDY_DOCS / "tables", tmp_path / "tables")
+    assert readme_fidelity.fidelity_block(tmp_path) == readme_fidelity.fidelity_block()
+    agreement = tmp_path / aggregate_tables.FIDELITY_AGREEMENT
+    pd.read_csv(agreement).drop(columns="faithful").to_csv(agreement, index=False)
+    with pytest.raises(DamagedRunFile, match=r"fidelity_agreement.csv: lacks the column\(s\) faithful: write it"):
+        readme_fidelity.fidelity_block(tmp_path)
+
+
 def test_the_published_ladder_names_no_faithful_rung_and_says_why():
     agreement = pd.read_csv(Path(__file__).parents[1] / "docs/fidelity-study/tables/fidelity_agreement.csv")
     assert not agreement["faithful"].any() and (agreement["established_top"] == 0).all()

@@ -18,7 +18,7 @@ from conftest import REPO
 from optbench.analysis.load import UNREADABLE, load_runs
 from optbench.config.validation import validate
 from optbench.errors import ConfigError, DamagedRunFile
-from optbench.formats import predictions, run_record, run_summary
+from optbench.formats import predictions, run_files, run_record, run_summary
 
 sys.path.insert(0, str(REPO / "src"))
 import compare
@@ -128,6 +128,21 @@ def test_compare_of_a_damaged_run_is_one_error_line_exit_2_and_writes_nothing(ru
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: RUN_B: ") and "epochs_done" in error and len(error.splitlines()) == 1
     assert snapshot(tmp_path) == before
+
+
+def test_one_reader_gives_compare_and_replay_a_run_directory_or_one_line(runs, tmp_path):
+    """formats/run_files.py: the three files of a run; a folder that is not one is a ConfigError opened by the
+    command's name for it; a damaged file is its module's DamagedRunFile, left to the command to word."""
+    run = run_files.read(runs[0], "RUN_A")
+    assert run.summary.status == "completed" and run.record.config["seed"] == 0 and len(run.epochs) == 8
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=r"^RUN_A .*/empty: not a run directory \(no record.json\)"):
+        run_files.read(tmp_path / "empty", "RUN_A")
+    with pytest.raises(ConfigError, match=r"^\S*/missing: no such directory: give a run directory"):
+        run_files.read(tmp_path / "missing")
+    edit_summary(runs[1], DAMAGES["wrong type"][0])
+    with pytest.raises(DamagedRunFile, match="summary.json"):
+        run_files.read(runs[1], "RUN_B")
 
 
 def test_files_written_before_format_versions_read_as_format_1(runs):

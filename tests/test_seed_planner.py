@@ -246,3 +246,73 @@ def test_a_plan_pointing_against_the_claim_still_names_the_comparison_it_could_n
     advice = plan.advice()
     assert "points against it (sgd vs adam)" in advice
     assert "cannot size sgd vs muon (cifar10, 40 % noise)" in advice
+
+
+# ---- README's planner block (scripts/readme_planner.py) ----------------------------------------------------------
+
+
+def readme_planner_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_planner", REPO / "scripts" / "readme_planner.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def readme_planner():
+    """The script, its block computed once (the planner on the published runs, four plans: a few seconds)."""
+    module = readme_planner_module()
+    module.computed = module.planner_block()
+    return module
+
+
+def test_readmes_planner_block_is_what_the_planner_gives_on_the_published_runs(readme_planner):
+    text = readme_planner.README.read_text()
+    assert readme_planner.with_block(text, readme_planner.computed) == text
+    block = text[text.index(readme_planner.BEGIN) : text.index(readme_planner.END)]
+    assert "- `H2 --delta 1`: run " in block and "- `H3 --delta 2`: run " in block
+
+
+@pytest.mark.parametrize(
+    "hypothesis, delta", [("H2", "1"), ("H3", "2"), ("H2", None), ("H3", None)], ids=["H2-1", "H3-2", "H2", "H3"]
+)
+def test_each_advice_in_the_block_is_what_the_documented_command_prints(readme_planner, capsys, hypothesis, delta):
+    """`python src/study.py H2 --plan-seeds --pilot docs/cpu-study/runs --delta 1` prints the block's advice for H2
+    (and without --delta, the advice the bullet's last sentence gives)."""
+    from optbench.studies import study_command
+
+    pilot, experiments = str(readme_planner.PILOT), str(REPO / "experiments")
+    argv = [hypothesis, "--plan-seeds", "--pilot", pilot, "--experiments", experiments]
+    assert study_command.main(argv + (["--delta", delta] if delta else [])) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (printed,) = [line.removeprefix(f"{hypothesis}: ") for line in lines if line.startswith(f"{hypothesis}: ")]
+    (bullet,) = [line for line in readme_planner.computed.splitlines() if line.startswith(f"- `{hypothesis} --delta ")]
+    if delta:
+        assert bullet.startswith(f"- `{hypothesis} --delta {delta}`: {printed}. ")
+    else:
+        assert bullet.endswith(f" {readme_planner.WITHOUT_DELTA} {printed}.")
+
+
+def test_a_figure_edited_by_hand_is_caught_and_the_script_writes_it_back(readme_planner, tmp_path, monkeypatch):
+    readme = tmp_path / "README.md"
+    text = readme_planner.README.read_text()
+    edited = text.replace("- `H2 --delta 1`: run ", "- `H2 --delta 1`: run 1", 1)
+    assert edited != text
+    readme.write_text(edited)
+    monkeypatch.setattr(readme_planner, "README", readme)
+    monkeypatch.setattr(readme_planner, "planner_block", lambda: readme_planner.computed)  # computed once above
+    assert readme_planner.main(["--check"]) == 1 and readme.read_text() == edited  # --check rewrites nothing
+    assert readme_planner.main([]) == 0 and readme.read_text() == text
+
+
+def test_the_planner_block_without_its_markers_is_an_error_line_exit_2(readme_planner, tmp_path, monkeypatch, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers here\n")
+    monkeypatch.setattr(readme_planner, "README", readme)
+    monkeypatch.setattr(readme_planner, "planner_block", lambda: readme_planner.computed)
+    assert readme_planner.main(["--check"]) == 2
+    assert capsys.readouterr().err.startswith("error: README.md lacks the markers") and readme.read_text() == (
+        "no markers here\n"
+    )

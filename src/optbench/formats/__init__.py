@@ -5,6 +5,7 @@ fields.py          the field checks every parser shares: one line naming the fil
 run_record.py      record.json: resolved config, identity and run id, written once
 run_summary.py     summary.json: status, epochs, final and best metrics, provenance; the run statuses
 metrics_log.py     metrics.jsonl: one object per epoch
+run_files.py       a run directory's record, summary and metrics read together (compare, replay)
 predictions.py     predictions.npz: per-image test predictions at the selected epoch
 decision_record.py sequential-<study>.json: the looks of a study run until decided
 tuning_record.py   tuning-<study>.json: what a tuning study tried, cost and chose

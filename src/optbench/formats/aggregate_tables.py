@@ -1,10 +1,10 @@
 """The aggregator's tables that code reads back: tables/results.csv, tables/verdicts.csv and the fidelity tables.
 
 The aggregator writes many tables for people (Markdown, LaTeX); these CSV files are also read by code: README's
-generated blocks (scripts/readme_study.py), the published-verdict checks, the fidelity tests. This module owns
-their paths (relative to the aggregator's --out folder) and the columns a reader may rely on: the aggregator
-writes each through `csv_text`, which refuses a table lacking one of them, and a reader gets it through
-`read`, which names the file and the missing column (DamagedRunFile, with the way out: aggregate again).
+generated blocks (scripts/readme_study.py, scripts/readme_fidelity.py), the published-verdict checks, the fidelity
+tests. This module owns their paths (relative to the aggregator's --out folder) and the columns a reader may rely
+on: the aggregator writes each through `csv_text`, which refuses a table lacking one of them, and a reader gets it
+through `read`, which names the file and the missing column (DamagedRunFile, with the way out: aggregate again).
 The verdicts table is text (`read` keeps every cell a string, empty where the aggregator left it blank); the
 results and fidelity tables are numbers where they can be.
 """
@@ -53,8 +53,30 @@ COLUMNS = {
         "exact_verdict",
     ),
     HYPOTHESES: ("hypothesis", "setting", "comparison", "p", "p (Holm)", "outcome"),
-    FIDELITY: ("setting", "rung", "budget", "arm", "mean", "rank"),
-    FIDELITY_AGREEMENT: ("setting", "rung", "budget", "tau_b"),
+    FIDELITY: ("setting", "rung", "budget", "arm", "mean", "rank", "left_out"),
+    FIDELITY_AGREEMENT: (  # each rung against the top (analysis/judging/fidelity.py), then the planner's columns
+        "setting",
+        "rung",
+        "budget",
+        "rung_seeds",
+        "shared_seed_list",
+        "top_seeds",
+        "established_top",
+        "smallest_p_holm_top",
+        "budget_share",
+        "reproduced",
+        "contradicted",
+        "undetermined",
+        "resolution",
+        "faithful",
+        "tau_b",
+        "tau_low",
+        "tau_high",
+        "resolution_wanted",
+        "seeds_to_establish",
+        "seeds_for_resolution",
+        "planned_top",
+    ),
 }
 TEXT_TABLES = (VERDICTS, HYPOTHESES)
 WAY_OUT = "write it again with python src/aggregate.py (it was written by another optbench, or edited)"

@@ -25,11 +25,10 @@ from optbench import reproducibility, rundir
 from optbench.config.plain import plain_dict
 from optbench.data.fingerprint import config_data_fingerprint
 from optbench.errors import ConfigError, DamagedRunFile
-from optbench.formats import metrics_log, run_record, run_summary
+from optbench.formats import metrics_log, run_files, run_record, run_summary
 
 # The device policy settings that change the numbers, pinned to the recorded ones (device/policy.py DevicePolicy)
 PINNED_POLICY = ("amp", "channels_last", "compile", "cudnn_benchmark", "tf32", "threads")
-EXAMPLE = "results/cifar10/none-0.0/sgd/seed0"
 
 
 @dataclass(frozen=True)
@@ -43,25 +42,14 @@ class Recorded:
 def read_recorded(path: Path) -> Recorded:
     """The run in `path`, read through its format modules; ConfigError (one line naming the fix) when it is not
     a run, is damaged, or has no finished epoch to compare with."""
-    path = Path(path)
-    if not path.is_dir():
-        problem = "not a directory" if path.exists() else "no such directory"
-        raise ConfigError(f"{path}: {problem}: give a run directory, e.g. {EXAMPLE}")
     try:
-        record, summary = run_record.read(path), run_summary.read(path)
-        records, _ = metrics_log.read(path)
+        run = run_files.read(path)
     except DamagedRunFile as error:
         raise ConfigError(f"{damage(error)}: a damaged run cannot be replayed; restore it from a copy") from None
-    if record is None or summary is None:
-        missing = rundir.RECORD_FILE if record is None else rundir.SUMMARY_FILE
-        raise ConfigError(
-            f"{path}: not a run directory (no {missing}): give the folder holding a run's {rundir.RECORD_FILE} "
-            f"and {rundir.SUMMARY_FILE}, e.g. {EXAMPLE}"
-        )
-    records = [record for record in records if isinstance(record.get("epoch"), int)]
+    records = [record for record in run.epochs if isinstance(record.get("epoch"), int)]
     if not records:
-        raise ConfigError(f"{path}: the run has no finished epoch to compare with: replay it once it has one")
-    return Recorded(path, record, summary, records)
+        raise ConfigError(f"{run.path}: the run has no finished epoch to compare with: replay it once it has one")
+    return Recorded(run.path, run.record, run.summary, records)
 
 
 def damage(error: DamagedRunFile) -> str:

@@ -1,8 +1,8 @@
 """Two runs side by side (`python src/compare.py RUN_A RUN_B`): the config keys that differ, the headline
 numbers, and both runs' curves in one figure.
 
-`read_compared(path)` reads one run directory through optbench.rundir (record.json for the resolved
-config, summary.json, metrics.jsonl) and raises ConfigError with one line when it is not a run;
+`read_compared(path)` reads one run directory through optbench.formats.run_files (record.json for the
+resolved config, summary.json, metrics.jsonl) and raises ConfigError with one line when it is not a run;
 `config_differences(a, b)` gives the differing keys, the ones that can change the numbers first;
 `headline_rows(a, b)` the numbers a reader compares; `curves_figure(a, b)` a matplotlib figure (Agg) with
 accuracy and training loss against epochs. Nothing here writes into a run directory: the entry point
@@ -13,10 +13,10 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from optbench import identity, rundir
+from optbench import identity
 from optbench.durations import format_duration
 from optbench.errors import ConfigError, DamagedRunFile
-from optbench.formats import metrics_log, run_record, run_summary
+from optbench.formats import run_files, run_summary
 from optbench.formats.metrics_log import EPOCH, TEST_ACC, TRAIN_LOSS, VAL_ACC
 
 COLOURS = {"A": "tab:blue", "B": "tab:orange"}
@@ -45,23 +45,11 @@ class ComparedRun:
 
 def read_compared(path: Path, which: str) -> ComparedRun:
     """One run directory; a ConfigError (one line naming the fix) when it is not one or cannot be read."""
-    path = Path(path)
-    if not path.is_dir():
-        problem = "not a directory" if path.exists() else "no such directory"
-        raise ConfigError(f"{which} {path}: {problem}: give a run directory, e.g. results/cifar10/none-0.0/sgd/seed0")
-    directory = rundir.RunDir(path)
     try:
-        record, summary = run_record.read(directory.path), run_summary.read(directory.path)
-        records, _ = metrics_log.read(directory.path)
+        run = run_files.read(path, which)
     except DamagedRunFile as error:
         raise ConfigError(f"{which}: {error}") from None
-    if record is None or summary is None:
-        missing = rundir.RECORD_FILE if record is None else rundir.SUMMARY_FILE
-        raise ConfigError(
-            f"{which} {path}: not a run directory (no {missing}): give the folder holding a run's "
-            f"{rundir.RECORD_FILE} and {rundir.SUMMARY_FILE}, e.g. results/cifar10/none-0.0/sgd/seed0"
-        )
-    return ComparedRun(path, identity.flatten(record.config), summary, records)
+    return ComparedRun(run.path, identity.flatten(run.record.config), run.summary, run.epochs)
 
 
 def config_differences(a: ComparedRun, b: ComparedRun) -> tuple[list[tuple[str, str, str]], list[str]]:
