@@ -9,8 +9,9 @@ import pytest
 from fixtures.aggregate.fake_runs import ramp_records, realistic_records, realistic_study, write_run
 
 from optbench.analysis import aggregate
-from optbench.analysis.pipeline import PRIMARY_LABEL, analyse
+from optbench.analysis.pipeline import analyse
 from optbench.analysis.writing import figures
+from optbench.analysis.writing.aggregate_files import PRIMARY_LABEL
 from optbench.analysis.writing.names import STEM_LIMIT, full_setting, setting_hash
 from optbench.analysis.writing.tables import PRIMARY_METRIC
 
