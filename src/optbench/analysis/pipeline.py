@@ -6,7 +6,7 @@ Three steps, each handing the next a named record:
                   records, and compute the pairwise tests, results, robust and variance tables -> Computed
     judge_step    one verdict per hypothesis and scope (verdicts.py), the fidelity ladders analysed and judged
                   rung by rung (fidelity.py) -> Judged
-    write_step    every table and figure (writing/aggregate_files.py lists them) and report.md into `out_dir`
+    write_step    every table and figure (analysis/writing/aggregate_files.py lists them) and report.md into `out_dir`
                   (never into a run directory) -> Outcome
 Bad input (no such folder, no runs in it, a malformed hypothesis file) raises ConfigError with one line naming
 the fix before anything is written; the CLI turns it into exit status 2.
