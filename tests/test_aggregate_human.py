@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 
-from optbench.analysis.judging.hypotheses import Context, evaluate, parse_hypothesis
+from optbench.analysis.judging.hypotheses import Context, hypothesis_verdict, parse_hypothesis
 from optbench.analysis.pipeline import aggregate, analyse
 from optbench.errors import ConfigError
 from optbench.specs.study_spec import PlannedSetting, find_study, planned_settings
@@ -83,7 +83,7 @@ def test_the_report_draws_each_label_sets_transition_matrix(tmp_path):
 def test_h3_names_human_label_sets_and_each_is_a_required_comparison(tmp_path):
     human_study(tmp_path, seeds=range(7))
     analysis = analyse(tmp_path)
-    result = evaluate(
+    result = hypothesis_verdict(
         parse_hypothesis(H3_HUMAN), Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)
     )
     assert [check.comparison for check in result.checks] == [
@@ -109,7 +109,7 @@ def test_a_planned_label_set_without_runs_is_named_missing(tmp_path):
             for label_set in ("aggre", "worst")
         ),
     ]
-    result = evaluate(
+    result = hypothesis_verdict(
         parse_hypothesis(H3_HUMAN),
         Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, planned=planned),
     )
@@ -184,7 +184,7 @@ def test_a_folder_without_human_label_noise_is_not_asked_h3_human_and_keeps_its_
         write_run(tmp_path, ramp_records(0.9), optimizer="adamw", seed=seed)
     analysis = analyse(tmp_path)
     assert "label_set" not in analysis.runs
-    result = evaluate(
+    result = hypothesis_verdict(
         parse_hypothesis(H3_HUMAN), Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)
     )
     assert result.checks == [] and result.verdict == "inconclusive"

@@ -16,7 +16,7 @@ from fixtures.aggregate.fake_runs import ramp_records, record, write_run
 from scipy import stats
 from scipy.special import betainc
 
-from optbench.analysis.judging.hypotheses import Context, evaluate, load_hypotheses, parse_hypothesis
+from optbench.analysis.judging.hypotheses import Context, hypothesis_verdict, load_hypotheses, parse_hypothesis
 from optbench.analysis.pipeline import analyse
 from optbench.errors import ConfigError
 
@@ -59,7 +59,7 @@ def sign_flip_p(a, b) -> float:
 def verdict(root, name: str):
     analysis = analyse(root)
     hypothesis = parse_hypothesis(HYPOTHESES / name)
-    return evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
+    return hypothesis_verdict(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
 
 
 def write_study(root, accuracies: dict, noise="none", rate=0.0, seeds=None):
@@ -385,7 +385,7 @@ def test_a_configuration_chosen_among_several_on_the_same_seeds_is_marked_post_s
 
 
 def test_a_difference_of_exactly_zero_is_tied_not_opposite():
-    from optbench.analysis.judging.hypotheses import classify
+    from optbench.analysis.judging.hypothesis_rule import classify
 
     assert classify(0.0, 1.0, "higher", 0.05) == "tied"
     assert classify(-0.001, 0.5, "higher", 0.05) == "opposite, not significant"
@@ -404,13 +404,15 @@ def test_with_the_study_named_a_planned_dataset_without_runs_is_missing(tmp_path
     assert {(setting.dataset, setting.rate) for setting in planned} == {
         (dataset, rate) for dataset in ("cifar10", "cifar100") for rate in (0.0, 0.2, 0.4)
     }
-    result = evaluate(
+    result = hypothesis_verdict(
         hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, planned=planned)
     )
     missing = [check for check in result.checks if check.outcome == "missing"]
     assert [check.setting for check in missing] == ["cifar100"] and result.verdict == "inconclusive"
     assert "no runs of adamw, lion in this planned setting (cifar100)" in result.reason
-    without_plan = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
+    without_plan = hypothesis_verdict(
+        hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)
+    )
     assert all(check.setting != "cifar100" for check in without_plan.checks)
 
 
@@ -425,11 +427,11 @@ def test_with_the_study_named_runs_outside_its_plan_stay_out_of_the_verdict(tmp_
     analysis = analyse(tmp_path)
     hypothesis = parse_hypothesis(HYPOTHESES / "h1_convergence.yaml")
     clean = [PlannedSetting("cifar10", "none", 0.0, ("lion", "adamw"))]
-    planned = evaluate(
+    planned = hypothesis_verdict(
         hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, planned=clean)
     )
     assert [check.setting for check in planned.checks] == ["cifar10, clean"]
-    everything = evaluate(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
+    everything = hypothesis_verdict(hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys))
     assert len(everything.checks) == 2
 
 
@@ -469,7 +471,7 @@ def hx_verdict(root, experiments, versus="adam"):
         f"id: HX\nstatement: sgd beats {versus}\ntest: {{kind: metric_comparison, subject: sgd, versus: [{versus}]}}\n"
     )
     analysis = analyse(root)
-    return evaluate(
+    return hypothesis_verdict(
         parse_hypothesis(folder / "hx.yaml"), Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys)
     )
 

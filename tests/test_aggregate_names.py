@@ -9,7 +9,8 @@ import pytest
 from fixtures.aggregate.fake_runs import ramp_records, realistic_records, realistic_study, write_run
 
 from optbench.analysis import aggregate
-from optbench.analysis.pipeline import PRIMARY_LABEL, analyse
+from optbench.analysis.pipeline import analyse
+from optbench.analysis.writing.aggregate_files import PRIMARY_LABEL
 from optbench.analysis.writing.figures import style as figure_style
 from optbench.analysis.writing.figures.accuracy import (
     accuracy_vs_lr,

@@ -168,12 +168,12 @@ def h3_pilot(root, noisy_seeds):
 
 
 def h3_plan(root, delta):
-    from optbench.analysis.judging.hypotheses import Context, evaluate, parse_hypothesis
+    from optbench.analysis.judging.hypotheses import Context, hypothesis_verdict, parse_hypothesis
     from optbench.analysis.judging.seed_planner import plan_seeds
     from optbench.analysis.pipeline import analyse
 
     analysis = analyse(root)
-    verdict = evaluate(
+    verdict = hypothesis_verdict(
         parse_hypothesis(REPO / "experiments" / "hypotheses" / "h3_noise_robustness.yaml"),
         Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys),
     )

@@ -1,4 +1,4 @@
-"""The verdict rule's error rates, simulated through the real `evaluate`: under the null "supported" and
+"""The verdict rule's error rates, simulated through the real `hypothesis_verdict`: under the null "supported" and
 "rejected" each stay at or below alpha (normal, heavy-tailed and unequal seed noise), and at the user's
 design (3 seeds) a large effect is found more often than not. Bounded to a few seconds.
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optbench.analysis.judging.hypotheses import Context, evaluate, parse_hypothesis
+from optbench.analysis.judging.hypotheses import Context, hypothesis_verdict, parse_hypothesis
 
 ALPHA = 0.05
 OPTIMIZERS = ("sgd", "adam", "adamw", "lion", "muon")
@@ -52,7 +52,9 @@ def study(rng, optimizers, seeds: int, noise, shift: float = 0.0, subject_scale:
 
 
 def rates(tested, make_runs, repetitions: int, rng) -> dict:
-    verdicts = [evaluate(tested, Context(make_runs(rng), pd.DataFrame(), [])).verdict for _ in range(repetitions)]
+    verdicts = [
+        hypothesis_verdict(tested, Context(make_runs(rng), pd.DataFrame(), [])).verdict for _ in range(repetitions)
+    ]
     return {name: verdicts.count(name) / repetitions for name in ("supported", "rejected")}
 
 

@@ -11,7 +11,7 @@ Rooms, arrows pointing down (writing -> judging -> statistics; every room may re
                    the sequential rule, a ladder's statistics
     judging/       hypotheses and verdicts, fidelity ladders, the seed planner, tuning records
     writing/       tables, figures, report.md, file names, the output folder; two runs side by side
-    pipeline.py    `aggregate(...)`: load, judge, write, in that order
+    pipeline.py    `aggregate(...)`: three steps, analyse (load and compute), judge, write, in that order
 """
 
 __all__ = ["aggregate"]

@@ -1,42 +1,21 @@
 """`aggregate(results_dir, out_dir, ...)`: every step of the aggregator, in order, for the CLI and tests.
 
-Load the runs, find the group keys, compute the tables, pairwise tests and hypothesis verdicts, draw
-the figures, and write everything into `out_dir` (never into a run directory):
-    summary.csv                      one row per run (status, headline metrics, flattened config)
-    settings.csv                     one row per setting: the short name its figure files carry, its label,
-                                     and its full setting (names.py)
-    tables/results.{csv,md,tex}      per setting x optimizer
-    tables/pairwise.{csv,md,tex}     tests between optimizers
-    tables/verdicts.csv              one verdict per hypothesis and scope (verdicts.py): the sequential decision
-                                     where its study ran until decided, else the fixed-design verdict; and the
-                                     hypotheses not tested here
-    tables/hypotheses.csv            every required comparison behind each verdict (the fixed-design evaluation)
-    tables/robust.{csv,md}           IQM with stratified bootstrap intervals, per setting and across settings
-    tables/improvement.{csv,md}      probability of improvement P(A > B) of each pair, with its interval
-    tables/profiles.{csv,md}         performance profiles: settings reached within tau x the best cost
-    tables/variance.{csv,md}         each pair's difference, its seeds-then-images bootstrap interval, and the
-                                     shares of its variance from seeds and from test images (variance.py)
-    tables/runs_not_completed.{csv,md}
-    tables/tuning.{csv,md}           per tuning study x optimizer: trials, runs, epochs, device-hours, winner, edge
-    tables/fidelity*.{csv,md}        fidelity ladders (fidelity.py): per rung (means, intervals, ranks), agreement
-                                     with the top rung (tau-b, kept orders, cost), flips, verdicts per rung, and
-                                     tables/fidelity_tuning.* (tuned values per budget, when tuned at several)
-    figures/*.png, figures/*.pdf     figures/tuning-<study>.* : every trial of a tuning study's search;
-                                     figures/fidelity_ranks*, fidelity_metric* : each ladder's bump chart and metric
-    report.md                        the page that embeds them
-Run directories listed in `tuning-*.json` files (tuning_report.py) are tuning trials: set aside before
-loading, reported only in the Tuning section. Bad input (no such folder, no runs in it, a malformed
-hypothesis file) raises ConfigError with one line naming the fix; the CLI turns it into exit status 2.
+Three steps, each handing the next a named record:
+    analyse_step  load and label the runs (`analyse`), set the tuning trials aside (tuning-*.json,
+                  tuning_report.py: reported only in the Tuning section), read the hypotheses and the decision
+                  records, and compute the pairwise tests, results, robust and variance tables -> Computed
+    judge_step    one verdict per hypothesis and scope (verdicts.py), the fidelity ladders analysed and judged
+                  rung by rung (fidelity.py) -> Judged
+    write_step    every table and figure (analysis/writing/aggregate_files.py lists them) and report.md into `out_dir`
+                  (never into a run directory) -> Outcome
+Bad input (no such folder, no runs in it, a malformed hypothesis file) raises ConfigError with one line naming
+the fix before anything is written; the CLI turns it into exit status 2.
 """
 
 import datetime
-import functools
-import logging
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -46,86 +25,24 @@ from optbench.analysis.judging import fidelity
 from optbench.analysis.judging.hypotheses import Context, hypothesis_files, load_hypotheses
 from optbench.analysis.judging.pairwise_tables import pairwise_table
 from optbench.analysis.judging.robust_tables import improvement_table, iqm_table, profile_table
-from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning, tuning_display, tuning_table
+from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning
 from optbench.analysis.judging.variance_tables import variance_table
-from optbench.analysis.judging.verdicts import Judgement, NotTested, judge, verdict_table
+from optbench.analysis.judging.verdicts import Judgement, NotTested, judge
 from optbench.analysis.load import load_runs
 from optbench.analysis.statistics.power import ALPHA
-from optbench.analysis.writing.figures import style as figure_style
-from optbench.analysis.writing.figures.accuracy import (
-    accuracy_vs_lr,
-    accuracy_vs_noise,
-    accuracy_vs_wall_time,
-    final_accuracy,
-)
-from optbench.analysis.writing.figures.curves import learning_curves, memorization_curves
-from optbench.analysis.writing.figures.ladders import fidelity_metric, fidelity_ranks
-from optbench.analysis.writing.figures.profiles import performance_profiles
-from optbench.analysis.writing.figures.transitions import transition_heatmap
-from optbench.analysis.writing.figures.tuning import tuning_search
-from optbench.analysis.writing.names import constant_keys, file_stems, settings_index, short_name
+from optbench.analysis.writing import aggregate_files
+from optbench.analysis.writing.names import constant_keys, file_stems, settings_index
 from optbench.analysis.writing.output import OutputDir
 from optbench.analysis.writing.report import render_report
-from optbench.analysis.writing.report_hypotheses import verdict_rows
 from optbench.analysis.writing.report_parts import FidelityParts, ReportParts, TuningParts
-from optbench.analysis.writing.tables import (
-    PRIMARY_METRIC,
-    completed,
-    display_table,
-    pairwise_display,
-    problem_display,
-    problem_runs,
-    results_table,
-    to_latex,
-    to_markdown,
-    variance_display,
-)
+from optbench.analysis.writing.tables import PRIMARY_METRIC, completed, problem_runs, results_table
 from optbench.errors import ConfigError
 from optbench.formats import decision_record
-from optbench.formats.aggregate_tables import HYPOTHESES, RESULTS, VERDICTS, csv_text
 from optbench.formats.run_summary import FINAL_STATUSES
 from optbench.specs.study_spec import Study
 
-log = logging.getLogger(__name__)
-PRIMARY_LABEL = "test accuracy at best validation (%)"
 # What the report does without a decision record it cannot parse (said in its one warning line).
 DECISION_RECORD_IGNORED = "ignored here: its hypotheses are judged by the fixed design"
-# Columns summary.csv leads with; the flattened config (cfg.*) follows.
-RUN_COLUMNS = [
-    "run_id",
-    "status",
-    "setting",
-    "arm",
-    "dataset",
-    "noise",
-    "noise_rate",
-    "label_set",
-    "optimizer",
-    "seed",
-    "epochs_done",
-    "epochs_planned",
-    "best_epoch",
-    "val_acc_best",
-    "test_acc_at_best_val",
-    "test_acc_at_best_clean_val",
-    "final_val_acc",
-    "final_test_acc",
-    "best_test_acc",
-    "final_train_loss",
-    "final_train_acc",
-    "epochs_to_target",
-    "seconds_to_target",
-    "wall_time_s",
-    "train_time_s",
-    "train_images_per_s",
-    "realised_noise_rate",
-    "num_parameters",
-    "num_classes",
-    "device",
-    "git_commit",
-    "error",
-    "notes",
-]
 
 
 @dataclass
@@ -152,6 +69,50 @@ class Analysis:
     stems: dict[str, str]  # setting label -> the short name in its file names (names.file_stems)
 
 
+@dataclass(frozen=True)
+class Request:
+    """One call of `aggregate`, its folders and numbers checked (inputs.check_inputs)."""
+
+    results_dir: Path
+    out_dir: Path
+    target_acc: float
+    alpha: float
+    experiments_dir: Path | None  # the folder holding hypotheses/*.yaml, when given
+    study: Study | None  # the study that made the runs (`--study`), when known
+    fidelity_extra: Sequence[str]  # budget keys a study's rungs name beyond fidelity.FIDELITY_KEYS
+    command: str  # the command line the report quotes
+    draw_figures: bool
+
+
+@dataclass
+class Computed:
+    """The analyse step's record: the runs, the records found beside them, and the tables computed from them."""
+
+    analysis: Analysis
+    tuning: TuningRecords  # tuning-*.json files: their trials are set aside from `analysis.runs`
+    sequential: list[decision_record.DecisionRecord]  # the studies run until decided
+    hypotheses: list  # parsed from the --experiments folder
+    hypotheses_note: str  # where the hypotheses came from, or why there are none
+    tests: pd.DataFrame  # stats.pairwise
+    results: pd.DataFrame  # tables.results_table
+    robust: dict[str, pd.DataFrame]  # robust_tables
+    variance: pd.DataFrame  # variance.variance_table
+    warnings: list[str]  # the loader's, the tuning files', the decision records'
+    variance_warnings: list[str]  # the variance table's (listed after the judge step's)
+
+
+@dataclass
+class Judged:
+    """The judge step's record: the verdicts, the hypotheses not tested, and the fidelity ladders judged rung by
+    rung (their figures and table files are filled in by the write step)."""
+
+    judgements: list[Judgement]  # verdicts.judge: one verdict per hypothesis and scope
+    untested: list[NotTested]
+    hypotheses_note: str
+    fidelity: FidelityParts | None  # None when the runs form no ladder
+    warnings: list[str]
+
+
 def analyse(
     results_dir: Path, target_acc: float = 0.9, skip: Path | None = None, set_aside: frozenset[Path] = frozenset()
 ) -> Analysis:
@@ -163,7 +124,7 @@ def analyse(
             f"{results_dir}: give the folder runs were written to, e.g. results/"
         )
     if not len(loaded.runs):  # only tuning trials here: empty tables, and the report is their Tuning section
-        loaded.runs = pd.DataFrame(columns=RUN_COLUMNS)
+        loaded.runs = pd.DataFrame(columns=aggregate_files.RUN_COLUMNS)
     grouping = find_grouping(loaded.runs, loaded.config_keys)
     runs = label_runs(loaded.runs, grouping)
     settings = ordered_settings(runs, grouping)
@@ -194,147 +155,52 @@ def aggregate(
     each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py).
     `fidelity_extra`: budget keys a study's rungs name beyond fidelity.FIDELITY_KEYS."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
-    hypotheses, hypotheses_note = read_hypotheses(experiments_dir)
-    skip = own_output(results_dir, out_dir)
-    tuning = read_tuning(results_dir, skip=skip)
-    analysis = analyse(results_dir, target_acc, skip=skip, set_aside=tuning.run_dirs)
-    runs, settings, arms, warnings = analysis.runs, analysis.settings, analysis.arms, analysis.warnings
-    warnings.extend(tuning.warnings)
-    tests = pairwise_table(completed(runs), PRIMARY_METRIC, settings, arms, alpha)
-    results = results_table(runs, analysis.grouping, settings, arms, tests)
-    sequential = read_decision_records(results_dir, skip, warnings)
-    judgements, untested, hypotheses_note = judge_hypotheses(
-        hypotheses, hypotheses_note, analysis, tuning.seeds_tuned_on(), sequential, study, experiments_dir, warnings
+    request = Request(
+        results_dir, out_dir, target_acc, alpha, experiments_dir, study, tuple(fidelity_extra), command, draw_figures
     )
-    out = OutputDir(out_dir)
-    write_summary_csv(out, runs)
-    out.write_text("settings.csv", settings_index(runs, settings, analysis.stems).to_csv(index=False))
-    table_files = write_tables(out, results, tests, runs, target_acc, analysis.stems)
-    robust_results = robust_tables(runs, settings, arms)
-    table_files += write_robust_tables(out, robust_results)
-    variance, variance_warnings = variance_table(runs, results_dir, settings, arms)
-    warnings.extend(variance_warnings)
-    table_files += write_variance_table(out, variance)
-    if judgements or untested:
-        out.write_text(VERDICTS, csv_text(VERDICTS, verdict_table(judgements, untested)))
-        table_files.append(VERDICTS)
-    if judgements:
-        out.write_text(
-            HYPOTHESES,
-            csv_text(
-                HYPOTHESES, pd.DataFrame([row for judgement in judgements for row in verdict_rows(judgement.fixed)])
-            ),
-        )
-        table_files.append(HYPOTHESES)
-    drawn = (
-        write_figures(out, runs, analysis.curves, settings, arms, analysis.stems, warnings)
-        if draw_figures and len(runs)
-        else []
-    )
-    tuning_parts = write_tuning(out, tuning, analysis, draw_figures)
-    fidelity_parts = write_fidelity(
-        out,
-        analysis,
-        tuning,
-        alpha,
-        draw_figures,
-        fidelity_extra,
-        FidelityPlanned.of(study, tuning.studies, sequential),
-        lambda rung_runs: judge_rung(
-            judged_hypotheses(hypotheses, judgements), analysis, rung_runs, tuning.seeds_tuned_on(), experiments_dir
-        ),
-    )
-    parts = ReportParts(
-        results_dir=str(results_dir),
-        command=command or f"aggregate({results_dir})",
-        generated=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        target_acc=target_acc,
-        alpha=alpha,
-        runs=runs,
-        results=results,
-        pairwise=tests,
-        problems=problem_runs(runs),
-        judgements=judgements,
-        untested=untested,
-        hypotheses_note=hypotheses_note,
-        figures=drawn,
-        table_files=table_files,
-        robust=robust_results,
-        tuning=tuning_parts,
+    computed = analyse_step(request)
+    judged = judge_step(request, computed)
+    return write_step(request, computed, judged)
+
+
+# ---- analyse: load the runs and compute the tables ---------------------------------------------------------
+
+
+def analyse_step(request: Request) -> Computed:
+    """Read the hypotheses (a bad folder fails first), load and label the runs with the tuning trials set aside,
+    read the decision records, and compute the pairwise tests, the results, robust and variance tables."""
+    hypotheses, hypotheses_note = read_hypotheses(request.experiments_dir)
+    skip = own_output(request.results_dir, request.out_dir)
+    tuning = read_tuning(request.results_dir, skip=skip)
+    analysis = analyse(request.results_dir, request.target_acc, skip=skip, set_aside=tuning.run_dirs)
+    runs, settings, arms = analysis.runs, analysis.settings, analysis.arms
+    warnings = [*analysis.warnings, *tuning.warnings]
+    tests = pairwise_table(completed(runs), PRIMARY_METRIC, settings, arms, request.alpha)
+    sequential = read_decision_records(request.results_dir, skip, warnings)
+    variance, variance_warnings = variance_table(runs, request.results_dir, settings, arms)
+    return Computed(
+        analysis=analysis,
+        tuning=tuning,
         sequential=sequential,
+        hypotheses=hypotheses,
+        hypotheses_note=hypotheses_note,
+        tests=tests,
+        results=results_table(runs, analysis.grouping, settings, arms, tests),
+        robust=robust_tables(runs, settings, arms),
         variance=variance,
-        fidelity=fidelity_parts,
-        varying_keys=[short_key(key) for key in analysis.grouping.varying_config],
-        constant_keys=constant_keys(runs),
         warnings=warnings,
-    )
-    report = out.write_text("report.md", render_report(parts))
-    out.finish()
-    return Outcome(
-        report=report,
-        runs=len(runs),
-        written=list(out.written),
-        verdicts=verdicts_by_name(judgements),
-        warnings=warnings,
-        unfinished=unfinished_runs(runs),
+        variance_warnings=variance_warnings,
     )
 
 
-def unfinished_runs(runs: pd.DataFrame) -> list[tuple[str, str]]:
-    """(run id, status) of every run that is not a result (neither completed nor diverged), in summary.csv's order."""
-    if not len(runs):
-        return []
-    left = runs[~runs["status"].isin(FINAL_STATUSES)]
-    return list(zip(left["run_id"], left["status"]))
-
-
-def verdicts_by_name(judgements: list[Judgement]) -> dict[str, str]:
-    """Hypothesis id -> verdict; a hypothesis judged in more than one scope is named with its study."""
-    ids = [judgement.hypothesis.id for judgement in judgements]
+def robust_tables(runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
+    """IQM, probability of improvement and performance profiles (optbench.analysis.judging.robust_tables), with diverged
+    and failed runs counted as results."""
     return {
-        (name if ids.count(name) == 1 else f"{name} ({judgement.scope.study or 'folder'})"): judgement.verdict
-        for name, judgement in zip(ids, judgements)
+        "robust": iqm_table(runs, PRIMARY_METRIC, settings, arms),
+        "improvement": improvement_table(runs, PRIMARY_METRIC, settings, arms),
+        "profiles": profile_table(runs, settings, arms),
     }
-
-
-def judge_hypotheses(
-    hypotheses: list,
-    hypotheses_note: str,
-    analysis: Analysis,
-    tuned_on: dict[str, set[int]],
-    records: list[decision_record.DecisionRecord],
-    study: Study | None,
-    experiments_dir: Path | None,
-    warnings: list[str],
-) -> tuple[list[Judgement], list[NotTested], str]:
-    """The verdicts (verdicts.judge), the hypotheses not tested, and the note on where the hypotheses came from;
-    none when every run is a tuning trial. `tuned_on`: per optimizer, the seeds its tuning ran (comparisons on
-    them are marked post-selection)."""
-    if not len(analysis.runs):
-        return [], [], f"{hypotheses_note} Every run here is a tuning trial: no verdicts."
-    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
-    judgements, untested = judge(hypotheses, context, records, study, experiments_dir, warnings)
-    return judgements, untested, hypotheses_note
-
-
-def judge_rung(
-    hypotheses: list,
-    analysis: Analysis,
-    rung_runs: pd.DataFrame,
-    tuned_on: dict[str, set[int]],
-    experiments_dir: Path | None,
-) -> list[Judgement]:
-    """The hypotheses' verdicts on one rung of a fidelity ladder: the fixed-design rule on that rung's runs alone
-    (a decision record belongs to the budget its study ran at, so no rung takes it over)."""
-    context = Context(rung_runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
-    return judge(hypotheses, context, [], None, experiments_dir, [])[0]
-
-
-def judged_hypotheses(hypotheses: list, judgements: list[Judgement]) -> list:
-    """The hypotheses with a verdict in this report (those a --study tests, with runs here): the only ones its
-    fidelity section judges rung by rung."""
-    judged = {judgement.hypothesis.id for judgement in judgements}
-    return [hypothesis for hypothesis in hypotheses if hypothesis.id in judged]
 
 
 def own_output(results_dir: Path, out_dir: Path) -> Path | None:
@@ -361,7 +227,8 @@ def read_decision_records(
     return records
 
 
-def read_hypotheses(experiments_dir: Path | None):
+def read_hypotheses(experiments_dir: Path | None) -> tuple[list, str]:
+    """The hypotheses in `experiments_dir`/hypotheses, and the report's note on where they came from."""
     if experiments_dir is None:
         return [], "No hypotheses folder given (`--experiments DIR`)."
     experiments_dir = Path(experiments_dir)
@@ -374,214 +241,58 @@ def read_hypotheses(experiments_dir: Path | None):
     return hypotheses, f"Hypotheses from {files}. Verdict rule at the end of this section and in experiments/README.md."
 
 
-def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
-    config_columns = sorted(column for column in runs.columns if column.startswith("cfg."))
-    columns = [column for column in RUN_COLUMNS if column in runs] + config_columns
-    out.write_text("summary.csv", runs[columns].to_csv(index=False))
+# ---- judge: the hypotheses' verdicts and the fidelity ladders --------------------------------------------
 
 
-def robust_tables(runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
-    """IQM, probability of improvement and performance profiles (optbench.analysis.judging.robust_tables), with diverged
-    and failed runs counted as results."""
-    return {
-        "robust": iqm_table(runs, PRIMARY_METRIC, settings, arms),
-        "improvement": improvement_table(runs, PRIMARY_METRIC, settings, arms),
-        "profiles": profile_table(runs, settings, arms),
-    }
-
-
-def write_robust_tables(out: OutputDir, tables: dict[str, pd.DataFrame]) -> list[str]:
-    files = []
-    for name, table in tables.items():
-        out.write_text(f"tables/{name}.csv", table.to_csv(index=False))
-        out.write_text(f"tables/{name}.md", to_markdown(table.round(4)))
-        files += [f"tables/{name}.csv", f"tables/{name}.md"]
-    return files
-
-
-def write_variance_table(out: OutputDir, table: pd.DataFrame) -> list[str]:
-    out.write_text("tables/variance.csv", table.to_csv(index=False))
-    out.write_text("tables/variance.md", to_markdown(variance_display(table)))
-    return ["tables/variance.csv", "tables/variance.md"]
-
-
-def write_tables(
-    out: OutputDir,
-    results: pd.DataFrame,
-    tests: pd.DataFrame,
-    runs: pd.DataFrame,
-    target_acc: float,
-    stems: dict[str, str],
-) -> list[str]:
-    files = ["summary.csv", "settings.csv"]
-    out.write_text(RESULTS, csv_text(RESULTS, results))
-    out.write_text("tables/results.md", per_setting_markdown(results, lambda group: display_table(group, target_acc)))
-    out.write_text(
-        "tables/results.tex",
-        per_setting_latex(
-            results,
-            lambda group: display_table(group, target_acc),
-            "Test accuracy at best validation",
-            "results",
-            stems,
-        ),
+def judge_step(request: Request, computed: Computed) -> Judged:
+    """The verdicts (verdicts.judge), then the fidelity ladders, each judged rung by rung on the hypotheses that
+    have a verdict here."""
+    warnings: list[str] = []
+    judgements, untested, hypotheses_note = judge_hypotheses(request, computed, warnings)
+    with_verdict = judged_hypotheses(computed.hypotheses, judgements)
+    analysis, tuned_on = computed.analysis, computed.tuning.seeds_tuned_on()
+    ladders = judge_ladders(
+        request,
+        computed,
+        lambda rung_runs: judge_rung(with_verdict, analysis, rung_runs, tuned_on, request.experiments_dir),
     )
-    files += [RESULTS, "tables/results.md", "tables/results.tex"]
-    out.write_text("tables/pairwise.csv", tests.to_csv(index=False))
-    out.write_text("tables/pairwise.md", per_setting_markdown(tests, pairwise_display))
-    out.write_text(
-        "tables/pairwise.tex", per_setting_latex(tests, pairwise_display, "Pairwise tests", "pairwise", stems)
-    )
-    files += ["tables/pairwise.csv", "tables/pairwise.md", "tables/pairwise.tex"]
-    problems = problem_runs(runs)
-    out.write_text("tables/runs_not_completed.csv", problems.to_csv(index=False))
-    out.write_text("tables/runs_not_completed.md", to_markdown(problem_display(problems)))
-    files += ["tables/runs_not_completed.csv", "tables/runs_not_completed.md"]
-    return files
+    return Judged(judgements, untested, hypotheses_note, ladders, warnings)
 
 
-def per_setting_markdown(table: pd.DataFrame, render) -> str:
-    if not len(table):
-        return "_(none)_\n"
-    return "\n".join(
-        f"## {setting}\n\n{to_markdown(render(group))}" for setting, group in table.groupby("setting", sort=False)
-    )
+def judge_hypotheses(
+    request: Request, computed: Computed, warnings: list[str]
+) -> tuple[list[Judgement], list[NotTested], str]:
+    """The verdicts (verdicts.judge), the hypotheses not tested, and the note on where the hypotheses came from;
+    none when every run is a tuning trial. Comparisons on the seeds a tuning study ran (tuning.seeds_tuned_on)
+    are marked post-selection."""
+    analysis = computed.analysis
+    if not len(analysis.runs):
+        return [], [], f"{computed.hypotheses_note} Every run here is a tuning trial: no verdicts."
+    tuned_on = computed.tuning.seeds_tuned_on()
+    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
+    records, study, experiments_dir = computed.sequential, request.study, request.experiments_dir
+    judgements, untested = judge(computed.hypotheses, context, records, study, experiments_dir, warnings)
+    return judgements, untested, computed.hypotheses_note
 
 
-def per_setting_latex(table: pd.DataFrame, render, caption: str, label: str, stems: dict[str, str]) -> str:
-    if not len(table):
-        return "% no rows\n"
-    return "\n".join(
-        to_latex(render(group), f"{caption}: {setting}", f"tab:{label}-{stems[setting]}")
-        for setting, group in table.groupby("setting", sort=False)
-    )
+def judge_rung(
+    hypotheses: list,
+    analysis: Analysis,
+    rung_runs: pd.DataFrame,
+    tuned_on: dict[str, set[int]],
+    experiments_dir: Path | None,
+) -> list[Judgement]:
+    """The hypotheses' verdicts on one rung of a fidelity ladder: the fixed-design rule on that rung's runs alone
+    (a decision record belongs to the budget its study ran at, so no rung takes it over)."""
+    context = Context(rung_runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
+    return judge(hypotheses, context, [], None, experiments_dir, [])[0]
 
 
-def write_figures(
-    out: OutputDir,
-    runs: pd.DataFrame,
-    curves: pd.DataFrame,
-    settings: list[str],
-    arms: list[str],
-    slugs: dict[str, str],
-    warnings: list[str],
-) -> list[tuple[str, str]]:
-    """Draw every figure the data allows; a figure that fails becomes a warning in the report, not a crash.
-    `slugs`: each setting's short file-name stem (names.file_stems)."""
-    style = figure_style.Style(runs, arms)
-    planned: list[tuple[str, str, Callable[[], Any]]] = [  # (caption, file stem, maker of a figure or None)
-        (
-            "Test accuracy per optimizer",
-            "final_accuracy",
-            lambda: final_accuracy(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
-        ),
-        (
-            "Accuracy vs label-noise rate",
-            "accuracy_vs_noise",
-            lambda: accuracy_vs_noise(runs, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
-        ),
-        (
-            "Accuracy vs learning rate",
-            "accuracy_vs_lr",
-            lambda: accuracy_vs_lr(runs, settings, style, PRIMARY_METRIC, PRIMARY_LABEL),
-        ),
-        (
-            "Accuracy vs wall time",
-            "accuracy_vs_wall_time",
-            lambda: accuracy_vs_wall_time(runs, settings, arms, style, PRIMARY_METRIC, PRIMARY_LABEL),
-        ),
-        (
-            "Performance profiles",
-            "performance_profiles",
-            lambda: performance_profiles(runs, settings, arms, style),
-        ),
-    ]
-    for setting in settings:
-        planned.append(
-            (
-                f"Learning curves: {setting}",
-                f"learning_curves_{slugs[setting]}",
-                functools.partial(learning_curves, runs, curves, setting, arms, style),
-            )
-        )
-    for setting in settings:
-        planned.append(
-            (
-                f"Memorization of noisy labels: {setting}",
-                f"memorization_{slugs[setting]}",
-                functools.partial(memorization_curves, runs, curves, setting, arms, style),
-            )
-        )
-    for setting in human_settings(runs, settings):
-        planned.append(
-            (
-                f"Human label noise, who was taken for whom: {setting}",
-                f"transition_matrix_{slugs[setting]}",
-                functools.partial(transition_heatmap, runs, setting),
-            )
-        )
-    return draw_planned(out, planned, warnings)
-
-
-def human_settings(runs: pd.DataFrame, settings: list[str]) -> list[str]:
-    """The settings under human label noise whose runs recorded a transition matrix."""
-    if "transition_matrix" not in runs:
-        return []
-    recorded = runs[runs["transition_matrix"].map(lambda matrix: isinstance(matrix, list))]
-    return [setting for setting in settings if setting in set(recorded["setting"])]
-
-
-def draw_planned(out: OutputDir, planned: list, warnings: list[str]) -> list[tuple[str, str]]:
-    """Draw and save each (caption, file stem, maker); returns (caption, png path) of those drawn."""
-    drawn = []
-    for caption, stem, make in planned:
-        try:
-            figure = make()
-        except Exception as error:  # one broken figure must not cost the tables and verdicts  # noqa: BLE001
-            warnings.append(f"figure '{caption}' could not be drawn: {type(error).__name__}: {error}")
-            print(f"warning: figure '{caption}' could not be drawn: {error}", file=sys.stderr)
-            continue
-        if figure is None:
-            continue
-        out.write_figure(figure, f"figures/{stem}")
-        figure_style.close(figure)
-        drawn.append((caption, f"figures/{stem}.png"))
-    return drawn
-
-
-def write_tuning(out: OutputDir, tuning: TuningRecords, analysis: Analysis, draw_figures: bool) -> TuningParts | None:
-    """tables/tuning.{csv,md} and a search figure per tuning study; None when there is no tuning file."""
-    if not tuning.studies:
-        return None
-    table = tuning_table(tuning.studies)
-    out.write_text("tables/tuning.csv", table.to_csv(index=False))
-    out.write_text("tables/tuning.md", to_markdown(tuning_display(table)))
-    names = [*analysis.runs["optimizer"].map(str), *table["optimizer"]]
-    colours = figure_style.optimizer_colours(names)  # the main figures' colours, for the same optimizers
-    stems = [f"tuning-{stem}" for stem in unique_names([study.name for study in tuning.studies])]
-    planned = [
-        (f"Tuning search: {study.name}", stem, lambda study=study: tuning_search(study, colours))
-        for study, stem in zip(tuning.studies, stems)
-    ]
-    drawn = {path for _, path in draw_planned(out, planned, analysis.warnings)} if draw_figures else set()
-    figures = {
-        study.source: f"figures/{stem}.png"
-        for study, stem in zip(tuning.studies, stems)
-        if f"figures/{stem}.png" in drawn
-    }
-    return TuningParts(studies=tuning.studies, table=table, figures=figures, set_aside=analysis.set_aside)
-
-
-def unique_names(labels: list[str]) -> list[str]:
-    """A short file-name stem per label (names.short_name), in order; a repeated one gets -2, -3, ..."""
-    slugs, used = [], set()
-    for label in labels:
-        candidate, number = short_name(label), 2
-        while candidate in used:
-            candidate, number = f"{short_name(label)}-{number}", number + 1
-        used.add(candidate)
-        slugs.append(candidate)
-    return slugs
+def judged_hypotheses(hypotheses: list, judgements: list[Judgement]) -> list:
+    """The hypotheses with a verdict in this report (those a --study tests, with runs here): the only ones its
+    fidelity section judges rung by rung."""
+    judged = {judgement.hypothesis.id for judgement in judgements}
+    return [hypothesis for hypothesis in hypotheses if hypothesis.id in judged]
 
 
 @dataclass(frozen=True)
@@ -608,61 +319,119 @@ class FidelityPlanned:
         )
 
 
-def write_fidelity(
-    out: OutputDir,
-    analysis: Analysis,
-    tuning: TuningRecords,
-    alpha: float,
-    draw_figures: bool,
-    extra_keys: Sequence[str],
-    planned: FidelityPlanned,
-    judge_runs,
-) -> FidelityParts | None:
-    """The fidelity ladders' tables and figures (fidelity.py); None when the runs form no ladder.
-    `judge_runs(runs)`: the hypotheses' verdicts on those runs (verdicts rung by rung)."""
-    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, fidelity.fidelity_keys(extra_keys), planned.rungs)
+def judge_ladders(request: Request, computed: Computed, judge_runs) -> FidelityParts | None:
+    """The fidelity ladders (fidelity.py): found, analysed, planned and judged rung by rung, their figures and table
+    files left for the write step; None when the runs form no ladder. `judge_runs(runs)`: the hypotheses'
+    verdicts on those runs."""
+    analysis, tuning = computed.analysis, computed.tuning
+    planned = FidelityPlanned.of(request.study, tuning.studies, computed.sequential)
+    keys = fidelity.fidelity_keys(request.fidelity_extra)
+    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, keys, planned.rungs)
     if not ladders:
         return None
     for ladder in ladders:
         ladder.planned_seeds, ladder.added_by = planned.seeds, planned.added_by
-    ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, alpha, planned.resolution) for ladder in ladders]
-    plans = [fidelity.fidelity_plan(ladder, PRIMARY_METRIC, alpha) for ladder in ladders]
+    ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, request.alpha, planned.resolution) for ladder in ladders]
+    plans = [fidelity.fidelity_plan(ladder, PRIMARY_METRIC, request.alpha) for ladder in ladders]
     ladders = [fidelity.with_plan(ladder, plan) for ladder, plan in zip(ladders, plans)]
     verdicts = [fidelity.verdicts_by_rung(ladder, judge_runs) for ladder in ladders]
     tuned = fidelity.tuned_settings(tuning.studies)
-    tables = {
-        "fidelity": pd.concat([ladder.per_rung for ladder in ladders]),
-        "fidelity_agreement": pd.concat([ladder.agreement for ladder in ladders]),
-        "fidelity_orders": pd.concat([ladder.orders for ladder in ladders]),
-        "fidelity_flips": pd.concat([ladder.flips for ladder in ladders]),
-        "fidelity_verdicts": pd.concat(verdicts),
-    }
-    if not tuned.empty:
-        tables["fidelity_tuning"] = tuned
-    files = []
-    for name, table in tables.items():
-        out.write_text(f"tables/{name}.csv", csv_text(f"tables/{name}.csv", table))  # aggregate_tables checks
-        out.write_text(f"tables/{name}.md", to_markdown(table.round(4)) if len(table) else "_(none)_\n")
-        files += [f"tables/{name}.csv", f"tables/{name}.md"]
-    stems = unique_names([ladder.setting for ladder in ladders])
-    styles = [figure_style.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
-    figures_planned = [
-        entry
-        for ladder, stem, style in zip(ladders, stems, styles)
-        for entry in (
-            (
-                f"Rank against budget: {ladder.setting}",
-                f"fidelity_ranks_{stem}",
-                lambda ladder=ladder, style=style: fidelity_ranks(ladder.per_rung, ladder.arms, style, ladder.setting),
-            ),
-            (
-                f"Test accuracy against budget: {ladder.setting}",
-                f"fidelity_metric_{stem}",
-                lambda ladder=ladder, style=style: fidelity_metric(
-                    ladder.per_rung, ladder.arms, style, ladder.setting, PRIMARY_LABEL
-                ),
-            ),
+    return FidelityParts(ladders=ladders, verdicts=verdicts, tuned=tuned, figures=[], table_files=[], plans=plans)
+
+
+# ---- write: the tables, the figures and the report --------------------------------------------------------
+
+
+@dataclass
+class Written:
+    """What the write step put into the output folder before report.md, for the report to embed."""
+
+    table_files: list[str]
+    figures: list[tuple[str, str]]  # (caption, png path relative to report.md)
+    tuning: TuningParts | None
+    fidelity: FidelityParts | None
+    warnings: list[str]  # every step's, in the order they were met
+
+
+def write_step(request: Request, computed: Computed, judged: Judged) -> Outcome:
+    """Every table and figure, then report.md, into the output folder (output.OutputDir: files an earlier
+    aggregate wrote there and this one did not are removed)."""
+    analysis, runs = computed.analysis, computed.analysis.runs
+    warnings = [*computed.warnings, *judged.warnings, *computed.variance_warnings]
+    out = OutputDir(request.out_dir)
+    aggregate_files.write_summary_csv(out, runs)
+    out.write_text("settings.csv", settings_index(runs, analysis.settings, analysis.stems).to_csv(index=False))
+    table_files = aggregate_files.write_tables(
+        out, computed.results, computed.tests, runs, request.target_acc, analysis.stems
+    )
+    table_files += aggregate_files.write_robust_tables(out, computed.robust)
+    table_files += aggregate_files.write_variance_table(out, computed.variance)
+    table_files += aggregate_files.write_verdict_tables(out, judged.judgements, judged.untested)
+    figures = (
+        aggregate_files.write_figures(
+            out, runs, analysis.curves, analysis.settings, analysis.arms, analysis.stems, warnings
         )
-    ]
-    drawn = draw_planned(out, figures_planned, analysis.warnings) if draw_figures else []
-    return FidelityParts(ladders=ladders, verdicts=verdicts, tuned=tuned, figures=drawn, table_files=files, plans=plans)
+        if request.draw_figures and len(runs)
+        else []
+    )
+    tuning = aggregate_files.write_tuning(
+        out, computed.tuning, runs, analysis.set_aside, request.draw_figures, warnings
+    )
+    fidelity_parts = aggregate_files.write_fidelity(out, judged.fidelity, request.draw_figures, warnings)
+    written = Written(table_files, figures, tuning, fidelity_parts, warnings)
+    report = out.write_text("report.md", render_report(report_parts(request, computed, judged, written)))
+    out.finish()
+    return Outcome(
+        report=report,
+        runs=len(runs),
+        written=list(out.written),
+        verdicts=verdicts_by_name(judged.judgements),
+        warnings=warnings,
+        unfinished=unfinished_runs(runs),
+    )
+
+
+def report_parts(request: Request, computed: Computed, judged: Judged, written: Written) -> ReportParts:
+    """Everything report.md shows, from the three steps."""
+    runs = computed.analysis.runs
+    return ReportParts(
+        results_dir=str(request.results_dir),
+        command=request.command or f"aggregate({request.results_dir})",
+        generated=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        target_acc=request.target_acc,
+        alpha=request.alpha,
+        runs=runs,
+        results=computed.results,
+        pairwise=computed.tests,
+        problems=problem_runs(runs),
+        judgements=judged.judgements,
+        untested=judged.untested,
+        hypotheses_note=judged.hypotheses_note,
+        figures=written.figures,
+        table_files=written.table_files,
+        robust=computed.robust,
+        tuning=written.tuning,
+        sequential=computed.sequential,
+        variance=computed.variance,
+        fidelity=written.fidelity,
+        varying_keys=[short_key(key) for key in computed.analysis.grouping.varying_config],
+        constant_keys=constant_keys(runs),
+        warnings=written.warnings,
+    )
+
+
+def unfinished_runs(runs: pd.DataFrame) -> list[tuple[str, str]]:
+    """(run id, status) of every run that is not a result (neither completed nor diverged), in summary.csv's order."""
+    if not len(runs):
+        return []
+    left = runs[~runs["status"].isin(FINAL_STATUSES)]
+    return list(zip(left["run_id"], left["status"]))
+
+
+def verdicts_by_name(judgements: list[Judgement]) -> dict[str, str]:
+    """Hypothesis id -> verdict; a hypothesis judged in more than one scope is named with its study."""
+    ids = [judgement.hypothesis.id for judgement in judgements]
+    return {
+        (name if ids.count(name) == 1 else f"{name} ({judgement.scope.study or 'folder'})"): judgement.verdict
+        for name, judgement in zip(ids, judgements)
+    }

@@ -16,7 +16,7 @@ hypothesis study (H1, H2, H3) plans its own hypothesis; any other study the hypo
 import sys
 from pathlib import Path
 
-from optbench.analysis.judging.hypotheses import Context, evaluate
+from optbench.analysis.judging.hypotheses import Context, hypothesis_verdict
 from optbench.analysis.judging.seed_planner import SeedPlan, comparison_units, plan_seeds, plan_table
 from optbench.analysis.judging.tuning_report import read_tuning
 from optbench.analysis.judging.verdicts import judge
@@ -56,7 +56,8 @@ def plans_from_pilot(study: Study, pilot: Path, experiments_dir: Path, delta: fl
     }
     plans = []
     for hypothesis in hypotheses:
-        verdict = judged.get(hypothesis.id) or evaluate(hypothesis, context)  # not tested here: nothing to plan from
+        # not tested here: nothing to plan from
+        verdict = judged.get(hypothesis.id) or hypothesis_verdict(hypothesis, context)
         in_units = None if delta is None else delta / comparison_units(hypothesis.test)[0]
         plans.append(plan_seeds(verdict, verdict.runs, in_units))
     return plans

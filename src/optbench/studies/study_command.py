@@ -64,6 +64,20 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = _OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
+    add_run_options(parser)
+    add_planning_options(parser)
+    parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
+    parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
+    args = parser.parse_args(argv)
+    take_study_from_overrides(args)
+    if not (args.study or args.select_tuned or args.list):
+        raise ConfigError("name a study (python src/study.py --list shows them)")
+    check_numbers(args)
+    return args
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Which study, and how to run, list, estimate or show it."""
     parser.add_argument("study", nargs="?", help="study id or file stem (see experiments/README.md), or a .yaml path")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and estimate the time; run nothing")
     parser.add_argument(
@@ -91,6 +105,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--select-tuned", metavar="STUDY", help="pick the best lr / weight decay of a tuning study")
     parser.add_argument("--no-estimate", action="store_true", help="--dry-run without the measured time estimate")
     parser.add_argument("--list", action="store_true", help="list the studies")
+
+
+def add_planning_options(parser: argparse.ArgumentParser) -> None:
+    """How many seeds: planned from a pilot (--plan-seeds), or added until the hypotheses are decided."""
     parser.add_argument(
         "--plan-seeds",
         action="store_true",
@@ -115,21 +133,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="ID",
         help="the hypotheses --until-decided decides (default: the study's, or all)",
     )
-    parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
-    parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
-    args = parser.parse_args(argv)
+
+
+def take_study_from_overrides(args: argparse.Namespace) -> None:
+    """`--set epochs=1 smoke`: --set took the study name; a name is accepted anywhere among the overrides."""
     bare = [value for value in args.set if "=" not in value and not value.startswith(("~", "+"))]
-    if bare:  # `--set epochs=1 smoke`: --set took the study name; a name is accepted anywhere
+    if bare:
         if args.study or len(bare) > 1:
             raise ConfigError(
                 f"--set takes KEY=VALUE overrides, not {' '.join(bare)}: name one study, before or "
                 "after the overrides (python src/study.py smoke --set epochs=1)"
             )
         args.study, args.set = bare[0], [value for value in args.set if value != bare[0]]
-    if not (args.study or args.select_tuned or args.list):
-        raise ConfigError("name a study (python src/study.py --list shows them)")
-    check_numbers(args)
-    return args
 
 
 def check_numbers(args: argparse.Namespace) -> None:

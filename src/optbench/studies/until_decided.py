@@ -17,7 +17,7 @@ boundaries) is fixed in the record at the first look.
 import dataclasses
 from pathlib import Path
 
-from optbench.analysis.judging.hypotheses import Context, evaluate
+from optbench.analysis.judging.hypotheses import Context, hypothesis_verdict
 from optbench.analysis.judging.tuning_report import read_tuning
 from optbench.analysis.pipeline import analyse
 from optbench.analysis.statistics.sequential_rule import CONTINUE, Design, decide, look_seeds, looks_for, signed_z
@@ -108,7 +108,7 @@ def look_decisions(
     )
     taken = {}
     for hypothesis in hypotheses:
-        verdict = evaluate(hypothesis, context)
+        verdict = hypothesis_verdict(hypothesis, context)
         record, design = hypothesis_design(record, hypothesis, len(verdict.checks))
         z = {f"{check.setting}: {check.comparison}": comparison_z(check) for check in verdict.checks}
         decision = decide(list(z.values()), look, design)

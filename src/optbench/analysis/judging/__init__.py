@@ -4,7 +4,9 @@ rejected, faithful, how many seeds.
 Imports the statistics room and the loading modules (analysis/load.py, groups.py), never the writing room.
 
     hypotheses.py  parsed hypotheses (optbench.specs.hypothesis_spec) -> supported / rejected / inconclusive, with
-                   the numbers
+                   the numbers: each one's family of runs, its checks, its verdict (`hypothesis_verdict`)
+    hypothesis_checks.py  the three kinds of test: every required comparison (setting x optimizer) as a Check
+    hypothesis_rule.py  the verdict rule over the checks: intersection-union for supported, Holm for rejected
     verdicts.py    one verdict per hypothesis and scope: the settings of the study that tests it, the sequential
                    decision where it ran until decided; tables/verdicts.csv
     fidelity.py    fidelity ladders (settings differing only in budget): the study's rungs, seed sets, failed runs,

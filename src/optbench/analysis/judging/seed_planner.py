@@ -1,7 +1,7 @@
 """How many seeds a hypothesis needs, planned from pilot runs (a 3-seed study is a pilot).
 
-`plan_seeds(verdict, runs, delta)` takes a hypothesis evaluated on the pilot (hypotheses.evaluate) and, for
-each required comparison, the spread of its per-seed differences. A 2-degree-of-freedom sd is very noisy,
+`plan_seeds(verdict, runs, delta)` takes a hypothesis judged on the pilot (hypotheses.hypothesis_verdict) and,
+for each required comparison, the spread of its per-seed differences. A 2-degree-of-freedom sd is very noisy,
 so the plan uses its one-sided 80 % upper confidence bound (Browne 1995, "On the use of a pilot sample for
 sample size determination"): sd * sqrt((n - 1) / chi2.ppf(0.2, n - 1)). The effect to detect is the one
 observed, or `delta` (in the metric's units) when given. The plan is for a paired design (the same seeds for
@@ -225,8 +225,8 @@ def borrowed_plan(check: Check, like: ComparisonPlan, alpha: float, comparisons:
 
 
 def plan_seeds(verdict: Verdict, runs: pd.DataFrame, delta: float | None = None) -> SeedPlan:
-    """`verdict`: hypotheses.evaluate on the pilot; `runs`: the pilot runs of this hypothesis (its optimizers, in
-    the settings it was judged on), for the cost. Every required comparison counts in m."""
+    """`verdict`: hypotheses.hypothesis_verdict on the pilot; `runs`: the pilot runs of this hypothesis (its
+    optimizers, in the settings it was judged on), for the cost. Every required comparison counts in m."""
     test = verdict.hypothesis.test
     comparisons = max(1, len(verdict.checks))
     sized = [plan_comparison(check, test.alpha, comparisons, delta) for check in verdict.checks]

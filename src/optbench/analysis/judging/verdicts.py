@@ -6,8 +6,8 @@ have put in the same folder (`scopes`):
   tests the hypotheses its record decides. The scope is that study's planned settings
   (experiments/studies/<study>.yaml) and its decision is the verdict: supported or rejected when a boundary
   was crossed, inconclusive when it stopped for futility, was undecided at its last look, or is still going.
-  The fixed-design evaluation of the same runs (the seeds of the deciding look, hypotheses.evaluate) is kept
-  as detail: it treats a seed count chosen by looking at the data as fixed in advance, so it over-states the
+  The fixed-design verdict on the same runs (the seeds of the deciding look, hypotheses.hypothesis_verdict) is
+  kept as detail: it treats a seed count chosen by looking at the data as fixed in advance, so it over-states the
   evidence and is never the verdict;
 - **study**: else the study named with `--study` (`--study H1` names a hypothesis's own `study:` block), for
   the hypotheses it tests (study_spec.tested_hypotheses), on its planned settings;
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from optbench.analysis.judging.hypotheses import INCONCLUSIVE, REJECTED, SUPPORTED, Context, Verdict, evaluate
+from optbench.analysis.judging.hypotheses import INCONCLUSIVE, REJECTED, SUPPORTED, Context, Verdict, hypothesis_verdict
 from optbench.analysis.statistics.sequential_rule import CONTINUE, FUTILITY, look_seeds
 from optbench.errors import ConfigError
 from optbench.formats import aggregate_tables
@@ -59,7 +59,7 @@ class Judgement:
     scope: Scope
     verdict: str  # supported, rejected, inconclusive
     reason: str
-    fixed: Verdict  # hypotheses.evaluate on the scope (the verdict itself unless SEQUENTIAL)
+    fixed: Verdict  # hypotheses.hypothesis_verdict on the scope (the verdict itself unless SEQUENTIAL)
     decision: str = ""  # SEQUENTIAL: the record's decision (supported, rejected, futility, ...)
     look: int = 0  # SEQUENTIAL: the look that decided it (1-based), or the latest
     looks: int = 0  # SEQUENTIAL: how many looks the design has
@@ -143,12 +143,12 @@ def sequential_scope(record: DecisionRecord, experiments_dir: Path | None, warni
 
 def judge_in(hypothesis: Hypothesis, scope: Scope, context: Context) -> Judgement:
     if scope.rule != SEQUENTIAL:
-        fixed = evaluate(hypothesis, dataclasses.replace(context, planned=list(scope.planned)))
+        fixed = hypothesis_verdict(hypothesis, dataclasses.replace(context, planned=list(scope.planned)))
         return Judgement(hypothesis, scope, fixed.verdict, fixed.reason, fixed)
     assert scope.record is not None  # a sequential scope holds its decision record
     look, entry = ruling_look(scope.record, hypothesis.id)
     seeds = tuple(look_seeds(list(scope.own_seeds), entry.seeds)) if scope.own_seeds else ()
-    fixed = evaluate(hypothesis, dataclasses.replace(context, planned=list(scope.planned), seeds=seeds))
+    fixed = hypothesis_verdict(hypothesis, dataclasses.replace(context, planned=list(scope.planned), seeds=seeds))
     looks = len(scope.record.looks)
     decision = entry.decision
     where = f"at look {look + 1} of {looks} ({entry.seeds} seeds)"

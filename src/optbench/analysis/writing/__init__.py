@@ -14,5 +14,6 @@ statistic or a verdict.
     report_tuning.py  its Tuning section
     names.py       short, stable file names for each setting, the index mapping them back, what every run shares
     output.py      atomic writes into the output folder, removal of its own stale files
+    aggregate_files.py  every table and figure the aggregator writes (the pipeline's write step), one writer each
     run_pair.py    two runs side by side (`python src/compare.py`): config differences, numbers, curves
 """
