@@ -37,10 +37,12 @@ import pandas as pd
 
 from optbench.analysis.judging.tuning_report import TuningRecords, tuning_display, tuning_table
 from optbench.analysis.judging.verdicts import Judgement, NotTested, verdict_table
-from optbench.analysis.writing.figures import accuracy, profiles, transitions
+from optbench.analysis.writing.figures import accuracy as accuracy_figures
 from optbench.analysis.writing.figures import curves as curve_figures
 from optbench.analysis.writing.figures import ladders as ladder_figures
+from optbench.analysis.writing.figures import profiles as profile_figures
 from optbench.analysis.writing.figures import style as figure_style
+from optbench.analysis.writing.figures import transitions as transition_figures
 from optbench.analysis.writing.figures import tuning as tuning_figures
 from optbench.analysis.writing.names import short_name
 from optbench.analysis.writing.output import OutputDir
@@ -220,27 +222,27 @@ def summary_figures(
         (
             "Test accuracy per optimizer",
             "final_accuracy",
-            lambda: accuracy.final_accuracy(runs, settings, arms, style, *metric),
+            lambda: accuracy_figures.final_accuracy(runs, settings, arms, style, *metric),
         ),
         (
             "Accuracy vs label-noise rate",
             "accuracy_vs_noise",
-            lambda: accuracy.accuracy_vs_noise(runs, arms, style, *metric),
+            lambda: accuracy_figures.accuracy_vs_noise(runs, arms, style, *metric),
         ),
         (
             "Accuracy vs learning rate",
             "accuracy_vs_lr",
-            lambda: accuracy.accuracy_vs_lr(runs, settings, style, *metric),
+            lambda: accuracy_figures.accuracy_vs_lr(runs, settings, style, *metric),
         ),
         (
             "Accuracy vs wall time",
             "accuracy_vs_wall_time",
-            lambda: accuracy.accuracy_vs_wall_time(runs, settings, arms, style, *metric),
+            lambda: accuracy_figures.accuracy_vs_wall_time(runs, settings, arms, style, *metric),
         ),
         (
             "Performance profiles",
             "performance_profiles",
-            lambda: profiles.performance_profiles(runs, settings, arms, style),
+            lambda: profile_figures.performance_profiles(runs, settings, arms, style),
         ),
     ]
 
@@ -275,7 +277,7 @@ def per_setting_figures(
         (
             f"Human label noise, who was taken for whom: {setting}",
             f"transition_matrix_{stems[setting]}",
-            functools.partial(transitions.transition_heatmap, runs, setting),
+            functools.partial(transition_figures.transition_heatmap, runs, setting),
         )
         for setting in human_settings(runs, settings)
     ]
