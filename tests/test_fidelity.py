@@ -16,8 +16,9 @@ from conftest import CONF_DIR
 from omegaconf import OmegaConf
 from scipy import stats as scipy_stats
 
-from optbench.analysis.judging import fidelity
-from optbench.analysis.judging.fidelity import Ladder, Rung, analyse_ladder, tau_b
+from optbench.analysis.judging import fidelity, ladder_runs
+from optbench.analysis.judging.fidelity import analyse_ladder
+from optbench.analysis.judging.ladder_runs import Ladder, Rung
 from optbench.analysis.pipeline import aggregate
 from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.stats import holm
@@ -118,7 +119,7 @@ def test_dry_run_costs_each_rung_and_status_shows_progress_per_rung(tmp_path, ca
 def test_tau_b_counts_ties_as_kendall_b_does_by_hand():
     # pairs of (1, 2, 3, 4) vs (1, 3, 2, 2): AB AC AD concordant, BC BD discordant, CD tied in y only:
     # (3 - 2) / sqrt((3 + 2 + 0) * (3 + 2 + 1)) = 1 / sqrt(30)
-    assert tau_b([1, 2, 3, 4], [1, 3, 2, 2]) == pytest.approx(1 / math.sqrt(30))
+    assert fidelity_stats.tau_b([1, 2, 3, 4], [1, 3, 2, 2]) == pytest.approx(1 / math.sqrt(30))
 
 
 def rung(label: str, budget: float, values: dict, seconds: float = 100.0) -> Rung:
@@ -337,7 +338,7 @@ def test_a_larger_rung_still_being_run_is_shown_not_compared():
         ["cfg.epochs"],
         [low, middle, started],
         ["a", "b"],
-        top_index=fidelity.top_rung_index([low, middle, started], ["a", "b"]),
+        top_index=ladder_runs.top_rung_index([low, middle, started], ["a", "b"]),
     )
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8" and list(ladder.agreement["rung"]) == ["epochs=2", "epochs=8"]
@@ -355,7 +356,7 @@ def test_a_larger_rung_with_one_seed_per_optimizer_is_shown_not_compared():
     first_seeds = rung("epochs=16", 16, {"a": {0: 0.90}, "b": {0: 0.85}})
     rungs = [low, middle, first_seeds]
     ladder = Ladder(
-        "cifar10, clean", ["cfg.epochs"], rungs, ["a", "b"], top_index=fidelity.top_rung_index(rungs, ["a", "b"])
+        "cifar10, clean", ["cfg.epochs"], rungs, ["a", "b"], top_index=ladder_runs.top_rung_index(rungs, ["a", "b"])
     )
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8"
@@ -484,7 +485,7 @@ def test_two_diverged_top_runs_are_named_and_no_rung_is_faithful_on_their_rungs_
     ladder = ladder_of(values, diverged)
     ladder.rungs[-1].runs.loc[ladder.rungs[-1].runs["status"] == "diverged", METRIC] = math.nan  # none recorded
     ladder.rungs[-1].runs["num_classes"] = 10
-    ladder.top_index = fidelity.top_rung_index(ladder.rungs, ARMS)
+    ladder.top_index = ladder_runs.top_rung_index(ladder.rungs, ARMS)
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=16"  # failed runs are results: the top does not silently become 8 epochs
     assert any(note.startswith("muon diverged at epochs=16 on seed(s) 0, 1") for note in ladder.notes)
@@ -505,7 +506,7 @@ def test_an_incomplete_planned_top_is_said_and_names_what_was_compared_instead()
     top.runs = top.runs[~((top.runs["arm"] == "muon") & (top.runs["seed"] > 0))].copy()  # muon: seed 0 so far
     top.runs.loc[(top.runs["arm"] == "lion") & (top.runs["seed"] == 2), "status"] = "interrupted"
     ladder.planned_seeds = (0, 1, 2)
-    ladder.top_index = fidelity.top_rung_index(ladder.rungs, ARMS)
+    ladder.top_index = ladder_runs.top_rung_index(ladder.rungs, ARMS)
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8"
     assert ladder.notes[0] == (
@@ -525,7 +526,7 @@ def test_each_comparison_uses_one_seed_set_and_says_which():
     analyse_ladder(ladder, METRIC)
     row = ladder.agreement.set_index("rung").loc["epochs=2"]
     assert (row["rung_seeds"], row["shared_seed_list"], row["top_seeds"]) == ("0, 1, 2", "0, 1, 2", "0, 1, 2, 3, 4")
-    assert row["tau_b"] == pytest.approx(tau_b(low.mean(axis=1), top[:, :3].mean(axis=1)))
+    assert row["tau_b"] == pytest.approx(fidelity_stats.tau_b(low.mean(axis=1), top[:, :3].mean(axis=1)))
     sgd_top = ladder.per_rung.set_index(["rung", "arm"]).loc[("epochs=16", "sgd")]
     assert sgd_top["n"] == 5 and sgd_top["mean"] == pytest.approx(top[0].mean())  # seed 9 left out
     assert ladder.notes == [
@@ -544,12 +545,12 @@ def test_two_rungs_at_one_budget_are_told_apart_by_their_tuning_winners():
             winner = type("Winner", (), {"values": {"optimizer.lr": lr}})
             self.name, self.optimizers = name, {"sgd": type("Entry", (), {"winner": winner})}
 
-    planned = fidelity.planned_rungs(Study, [Tuning("tune_3", 0.1), Tuning("tune_8", 0.05)])
+    planned = ladder_runs.planned_rungs(Study, [Tuning("tune_3", 0.1), Tuning("tune_8", 0.05)])
     run = pd.Series({"cfg.epochs": 8, "optimizer": "sgd", "cfg.optimizer.lr": 0.05})
-    assert fidelity.rung_labels(run, ["cfg.epochs"], planned) == ["epochs=8,tuned_by=tune_8"]
-    assert fidelity.rung_labels(run.replace(0.05, 0.1), ["cfg.epochs"], planned) == ["epochs=8"]
-    no_record = fidelity.planned_rungs(Study, [Tuning("tune_3", 0.1)])
-    assert fidelity.rung_labels(run, ["cfg.epochs"], no_record) == ["epochs=8"]  # never guessed into tune_8's rung
+    assert ladder_runs.rung_labels(run, ["cfg.epochs"], planned) == ["epochs=8,tuned_by=tune_8"]
+    assert ladder_runs.rung_labels(run.replace(0.05, 0.1), ["cfg.epochs"], planned) == ["epochs=8"]
+    no_record = ladder_runs.planned_rungs(Study, [Tuning("tune_3", 0.1)])
+    assert ladder_runs.rung_labels(run, ["cfg.epochs"], no_record) == ["epochs=8"]  # never guessed into tune_8's rung
 
 
 @pytest.mark.parametrize("value", [0, -1, "two", True, 101])
@@ -620,7 +621,7 @@ def test_the_intervals_cover_in_the_hard_case_the_bootstrap_did_not():
     # shared by a seed's runs): the percentile bootstrap covered tau-b in 67-71 % of ladders; both intervals here
     # must cover at 95 % (300 ladders: at least 91 %, 2 binomial standard errors under).
     rng = np.random.default_rng(21)
-    truth = tau_b(PUBLISHED_2, PUBLISHED_16)
+    truth = fidelity_stats.tau_b(PUBLISHED_2, PUBLISHED_16)
     true_change = {
         (a, b): (PUBLISHED_2[a] - PUBLISHED_2[b]) - (PUBLISHED_16[a] - PUBLISHED_16[b])
         for a, b in fidelity_stats.pairs_of(5)

@@ -44,6 +44,7 @@ from optbench.analysis.groups import Grouping, find_grouping, label_runs, ordere
 from optbench.analysis.inputs import check_inputs
 from optbench.analysis.judging import fidelity
 from optbench.analysis.judging.hypotheses import Context, hypothesis_files, load_hypotheses
+from optbench.analysis.judging.ladder_runs import fidelity_keys, find_ladders, planned_rungs
 from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning, tuning_display, tuning_table
 from optbench.analysis.judging.verdicts import Judgement, NotTested, judge, verdict_table
 from optbench.analysis.load import load_runs
@@ -177,7 +178,7 @@ def aggregate(
 ) -> Outcome:
     """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
     each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py).
-    `fidelity_extra`: budget keys a study's rungs name beyond fidelity.FIDELITY_KEYS."""
+    `fidelity_extra`: budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
     hypotheses, hypotheses_note = read_hypotheses(experiments_dir)
     skip = own_output(results_dir, out_dir)
@@ -573,7 +574,7 @@ def unique_names(labels: list[str]) -> list[str]:
 class FidelityPlanned:
     """What the study that made the runs says about its ladder (none of it without `--study`)."""
 
-    rungs: tuple = ()  # fidelity.PlannedRung, in the study's order
+    rungs: tuple = ()  # ladder_runs.PlannedRung, in the study's order
     seeds: tuple = ()  # the study's grid seeds: seeds beyond them were added (by a sequential study)
     added_by: str = ""  # the studies whose decision records are here
     resolution: float | None = None  # metric units
@@ -586,7 +587,7 @@ class FidelityPlanned:
         seeds = study.grid["seed"] if isinstance(study.grid["seed"], list) else [study.grid["seed"]]
         resolution = study.fidelity_resolution
         return cls(
-            tuple(fidelity.planned_rungs(study, tuning_studies)),
+            tuple(planned_rungs(study, tuning_studies)),
             tuple(int(seed) for seed in seeds),
             added_by,
             None if resolution is None else resolution / 100,
@@ -605,7 +606,7 @@ def write_fidelity(
 ) -> FidelityParts | None:
     """The fidelity ladders' tables and figures (fidelity.py); None when the runs form no ladder.
     `judge_runs(runs)`: the hypotheses' verdicts on those runs (verdicts rung by rung)."""
-    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, fidelity.fidelity_keys(extra_keys), planned.rungs)
+    ladders = find_ladders(analysis.runs, analysis.grouping, fidelity_keys(extra_keys), planned.rungs)
     if not ladders:
         return None
     for ladder in ladders:

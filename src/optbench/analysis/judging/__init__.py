@@ -6,8 +6,10 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
                    the numbers
     verdicts.py    one verdict per hypothesis and scope: the settings of the study that tests it, the sequential
                    decision where it ran until decided; tables/verdicts.csv
-    fidelity.py    fidelity ladders (settings differing only in budget): the study's rungs, seed sets, failed runs,
-                   the planned top; per rung orders reproduced, resolution, tau-b, cost; tuned values per budget
+    ladder_runs.py  fidelity ladders (settings differing only in budget): which runs form one, the study's rungs,
+                   seed sets, failed and missing runs named, the planned top
+    fidelity.py    a ladder judged rung by rung against the top: orders reproduced, resolution, tau-b, cost, the
+                   cheapest faithful rung or why none, the seeds it takes; tuned values per budget
     seed_planner.py  how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
 """
