@@ -15,6 +15,7 @@ import pytest
 from conftest import CONF_DIR
 from omegaconf import OmegaConf
 from scipy import stats as scipy_stats
+from scipy.linalg import helmert
 
 from optbench.analysis.judging import fidelity, ladder_runs
 from optbench.analysis.judging.fidelity import analyse_ladder
@@ -22,6 +23,7 @@ from optbench.analysis.judging.ladder_runs import Ladder, Rung
 from optbench.analysis.pipeline import aggregate
 from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.stats import holm
+from optbench.analysis.writing import fidelity_tables
 from optbench.errors import ConfigError
 from optbench.formats import tuning_record
 from optbench.specs.study_spec import Rung as StudyRung
@@ -646,6 +648,48 @@ def test_the_planner_asks_for_the_seeds_its_formula_gives():
     power = lambda n: scipy_stats.nct.sf(scipy_stats.t.ppf(1 - 0.0025, n - 1), n - 1, 2 * math.sqrt(n))  # noqa: E731
     assert power(n) >= 0.8 > power(n - 1)
     assert fidelity_stats.seeds_for_resolution(math.nan, 5, 2.0) is None
+
+
+def test_each_optimizers_own_variance_is_estimated_without_bias_in_a_few_seeds():
+    # Grubbs' estimator in the hard case: 3 seeds, a seed effect every optimizer shares, one optimizer 3x as
+    # noisy. Its mean over 4000 layouts is each true variance within 4 standard errors (0.03 and 0.15 here).
+    rng = np.random.default_rng(5)
+    sds = np.array([1.0, 1.0, 1.0, 1.0, 3.0])
+    draws = [
+        fidelity_stats.optimizer_variances(rng.normal(0, 1, (1, 3)) + rng.normal(0, 1, (5, 3)) * sds[:, None])
+        for _ in range(4000)
+    ]
+    assert np.mean(draws, axis=0) == pytest.approx(sds**2, abs=0.65, rel=0.12)
+    assert np.isnan(fidelity_stats.optimizer_variances(np.ones((2, 3)))).all()  # two rows cannot be told apart
+
+
+def unequal_ladder(noisiest_scale: float) -> Ladder:
+    """6 seeds: the published means, a seed effect, and each optimizer's own noise along a direction of its own
+    (orthonormal rows, each orthogonal to the seed effect); muon's `noisiest_scale` times the others'."""
+    own = helmert(6) * 0.01  # 5 optimizers x 6 seeds
+    own[4] *= noisiest_scale
+    seed_effect = np.array([0.4, -0.2, 0.1, -0.5, 0.3, -0.1]) / 100
+    return ladder_of(
+        {
+            "epochs=2": PUBLISHED_2[:, None] + seed_effect + own,
+            "epochs=16": PUBLISHED_16[:, None] - seed_effect - own / 2,  # as noisy there: the change is own * 1.5
+        }
+    )
+
+
+def test_a_rung_with_one_optimizer_three_times_as_noisy_is_flagged_possibly_under_covering():
+    flagged = analyse_ladder(unequal_ladder(3.0), METRIC)
+    row = flagged.agreement.set_index("rung").loc["epochs=2"]
+    assert row["spread_ratio"] == pytest.approx(3.0) and row["noisiest"] == "muon" and row["under_covering"]
+    note = "(possibly under-covering: muon's spread 3.0x the others')"
+    assert fidelity_tables.resolution_text(row) == f"{row['resolution'] * 100:.1f} points {note}"
+    cell = fidelity_tables.agreement_display(flagged).set_index("rung").loc["epochs=2", "resolution (points)"]
+    assert cell.endswith(note)
+    # The published-like ladder, every optimizer's spread alike: no flag, the resolution as before.
+    alike = analyse_ladder(unequal_ladder(1.0), METRIC).agreement.set_index("rung").loc["epochs=2"]
+    assert alike["spread_ratio"] == pytest.approx(1.0) and not alike["under_covering"]
+    assert fidelity_tables.resolution_text(alike) == f"{alike['resolution'] * 100:.1f} points"
+    assert fidelity_stats.spread_ratio(np.ones((5, 6))) == (pytest.approx(math.nan, nan_ok=True), -1)
 
 
 @pytest.mark.slow

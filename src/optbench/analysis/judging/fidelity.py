@@ -9,7 +9,8 @@ Per ladder (`analyse_ladder`):
 - per rung against the top: each pair's change in difference with simultaneous intervals, the rung's
   resolution, the orders the top establishes (paired t, Holm) counted reproduced, contradicted or undetermined,
   Kendall's tau-b with a projection interval, pairs ordered alike and flips, cost (the training-compute share;
-  device-hours as measured beside it); a rung is faithful only on evidence (fidelity_stats.is_faithful);
+  device-hours as measured beside it); a rung is faithful only on evidence (fidelity_stats.is_faithful); its
+  intervals are flagged possibly under-covering on too few seeds or unequal spreads (fidelity_stats.spread_ratio);
 - `cheapest_faithful_rung` names it; else `why_none` says why, with the seeds `fidelity_plan` finds.
 `tuned_settings` tabulates the winners of tuning studies run at more than one budget (short-horizon bias).
 """
@@ -39,6 +40,8 @@ from optbench.analysis.statistics.robust import RESULT_STATUSES  # runs that end
 from optbench.analysis.statistics.stats import ALPHA, compare, describe, seeds_text
 
 COVERAGE_MEASURED_FROM = 3  # seeds: the intervals' coverage is measured at 3, 6 and 10 (docs/fidelity.md)
+# A rung's change intervals are flagged `under_covering` below those seeds, or where one optimizer's spread is
+# fidelity_stats.UNEQUAL_SPREAD_RATIO times the others' (their measured coverage falls below 90 % there).
 
 
 def per_rung_table(ladder: Ladder, metric: str) -> pd.DataFrame:
@@ -237,6 +240,7 @@ def agreement_row(
     if rung is ladder.top:
         return {**row, "tau_b": 1.0, "tau_low": math.nan, "tau_high": math.nan, "faithful": False}
     low, top = summary["low"], summary["top"]
+    ratio, noisiest = fidelity_stats.spread_ratio(low - top) if len(arms) >= 3 else (math.nan, -1)
     tau = fidelity_stats.tau_b(low.mean(axis=1), top.mean(axis=1)) if len(arms) >= 2 and len(shared) else math.nan
     tau_low, tau_high = fidelity_stats.tau_b_interval(low, top) if len(arms) >= 2 and len(shared) else (math.nan,) * 2
     return {
@@ -246,7 +250,9 @@ def agreement_row(
         "undetermined": counts.undetermined,
         "resolution": summary["resolution"],
         "faithful": fidelity_stats.is_faithful(counts, summary["resolution"], ladder.resolution),
-        "under_covering": len(shared) < COVERAGE_MEASURED_FROM,
+        "under_covering": len(shared) < COVERAGE_MEASURED_FROM or fidelity_stats.spreads_unequal(ratio),
+        "spread_ratio": ratio,  # the noisiest optimizer's spread of its per-seed change over the others'
+        "noisiest": arms[noisiest] if noisiest >= 0 else "",
         "tau_b": tau,
         "tau_low": tau_low,
         "tau_high": tau_high,

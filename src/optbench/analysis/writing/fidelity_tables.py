@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from optbench.analysis.judging.fidelity import COVERAGE_MEASURED_FROM
 from optbench.analysis.judging.ladder_runs import Ladder
 
 
@@ -43,11 +44,26 @@ def orders_text(row) -> str:
     )
 
 
+def coverage_note(row) -> str:
+    """Why a rung's change intervals may cover less than their 95 %: seeds too few for their coverage to have
+    been measured, or one optimizer's spread far from the others' (the intervals pool one spread)."""
+    if not row["under_covering"]:
+        return ""
+    if row["shared_seeds"] < COVERAGE_MEASURED_FROM:
+        return " (coverage not measured below 3 seeds)"
+    return f" (possibly under-covering: {row['noisiest']}'s spread {row['spread_ratio']:.1f}x the others')"
+
+
+def resolution_text(row) -> str:
+    """`6.9 points`, with the coverage note where the rung's intervals are flagged."""
+    return f"{row['resolution'] * 100:.1f} points{coverage_note(row)}"
+
+
 def agreement_display(ladder: Ladder) -> pd.DataFrame:
     rows = []
     for _, row in ladder.agreement.iterrows():
         top = row["rung"] == ladder.top.label
-        flag = " (coverage not measured below 3 seeds)" if not top and row["under_covering"] else ""
+        flag = "" if top else coverage_note(row)
         rows.append(
             {
                 "rung": row["rung"] + (" (top)" if top else ""),

@@ -651,7 +651,7 @@ def fidelity_headline(ladder, plan) -> str:
     whose = "" if ladder.top.label == ladder.top_label else f" (the planned top {ladder.top_label} being incomplete)"
     return (
         f"**Cheapest faithful rung: {cheapest}**: the {cheapest} ranking carries to {ladder.top.label}{whose} for "
-        f"gaps larger than {row['resolution'] * 100:.1f} points, reproducing all {row['established_top']:g} orders "
+        f"gaps larger than {fidelity_tables.resolution_text(row)}, reproducing all {row['established_top']:g} orders "
         f"the top establishes (seeds {row['shared_seed_list']})."
     )
 
@@ -676,7 +676,7 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts, pl
             f"- The {row['rung']} rung cost {row['cost_share'] * 100:.0f} % of the top rung's device-hours "
             f"per run as measured ({row['devices']}; machines and load differ) and {row['budget_share'] * 100:.0f} % "
             f"of its training compute, the figure that compares like with like; {fidelity_tables.orders_text(row)}; "
-            f"resolution {row['resolution'] * 100:.1f} points on seeds {row['shared_seed_list']}; "
+            f"resolution {fidelity_tables.resolution_text(row)} on seeds {row['shared_seed_list']}; "
             f"{row['same_order']:g} of {row['pairs']:g} pairs ordered alike, tau-b "
             f"{fidelity_tables.interval_text(row['tau_b'], row['tau_low'], row['tau_high'], 1, 2)}."
         )
