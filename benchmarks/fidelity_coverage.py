@@ -10,6 +10,10 @@ noise three times the others' (unequal spreads: the Tukey intervals assume equal
 simulated ladders with a fixed generator: the share whose 95 % simultaneous change intervals cover every true
 change, whose tau-b interval covers the true tau-b, and (pure noise: five equal optimizers at both rungs; the
 middle four reversed at the cheap rung) the share in which the rule names the cheap rung faithful.
+Then, at 3 and 6 seeds, the change intervals' coverage against the true ratio of one optimizer's own noise to the
+others' (the same average spread), and how often the report's flag fires (fidelity_stats.spread_ratio estimated
+at or above fidelity_stats.UNEQUAL_SPREAD_RATIO): the smallest ratio whose coverage falls below 90 % at either n
+is the flag's threshold, and the script fails while UNEQUAL_SPREAD_RATIO says otherwise.
 """
 
 import argparse
@@ -33,6 +37,7 @@ PUBLISHED_2 = np.array([46.38, 46.28, 45.99, 46.05, 53.25])  # points: sgd, adam
 PUBLISHED_16 = np.array([71.80, 71.08, 70.86, 68.90, 77.31])
 SEED_SD = 1.4
 RESOLUTION = fidelity_stats.DEFAULT_RESOLUTION_POINTS
+SPREAD_RATIOS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # one optimizer's own noise over the others'
 
 
 def draw(rng, means, seeds: int, own_scale: np.ndarray) -> np.ndarray:
@@ -76,14 +81,58 @@ def design_row(seeds: int, unequal: bool, rng) -> dict:
     }
 
 
-def coverage_block() -> str:
+def spread_row(seeds: int, ratio: float, rng) -> dict:
+    """Coverage of the change intervals when one optimizer's own noise is `ratio` times the others'."""
+    own = np.array([1.0, 1.0, 1.0, 1.0, ratio])
+    own = own / math.sqrt((own**2).mean())  # the same average spread
+    true_change = {
+        (a, b): (PUBLISHED_2[a] - PUBLISHED_2[b]) - (PUBLISHED_16[a] - PUBLISHED_16[b])
+        for a, b in fidelity_stats.pairs_of(5)
+    }
+    covered = flagged = 0
+    for _ in range(LADDERS):
+        low, top = draw(rng, PUBLISHED_2, seeds, own), draw(rng, PUBLISHED_16, seeds, own)
+        changes = fidelity_stats.change_intervals(low, top)
+        covered += all(row.low <= true_change[(row.a, row.b)] <= row.high for row in changes)
+        flagged += fidelity_stats.spreads_unequal(fidelity_stats.spread_ratio(low - top)[0])
+    return {
+        "seeds": seeds,
+        "one optimizer's spread / the others'": f"{ratio:g}",
+        "change intervals cover all 10": f"{100 * covered / LADDERS:.1f} %",
+        "flagged possibly under-covering": f"{100 * flagged / LADDERS:.1f} %",
+        "covered": covered / LADDERS,
+        "ratio": ratio,
+    }
+
+
+def measured_thresholds(rows: list[dict]) -> dict[int, float]:
+    """Per number of seeds, the smallest spread ratio whose coverage falls below 90 % (inf: none measured)."""
+    below: dict[int, list[float]] = {row["seeds"]: [math.inf] for row in rows}
+    for row in rows:
+        if row["covered"] < 0.9:
+            below[row["seeds"]].append(row["ratio"])
+    return {seeds: min(ratios) for seeds, ratios in below.items()}
+
+
+def coverage_block() -> tuple[str, float]:
+    """The docs block and the measured threshold of the unequal-spread flag."""
     rng = np.random.default_rng(0)
     rows = [design_row(seeds, unequal, rng) for unequal in (False, True) for seeds in (3, 6, 10)]
-    import pandas as pd  # only for the table
+    spreads = [spread_row(seeds, ratio, rng) for seeds in (3, 6) for ratio in SPREAD_RATIOS]
+    thresholds = measured_thresholds(spreads)
+    threshold = min(thresholds.values())
+    measured = ", ".join(f"{ratio:g} at {seeds} seeds" for seeds, ratio in thresholds.items())
+    import pandas as pd  # only for the tables
 
-    return to_markdown(pd.DataFrame(rows)) + (
-        f"\n{LADDERS} simulated ladders per row (`python benchmarks/fidelity_coverage.py`, generator seed 0); "
-        f"resolution wanted: {RESOLUTION:g} points.\n"
+    return (
+        to_markdown(pd.DataFrame(rows))
+        + f"\n{LADDERS} simulated ladders per row (`python benchmarks/fidelity_coverage.py`, generator seed 0); "
+        f"resolution wanted: {RESOLUTION:g} points.\n\n"
+        + to_markdown(pd.DataFrame(spreads).drop(columns=["covered", "ratio"]))
+        + f"\nThe change intervals cover below 90 % from a spread ratio of {measured}: a rung whose estimated "
+        f"ratio reaches {fidelity_stats.UNEQUAL_SPREAD_RATIO:g} is flagged; {LADDERS} ladders per row, the same "
+        "generator.\n",
+        threshold,
     )
 
 
@@ -99,11 +148,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 when docs/fidelity.md differs")
     args = parser.parse_args(argv)
     current = DOC.read_text()
+    block, threshold = coverage_block()
     try:
-        wanted = with_block(current, coverage_block())
+        wanted = with_block(current, block)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if threshold != fidelity_stats.UNEQUAL_SPREAD_RATIO:
+        print(
+            f"error: the change intervals cover below 90 % from a spread ratio of {threshold:g}, but "
+            f"fidelity_stats.UNEQUAL_SPREAD_RATIO is {fidelity_stats.UNEQUAL_SPREAD_RATIO:g}: set it to "
+            f"{threshold:g} and run this again",
+            file=sys.stderr,
+        )
+        return 1
     if args.check:
         if wanted != current:
             print(

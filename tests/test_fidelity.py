@@ -15,12 +15,15 @@ import pytest
 from conftest import CONF_DIR
 from omegaconf import OmegaConf
 from scipy import stats as scipy_stats
+from scipy.linalg import helmert
 
-from optbench.analysis.judging import fidelity
-from optbench.analysis.judging.fidelity import Ladder, Rung, analyse_ladder, tau_b
+from optbench.analysis.judging import fidelity, ladder_runs
+from optbench.analysis.judging.fidelity import analyse_ladder
+from optbench.analysis.judging.ladder_runs import Ladder, Rung
 from optbench.analysis.pipeline import aggregate
 from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.exact_tests import holm
+from optbench.analysis.writing import fidelity_tables
 from optbench.errors import ConfigError
 from optbench.formats import tuning_record
 from optbench.specs.study_spec import Rung as StudyRung
@@ -118,7 +121,7 @@ def test_dry_run_costs_each_rung_and_status_shows_progress_per_rung(tmp_path, ca
 def test_tau_b_counts_ties_as_kendall_b_does_by_hand():
     # pairs of (1, 2, 3, 4) vs (1, 3, 2, 2): AB AC AD concordant, BC BD discordant, CD tied in y only:
     # (3 - 2) / sqrt((3 + 2 + 0) * (3 + 2 + 1)) = 1 / sqrt(30)
-    assert tau_b([1, 2, 3, 4], [1, 3, 2, 2]) == pytest.approx(1 / math.sqrt(30))
+    assert fidelity_stats.tau_b([1, 2, 3, 4], [1, 3, 2, 2]) == pytest.approx(1 / math.sqrt(30))
 
 
 def rung(label: str, budget: float, values: dict, seconds: float = 100.0) -> Rung:
@@ -337,7 +340,7 @@ def test_a_larger_rung_still_being_run_is_shown_not_compared():
         ["cfg.epochs"],
         [low, middle, started],
         ["a", "b"],
-        top_index=fidelity.top_rung_index([low, middle, started], ["a", "b"]),
+        top_index=ladder_runs.top_rung_index([low, middle, started], ["a", "b"]),
     )
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8" and list(ladder.agreement["rung"]) == ["epochs=2", "epochs=8"]
@@ -355,7 +358,7 @@ def test_a_larger_rung_with_one_seed_per_optimizer_is_shown_not_compared():
     first_seeds = rung("epochs=16", 16, {"a": {0: 0.90}, "b": {0: 0.85}})
     rungs = [low, middle, first_seeds]
     ladder = Ladder(
-        "cifar10, clean", ["cfg.epochs"], rungs, ["a", "b"], top_index=fidelity.top_rung_index(rungs, ["a", "b"])
+        "cifar10, clean", ["cfg.epochs"], rungs, ["a", "b"], top_index=ladder_runs.top_rung_index(rungs, ["a", "b"])
     )
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8"
@@ -484,7 +487,7 @@ def test_two_diverged_top_runs_are_named_and_no_rung_is_faithful_on_their_rungs_
     ladder = ladder_of(values, diverged)
     ladder.rungs[-1].runs.loc[ladder.rungs[-1].runs["status"] == "diverged", METRIC] = math.nan  # none recorded
     ladder.rungs[-1].runs["num_classes"] = 10
-    ladder.top_index = fidelity.top_rung_index(ladder.rungs, ARMS)
+    ladder.top_index = ladder_runs.top_rung_index(ladder.rungs, ARMS)
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=16"  # failed runs are results: the top does not silently become 8 epochs
     assert any(note.startswith("muon diverged at epochs=16 on seed(s) 0, 1") for note in ladder.notes)
@@ -505,7 +508,7 @@ def test_an_incomplete_planned_top_is_said_and_names_what_was_compared_instead()
     top.runs = top.runs[~((top.runs["arm"] == "muon") & (top.runs["seed"] > 0))].copy()  # muon: seed 0 so far
     top.runs.loc[(top.runs["arm"] == "lion") & (top.runs["seed"] == 2), "status"] = "interrupted"
     ladder.planned_seeds = (0, 1, 2)
-    ladder.top_index = fidelity.top_rung_index(ladder.rungs, ARMS)
+    ladder.top_index = ladder_runs.top_rung_index(ladder.rungs, ARMS)
     analyse_ladder(ladder, METRIC)
     assert ladder.top.label == "epochs=8"
     assert ladder.notes[0] == (
@@ -525,7 +528,7 @@ def test_each_comparison_uses_one_seed_set_and_says_which():
     analyse_ladder(ladder, METRIC)
     row = ladder.agreement.set_index("rung").loc["epochs=2"]
     assert (row["rung_seeds"], row["shared_seed_list"], row["top_seeds"]) == ("0, 1, 2", "0, 1, 2", "0, 1, 2, 3, 4")
-    assert row["tau_b"] == pytest.approx(tau_b(low.mean(axis=1), top[:, :3].mean(axis=1)))
+    assert row["tau_b"] == pytest.approx(fidelity_stats.tau_b(low.mean(axis=1), top[:, :3].mean(axis=1)))
     sgd_top = ladder.per_rung.set_index(["rung", "arm"]).loc[("epochs=16", "sgd")]
     assert sgd_top["n"] == 5 and sgd_top["mean"] == pytest.approx(top[0].mean())  # seed 9 left out
     assert ladder.notes == [
@@ -544,12 +547,12 @@ def test_two_rungs_at_one_budget_are_told_apart_by_their_tuning_winners():
             winner = type("Winner", (), {"values": {"optimizer.lr": lr}})
             self.name, self.optimizers = name, {"sgd": type("Entry", (), {"winner": winner})}
 
-    planned = fidelity.planned_rungs(Study, [Tuning("tune_3", 0.1), Tuning("tune_8", 0.05)])
+    planned = ladder_runs.planned_rungs(Study, [Tuning("tune_3", 0.1), Tuning("tune_8", 0.05)])
     run = pd.Series({"cfg.epochs": 8, "optimizer": "sgd", "cfg.optimizer.lr": 0.05})
-    assert fidelity.rung_labels(run, ["cfg.epochs"], planned) == ["epochs=8,tuned_by=tune_8"]
-    assert fidelity.rung_labels(run.replace(0.05, 0.1), ["cfg.epochs"], planned) == ["epochs=8"]
-    no_record = fidelity.planned_rungs(Study, [Tuning("tune_3", 0.1)])
-    assert fidelity.rung_labels(run, ["cfg.epochs"], no_record) == ["epochs=8"]  # never guessed into tune_8's rung
+    assert ladder_runs.rung_labels(run, ["cfg.epochs"], planned) == ["epochs=8,tuned_by=tune_8"]
+    assert ladder_runs.rung_labels(run.replace(0.05, 0.1), ["cfg.epochs"], planned) == ["epochs=8"]
+    no_record = ladder_runs.planned_rungs(Study, [Tuning("tune_3", 0.1)])
+    assert ladder_runs.rung_labels(run, ["cfg.epochs"], no_record) == ["epochs=8"]  # never guessed into tune_8's rung
 
 
 @pytest.mark.parametrize("value", [0, -1, "two", True, 101])
@@ -620,7 +623,7 @@ def test_the_intervals_cover_in_the_hard_case_the_bootstrap_did_not():
     # shared by a seed's runs): the percentile bootstrap covered tau-b in 67-71 % of ladders; both intervals here
     # must cover at 95 % (300 ladders: at least 91 %, 2 binomial standard errors under).
     rng = np.random.default_rng(21)
-    truth = tau_b(PUBLISHED_2, PUBLISHED_16)
+    truth = fidelity_stats.tau_b(PUBLISHED_2, PUBLISHED_16)
     true_change = {
         (a, b): (PUBLISHED_2[a] - PUBLISHED_2[b]) - (PUBLISHED_16[a] - PUBLISHED_16[b])
         for a, b in fidelity_stats.pairs_of(5)
@@ -645,6 +648,48 @@ def test_the_planner_asks_for_the_seeds_its_formula_gives():
     power = lambda n: scipy_stats.nct.sf(scipy_stats.t.ppf(1 - 0.0025, n - 1), n - 1, 2 * math.sqrt(n))  # noqa: E731
     assert power(n) >= 0.8 > power(n - 1)
     assert fidelity_stats.seeds_for_resolution(math.nan, 5, 2.0) is None
+
+
+def test_each_optimizers_own_variance_is_estimated_without_bias_in_a_few_seeds():
+    # Grubbs' estimator in the hard case: 3 seeds, a seed effect every optimizer shares, one optimizer 3x as
+    # noisy. Its mean over 4000 layouts is each true variance within 4 standard errors (0.03 and 0.15 here).
+    rng = np.random.default_rng(5)
+    sds = np.array([1.0, 1.0, 1.0, 1.0, 3.0])
+    draws = [
+        fidelity_stats.optimizer_variances(rng.normal(0, 1, (1, 3)) + rng.normal(0, 1, (5, 3)) * sds[:, None])
+        for _ in range(4000)
+    ]
+    assert np.mean(draws, axis=0) == pytest.approx(sds**2, abs=0.65, rel=0.12)
+    assert np.isnan(fidelity_stats.optimizer_variances(np.ones((2, 3)))).all()  # two rows cannot be told apart
+
+
+def unequal_ladder(noisiest_scale: float) -> Ladder:
+    """6 seeds: the published means, a seed effect, and each optimizer's own noise along a direction of its own
+    (orthonormal rows, each orthogonal to the seed effect); muon's `noisiest_scale` times the others'."""
+    own = helmert(6) * 0.01  # 5 optimizers x 6 seeds
+    own[4] *= noisiest_scale
+    seed_effect = np.array([0.4, -0.2, 0.1, -0.5, 0.3, -0.1]) / 100
+    return ladder_of(
+        {
+            "epochs=2": PUBLISHED_2[:, None] + seed_effect + own,
+            "epochs=16": PUBLISHED_16[:, None] - seed_effect - own / 2,  # as noisy there: the change is own * 1.5
+        }
+    )
+
+
+def test_a_rung_with_one_optimizer_three_times_as_noisy_is_flagged_possibly_under_covering():
+    flagged = analyse_ladder(unequal_ladder(3.0), METRIC)
+    row = flagged.agreement.set_index("rung").loc["epochs=2"]
+    assert row["spread_ratio"] == pytest.approx(3.0) and row["noisiest"] == "muon" and row["under_covering"]
+    note = "(possibly under-covering: muon's spread 3.0x the others')"
+    assert fidelity_tables.resolution_text(row) == f"{row['resolution'] * 100:.1f} points {note}"
+    cell = fidelity_tables.agreement_display(flagged).set_index("rung").loc["epochs=2", "resolution (points)"]
+    assert cell.endswith(note)
+    # The published-like ladder, every optimizer's spread alike: no flag, the resolution as before.
+    alike = analyse_ladder(unequal_ladder(1.0), METRIC).agreement.set_index("rung").loc["epochs=2"]
+    assert alike["spread_ratio"] == pytest.approx(1.0) and not alike["under_covering"]
+    assert fidelity_tables.resolution_text(alike) == f"{alike['resolution'] * 100:.1f} points"
+    assert fidelity_stats.spread_ratio(np.ones((5, 6))) == (pytest.approx(math.nan, nan_ok=True), -1)
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from optbench.analysis.groups import Grouping, find_grouping, label_runs, ordere
 from optbench.analysis.inputs import check_inputs
 from optbench.analysis.judging import fidelity
 from optbench.analysis.judging.hypotheses import Context, hypothesis_files, load_hypotheses
+from optbench.analysis.judging.ladder_runs import fidelity_keys, find_ladders, planned_rungs
 from optbench.analysis.judging.pairwise_tables import pairwise_table
 from optbench.analysis.judging.robust_tables import improvement_table, iqm_table, profile_table
 from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning
@@ -79,7 +80,7 @@ class Request:
     alpha: float
     experiments_dir: Path | None  # the folder holding hypotheses/*.yaml, when given
     study: Study | None  # the study that made the runs (`--study`), when known
-    fidelity_extra: Sequence[str]  # budget keys a study's rungs name beyond fidelity.FIDELITY_KEYS
+    fidelity_extra: Sequence[str]  # budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS
     command: str  # the command line the report quotes
     draw_figures: bool
 
@@ -153,7 +154,7 @@ def aggregate(
 ) -> Outcome:
     """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
     each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py).
-    `fidelity_extra`: budget keys a study's rungs name beyond fidelity.FIDELITY_KEYS."""
+    `fidelity_extra`: budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
     request = Request(
         results_dir, out_dir, target_acc, alpha, experiments_dir, study, tuple(fidelity_extra), command, draw_figures
@@ -299,7 +300,7 @@ def judged_hypotheses(hypotheses: list, judgements: list[Judgement]) -> list:
 class FidelityPlanned:
     """What the study that made the runs says about its ladder (none of it without `--study`)."""
 
-    rungs: tuple = ()  # fidelity.PlannedRung, in the study's order
+    rungs: tuple = ()  # ladder_runs.PlannedRung, in the study's order
     seeds: tuple = ()  # the study's grid seeds: seeds beyond them were added (by a sequential study)
     added_by: str = ""  # the studies whose decision records are here
     resolution: float | None = None  # metric units
@@ -312,7 +313,7 @@ class FidelityPlanned:
         seeds = study.grid["seed"] if isinstance(study.grid["seed"], list) else [study.grid["seed"]]
         resolution = study.fidelity_resolution
         return cls(
-            tuple(fidelity.planned_rungs(study, tuning_studies)),
+            tuple(planned_rungs(study, tuning_studies)),
             tuple(int(seed) for seed in seeds),
             added_by,
             None if resolution is None else resolution / 100,
@@ -325,8 +326,8 @@ def judge_ladders(request: Request, computed: Computed, judge_runs) -> FidelityP
     verdicts on those runs."""
     analysis, tuning = computed.analysis, computed.tuning
     planned = FidelityPlanned.of(request.study, tuning.studies, computed.sequential)
-    keys = fidelity.fidelity_keys(request.fidelity_extra)
-    ladders = fidelity.find_ladders(analysis.runs, analysis.grouping, keys, planned.rungs)
+    keys = fidelity_keys(request.fidelity_extra)
+    ladders = find_ladders(analysis.runs, analysis.grouping, keys, planned.rungs)
     if not ladders:
         return None
     for ladder in ladders:

@@ -1,9 +1,10 @@
 """`python src/study.py H2 --plan-seeds --pilot results/`: how many seeds a study's hypotheses need.
 
 A fidelity ladder study (`python src/study.py cpu_fidelity --plan-seeds --pilot DIR [--delta POINTS]`) plans its
-ladder instead: from the pilot's ladder of the study's rungs (analysis/judging/fidelity.py), the seeds per optimizer at
-the top that establish orders the resolution apart and the seeds a rung and the top must share to reach that
-resolution (`--delta`, else the study's `fidelity: {resolution: ...}`, else 2 points).
+ladder instead: from the pilot's ladder of the study's rungs (analysis/judging/ladder_runs.py, judged by
+fidelity.py), the seeds per optimizer at the top that establish orders the resolution apart and the seeds a rung
+and the top must share to reach that resolution (`--delta`, else the study's `fidelity: {resolution: ...}`, else
+2 points).
 
 The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator judges it, on the
 same scope (optbench.analysis.judging.verdicts: the settings of a study in the pilot folder that ran until decided, else
@@ -83,7 +84,7 @@ def print_plans(plans: list[SeedPlan], tests: dict) -> None:
 def fidelity_plans(study: Study, pilot: Path, resolution: float | None) -> list[tuple]:
     """A ladder study's pilot: per ladder found in it (the study's rungs), the seeds that reach the resolution
     (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), from its spread."""
-    from optbench.analysis.judging import fidelity
+    from optbench.analysis.judging import fidelity, ladder_runs
     from optbench.analysis.statistics import fidelity_stats
     from optbench.analysis.writing.tables import PRIMARY_METRIC
 
@@ -91,11 +92,11 @@ def fidelity_plans(study: Study, pilot: Path, resolution: float | None) -> list[
         raise ConfigError(f"--pilot {pilot} is not a folder: give the results folder of the pilot runs")
     tuning = read_tuning(Path(pilot))
     analysis = analyse(Path(pilot), set_aside=tuning.run_dirs)
-    keys = fidelity.fidelity_keys([override.split("=", 1)[0] for rung in study.rungs for override in rung.overrides])
-    planned = fidelity.planned_rungs(study, tuning.studies)
+    keys = ladder_runs.fidelity_keys([override.split("=", 1)[0] for rung in study.rungs for override in rung.overrides])
+    planned = ladder_runs.planned_rungs(study, tuning.studies)
     points = resolution or study.fidelity_resolution or fidelity_stats.DEFAULT_RESOLUTION_POINTS
     plans = []
-    for ladder in fidelity.find_ladders(analysis.runs, analysis.grouping, keys, planned):
+    for ladder in ladder_runs.find_ladders(analysis.runs, analysis.grouping, keys, planned):
         ladder = fidelity.analyse_ladder(ladder, PRIMARY_METRIC, resolution=points / 100)
         plans.append((ladder, fidelity.fidelity_plan(ladder, PRIMARY_METRIC)))
     return plans

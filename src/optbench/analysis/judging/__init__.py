@@ -9,8 +9,10 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
     hypothesis_rule.py  the verdict rule over the checks: intersection-union for supported, Holm for rejected
     verdicts.py    one verdict per hypothesis and scope: the settings of the study that tests it, the sequential
                    decision where it ran until decided; tables/verdicts.csv
-    fidelity.py    fidelity ladders (settings differing only in budget): the study's rungs, seed sets, failed runs,
-                   the planned top; per rung orders reproduced, resolution, tau-b, cost; tuned values per budget
+    ladder_runs.py  fidelity ladders (settings differing only in budget): which runs form one, the study's rungs,
+                   seed sets, failed and missing runs named, the planned top
+    fidelity.py    a ladder judged rung by rung against the top: orders reproduced, resolution, tau-b, cost, the
+                   cheapest faithful rung or why none, the seeds it takes; tuned values per budget
     pairwise_tables.py  every pair of arms within each setting, tested and Holm-adjusted: tables/pairwise
     robust_tables.py  IQM, probability of improvement and performance profiles over the runs, failed runs scored:
                    tables/robust, improvement, profiles

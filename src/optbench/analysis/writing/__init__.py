@@ -12,6 +12,7 @@ statistic or a verdict.
     report_results.py  its sections on the numbers: results, robust aggregates, variance, pairwise tests,
                    runs not completed
     report_tuning.py  its Tuning section
+    fidelity_tables.py  a fidelity ladder's tables as report.md shows them (means, agreement, orders, flips)
     names.py       short, stable file names for each setting, the index mapping them back, what every run shares
     output.py      atomic writes into the output folder, removal of its own stale files
     aggregate_files.py  every table and figure the aggregator writes (the pipeline's write step), one writer each

@@ -16,6 +16,7 @@
 import pandas as pd
 
 from optbench.analysis.judging import fidelity
+from optbench.analysis.writing import fidelity_tables
 from optbench.analysis.writing.report_hypotheses import hypotheses_section, sequential_section
 from optbench.analysis.writing.report_parts import ReportParts
 from optbench.analysis.writing.report_results import (
@@ -165,7 +166,7 @@ def fidelity_headline(ladder, plan) -> str:
     whose = "" if ladder.top.label == ladder.top_label else f" (the planned top {ladder.top_label} being incomplete)"
     return (
         f"**Cheapest faithful rung: {cheapest}**: the {cheapest} ranking carries to {ladder.top.label}{whose} for "
-        f"gaps larger than {row['resolution'] * 100:.1f} points, reproducing all {row['established_top']:g} orders "
+        f"gaps larger than {fidelity_tables.resolution_text(row)}, reproducing all {row['established_top']:g} orders "
         f"the top establishes (seeds {row['shared_seed_list']})."
     )
 
@@ -175,9 +176,9 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts, pl
     lines = [
         f"### {ladder.setting}: rungs {', '.join(rung.label for rung in ladder.rungs)}",
         "",
-        to_markdown(fidelity.per_rung_display(ladder)),
+        to_markdown(fidelity_tables.per_rung_display(ladder)),
         "",
-        to_markdown(fidelity.agreement_display(ladder)),
+        to_markdown(fidelity_tables.agreement_display(ladder)),
         "",
     ]
     lines += [f"- {text}." for text in ladder.notes]
@@ -189,10 +190,10 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts, pl
         lines.append(
             f"- The {row['rung']} rung cost {row['cost_share'] * 100:.0f} % of the top rung's device-hours "
             f"per run as measured ({row['devices']}; machines and load differ) and {row['budget_share'] * 100:.0f} % "
-            f"of its training compute, the figure that compares like with like; {fidelity.orders_text(row)}; "
-            f"resolution {row['resolution'] * 100:.1f} points on seeds {row['shared_seed_list']}; "
+            f"of its training compute, the figure that compares like with like; {fidelity_tables.orders_text(row)}; "
+            f"resolution {fidelity_tables.resolution_text(row)} on seeds {row['shared_seed_list']}; "
             f"{row['same_order']:g} of {row['pairs']:g} pairs ordered alike, tau-b "
-            f"{fidelity.interval_text(row['tau_b'], row['tau_low'], row['tau_high'], 1, 2)}."
+            f"{fidelity_tables.interval_text(row['tau_b'], row['tau_low'], row['tau_high'], 1, 2)}."
         )
     lines += ["", fidelity_headline(ladder, plan), ""]
     if not ladder.orders.empty:
@@ -200,14 +201,14 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts, pl
             "Each pair's change of difference from the top to the rung (points, a - b, simultaneous 95 % "
             "intervals) and what became of an order the top establishes:",
             "",
-            to_markdown(fidelity.orders_display(ladder)),
+            to_markdown(fidelity_tables.orders_display(ladder)),
             "",
         ]
     if not ladder.flips.empty:
         lines += [
             "Pairs ordered differently at a rung and at the top (differences in points, a - b; unadjusted tests):",
             "",
-            to_markdown(fidelity.flips_display(ladder.flips)),
+            to_markdown(fidelity_tables.flips_display(ladder.flips)),
             "",
         ]
     if not verdicts.empty:
@@ -215,7 +216,7 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts, pl
             "Each hypothesis's verdict at each rung, by the fixed-design rule on that rung's runs alone (the "
             "verdict in the Hypotheses table is the one that counts; this shows how it moves with the budget):",
             "",
-            to_markdown(fidelity.verdicts_display(verdicts, ladder)),
+            to_markdown(fidelity_tables.verdicts_display(verdicts, ladder)),
             "",
         ]
     lines += [f"![{caption}]({path})" for caption, path in parts.fidelity.figures if ladder.setting in caption]
