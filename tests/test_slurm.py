@@ -140,8 +140,10 @@ def hold_until_warned(results: Path, timeout_s: float = 240) -> None:
 
     Without the hold the warning (about 30 s into the attempt) lands mid-training only while training is slower
     than that: on a quiet machine the run finished first and the warning never came (CI, stop 50)."""
-    pids = job_processes(results)
-    assert pids, "no job process found to hold"
+    deadline = time.monotonic() + 60  # between attempts (a requeue) there is a moment with no job process
+    while not (pids := job_processes(results)):
+        assert time.monotonic() < deadline, "no job process found to hold"
+        time.sleep(0.2)
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
     try:
