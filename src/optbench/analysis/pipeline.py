@@ -94,10 +94,10 @@ class Computed:
     sequential: list[decision_record.DecisionRecord]  # the studies run until decided
     hypotheses: list  # parsed from the --experiments folder
     hypotheses_note: str  # where the hypotheses came from, or why there are none
-    tests: pd.DataFrame  # stats.pairwise
+    tests: pd.DataFrame  # pairwise_tables.pairwise_table
     results: pd.DataFrame  # tables.results_table
     robust: dict[str, pd.DataFrame]  # robust_tables
-    variance: pd.DataFrame  # variance.variance_table
+    variance: pd.DataFrame  # variance_tables.variance_table
     warnings: list[str]  # the loader's, the tuning files', the decision records'
     variance_warnings: list[str]  # the variance table's (listed after the judge step's)
 

@@ -382,7 +382,7 @@ def write_fidelity(
 
 
 def fidelity_figures(ladders: list) -> list[PlannedFigure]:
-    """Per ladder (fidelity.Ladder, analysed): its bump chart of ranks, then its metric, against budget."""
+    """Per ladder (ladder_runs.Ladder, analysed): its bump chart of ranks, then its metric, against budget."""
     stems = unique_names([ladder.setting for ladder in ladders])
     styles = [figure_style.Style(pd.concat([rung.runs for rung in ladder.rungs]), ladder.arms) for ladder in ladders]
     return [

@@ -20,7 +20,7 @@ class TuningParts:
 
 @dataclass
 class FidelityParts:
-    ladders: list  # fidelity.Ladder, analysed
+    ladders: list  # ladder_runs.Ladder, analysed
     verdicts: list[pd.DataFrame]  # fidelity.verdicts_by_rung, one per ladder
     tuned: pd.DataFrame  # fidelity.tuned_settings (empty unless tuned at several budgets)
     figures: list[tuple[str, str]]  # (caption, png path relative to report.md)
@@ -37,7 +37,7 @@ class ReportParts:
     alpha: float
     runs: pd.DataFrame
     results: pd.DataFrame  # tables.results_table
-    pairwise: pd.DataFrame  # stats.pairwise
+    pairwise: pd.DataFrame  # pairwise_tables.pairwise_table
     problems: pd.DataFrame  # tables.problem_runs
     judgements: list[Judgement]  # verdicts.judge: one verdict per hypothesis and scope
     untested: list[NotTested]  # hypotheses not tested by the named study or by these runs
@@ -50,5 +50,5 @@ class ReportParts:
     robust: dict[str, pd.DataFrame] = field(default_factory=dict)  # pipeline.robust_tables
     tuning: TuningParts | None = None  # tuning studies found (tuning-*.json), or None
     sequential: list[DecisionRecord] = field(default_factory=list)  # decision records found beside the runs
-    variance: pd.DataFrame | None = None  # variance.variance_table
+    variance: pd.DataFrame | None = None  # variance_tables.variance_table
     fidelity: FidelityParts | None = None  # fidelity ladders found (settings differing only in budget), or None
