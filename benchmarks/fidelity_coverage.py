@@ -3,9 +3,10 @@
     python benchmarks/fidelity_coverage.py           # rewrite the block between the markers in docs/fidelity.md
     python benchmarks/fidelity_coverage.py --check   # exit 1 when docs/fidelity.md's block differs
 
-The published situation (docs/fidelity-study): 5 optimizers, the published 2- and 16-epoch means (seeds 0-2) as
-the truth, seed sd 1.4 points of which half the variance is a seed effect shared by every optimizer of the seed
-(initialisation, data order), at 3, 6 and 10 seeds shared by both rungs; and the same with one optimizer's own
+The published situation, read from docs/fidelity-study/tables/results.csv (so it follows a republication): 5
+optimizers, the published 2- and 16-epoch means as the truth, the seed sd pooled over those ten cells, of which half
+the variance is a seed effect shared by every optimizer of the seed (initialisation, data order), at 3, 6 and 10
+seeds shared by both rungs; and the same with one optimizer's own
 noise three times the others' (unequal spreads: the Tukey intervals assume equal ones). Per design, LADDERS
 simulated ladders with a fixed generator: the share whose 95 % simultaneous change intervals cover every true
 change, whose tau-b interval covers the true tau-b, and (pure noise: five equal optimizers at both rungs; the
@@ -28,16 +29,31 @@ sys.path.insert(0, str(REPO / "src"))
 
 from optbench.analysis.statistics import fidelity_stats  # noqa: E402
 from optbench.analysis.writing.tables import to_markdown  # noqa: E402
+from optbench.formats import aggregate_tables  # noqa: E402
 
 DOC = REPO / "docs" / "fidelity.md"
+STUDY_DOCS = REPO / "docs" / "fidelity-study"
+SETTING = "imagefolder, clean"  # the published ladder's setting; its rungs' settings end in ", epochs=N"
+ARMS = ("sgd", "adam", "adamw", "lion", "muon")
 BEGIN = "<!-- fidelity coverage: written by `python benchmarks/fidelity_coverage.py`; do not edit -->"
 END = "<!-- end of fidelity coverage -->"
 LADDERS = 1000
-PUBLISHED_2 = np.array([46.38, 46.28, 45.99, 46.05, 53.25])  # points: sgd, adam, adamw, lion, muon
-PUBLISHED_16 = np.array([71.80, 71.08, 70.86, 68.90, 77.31])
-SEED_SD = 1.4
 RESOLUTION = fidelity_stats.DEFAULT_RESOLUTION_POINTS
 SPREAD_RATIOS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # one optimizer's own noise over the others'
+
+
+def published_situation(study_docs: Path = STUDY_DOCS) -> tuple[np.ndarray, np.ndarray, float, str]:
+    """The published 2- and 16-epoch means per optimizer (ARMS order) and their pooled seed sd, in points, and the
+    seeds they rest on (a phrase for the docs)."""
+    results = aggregate_tables.read(study_docs, aggregate_tables.RESULTS).set_index(["setting", "arm"])
+    cells = results.loc[[(f"{SETTING}, epochs={epochs}", arm) for epochs in (2, 16) for arm in ARMS]]
+    means = cells["test_acc_at_best_val_mean"].to_numpy() * 100
+    seed_sd = math.sqrt(float((cells["test_acc_at_best_val_std"] ** 2).mean())) * 100
+    seeds = sorted({int(n) for n in cells["seeds"]})
+    return means[: len(ARMS)], means[len(ARMS) :], seed_sd, " to ".join(str(n) for n in seeds) + " seeds"
+
+
+PUBLISHED_2, PUBLISHED_16, SEED_SD, PUBLISHED_SEEDS = published_situation()
 
 
 def draw(rng, means, seeds: int, own_scale: np.ndarray) -> np.ndarray:
@@ -127,7 +143,8 @@ def coverage_block() -> tuple[str, float]:
     return (
         to_markdown(pd.DataFrame(rows))
         + f"\n{LADDERS} simulated ladders per row (`python benchmarks/fidelity_coverage.py`, generator seed 0); "
-        f"resolution wanted: {RESOLUTION:g} points.\n\n"
+        f"resolution wanted: {RESOLUTION:g} points; the truth: the published 2- and 16-epoch means "
+        f"({PUBLISHED_SEEDS} per mean), seed sd {SEED_SD:.2f} points (pooled over those ten means).\n\n"
         + to_markdown(pd.DataFrame(spreads).drop(columns=["covered", "ratio"]))
         + f"\nThe change intervals cover below 90 % from a spread ratio of {measured}: a rung whose estimated "
         f"ratio reaches {fidelity_stats.UNEQUAL_SPREAD_RATIO:g} is flagged; {LADDERS} ladders per row, the same "

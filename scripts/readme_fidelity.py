@@ -6,7 +6,8 @@
 The block is read from the aggregator's tables (through optbench/formats/aggregate_tables.py, their schema), never
 from the rendered report: tables/fidelity_agreement.csv (each rung against the top: seeds, orders established /
 reproduced / contradicted / undetermined, resolution, faithful, tau-b and its interval, the training-compute share,
-the study's resolution and the planner's seeds) and tables/fidelity.csv (the means at the top, seeds left out).
+the study's resolution and the planner's seeds), tables/fidelity.csv (the means per rung, seeds left out) and, where
+tuning ran at several budgets, tables/fidelity_tuning.csv (the tuned values per budget and their ratio).
 Its reading follows the report's rule: a rung is called faithful only when the table says so, and otherwise the
 reading says why none is and what would be.
 """
@@ -70,9 +71,7 @@ def reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
     top = top_of(agreement)
     top_row = agreement[agreement["rung"] == top].iloc[0]
     points = top_row["resolution_wanted"] * 100
-    means = per_rung[per_rung["rung"] == top].sort_values("rank")
-    ranking = ", ".join(f"{NAMES.get(row.arm, row.arm)} {row.mean * 100:.1f}" for row in means.itertuples())
-    lines = [f"At {top} (seeds {top_row['top_seeds']}) the means are {ranking} %."]
+    lines = [f"At {top} (seeds {top_row['top_seeds']}) the means are {ranking_of(per_rung, top)} %."]
     if top != top_row["planned_top"]:
         lines.append(f"The planned top, {top_row['planned_top']}, is incomplete: the rungs are compared against {top}.")
     faithful = agreement[agreement["faithful"].astype(bool) & (agreement["rung"] != top)]
@@ -108,11 +107,53 @@ def reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
     return " ".join(lines) + "\n"
 
 
+def tuning_markdown(tuned: pd.DataFrame) -> str:
+    """Each optimizer's tuned lr and weight decay per tuning budget, and their ratio to the longest tuning's."""
+    top = tuned.sort_values("epochs", kind="stable").iloc[-1]["study"]
+    lines = [
+        f"| optimizer | tuned at (epochs) | lr | weight decay | lr / {top}'s | weight decay / {top}'s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in tuned.itertuples():
+        lines.append(
+            f"| {NAMES.get(row.optimizer, row.optimizer)} | {row.epochs:g} ({row.study}) | {row.lr:.3g} "
+            f"| {row.weight_decay:.3g} | {row.lr_ratio_to_top:.2f} | {row.weight_decay_ratio_to_top:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def retuned_reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
+    """How the ranking moves at a rung tuned at its own budget, beside the rung of that budget tuned as the study."""
+    sentences = []
+    study_tuning = agreement["tuned_by"].mode().iloc[0]
+    for row in agreement[agreement["tuned_by"] != study_tuning].itertuples():
+        same_budget = agreement[(agreement["budget"] == row.budget) & (agreement["tuned_by"] == study_tuning)]
+        beside = [
+            f"; tuned as the rest of the study ({study_tuning}), {other} ranks {ranking_of(per_rung, other)} %"
+            for other in same_budget["rung"]
+        ]
+        sentences.append(
+            f"Tuned at its own budget ({row.tuned_by}), {row.rung} ranks {ranking_of(per_rung, row.rung)} %"
+            f"{''.join(beside)}. Its tau-b against {row.planned_top} is {row.tau_b:.2f}."
+        )
+    return " ".join(sentences)
+
+
+def ranking_of(per_rung: pd.DataFrame, rung: str) -> str:
+    means = per_rung[per_rung["rung"] == rung].sort_values("rank")
+    return ", ".join(f"{NAMES.get(row.arm, row.arm)} {row.mean * 100:.1f}" for row in means.itertuples())
+
+
 def fidelity_block(study_docs: Path = STUDY_DOCS) -> str:
-    """The block from the aggregator's output folder `study_docs` (its tables, checked for the columns read here)."""
+    """The block from the aggregator's output folder `study_docs` (its tables, checked for the columns read here):
+    the rungs against the top and their reading, then, where tuning ran at several budgets, the tuned values."""
     agreement = aggregate_tables.read(study_docs, aggregate_tables.FIDELITY_AGREEMENT)
     per_rung = aggregate_tables.read(study_docs, aggregate_tables.FIDELITY)
-    return table_markdown(agreement) + "\n" + reading(agreement, per_rung)
+    block = table_markdown(agreement) + "\n" + reading(agreement, per_rung)
+    if (study_docs / aggregate_tables.FIDELITY_TUNING).is_file():
+        tuned = aggregate_tables.read(study_docs, aggregate_tables.FIDELITY_TUNING)
+        block += "\n" + tuning_markdown(tuned) + "\n" + retuned_reading(agreement, per_rung) + "\n"
+    return block
 
 
 def with_block(readme_text: str, block: str) -> str:

@@ -725,12 +725,120 @@ def test_readmes_fidelity_block_reads_the_tables_through_their_schema(tmp_path):
         readme_fidelity.fidelity_block(tmp_path)
 
 
+def test_readmes_fidelity_block_gives_the_tuned_values_and_the_retuned_rungs_ranking(tmp_path):
+    """Where tuning ran at two budgets, README's block gives each optimizer's tuned values per budget with their ratio
+    to the longest tuning's (tables/fidelity_tuning.csv), and how the rung tuned at its own budget ranks beside the
+    rung of the same budget tuned as the study is."""
+    import importlib.util
+
+    from optbench.formats import aggregate_tables
+
+    script = Path(__file__).parents[1] / "scripts" / "readme_fidelity.py"
+    spec = importlib.util.spec_from_file_location("readme_fidelity", script)
+    readme_fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme_fidelity)
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    rungs = ["epochs=2", "epochs=8", "epochs=8,tuned_by=tune_8", "epochs=16"]
+    agreement = pd.DataFrame(
+        {
+            **{column: math.nan for column in aggregate_tables.COLUMNS[aggregate_tables.FIDELITY_AGREEMENT]},
+            "setting": "s",
+            "rung": rungs,
+            "budget": [2.0, 8.0, 8.0, 16.0],
+            "rung_seeds": "0, 1",
+            "shared_seed_list": "0, 1",
+            "top_seeds": "0, 1",
+            "established_top": 0.0,
+            "smallest_p_holm_top": 0.5,
+            "budget_share": [0.125, 0.5, 0.5, 1.0],
+            "faithful": False,
+            "tau_b": [0.6, 0.8, 0.4, 1.0],
+            "resolution": [0.05, 0.04, 0.04, math.nan],
+            "resolution_wanted": 0.02,
+            "seeds_to_establish": 15.0,
+            "seeds_for_resolution": 7.0,
+            "planned_top": "epochs=16",
+            "tuned_by": ["tune_3", "tune_3", "tune_8", "tune_3"],
+        }
+    )
+    agreement.to_csv(tmp_path / aggregate_tables.FIDELITY_AGREEMENT, index=False)
+    means = {"adam": [0.5, 0.62, 0.60, 0.70], "sgd": [0.4, 0.60, 0.64, 0.72]}
+    per_rung = pd.DataFrame(
+        [
+            {
+                "setting": "s",
+                "rung": rung,
+                "budget": 0.0,
+                "arm": arm,
+                "mean": values[i],
+                "left_out": 0,
+                "rank": 1 + sum(other[i] > values[i] for other in means.values()),
+            }
+            for i, rung in enumerate(rungs)
+            for arm, values in means.items()
+        ]
+    )
+    per_rung.to_csv(tmp_path / aggregate_tables.FIDELITY, index=False)
+    assert "tuned at (epochs)" not in readme_fidelity.fidelity_block(tmp_path)  # tuned at one budget: no table
+    pd.DataFrame(
+        {
+            "study": ["tune_3", "tune_8", "tune_3", "tune_8"],
+            "optimizer": ["adam", "adam", "sgd", "sgd"],
+            "epochs": [3, 8, 3, 8],
+            "lr": [0.001, 0.004, 0.05, 0.1],
+            "weight_decay": [1e-4, 1e-4, 5e-4, 2e-3],
+            "lr_ratio_to_top": [0.25, 1.0, 0.5, 1.0],
+            "weight_decay_ratio_to_top": [1.0, 1.0, 0.25, 1.0],
+        }
+    ).to_csv(tmp_path / aggregate_tables.FIDELITY_TUNING, index=False)
+    block = readme_fidelity.fidelity_block(tmp_path)
+    assert "| optimizer | tuned at (epochs) | lr | weight decay | lr / tune_8's | weight decay / tune_8's |" in block
+    assert "| Adam | 3 (tune_3) | 0.001 | 0.0001 | 0.25 | 1.00 |" in block
+    assert "| SGD | 3 (tune_3) | 0.05 | 0.0005 | 0.50 | 0.25 |" in block
+    assert (
+        "Tuned at its own budget (tune_8), epochs=8,tuned_by=tune_8 ranks SGD 64.0, Adam 60.0 %; tuned as the rest of "
+        "the study (tune_3), epochs=8 ranks Adam 62.0, SGD 60.0 %. Its tau-b against epochs=16 is 0.40." in block
+    )
+
+
 def test_the_published_ladder_names_no_faithful_rung_and_says_why():
     agreement = pd.read_csv(Path(__file__).parents[1] / "docs/fidelity-study/tables/fidelity_agreement.csv")
     assert not agreement["faithful"].any() and (agreement["established_top"] == 0).all()
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert "No rung can be named faithful at a resolution of 2 points" in readme
     assert "cheapest faithful rung is 2 epochs" not in readme
+
+
+@pytest.mark.slow
+def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path):
+    """`python src/aggregate.py docs/fidelity-study/runs --study cpu_fidelity --out DIR --target-acc 0.5` gives the
+    committed tables and summary.csv exactly (README's block is read from them): six seeds at every rung, the rung
+    tuned at 8 epochs, and the tuned values per budget."""
+    docs = Path(__file__).parents[1] / "docs/fidelity-study"
+    experiments = Path(__file__).parents[1] / "experiments"
+    aggregate(docs / "runs", tmp_path, 0.5, experiments, draw_figures=False, study=find_study("cpu_fidelity"))
+    committed = sorted(path.relative_to(docs) for path in docs.glob("tables/*.csv"))
+    assert committed == sorted(path.relative_to(tmp_path) for path in tmp_path.glob("tables/*.csv"))
+    for table in [*committed, "summary.csv"]:
+        assert (tmp_path / table).read_text() == (docs / table).read_text(), table
+    per_rung = pd.read_csv(docs / "tables/fidelity.csv")
+    assert set(per_rung["rung"]) >= {
+        "epochs=2",
+        "epochs=4",
+        "epochs=8",
+        "epochs=16",
+        "epochs=8,tuned_by=tune_cpu_demo_8ep",
+    }
+    assert (per_rung["n"] >= 6).all() and (per_rung["failed"] == 0).all()
+    tuned = pd.read_csv(docs / "tables/fidelity_tuning.csv")
+    assert set(tuned["study"]) == {"tune_cpu_demo", "tune_cpu_demo_8ep"} and len(tuned) == 10
+    section = (tmp_path / "report.md").read_text().split("### Tuned settings across budgets")[1]
+    for epochs, study in ((3, "tune_cpu_demo"), (8, "tune_cpu_demo_8ep")):  # the same protocol at both budgets
+        assert (
+            f"- `{study}`: Quasirandom search (sobol sampler, seed 0): 8 trials x {epochs} epochs per optimizer on "
+            "seed 0; the top 2 trials rerun on seeds 1;" in section
+        )
 
 
 @pytest.mark.slow

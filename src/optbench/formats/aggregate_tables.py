@@ -22,6 +22,7 @@ VERDICTS = f"{TABLES}/verdicts.csv"  # one row per (hypothesis, scope), then one
 HYPOTHESES = f"{TABLES}/hypotheses.csv"  # every comparison of every judged hypothesis
 FIDELITY = f"{TABLES}/fidelity.csv"  # one row per (ladder, rung): its rank agreement with the top rung
 FIDELITY_AGREEMENT = f"{TABLES}/fidelity_agreement.csv"
+FIDELITY_TUNING = f"{TABLES}/fidelity_tuning.csv"  # per tuning budget and optimizer: the tuned values (when several)
 
 NOT_TESTED = "not tested"  # verdicts.csv's verdict of a hypothesis no run tested
 # The columns readers rely on (the aggregator writes more).
@@ -76,6 +77,16 @@ COLUMNS = {
         "seeds_to_establish",
         "seeds_for_resolution",
         "planned_top",
+        "tuned_by",
+    ),
+    FIDELITY_TUNING: (  # analysis/judging/fidelity.py's tuned_settings
+        "study",
+        "optimizer",
+        "epochs",
+        "lr",
+        "weight_decay",
+        "lr_ratio_to_top",
+        "weight_decay_ratio_to_top",
     ),
 }
 TEXT_TABLES = (VERDICTS, HYPOTHESES)

@@ -15,7 +15,7 @@
 
 import pandas as pd
 
-from optbench.analysis.judging import fidelity
+from optbench.analysis.judging import fidelity, tuning_report
 from optbench.analysis.writing import fidelity_tables
 from optbench.analysis.writing.report_hypotheses import hypotheses_section, sequential_section
 from optbench.analysis.writing.report_parts import ReportParts
@@ -142,16 +142,27 @@ def fidelity_section(parts: ReportParts) -> str:
     for ladder, verdicts, plan in zip(parts.fidelity.ladders, parts.fidelity.verdicts, plans):
         lines += fidelity_ladder_block(ladder, verdicts, parts, plan)
     if not parts.fidelity.tuned.empty:
-        lines += [
-            "### Tuned settings across budgets",
-            "",
-            "The winners of tuning studies run at different budgets, and their ratio to the winners of the one "
-            "with the most epochs: a ratio below 1 at short budgets is short-horizon bias (Wu et al. 2018).",
-            "",
-            to_markdown(parts.fidelity.tuned.round(4)),
-            "",
-        ]
+        lines += tuned_settings_block(parts)
     return "\n".join(lines)
+
+
+def tuned_settings_block(parts: ReportParts) -> list[str]:
+    """The winners per tuning budget, and how each of those tunings searched (the same protocol or not)."""
+    assert parts.fidelity is not None
+    tuned = set(parts.fidelity.tuned["study"])
+    studies = [study for study in (parts.tuning.studies if parts.tuning else []) if study.name in tuned]
+    return [
+        "### Tuned settings across budgets",
+        "",
+        "The winners of tuning studies run at different budgets, and their ratio to the winners of the one "
+        "with the most epochs: a ratio below 1 at short budgets is short-horizon bias (Wu et al. 2018). "
+        "How each searched:",
+        "",
+        *[f"- `{study.name}`: {tuning_report.protocol_sentence(study)}" for study in studies],
+        "",
+        to_markdown(parts.fidelity.tuned.round(4)),
+        "",
+    ]
 
 
 def fidelity_headline(ladder, plan) -> str:
