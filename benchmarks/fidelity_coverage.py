@@ -45,7 +45,8 @@ SPREAD_RATIOS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # one optimizer's own noise over
 def published_situation(study_docs: Path = STUDY_DOCS) -> tuple[np.ndarray, np.ndarray, float, str]:
     """The published 2- and 16-epoch means per optimizer (ARMS order) and their pooled seed sd, in points, and the
     seeds they rest on (a phrase for the docs)."""
-    results = aggregate_tables.read(study_docs, aggregate_tables.RESULTS).set_index(["setting", "arm"])
+    # by optimizer: an arm's label names its lr and weight decay where two tunings ran at one budget
+    results = aggregate_tables.read(study_docs, aggregate_tables.RESULTS).set_index(["setting", "optimizer"])
     cells = results.loc[[(f"{SETTING}, epochs={epochs}", arm) for epochs in (2, 16) for arm in ARMS]]
     means = cells["test_acc_at_best_val_mean"].to_numpy() * 100
     seed_sd = math.sqrt(float((cells["test_acc_at_best_val_std"] ** 2).mean())) * 100

@@ -107,19 +107,21 @@ def reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
     return " ".join(lines) + "\n"
 
 
-def tuning_markdown(tuned: pd.DataFrame) -> str:
-    """Each optimizer's tuned lr and weight decay per tuning budget, and their ratio to the longest tuning's."""
-    top = tuned.sort_values("epochs", kind="stable").iloc[-1]["study"]
-    lines = [
-        f"| optimizer | tuned at (epochs) | lr | weight decay | lr / {top}'s | weight decay / {top}'s |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in tuned.itertuples():
-        lines.append(
-            f"| {NAMES.get(row.optimizer, row.optimizer)} | {row.epochs:g} ({row.study}) | {row.lr:.3g} "
-            f"| {row.weight_decay:.3g} | {row.lr_ratio_to_top:.2f} | {row.weight_decay_ratio_to_top:.2f} |"
+def tuning_sentence(tuned: pd.DataFrame) -> str:
+    """Each shorter tuning's lr and weight decay per optimizer as a multiple of the longest tuning's winners."""
+    order = tuned.sort_values("epochs", kind="stable")
+    top = order.iloc[-1]
+    sentences = []
+    for study, rows in order[order["study"] != top["study"]].groupby("study", sort=False):
+        names = [NAMES.get(name, name) for name in rows["optimizer"]]
+        lrs = ", ".join(f"{name} {ratio:.2f}" for name, ratio in zip(names, rows["lr_ratio_to_top"]))
+        decays = ", ".join(f"{name} {ratio:.2f}" for name, ratio in zip(names, rows["weight_decay_ratio_to_top"]))
+        sentences.append(
+            f"Tuned at {rows['epochs'].iloc[0]:g} epochs ({study}), the learning rates are these multiples of those "
+            f"tuned at {top['epochs']:g} ({top['study']}): {lrs}; the weight decays: {decays} "
+            "(tables/fidelity_tuning.csv)."
         )
-    return "\n".join(lines) + "\n"
+    return " ".join(sentences)
 
 
 def retuned_reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
@@ -152,7 +154,7 @@ def fidelity_block(study_docs: Path = STUDY_DOCS) -> str:
     block = table_markdown(agreement) + "\n" + reading(agreement, per_rung)
     if (study_docs / aggregate_tables.FIDELITY_TUNING).is_file():
         tuned = aggregate_tables.read(study_docs, aggregate_tables.FIDELITY_TUNING)
-        block += "\n" + tuning_markdown(tuned) + "\n" + retuned_reading(agreement, per_rung) + "\n"
+        block += "\n" + tuning_sentence(tuned) + " " + retuned_reading(agreement, per_rung) + "\n"
     return block
 
 

@@ -726,8 +726,8 @@ def test_readmes_fidelity_block_reads_the_tables_through_their_schema(tmp_path):
 
 
 def test_readmes_fidelity_block_gives_the_tuned_values_and_the_retuned_rungs_ranking(tmp_path):
-    """Where tuning ran at two budgets, README's block gives each optimizer's tuned values per budget with their ratio
-    to the longest tuning's (tables/fidelity_tuning.csv), and how the rung tuned at its own budget ranks beside the
+    """Where tuning ran at two budgets, README's block gives each optimizer's tuned lr and weight decay as multiples of
+    the longest tuning's (tables/fidelity_tuning.csv), and how the rung tuned at its own budget ranks beside the
     rung of the same budget tuned as the study is."""
     import importlib.util
 
@@ -780,7 +780,7 @@ def test_readmes_fidelity_block_gives_the_tuned_values_and_the_retuned_rungs_ran
         ]
     )
     per_rung.to_csv(tmp_path / aggregate_tables.FIDELITY, index=False)
-    assert "tuned at (epochs)" not in readme_fidelity.fidelity_block(tmp_path)  # tuned at one budget: no table
+    assert "Tuned at" not in readme_fidelity.fidelity_block(tmp_path)  # tuned at one budget: nothing to compare
     pd.DataFrame(
         {
             "study": ["tune_3", "tune_8", "tune_3", "tune_8"],
@@ -793,9 +793,10 @@ def test_readmes_fidelity_block_gives_the_tuned_values_and_the_retuned_rungs_ran
         }
     ).to_csv(tmp_path / aggregate_tables.FIDELITY_TUNING, index=False)
     block = readme_fidelity.fidelity_block(tmp_path)
-    assert "| optimizer | tuned at (epochs) | lr | weight decay | lr / tune_8's | weight decay / tune_8's |" in block
-    assert "| Adam | 3 (tune_3) | 0.001 | 0.0001 | 0.25 | 1.00 |" in block
-    assert "| SGD | 3 (tune_3) | 0.05 | 0.0005 | 0.50 | 0.25 |" in block
+    assert (
+        "Tuned at 3 epochs (tune_3), the learning rates are these multiples of those tuned at 8 (tune_8): Adam 0.25, "
+        "SGD 0.50; the weight decays: Adam 1.00, SGD 0.25 (tables/fidelity_tuning.csv)." in block
+    )
     assert (
         "Tuned at its own budget (tune_8), epochs=8,tuned_by=tune_8 ranks SGD 64.0, Adam 60.0 %; tuned as the rest of "
         "the study (tune_3), epochs=8 ranks Adam 62.0, SGD 60.0 %. Its tau-b against epochs=16 is 0.40." in block
@@ -803,11 +804,14 @@ def test_readmes_fidelity_block_gives_the_tuned_values_and_the_retuned_rungs_ran
 
 
 def test_the_published_ladder_names_no_faithful_rung_and_says_why():
+    # Six seeds: the 16-epoch top establishes orders, yet no cheaper rung reproduces all of them within 2 points.
     agreement = pd.read_csv(Path(__file__).parents[1] / "docs/fidelity-study/tables/fidelity_agreement.csv")
-    assert not agreement["faithful"].any() and (agreement["established_top"] == 0).all()
+    rungs = agreement[agreement["rung"] != "epochs=16"]
+    assert not agreement["faithful"].any() and (agreement["established_top"] > 0).all()
+    assert ((rungs["undetermined"] > 0) | (rungs["resolution"] > 0.02)).all()
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert "No rung can be named faithful at a resolution of 2 points" in readme
-    assert "cheapest faithful rung is 2 epochs" not in readme
+    assert "No rung is named faithful at a resolution of 2 points: none reproduces every order" in readme
+    assert "cheapest faithful rung is" not in readme.lower()
 
 
 @pytest.mark.slow
@@ -823,6 +827,7 @@ def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path
     for table in [*committed, "summary.csv"]:
         assert (tmp_path / table).read_text() == (docs / table).read_text(), table
     per_rung = pd.read_csv(docs / "tables/fidelity.csv")
+    assert set(per_rung["setting"]) == {"imagefolder, clean"}  # the 40 % noise runs, at one budget, are no ladder
     assert set(per_rung["rung"]) >= {
         "epochs=2",
         "epochs=4",
@@ -839,6 +844,30 @@ def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path
             f"- `{study}`: Quasirandom search (sobol sampler, seed 0): 8 trials x {epochs} epochs per optimizer on "
             "seed 0; the top 2 trials rerun on seeds 1;" in section
         )
+
+
+def test_tuning_trials_that_are_the_named_studys_runs_are_counted_not_set_aside():
+    """tune_cpu_demo_8ep's trials on seeds 0 and 1 include cpu_fidelity's own 8-epoch runs (the same directories):
+    the 3-epoch winners' runs of the 8-epoch rung, and the 8-epoch winners' runs of the rung tuned at 8. Set aside
+    as trials, they took seeds 0 and 1 out of both 8-epoch rungs (4 seeds each instead of 6)."""
+    from optbench.analysis.judging.study_trials import study_runs_among_trials
+    from optbench.analysis.judging.tuning_report import read_tuning
+
+    runs = Path(__file__).parents[1] / "docs/fidelity-study/runs"
+    experiments = Path(__file__).parents[1] / "experiments"
+    tunings = read_tuning(runs).studies
+    kept = study_runs_among_trials(find_study("cpu_fidelity"), tunings, runs, experiments)
+    assert study_runs_among_trials(None, tunings, runs, experiments) == frozenset()
+    by_name = {tuning.name: tuning for tuning in tunings}
+    assert not kept & by_name["tune_cpu_demo"].run_dirs  # 3-epoch trials: no rung of the study runs 3 epochs
+    assert kept <= by_name["tune_cpu_demo_8ep"].run_dirs
+    epochs_and_seed = sorted((path.parent.name.split("epochs=")[1].split(",")[0], path.name) for path in kept)
+    assert set(epochs_and_seed) == {("8", "seed0"), ("8", "seed1")}
+    for name in ("sgd", "adam", "adamw", "lion", "muon"):  # each optimizer's winners at both budgets, seed 0
+        for tuning in ("tune_cpu_demo", "tune_cpu_demo_8ep"):
+            values = by_name[tuning].optimizers[name].winner.values
+            lr = f"optimizer.lr={values['optimizer.lr']:.3g}"
+            assert any(path.parts[-3] == name and lr in path.parent.name and path.name == "seed0" for path in kept)
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from optbench.analysis.judging.hypotheses import Context, hypothesis_files, load
 from optbench.analysis.judging.ladder_runs import fidelity_keys, find_ladders, planned_rungs
 from optbench.analysis.judging.pairwise_tables import pairwise_table
 from optbench.analysis.judging.robust_tables import improvement_table, iqm_table, profile_table
+from optbench.analysis.judging.study_trials import study_runs_among_trials
 from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning
 from optbench.analysis.judging.variance_tables import variance_table
 from optbench.analysis.judging.verdicts import Judgement, NotTested, judge
@@ -168,12 +169,14 @@ def aggregate(
 
 
 def analyse_step(request: Request) -> Computed:
-    """Read the hypotheses (a bad folder fails first), load and label the runs with the tuning trials set aside,
+    """Read the hypotheses (a bad folder fails first), load and label the runs with the tuning trials set aside
+    (but those that are runs the named study plans: judging/study_trials.py),
     read the decision records, and compute the pairwise tests, the results, robust and variance tables."""
     hypotheses, hypotheses_note = read_hypotheses(request.experiments_dir)
     skip = own_output(request.results_dir, request.out_dir)
     tuning = read_tuning(request.results_dir, skip=skip)
-    analysis = analyse(request.results_dir, request.target_acc, skip=skip, set_aside=tuning.run_dirs)
+    own_runs = study_runs_among_trials(request.study, tuning.studies, request.results_dir, request.experiments_dir)
+    analysis = analyse(request.results_dir, request.target_acc, skip=skip, set_aside=tuning.run_dirs - own_runs)
     runs, settings, arms = analysis.runs, analysis.settings, analysis.arms
     warnings = [*analysis.warnings, *tuning.warnings]
     tests = pairwise_table(completed(runs), PRIMARY_METRIC, settings, arms, request.alpha)

@@ -30,6 +30,7 @@ COLUMNS = {
     RESULTS: (
         "setting",
         "arm",
+        "optimizer",
         "seeds",
         "runs",
         "test_acc_at_best_val_mean",

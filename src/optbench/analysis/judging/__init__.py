@@ -20,4 +20,5 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
                    tables/variance
     seed_planner.py  how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
+    study_trials.py  tuning trials that are runs of the study named with --study (one directory, two uses): kept
 """

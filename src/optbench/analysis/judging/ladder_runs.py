@@ -202,7 +202,7 @@ def ladder_of(group, grouping: Grouping, varying: list[str], keys: dict, planned
     labelled, arms = rung_arms(labelled, grouping)
     rungs = rungs_of(labelled, varying, keys, planned)
     ran = [rung for rung in rungs if rung.runs["status"].isin(RESULT_STATUSES).any()]
-    if len(ran) < 2:
+    if len({rung.budget for rung in ran}) < 2:  # one budget (two tunings of it serving the same runs): no ladder
         return None
     present = set(labelled.loc[labelled["status"].isin(RESULT_STATUSES), "arm"])
     not_yet = [

@@ -160,9 +160,15 @@ def tuned_settings_block(parts: ReportParts) -> list[str]:
         "",
         *[f"- `{study.name}`: {tuning_report.protocol_sentence(study)}" for study in studies],
         "",
-        to_markdown(parts.fidelity.tuned.round(4)),
+        to_markdown(tuned_display(parts.fidelity.tuned)),
         "",
     ]
+
+
+def tuned_display(tuned: pd.DataFrame) -> pd.DataFrame:
+    """Values to 3 significant digits: a weight decay of 2.1e-06 rounded to 4 places would read 0."""
+    numbers = ["lr", "weight_decay", "lr_ratio_to_top", "weight_decay_ratio_to_top"]
+    return tuned.assign(**{column: tuned[column].map(lambda value: f"{value:.3g}") for column in numbers})
 
 
 def fidelity_headline(ladder, plan) -> str:
