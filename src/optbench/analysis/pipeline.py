@@ -170,7 +170,7 @@ def aggregate(
 
 def analyse_step(request: Request) -> Computed:
     """Read the hypotheses (a bad folder fails first), load and label the runs with the tuning trials set aside
-    (but those that are runs the named study plans: judging/study_trials.py),
+    (but those that are runs the named study plans: analysis/judging/study_trials.py),
     read the decision records, and compute the pairwise tests, the results, robust and variance tables."""
     hypotheses, hypotheses_note = read_hypotheses(request.experiments_dir)
     skip = own_output(request.results_dir, request.out_dir)
