@@ -838,6 +838,13 @@ def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path
     assert (per_rung["n"] >= 6).all() and (per_rung["failed"] == 0).all()
     tuned = pd.read_csv(docs / "tables/fidelity_tuning.csv")
     assert set(tuned["study"]) == {"tune_cpu_demo", "tune_cpu_demo_8ep"} and len(tuned) == 10
+    # The hypotheses are cpu_demo_clean's decisions; their fixed-design line uses its own arms (tuned at 3 epochs,
+    # 10 seeds for H1), not the 8-epoch-tuned AdamW picked among two arms by validation accuracy on 6 seeds.
+    verdicts = pd.read_csv(docs / "tables/verdicts.csv").set_index("hypothesis")
+    assert verdicts.loc["H1", "fixed_design_verdict"] == "supported" and verdicts.loc["H1", "verdict"] == "supported"
+    comparisons = pd.read_csv(docs / "tables/hypotheses.csv")
+    h1 = comparisons[comparisons["hypothesis"] == "H1"].iloc[0]
+    assert h1["comparison"].endswith("vs adamw lr=0.00278, weight_decay=0.00164") and h1["other"].endswith("(n=10)")
     section = (tmp_path / "report.md").read_text().split("### Tuned settings across budgets")[1]
     for epochs, study in ((3, "tune_cpu_demo"), (8, "tune_cpu_demo_8ep")):  # the same protocol at both budgets
         assert (

@@ -273,7 +273,11 @@ def judge_hypotheses(
     if not len(analysis.runs):
         return [], [], f"{computed.hypotheses_note} Every run here is a tuning trial: no verdicts."
     tuned_on = computed.tuning.seeds_tuned_on()
-    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuned_on)
+    winners = {
+        tuning.name: {name: entry.winner.values for name, entry in tuning.optimizers.items() if entry.winner}
+        for tuning in computed.tuning.studies
+    }
+    context = Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, tuned_on, winners=winners)
     records, study, experiments_dir = computed.sequential, request.study, request.experiments_dir
     judgements, untested = judge(computed.hypotheses, context, records, study, experiments_dir, warnings)
     return judgements, untested, computed.hypotheses_note

@@ -23,6 +23,7 @@ from optbench.analysis.judging.hypothesis_checks import (
     noise_drop_checks,
     same_value,
     setting_noise_text,
+    tuned_as,
 )
 from optbench.analysis.judging.hypothesis_rule import (
     INCONCLUSIVE,
@@ -70,6 +71,7 @@ def hypothesis_verdict(hypothesis: Hypothesis, context: Context) -> Verdict:
     runs = within_plan(apply_where(context.runs, test.where), context.planned)
     if context.seeds:
         runs = runs[runs["seed"].map(lambda seed: pd.notna(seed) and int(seed) in set(context.seeds))]
+    runs = tuned_as(runs, context.tuned)
     runs = runs.assign(
         tuned_seed=[
             int(seed) in context.tuned_on.get(str(optimizer), ()) if pd.notna(seed) else False

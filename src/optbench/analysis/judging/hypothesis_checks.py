@@ -45,6 +45,8 @@ class Context:
     tuned_on: dict = field(default_factory=dict)
     planned: list = field(default_factory=list)  # study_spec.PlannedSetting of the study that tests it: its scope
     seeds: tuple = ()  # only these seeds (a sequential look's); empty: every seed
+    winners: dict = field(default_factory=dict)  # per tuning study here: per optimizer, its winner's values
+    tuned: dict = field(default_factory=dict)  # per optimizer, the values its runs must have (a scope's); empty: any
 
 
 def setting_noise_text(noise: str, rate: float, label_set: str = "") -> str:
@@ -52,6 +54,18 @@ def setting_noise_text(noise: str, rate: float, label_set: str = "") -> str:
     if noise == HUMAN and math.isnan(rate):
         return f"{HUMAN} {label_set}"
     return noise_label(noise, rate, label_set or None)
+
+
+def tuned_as(runs: pd.DataFrame, tuned: dict) -> pd.DataFrame:
+    """The runs of each optimizer `tuned` names that have its values (`optimizer.lr` -> the cfg. column), and every
+    run of the others: a study's own arms where other tunings' runs share its settings."""
+    if not tuned or not len(runs):
+        return runs
+    keep = [
+        all(same_value(run.get(f"cfg.{key}"), value) for key, value in tuned.get(str(run["optimizer"]), {}).items())
+        for _, run in runs.iterrows()
+    ]
+    return runs[keep]
 
 
 def same_value(value, wanted) -> bool:

@@ -49,6 +49,7 @@ class Scope:
     planned: tuple = ()  # its planned settings (study_spec.PlannedSetting); empty: the folder's
     own_seeds: tuple = ()  # SEQUENTIAL: the study's own seeds, from which its looks count on
     record: DecisionRecord | None = dataclasses.field(default=None, compare=False)  # SEQUENTIAL: the decision record
+    tuned_by: str = ""  # SEQUENTIAL: the deciding study's tuning study, whose winners are its arms
 
 
 @dataclass
@@ -138,7 +139,7 @@ def sequential_scope(record: DecisionRecord, experiments_dir: Path | None, warni
         return Scope(SEQUENTIAL, record.study, record=record)
     seeds = study.grid["seed"]
     own = tuple(int(seed) for seed in (seeds if isinstance(seeds, (list, tuple)) else [seeds]))
-    return Scope(SEQUENTIAL, study.id, tuple(planned_settings(study)), own, record)
+    return Scope(SEQUENTIAL, study.id, tuple(planned_settings(study)), own, record, study.tuned_by)
 
 
 def judge_in(hypothesis: Hypothesis, scope: Scope, context: Context) -> Judgement:
@@ -148,7 +149,12 @@ def judge_in(hypothesis: Hypothesis, scope: Scope, context: Context) -> Judgemen
     assert scope.record is not None  # a sequential scope holds its decision record
     look, entry = ruling_look(scope.record, hypothesis.id)
     seeds = tuple(look_seeds(list(scope.own_seeds), entry.seeds)) if scope.own_seeds else ()
-    fixed = hypothesis_verdict(hypothesis, dataclasses.replace(context, planned=list(scope.planned), seeds=seeds))
+    # The deciding study's own arms (its tuning's winners, when that record is here), not another tuning's runs
+    # of the same settings: the fixed-design line is "the same runs" as the decision.
+    tuned = context.winners.get(scope.tuned_by, {})
+    fixed = hypothesis_verdict(
+        hypothesis, dataclasses.replace(context, planned=list(scope.planned), seeds=seeds, tuned=tuned)
+    )
     looks = len(scope.record.looks)
     decision = entry.decision
     where = f"at look {look + 1} of {looks} ({entry.seeds} seeds)"
