@@ -9,9 +9,9 @@ runs are the 8-epoch-tuned rung's. Setting those aside dropped the seeds from th
 post-selection note still names the seeds a tuning ran on.
 """
 
-import math
 from pathlib import Path
 
+from optbench.analysis.judging.ladder_runs import same_value
 from optbench.analysis.judging.tuning_report import TuningStudy
 from optbench.errors import ConfigError
 from optbench.specs.study_spec import Study, find_study
@@ -26,7 +26,8 @@ def as_list(value) -> list:
 def rung_budgets(study: Study) -> list[tuple[dict[str, str], str]]:
     """Per rung, its budget overrides ({key: value}) and the tuning study whose winners it runs with."""
     if not study.rungs:
-        return [({"epochs": str(study.grid.get("epochs"))}, study.tuned_by)]
+        epochs = as_list(study.grid.get("epochs"))
+        return [({"epochs": str(epochs[0])}, study.tuned_by)] if len(epochs) == 1 else []
     return [
         (dict(override.split("=", 1) for override in rung.overrides), rung.tuned_by or study.tuned_by)
         for rung in study.rungs
@@ -44,7 +45,7 @@ def plans_alike(study: Study, tuning: Study, budget: dict[str, str]) -> bool:
 
 
 def same_values(a: dict[str, float], b: dict[str, float]) -> bool:
-    return a.keys() == b.keys() and all(math.isclose(float(a[key]), float(b[key]), rel_tol=1e-6) for key in a)
+    return a.keys() == b.keys() and all(same_value(a[key], b[key]) for key in a)
 
 
 def study_runs_among_trials(
