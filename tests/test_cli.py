@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 
 from optbench.config.validation import validate
 from optbench.errors import ConfigError
+from optbench.registry import workloads
 from optbench.registry.choices import OPTIMIZERS
 from optbench.registry.optimizers import REGISTRY
 from optbench.training.train_command import preflight
@@ -43,6 +44,9 @@ def tiny_args(tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS)
 def test_every_config_option_composes_and_validates(group, option):
     extra = ["dataset.root=/some/folder"] if option == "imagefolder" else []
+    owner = {"dataset": workloads.of_dataset, "model": workloads.of_model}.get(group)
+    if owner is not None and owner(option).name != workloads.DEFAULT:  # another workload's data or model
+        extra.append(f"workload={owner(option).name}")
     if group == "optimizer":  # under the schedule it accepts (Schedule-Free: constant)
         extra.append(f"scheduler={REGISTRY[option].default_schedule}")
     cfg = compose_config([f"{group}={option}", *extra])
@@ -50,6 +54,8 @@ def test_every_config_option_composes_and_validates(group, option):
     resolved = OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
     if group == "logger":  # keyed by tracker name, so several compose at once (logger=[mlflow,csv])
         assert set(resolved["logger"]) == {option} - {"none"}
+    elif group == "workload":  # a package of other groups' choices; the default adds no key
+        assert resolved.get("workload", workloads.DEFAULT) == option
     elif group != "experiment":
         assert resolved[group]["name"] == option
 
@@ -164,7 +170,7 @@ BAD_INPUTS = [
     (["optimizer=adamx"], "optimizer=" + ", ".join(sorted(OPTIMIZERS))),
     (["-m", "optimizer=sgd,adamx"], "unknown optimizer 'adamx'"),
     (["-m", "seed=0,1", "noise=symmetric", "noise.rate=0.2,1.2"], "noise.rate=1.2"),
-    (["dataset=cifar1000"], "dataset=cifar10, cifar100, imagefolder, synthetic"),
+    (["dataset=cifar1000"], "dataset=cifar10, cifar100, imagefolder, mnist1d, synthetic, tinyshakespeare"),
     (["noise=gaussian"], "noise=asymmetric, human, none, symmetric"),
     (["noise=symmetric", "noise.rate=1.0"], "noise.rate=1.0"),
     (["noise=symmetric", "noise.rate=-0.1"], "noise.rate=-0.1"),

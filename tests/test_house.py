@@ -122,16 +122,18 @@ def test_identity_ignores_exactly_the_numbers_free_settings():
 def test_the_registries_cover_the_names_config_accepts():
     from optbench.data.sources import SOURCES
     from optbench.device.policy import AMP_DTYPES
-    from optbench.training.models import BLOCKS_PER_STAGE
+    from optbench.registry import workloads
+    from optbench.training.models import BUILDERS
 
     assert tuple(SOURCES) == choices.DATASETS
-    assert tuple(BLOCKS_PER_STAGE) == choices.ARCHITECTURES
+    assert tuple(BUILDERS) == choices.ARCHITECTURES
     assert tuple(AMP_DTYPES) == choices.AMP_CHOICES
     for group, names in (
         ("dataset", choices.DATASETS),
         ("noise", choices.NOISE_KINDS),
         ("scheduler", choices.SCHEDULES),
         ("model", choices.ARCHITECTURES),
+        ("workload", workloads.NAMES),
     ):
         assert {path.stem for path in (CONF_DIR / group).glob("*.yaml")} == set(names), group
     assert {path.stem for path in (CONF_DIR / "logger").glob("*.yaml")} == {*choices.LOGGERS, "none"}

@@ -25,6 +25,7 @@ NUMBERS_FREE_KEYS = (
     "device_policy.keep_awake",
     "device_policy.threads",
     "dataset.root",
+    "dataset.path",  # a text corpus's file: refused unless its sha256 is the dataset's, which the fingerprint names
     "dataset.download",
     "noise.label_file",  # a local copy of a human label file: refused unless its md5 is the official one
     "train.rerun",
@@ -42,8 +43,9 @@ NUMBERS_FREE_KEYS = (
 
 
 # Settings the run directory's own levels already name (conf/config.yaml hydra.sweep.subdir:
-# <dataset>/<noise>-<rate or label set>/<optimizer>/[<variant>/]seed<N>), so its variant level leaves them out.
-DIRECTORY_LEVEL_KEYS = ("seed", "dataset", "optimizer", "noise", "noise.rate", "noise.label_set")
+# <dataset>/<noise>-<rate or label set>/<optimizer>/[<variant>/]seed<N>), so its variant level leaves them out
+# (the dataset level names the workload: each dataset belongs to one).
+DIRECTORY_LEVEL_KEYS = ("seed", "dataset", "optimizer", "noise", "noise.rate", "noise.label_set", "workload")
 
 
 def is_numbers_free(key: str) -> bool:

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from optbench.errors import ConfigError
 from optbench.fileio import md5_of
-from optbench.registry import choices, datasets, optimizers
+from optbench.registry import choices, datasets, optimizers, workloads
 
 
 def _fail(key: str, value, fix: str) -> NoReturn:
@@ -68,6 +68,7 @@ def validate(cfg: DictConfig) -> None:
     _validate_mirror(cfg)
     _validate_device(cfg)
     _validate_dataset(cfg)
+    _validate_workload(cfg)
     _validate_noise(cfg)
     _validate_optimizer(cfg)
     _validate_scheduler(cfg)
@@ -139,11 +140,11 @@ def _validate_device(cfg: DictConfig) -> None:
 
 def _validate_dataset(cfg: DictConfig) -> None:
     name = cfg.dataset.name
-    datasets.describe(name)  # an unknown dataset: one line naming the choices
-    _whole_number(cfg, "dataset.val_size", 0, "hold out 0 or more images, e.g. dataset.val_size=5000")
-    if cfg.dataset.train_subset is not None:
-        _whole_number(cfg, "dataset.train_subset", 1, "keep at least one image per class, or null for all")
-    _whole_number(cfg, "dataset.split_seed", 0, "a whole number >= 0, e.g. dataset.split_seed=0")
+    if datasets.describe(name).kind != datasets.TEXT:  # a text's held-out splits are fixed (data/text.py)
+        _whole_number(cfg, "dataset.val_size", 0, "hold out 0 or more images, e.g. dataset.val_size=5000")
+        if cfg.dataset.train_subset is not None:
+            _whole_number(cfg, "dataset.train_subset", 1, "keep at least one image per class, or null for all")
+        _whole_number(cfg, "dataset.split_seed", 0, "a whole number >= 0, e.g. dataset.split_seed=0")
     for key, minimum in (
         ("num_classes", 2),
         ("train_size", 1),
@@ -155,6 +156,53 @@ def _validate_dataset(cfg: DictConfig) -> None:
             _whole_number(cfg, f"dataset.{key}", minimum, f"a whole number >= {minimum}")
     if name == "imagefolder" and not cfg.dataset.root:
         _fail("dataset.root", None, "dataset=imagefolder needs dataset.root=DIR holding train/ and test/ class folders")
+
+
+def _validate_workload(cfg: DictConfig) -> None:
+    """The dataset and model are the workload's (workload=char_lm takes tinyshakespeare and gpt), and what does
+    not apply to its kind of data is refused in one line: label noise on text, the classic image DataLoader,
+    the NHWC layout and the device timings that feed the model images."""
+    workload = workloads.of_config(cfg)
+    dataset, model = cfg.dataset.name, cfg.model.name
+    if not workload.takes(dataset):
+        owner = workloads.of_dataset(dataset).name
+        fix = f"use workload={owner}" if owner != workload.name else "choose another dataset"
+        _fail("dataset", dataset, f"workload={workload.name} takes dataset={', '.join(workload.datasets)}: {fix}")
+    if model not in workload.models:
+        _fail("model", model, f"workload={workload.name} trains model={', '.join(workload.models)}")
+    kind = datasets.describe(dataset).kind
+    if kind == datasets.TEXT:
+        _validate_text(cfg)
+    if kind == datasets.IMAGES:
+        return
+    if cfg.data.pipeline != "device":
+        _fail(
+            "data.pipeline",
+            cfg.data.pipeline,
+            f"the DataLoader pipeline reads images; workload={workload.name} uses data.pipeline=device",
+        )
+    for key, value in (
+        ("device_policy.channels_last", True),
+        ("device_policy.mode", "measured"),
+        ("device", "fastest"),
+    ):
+        if OmegaConf.select(cfg, key) == value:
+            _fail(key, value, f"it applies to image models only; workload={workload.name} feeds {kind}: leave it unset")
+
+
+def _validate_text(cfg: DictConfig) -> None:
+    for key, minimum in (("dataset.context", 1), ("dataset.steps_per_epoch", 1)):
+        _whole_number(cfg, key, minimum, f"a whole number >= {minimum}, e.g. {key}=64")
+    if cfg.dataset.get("eval_windows") is not None:
+        _whole_number(cfg, "dataset.eval_windows", 1, "a number of windows >= 1, or null for every window")
+    if cfg.noise.name != "none":
+        _fail(
+            "noise",
+            cfg.noise.name,
+            "label noise applies to classification; a language model's labels are its text: use noise=none",
+        )
+    if cfg.model.width % cfg.model.heads:
+        _fail("model.width", cfg.model.width, f"must be a multiple of model.heads={cfg.model.heads}")
 
 
 def _validate_noise(cfg: DictConfig) -> None:
@@ -180,6 +228,13 @@ def _validate_noise(cfg: DictConfig) -> None:
 def _validate_human_noise(cfg: DictConfig) -> None:
     """A label set the dataset has (a folder: any of the datasets it may be a copy of; its classes are checked
     once it is listed), no rate (the set fixes which labels are wrong) and a label file path or null."""
+    if not workloads.of_config(cfg).human_noise:
+        _fail(
+            "noise",
+            "human",
+            f"human label sets are CIFAR's: workload={workloads.of_config(cfg).name} "
+            "takes noise=symmetric, asymmetric or none",
+        )
     label_sets = datasets.human_label_sets(cfg.dataset.name)
     if not label_sets:
         having = [name for name in datasets.NAMES if datasets.human_label_sets(name)]

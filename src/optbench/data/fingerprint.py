@@ -12,6 +12,7 @@ path names the same directory.
 """
 
 import hashlib
+import importlib.metadata
 import os
 import re
 from pathlib import Path
@@ -149,6 +150,20 @@ def synthetic_fingerprint(**parameters) -> str:
     return "synthetic-v1:" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
+def mnist1d_fingerprint() -> str:
+    """MNIST-1D is make_dataset's output at its default arguments: a function of the generator's version."""
+    try:
+        version = importlib.metadata.version("mnist1d")
+    except importlib.metadata.PackageNotFoundError:
+        version = "not installed"
+    return f"mnist1d-defaults:{version}"
+
+
+def text_fingerprint(name: str) -> str:
+    """A corpus is its one file, refused unless its sha256 is the descriptor's: that digest names the data."""
+    return f"{name}:{datasets.describe(name).sha256}"
+
+
 # A descriptor's `fingerprint` (optbench/registry/datasets.py) names one of these: (name, source options) ->
 # fingerprint.
 FINGERPRINTS = {
@@ -159,6 +174,8 @@ FINGERPRINTS = {
     "synthetic": lambda name, options: synthetic_fingerprint(
         **{key: options[key] for key in SYNTHETIC_KEYS if key in options}
     ),
+    "mnist1d": lambda name, options: mnist1d_fingerprint(),
+    "text": lambda name, options: text_fingerprint(name),
 }
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from optbench.errors import ConfigError
-from optbench.registry.datasets import CIFAR10_ASYMMETRIC, CIFAR100_SUPERCLASSES
+from optbench.registry.datasets import CIFAR10_ASYMMETRIC, CIFAR100_SUPERCLASSES, DIGITS_ASYMMETRIC
 
 # The mappings' class facts live with each dataset's descriptor (optbench/registry/datasets.py); re-exported here.
 __all__ = ["CIFAR100_SUPERCLASSES", "CIFAR10_ASYMMETRIC", "NoisyLabels", "apply_label_noise", "asymmetric_mapping"]
@@ -45,8 +45,9 @@ class NoisyLabels:
 def asymmetric_mapping(classes: tuple[str, ...] | list[str]) -> dict[int, int] | None:
     """Source class index -> target class index, or None when no mapping fits these classes."""
     index_of = {name: index for index, name in enumerate(classes)}
-    if set(CIFAR10_ASYMMETRIC) | set(CIFAR10_ASYMMETRIC.values()) <= set(index_of) and len(classes) == 10:
-        return {index_of[source]: index_of[target] for source, target in CIFAR10_ASYMMETRIC.items()}
+    for flat in (CIFAR10_ASYMMETRIC, DIGITS_ASYMMETRIC):  # one source class -> one target class, by names
+        if set(flat) | set(flat.values()) <= set(index_of) and len(classes) == 10:
+            return {index_of[source]: index_of[target] for source, target in flat.items()}
     fine_names = [name for _, members in CIFAR100_SUPERCLASSES for name in members]
     if sorted(classes) == sorted(fine_names):
         mapping = {}
@@ -83,8 +84,8 @@ def _asymmetric_flips(labels: np.ndarray, rate: float, classes, rng: np.random.G
     mapping = asymmetric_mapping(classes)
     if mapping is None:
         raise ConfigError(
-            f"asymmetric noise has no class mapping for dataset '{dataset}' (only CIFAR-10 and "
-            f"CIFAR-100 class sets have one): use noise=symmetric"
+            f"asymmetric noise has no class mapping for dataset '{dataset}' (only CIFAR-10's, "
+            f"CIFAR-100's and the digits' class sets have one): use noise=symmetric"
         )
     clean = labels.copy()  # decide every flip on the clean labels: no double flips
     for source, target in sorted(mapping.items()):

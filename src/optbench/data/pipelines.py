@@ -38,9 +38,20 @@ def normalise(images_uint8: torch.Tensor, mean: torch.Tensor, std: torch.Tensor)
     return images_uint8.to(torch.float32, copy=True).div_(255).sub_(mean).div_(std)
 
 
-def channel_tensor(values, device: torch.device) -> torch.Tensor:
-    """Per-channel constants shaped (1, C, 1, 1) for broadcasting over a batch."""
-    return torch.tensor(values, dtype=torch.float32, device=device).view(1, -1, 1, 1)
+def channel_tensor(values, device: torch.device, dims: int = 4) -> torch.Tensor:
+    """Per-channel constants shaped (1, C, 1, 1) for broadcasting over a batch of images; (1, C, 1) over a batch
+    of sequences (`dims` 3)."""
+    return torch.tensor(values, dtype=torch.float32, device=device).view(1, -1, *[1] * max(0, dims - 2))
+
+
+def model_input(raw: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    """What the model is fed: uint8 images scaled to [0, 1] and normalised, float sequences standardised,
+    token ids as they are."""
+    if raw.dtype == torch.uint8:
+        return normalise(raw, mean, std)
+    if raw.is_floating_point():
+        return (raw - mean) / std
+    return raw
 
 
 def random_crop_flip(images: torch.Tensor, generator: torch.Generator, padding: int = CROP_PADDING) -> torch.Tensor:
@@ -96,7 +107,7 @@ def train_batches(
         batch = images.index_select(0, index)  # on a CPU ~10x faster than images[index], same result
         if augment:
             batch = random_crop_flip(batch, generator)
-        yield normalise(batch, mean, std), labels.index_select(0, index)
+        yield model_input(batch, mean, std), labels.index_select(0, index)
 
 
 def num_train_batches(num_images: int, batch_size: int) -> int:
@@ -116,7 +127,7 @@ def eval_batches(
     count = len(labels) if index is None else len(index)
     for start in range(0, count, batch_size):
         chunk = slice(start, start + batch_size) if index is None else index[start : start + batch_size]
-        yield normalise(images[chunk], mean, std), labels[chunk]
+        yield model_input(images[chunk], mean, std), labels[chunk]
 
 
 # --- the two training pipelines --------------------------------------------------------------------
@@ -136,17 +147,49 @@ class DevicePipeline:
         seed: int,
         mean: torch.Tensor | Sequence[float],
         std: torch.Tensor | Sequence[float],
+        augment: bool = True,
     ):
         self.images, self.labels, self.batch_size, self.seed = images, labels, batch_size, seed
+        self.augment = augment  # crop and flip: images only (a sequence's workload has no augmentation)
         self.mean, self.std = (
-            value if isinstance(value, torch.Tensor) else channel_tensor(value, images.device) for value in (mean, std)
+            value if isinstance(value, torch.Tensor) else channel_tensor(value, images.device, images.dim())
+            for value in (mean, std)
         )
 
     def __len__(self) -> int:
         return num_train_batches(len(self.labels), self.batch_size)
 
     def epoch(self, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        return train_batches(self.images, self.labels, self.batch_size, self.seed, epoch, self.mean, self.std)
+        return train_batches(
+            self.images, self.labels, self.batch_size, self.seed, epoch, self.mean, self.std, self.augment
+        )
+
+
+class WindowPipeline:
+    """A character stream's training batches (nanoGPT's get_batch): each step, `batch_size` windows of
+    `context` tokens at uniformly random offsets, with the next token of each position as its label. An
+    "epoch" is an evaluation period of `steps_per_epoch` steps; its offsets come from a generator seeded by
+    (seed, epoch), so a period's batches are a pure function of those two numbers (exact resume mid-period)."""
+
+    def __init__(
+        self, tokens: torch.Tensor, next_tokens: torch.Tensor, batch_size: int, seed: int, context: int, steps: int
+    ):
+        self.tokens, self.next_tokens, self.batch_size, self.seed = tokens, next_tokens, batch_size, seed
+        self.context, self.steps = context, steps
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def epoch(self, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        generator = epoch_generator(self.seed, epoch, self.tokens.device)
+        last_start = len(self.tokens) - self.context
+        starts = torch.randint(
+            0, last_start + 1, (self.steps, self.batch_size), generator=generator, device=self.tokens.device
+        )
+        positions = torch.arange(self.context, device=self.tokens.device)
+        for step_starts in starts:
+            window = step_starts[:, None] + positions
+            yield self.tokens[window], self.next_tokens[window]
 
 
 _MASK64 = (1 << 64) - 1

@@ -15,6 +15,7 @@ import torch
 from sklearn.model_selection import train_test_split
 
 from optbench.data.sources import ImageSet, source_for
+from optbench.data.text import load_text_splits
 from optbench.errors import ConfigError
 from optbench.registry import datasets
 
@@ -52,7 +53,10 @@ def load_splits(
     std=None,
     **source_options,
 ) -> DatasetSplits:
-    """Load dataset `name`, hold out `val_size` for validation, keep `train_subset` for training."""
+    """Load dataset `name`, hold out `val_size` for validation, keep `train_subset` for training. A text corpus
+    is cut by data/text.py instead (its held-out text is fixed: nanoGPT's last 10 %)."""
+    if datasets.describe(name).kind == datasets.TEXT:
+        return load_text_splits(name, data_dir, **source_options)
     full_train, test, classes = source_for(name)(data_dir=Path(data_dir), **source_options)
     train_index, val_index = _split(full_train, val_size, train_subset, split_seed, len(classes))
     train, val = _take(full_train, train_index), _take(full_train, val_index)

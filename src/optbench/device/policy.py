@@ -196,9 +196,14 @@ def eval_batch_size(configured, device_type: str) -> int:
 
 
 def decide_policy(
-    facts: DeviceFacts, overrides: dict | None = None, model_width: int = 64, measured: dict | None = None
+    facts: DeviceFacts,
+    overrides: dict | None = None,
+    model_width: int = 64,
+    measured: dict | None = None,
+    workload_rules: dict | None = None,
 ) -> DevicePolicy:
-    """The device's defaults, then what a measurement chose (`measured`: setting -> (value, reason), from
+    """The device's defaults, then the workload's own rules (`workload_rules`: setting -> (value, reason); a
+    model of sequences has no NHWC layout), then what a measurement chose (`measured`, from
     device_policy.mode=measured), then each non-None override from `device_policy.*` on top."""
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
     kind = facts.device.split(":")[0]
@@ -217,6 +222,7 @@ def decide_policy(
             f"CPU with model.width < {CPU_CHANNELS_LAST_MIN_WIDTH}: oneDNN's NHWC "
             "1x1 stride-2 convolution crashes with so few channels",
         )
+    chosen.update(workload_rules or {})
     chosen.update(measured or {})
     for key, value in overrides.items():
         chosen[key] = (value, "set in config (device_policy)")

@@ -292,9 +292,13 @@ def started(
     git: dict,
     environment: dict,
     validation_labels: dict | None = None,
+    workload: dict | None = None,
 ) -> dict:
     """A new run's first summary: running, no epoch done. `validation_labels`: under label noise, the labels
-    selection sees (`validation_labels_facts`); `versions`, `git`, `environment`: training/provenance.py's."""
+    selection sees (`validation_labels_facts`); `versions`, `git`, `environment`: training/provenance.py's.
+    `workload`: `workload_facts(...)` of a workload other than CIFAR ResNet-18, whose summaries (all written
+    before workloads existed) keep their keys: selection on val/acc, headline best.test/acc."""
+    extra = {} if workload is None else {"workload": workload}
     return {
         "format": FORMAT,
         "status": RUNNING,
@@ -318,7 +322,26 @@ def started(
         "train_time_s": 0.0,
         "train_images": 0,
         "train_images_per_s": None,
+        **extra,
     }
+
+
+def workload_facts(name: str, selection: str, selection_higher_is_better: bool, headline: str, budget: dict) -> dict:
+    """summary.json's workload: its name, the metric the best epoch is chosen on and its direction, the headline
+    metric (its value at that epoch is what tables report) and the budget in its unit."""
+    return {
+        "name": name,
+        "selection": selection,
+        "selection_higher_is_better": selection_higher_is_better,
+        "headline": headline,
+        "budget": budget,
+    }
+
+
+def selection_rule(content: dict) -> tuple[str, bool]:
+    """(the metric the best epoch is chosen on, whether higher is better): the workload's, else val/acc."""
+    workload = content.get("workload") or {}
+    return workload.get("selection", metrics_log.VAL_ACC), bool(workload.get("selection_higher_is_better", True))
 
 
 def noise_content(noise: NoiseFacts, validation_labels: dict | None) -> dict:
@@ -350,29 +373,33 @@ def validation_labels_facts(num_noisy: int | None = None, num_val: int = 0) -> d
 
 
 def after_epoch(content: dict, record: dict, wall_time_s: float) -> None:
-    """After an epoch (its metrics.jsonl `record`): progress, totals, and the best epoch by validation accuracy
-    (the last one without a validation split); under label noise the oracle choice on clean labels beside it."""
+    """After an epoch (its metrics.jsonl `record`): progress, totals, and the best epoch by the workload's selection
+    metric, validation accuracy by default (the last one without a validation split); under label noise the oracle
+    choice on clean labels beside it."""
     content["epochs_done"] = record[metrics_log.EPOCH]
     content["final"] = record
     content["wall_time_s"] = wall_time_s
     content["train_time_s"] += record[metrics_log.TRAIN_TIME_S]
     content["train_images"] += record[metrics_log.TRAIN_IMAGES]
     content["train_images_per_s"] = content["train_images"] / content["train_time_s"]
-    content["best"] = _better(content["best"], record, metrics_log.VAL_ACC, NO_VALIDATION_SPLIT)
+    key, higher = selection_rule(content)
+    content["best"] = _better(content["best"], record, key, NO_VALIDATION_SPLIT, higher)
     if metrics_log.VAL_ACC_CLEAN in record:
         content["best_clean_val"] = _better(content.get("best_clean_val"), record, metrics_log.VAL_ACC_CLEAN, None)
 
 
-def _better(best: dict | None, record: dict, key: str, fallback: str | None) -> dict:
+def _better(best: dict | None, record: dict, key: str, fallback: str | None, higher: bool = True) -> dict:
     selected_by = key if key in record else fallback
-    if best is None or key not in record or record[key] > best[key]:
+    if best is None or key not in record or (record[key] > best[key] if higher else record[key] < best[key]):
         return {metrics_log.SELECTED_BY: selected_by, **record}
     return best
 
 
 def best_so_far(content: dict) -> dict:
-    """Selection key -> the best value of the epochs done (val/acc; val/acc_clean under label noise)."""
-    chosen = {metrics_log.VAL_ACC: content.get("best"), metrics_log.VAL_ACC_CLEAN: content.get("best_clean_val")}
+    """Selection key -> the best value of the epochs done (the workload's selection metric, val/acc by default;
+    val/acc_clean under label noise)."""
+    key, _ = selection_rule(content)
+    chosen = {key: content.get("best"), metrics_log.VAL_ACC_CLEAN: content.get("best_clean_val")}
     return {key: record[key] for key, record in chosen.items() if record and key in record}
 
 

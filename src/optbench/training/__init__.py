@@ -14,7 +14,9 @@ mirror.py      a durable copy of the run directory (paths.mirror_dir): copy out 
 rng.py         every random generator a run touches: seed, capture, restore
 signals.py     graceful stops on SIGTERM, SIGINT and SIGUSR2
 provenance.py  library versions and the git state of the code
-models.py      CIFAR ResNet-18 with a width knob
+models.py      CIFAR ResNet-18 with a width knob, and every model a config may choose (build_model)
+mnist1d_models.py  MNIST-1D's CNN and MLP (Greydanus & Kobak 2024)
+gpt.py         a character GPT of nanoGPT's shape
 timing.py      the run's model and training step, handed to device timing (device=fastest, mode=measured)
 optim.py       parameter groups, optimizers from their libraries, train/eval modes, the LR schedule
 train_command.py  glue between Hydra and train() (src/train.py): up-front checks, exit codes, the run's files

@@ -18,13 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 from optbench.config.plain import plain_dict
 from optbench.data.human_labels import HumanNoise, human_noise
 from optbench.data.noise import NoisyLabels, apply_label_noise
-from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, channel_tensor, num_train_batches
+from optbench.data.pipelines import DataLoaderPipeline, DevicePipeline, WindowPipeline, channel_tensor
 from optbench.data.splits import DatasetSplits, load_splits
 from optbench.device.fastest import fastest_device
 from optbench.device.measured import measured_policy
 from optbench.device.policy import DevicePolicy, apply_policy, decide_policy, facts_of, resolve_device
 from optbench.device.sharing import concurrent_runs
-from optbench.registry import datasets
+from optbench.registry import datasets, workloads
 from optbench.training.console import log_policy
 from optbench.training.models import build_model
 from optbench.training.optim import build_optimizer, build_scheduler
@@ -50,7 +50,7 @@ class Run:
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler  # loss scaling under fp16; a pass-through otherwise
     scheduler: torch.optim.lr_scheduler.LRScheduler
-    pipeline: DevicePipeline | DataLoaderPipeline  # the training batches of each epoch
+    pipeline: DevicePipeline | DataLoaderPipeline | WindowPipeline  # the training batches of each epoch
     mean: torch.Tensor
     std: torch.Tensor
     human: HumanNoise | None = None  # noise=human: the label set put on the images (summary.json records it)
@@ -84,8 +84,14 @@ def choose_policy(
         earlier = (started_policy or {}).get("measured") if (started_policy or {}).get("mode") == "measured" else None
         policy = measured_policy(device, facts, overrides, model, cfg.epochs * len(splits.train), earlier)
     else:
+        rules = workload_policy_rules(cfg)
         policy = keep_started_precision(
-            decide_policy(facts, overrides, cfg.model.width), facts, overrides, cfg.model.width, started_policy
+            decide_policy(facts, overrides, cfg.model.width, workload_rules=rules),
+            facts,
+            overrides,
+            cfg.model.width,
+            started_policy,
+            rules,
         )
     policy = keep_started_threads(policy, overrides, started_policy)
     apply_policy(policy)
@@ -101,8 +107,21 @@ def compiled(model: torch.nn.Module) -> torch.nn.Module:
     return wrapper
 
 
+def workload_policy_rules(cfg: DictConfig) -> dict:
+    """What a workload of sequences or text changes in the device's rules: no NHWC memory format (images only)
+    and no torch.compile unless set (measured to pay back on the CPU ResNet only)."""
+    kind = datasets.describe(cfg.dataset.name).kind
+    if kind == datasets.IMAGES:
+        return {}
+    why = f"workload {workloads.of_config(cfg).name} feeds {kind}, not images"
+    return {
+        "channels_last": (False, f"{why}: NHWC is an image layout"),
+        "compile": (False, f"{why}: torch.compile was measured to pay back on the CPU ResNet only"),
+    }
+
+
 def keep_started_precision(
-    policy: DevicePolicy, facts, overrides: dict, width: int, started_policy: dict | None
+    policy: DevicePolicy, facts, overrides: dict, width: int, started_policy: dict | None, rules: dict | None = None
 ) -> DevicePolicy:
     """A resumed run keeps the AMP it started with on the same kind of device, unless the user sets one:
     a default that changed between releases (the CPU's bf16 rule) must not switch precision half-way."""
@@ -110,7 +129,7 @@ def keep_started_precision(
     same_kind = str((started_policy or {}).get("device", "")).split(":")[0] == policy.device_type
     if overrides.get("amp") is not None or not same_kind or started_amp in (None, policy.amp):
         return policy
-    kept = decide_policy(facts, {**overrides, "amp": started_amp}, width)
+    kept = decide_policy(facts, {**overrides, "amp": started_amp}, width, workload_rules=rules)
     kept.reasons["amp"] = (
         f"kept from the run's start (the rules now say {policy.amp}): a resumed run does not change precision half-way"
     )
@@ -140,36 +159,20 @@ def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = Non
     policy = choose_policy(cfg, device, splits, started_policy)  # before seeding: timing draws random weights
     noisy, noisy_val_labels, human = draw_label_noise(cfg, splits)
     seed_everything(cfg.seed)  # before building the model: its initial weights come from the seed
-    model = build_model(cfg.model.name, splits.num_classes, cfg.model.width)
+    model = build_model(cfg.model.name, splits.num_classes, **model_options(cfg))
     # Module.to takes a device and a memory format together, an overload torch's stubs do not list
     model = model.to(device, memory_format=policy.memory_format)  # type: ignore[call-overload]
-    steps_per_epoch = num_train_batches(len(splits.train), cfg.batch_size)
+    splits_on_device, noisy_on_device = to_device(splits, device), to_device(noisy, device)
+    noisy_val_labels = None if noisy_val_labels is None else noisy_val_labels.to(device)
+    dims = splits.val.images.dim() if len(splits.val) else splits.train.images.dim()
+    mean, std = channel_tensor(splits.mean, device, dims), channel_tensor(splits.std, device, dims)
+    pipeline = training_pipeline(cfg, splits, splits_on_device, noisy, noisy_on_device, mean, std, device, policy)
+    steps_per_epoch = len(pipeline)
     optimizer = build_optimizer(
         model, total_steps=steps_per_epoch * cfg.epochs, **plain_dict(cfg.optimizer, resolve=True)
     )
     scheduler = build_scheduler(optimizer, steps_per_epoch, cfg.epochs, **plain_dict(cfg.scheduler))
     step_model = compiled(model) if policy.compile else model
-    splits_on_device, noisy_on_device = to_device(splits, device), to_device(noisy, device)
-    noisy_val_labels = None if noisy_val_labels is None else noisy_val_labels.to(device)
-    mean, std = channel_tensor(splits.mean, device), channel_tensor(splits.std, device)
-    pipeline: DevicePipeline | DataLoaderPipeline
-    if cfg.data.pipeline == "device":
-        pipeline = DevicePipeline(
-            splits_on_device.train.images, noisy_on_device.labels, cfg.batch_size, cfg.seed, mean, std
-        )
-    else:  # the classic DataLoader reads the CPU copy with the policy's workers and pinning
-        pipeline = DataLoaderPipeline(
-            splits.train.images,
-            noisy.labels,
-            cfg.batch_size,
-            cfg.seed,
-            splits.mean,
-            splits.std,
-            device,
-            policy.num_workers,
-            policy.pin_memory,
-            policy.persistent_workers,
-        )
     return Run(
         cfg,
         run_id,
@@ -187,6 +190,53 @@ def prepare(cfg: DictConfig, run_id: str = "", started_policy: dict | None = Non
         mean,
         std,
         human,
+    )
+
+
+def model_options(cfg: DictConfig) -> dict:
+    """The model's config keys besides its name; a language model's context is its dataset's window."""
+    options = plain_dict(cfg.model, resolve=True)
+    options.pop("name")
+    if datasets.describe(cfg.dataset.name).kind == datasets.TEXT:
+        options["context"] = int(cfg.dataset.context)
+    return options
+
+
+def training_pipeline(cfg, splits, splits_on_device, noisy, noisy_on_device, mean, std, device, policy):
+    """The batches each epoch trains on: random windows of a text, or the (augmented, for images) examples
+    on the device, or the classic DataLoader (images only) reading the CPU copy with the policy's workers."""
+    kind = datasets.describe(cfg.dataset.name).kind
+    if kind == datasets.TEXT:
+        train = splits_on_device.train
+        return WindowPipeline(
+            train.images,
+            train.labels,
+            cfg.batch_size,
+            cfg.seed,
+            int(cfg.dataset.context),
+            int(cfg.dataset.steps_per_epoch),
+        )
+    if cfg.data.pipeline == "device":
+        return DevicePipeline(
+            splits_on_device.train.images,
+            noisy_on_device.labels,
+            cfg.batch_size,
+            cfg.seed,
+            mean,
+            std,
+            augment=kind == datasets.IMAGES,
+        )
+    return DataLoaderPipeline(
+        splits.train.images,
+        noisy.labels,
+        cfg.batch_size,
+        cfg.seed,
+        splits.mean,
+        splits.std,
+        device,
+        policy.num_workers,
+        policy.pin_memory,
+        policy.persistent_workers,
     )
 
 

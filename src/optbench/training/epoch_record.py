@@ -17,10 +17,12 @@ the logits in their last bits only: predictions equal the unfolded model's excep
 tie within float tolerance (tests/test_epoch_record.py). With `train.test_every: improved` the test split is
 evaluated only at epochs where validation accuracy improves and at the last one, so test accuracy at the
 best validation epoch is unchanged. The record carries the evaluation's own time and rate (`eval/time_s`,
-`eval/images`, `eval/images_per_s`).
+`eval/images`, `eval/images_per_s`). A language model's examples are character positions: its accuracy is
+next-character accuracy, and its record adds bits per character (`val/bpc`, `test/bpc`).
 """
 
 import logging
+import math
 import time
 
 import torch
@@ -29,6 +31,7 @@ from torch.fx.experimental.optimization import fuse
 from optbench.data.pipelines import eval_batches
 from optbench.device.policy import eval_batch_size, out_of_memory_as_error, synchronise
 from optbench.formats import metrics_log
+from optbench.registry import datasets, workloads
 from optbench.training.optim import has_modes
 from optbench.training.steps import EpochProgress, evaluate, noisy_fit, recompute_batch_norm
 
@@ -44,7 +47,7 @@ def epoch_record(
     """`best_so_far`: selection key (val/acc, and val/acc_clean under noise) -> its best value over the
     epochs before; test_every=improved tests only an epoch that beats one of them, and the last."""
     evaluation_start = time.perf_counter()
-    if has_modes(run.optimizer):
+    if has_modes(run.optimizer) and has_batch_norm(run.model):
         _batch_norm_at_evaluated_weights(run)
     trained = progress.result()
     record = {
@@ -84,12 +87,14 @@ def epoch_record(
 def wants_test(cfg, epoch: int, val_metrics: dict, best_so_far: dict) -> bool:
     """Every epoch, or (test_every=improved) where a selection metric (validation accuracy, and its clean
     oracle under noise) beats every earlier epoch, and the last. Without a validation split: every epoch."""
-    if cfg.train.get("test_every", "epoch") == "epoch" or epoch == cfg.epochs or metrics_log.VAL_ACC not in val_metrics:
+    selection = workloads.of_config(cfg).selection_metric
+    if cfg.train.get("test_every", "epoch") == "epoch" or epoch == cfg.epochs or selection.key not in val_metrics:
         return True
+    clean = workloads.Metric(metrics_log.VAL_ACC_CLEAN, True)
     return any(
-        val_metrics[key] > best_so_far.get(key, float("-inf"))
-        for key in (metrics_log.VAL_ACC, metrics_log.VAL_ACC_CLEAN)
-        if key in val_metrics
+        key not in best_so_far or metric.better(val_metrics[key], best_so_far[key])
+        for metric in (selection, clean)
+        if (key := metric.key) in val_metrics
     )
 
 
@@ -97,6 +102,8 @@ def evaluation_model(run) -> torch.nn.Module:
     """A copy of the model with BatchNorm folded into the convolutions, in the policy's memory format; the
     training model itself when it cannot be traced (a model torch.fx does not follow)."""
     run.model.eval()
+    if not has_batch_norm(run.model):  # nothing to fold
+        return run.step_model
     try:
         folded = fuse(run.model, inplace=False)
     except Exception as error:  # noqa: BLE001  tracing is an optimisation: evaluate unfolded rather than fail
@@ -116,9 +123,15 @@ def _split_metrics(run, model, split_name: str, image_set, noisy_labels=None) ->
     with evaluation_memory_guard(run):
         metrics, predicted = evaluate(model, batches, run.policy)
     record = {f"{split_name}/{name}": value for name, value in metrics.items()}
+    if datasets.describe(run.cfg.dataset.name).kind == datasets.TEXT:  # nats per character -> bits per character
+        record[f"{split_name}/bpc"] = metrics["loss"] / math.log(2)
     if noisy_labels is not None:
         record[f"{split_name}/acc_clean"] = (predicted == image_set.labels).float().mean().item()
     return record, predicted.cpu()
+
+
+def has_batch_norm(model: torch.nn.Module) -> bool:
+    return any(isinstance(module, torch.nn.modules.batchnorm._BatchNorm) for module in model.modules())
 
 
 def _batch_norm_at_evaluated_weights(run) -> None:

@@ -163,7 +163,7 @@ def _write_predictions(run, run_dir: RunDir, state: LoopState) -> None:
         predictions.write(
             run_dir.predictions_path,
             predicted.cpu().numpy(),
-            run.splits.test.labels.cpu().numpy(),
+            run.splits.test.labels.reshape(-1).cpu().numpy(),  # a language model: one per position
             epoch,
             run.splits.num_classes,
         )

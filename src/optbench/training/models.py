@@ -5,11 +5,18 @@ small to downsample early), four stages of two BasicBlocks with widths w, 2w, 4w
 average pooling and a linear head. width=64 is the standard model (11,173,962 parameters at 10
 classes); tests and CPU runs use 8-16. torchvision's resnet18 cannot be reused: it hard-codes the
 64..512 widths and the ImageNet stem. Modules are named `stem`, `stages`, `head` so the optimizer
-factory can tell Muon's hidden weights from the stem and head.
+factory can tell Muon's hidden weights from the stem and head. `build_model(name, ...)` builds any model a
+config may choose: this ResNet, MNIST-1D's CNN and MLP (training/mnist1d_models.py), the character GPT
+(training/gpt.py).
 """
+
+from collections.abc import Callable
 
 import torch
 from torch import nn
+
+from optbench.training.gpt import CharGPT
+from optbench.training.mnist1d_models import ConvNet1d, MLP1d
 
 
 class BasicBlock(nn.Module):
@@ -50,8 +57,23 @@ class CifarResNet(nn.Module):
         return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(features, 1), 1))
 
 
-BLOCKS_PER_STAGE = {"resnet18": (2, 2, 2, 2)}  # keyed by optbench.registry.choices.ARCHITECTURES
+BLOCKS_PER_STAGE = {"resnet18": (2, 2, 2, 2)}
 
 
-def build_model(name: str, num_classes: int, width: int = 64) -> CifarResNet:
-    return CifarResNet(BLOCKS_PER_STAGE[name], num_classes, width)
+# Every model a config may choose (keyed by optbench.registry.choices.ARCHITECTURES): (classes or vocabulary
+# size, width, the model's other options) -> the module. The workloads' models live in their own modules.
+def _resnet18(num_classes: int, width: int) -> nn.Module:
+    return CifarResNet(BLOCKS_PER_STAGE["resnet18"], num_classes, width)
+
+
+BUILDERS: dict[str, Callable[..., nn.Module]] = {
+    "resnet18": _resnet18,
+    "cnn1d": ConvNet1d,
+    "mlp1d": MLP1d,
+    "gpt": CharGPT,  # (vocabulary size, width, layers, heads, context)
+}
+
+
+def build_model(name: str, num_classes: int, width: int = 64, **options) -> nn.Module:
+    """`options`: a model's own config keys besides name and width (the GPT's layers, heads and context)."""
+    return BUILDERS[name](num_classes, width, **options)

@@ -8,6 +8,7 @@ from the config and the provenance measured now, whether an epoch diverged, and 
 import math
 
 from optbench.formats import metrics_log, run_summary
+from optbench.registry import workloads
 from optbench.training import provenance
 
 
@@ -37,6 +38,19 @@ def initial_summary(
         git=provenance.git_state(),
         environment=environment,
         validation_labels=validation_labels,
+        workload=workload_summary(cfg),
+    )
+
+
+def workload_summary(cfg) -> dict:
+    """summary.json's workload: name, selection rule, headline metric, and the budget in the workload's unit."""
+    workload = workloads.of_config(cfg)
+    budget = {"unit": workload.budget_unit, "value": int(cfg.epochs), "epochs": int(cfg.epochs)}
+    if workload.budget_unit == workloads.STEPS:
+        budget["value"] = int(cfg.epochs) * int(cfg.dataset.steps_per_epoch)
+    selection = workload.selection_metric
+    return run_summary.workload_facts(
+        workload.name, selection.key, selection.higher_is_better, workload.headline, budget
     )
 
 
@@ -56,11 +70,15 @@ def divergence(record: dict, first_nonfinite_batch: int, factor: float, num_clas
 
 
 def headline(summary: dict) -> str:
-    """'test acc 0.6720 at the best-validation epoch 7 of 10' (or what there is to say)."""
+    """'test acc 0.6720 at the best-validation epoch 7 of 10' (or what there is to say); a workload with another
+    headline names it: 'val loss 1.9012 at the best-validation epoch 8 of 8'."""
     best = summary.get("best") or {}
-    if metrics_log.TEST_ACC not in best:
-        return f"{summary.get('epochs_done', 0)} epoch(s) done, no test accuracy yet"
-    validated = best.get(metrics_log.SELECTED_BY) == metrics_log.VAL_ACC
-    chosen = "best-validation epoch" if validated else run_summary.NO_VALIDATION_SPLIT
-    test_acc, epoch = best[metrics_log.TEST_ACC], best[metrics_log.EPOCH]
-    return f"test acc {test_acc:.4f} at the {chosen} {epoch} of {summary.get('epochs_planned', '?')}"
+    key = (summary.get("workload") or {}).get("headline", metrics_log.TEST_ACC)
+    words = key.replace("/", " ")
+    if key not in best:
+        return f"{summary.get('epochs_done', 0)} epoch(s) done, no {words} yet"
+    selection, _ = run_summary.selection_rule(summary)
+    chosen = (
+        "best-validation epoch" if best.get(metrics_log.SELECTED_BY) == selection else run_summary.NO_VALIDATION_SPLIT
+    )
+    return f"{words} {best[key]:.4f} at the {chosen} {best[metrics_log.EPOCH]} of {summary.get('epochs_planned', '?')}"

@@ -1,5 +1,9 @@
 """One training epoch and one evaluation pass; no file I/O, no config.
 
+An example is an image, a sequence, or one position of a language model's window: a model returns logits
+(examples, classes) and labels are flattened to match, so losses and accuracies are per example (per
+character for the language model), and the counts are examples.
+
 Loss sums and correct counts accumulate on the device and are read once at the end of the pass, so
 a step never waits for the host. `train_epoch` returns an EpochProgress whose `result()` is the
 mean loss and accuracy over the images trained on (against the labels training sees, noisy or not);
@@ -38,13 +42,14 @@ def train_step(
     optimizer.zero_grad(set_to_none=True)
     loss_sum = correct = None
     for micro_images, micro_labels in zip(images.chunk(grad_accum), labels.chunk(grad_accum)):
+        targets = micro_labels.reshape(-1)  # a language model's (batch, context) next tokens: one per position
         with policy.autocast():
             logits = model(micro_images)
-            loss = nn.functional.cross_entropy(logits, micro_labels)
+            loss = nn.functional.cross_entropy(logits, targets)
         # Weight each micro-batch mean by its share, so the gradients sum to the whole batch's mean.
-        scaler.scale(loss * (len(micro_labels) / len(labels))).backward()
-        micro_loss_sum = loss.detach().float() * len(micro_labels)
-        micro_correct = (logits.detach().argmax(1) == micro_labels).sum()
+        scaler.scale(loss * (targets.numel() / labels.numel())).backward()
+        micro_loss_sum = loss.detach().float() * targets.numel()
+        micro_correct = (logits.detach().argmax(1) == targets).sum()
         loss_sum = micro_loss_sum if loss_sum is None else loss_sum + micro_loss_sum
         correct = micro_correct if correct is None else correct + micro_correct
     if loss_sum is None or correct is None:
@@ -105,7 +110,7 @@ def train_epoch(
     for images, labels in batches:
         batch_loss_sum, batch_correct = train_step(model, images, labels, optimizer, policy, scaler, grad_accum)
         scheduler.step()
-        progress.add(batch_loss_sum, batch_correct, len(labels))
+        progress.add(batch_loss_sum, batch_correct, labels.numel())
         if should_stop():
             break
     return progress
@@ -136,9 +141,10 @@ def evaluate(model: nn.Module, batches: Batches, policy: DevicePolicy) -> tuple[
     for images, labels in batches:
         with policy.autocast():
             logits = model(images.contiguous(memory_format=policy.memory_format))
-        loss_sum = loss_sum + nn.functional.cross_entropy(logits.float(), labels, reduction="sum")
+        targets = labels.reshape(-1)  # one per position for a language model
+        loss_sum = loss_sum + nn.functional.cross_entropy(logits.float(), targets, reduction="sum")
         predictions.append(logits.argmax(1))
-        all_labels.append(labels)
+        all_labels.append(targets)
     predicted, labels = torch.cat(predictions), torch.cat(all_labels)
     metrics = {"loss": float(loss_sum) / len(labels), "acc": (predicted == labels).float().mean().item()}
     return metrics, predicted
