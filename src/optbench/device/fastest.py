@@ -45,6 +45,8 @@ class TimedModel:
     train_step: Callable  # (model, images, labels, optimizer, policy, scaler) -> (loss sum, correct)
     channels: int = 3
     image_size: int = 32  # square images, image_size x image_size pixels
+    # A model that is not fed images (a sequence, a text's windows): (generator) -> (inputs, labels) on the CPU
+    make_batch: Callable[[torch.Generator], tuple[torch.Tensor, torch.Tensor]] | None = None
 
     def describe(self) -> str:
         text = f"{self.name} width {self.width} classes {self.num_classes} batch {self.batch_size}"
@@ -69,6 +71,8 @@ def images_per_second(device: torch.device, model: TimedModel, steps: int = TIME
     """Training throughput of `steps` optimizer steps after a warm-up, under the device's default policy,
     eager: compiling (the CPU policy's default from width 64) would cost half a minute per shape here."""
     policy = dataclasses.replace(decide_policy(facts_of(device), model_width=model.width), compile=False)
+    if model.make_batch is not None:  # sequences or tokens: NHWC is an image layout
+        policy = dataclasses.replace(policy, channels_last=False)
     return time_training(device, policy, model, steps)[1]
 
 
@@ -78,9 +82,12 @@ def time_training(
     """(seconds of the warm-up steps, images/s of `steps` steps after them) under `policy`, on random data.
     The warm-up pays allocation, kernel selection and, with policy.compile, compiling."""
     generator = torch.Generator().manual_seed(0)
-    shape = (model.batch_size, model.channels, model.image_size, model.image_size)
-    images = torch.randn(shape, generator=generator).to(device)
-    labels = torch.randint(0, model.num_classes, (model.batch_size,), generator=generator).to(device)
+    if model.make_batch is not None:
+        images, labels = (tensor.to(device) for tensor in model.make_batch(generator))
+    else:
+        shape = (model.batch_size, model.channels, model.image_size, model.image_size)
+        images = torch.randn(shape, generator=generator).to(device)
+        labels = torch.randint(0, model.num_classes, (model.batch_size,), generator=generator).to(device)
     # Module.to takes a device and a memory format together, an overload torch's stubs do not list
     network = model.build().to(device, memory_format=policy.memory_format)  # type: ignore[call-overload]
     step_network = torch.compile(network) if policy.compile else network

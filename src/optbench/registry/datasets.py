@@ -228,6 +228,9 @@ def image_shape(dataset_cfg) -> tuple[int, int, int]:
     """(channels, height, width) of the images a configured dataset gives: what device timing should feed the
     model. A folder's images are resized to dataset.image_size at decode time, so it is known before loading."""
     descriptor = describe(dataset_cfg["name"])
+    if descriptor.kind == TEXT:  # one window of `context` tokens
+        context = int(_config_value(dataset_cfg, "context") or 64)
+        return 1, context, context
     size = descriptor.image_size or int(_config_value(dataset_cfg, "image_size") or 32)
     return descriptor.channels, size, size
 

@@ -31,6 +31,7 @@ FORWARD_SHARE = 1 / 3  # evaluation forward pass vs a full training step (forwar
 # elsewhere the forward-pass share (a forward is about a third of a training step).
 EVAL_SPEEDUP = {"cpu": 7.0}
 RATE_CACHE = "estimate-rates.json"
+TEXT_WINDOWS_PER_SPLIT = 871  # Tiny Shakespeare's held-out halves in windows of 64 (dataset.eval_windows: null)
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,17 @@ def folder_sizes(root) -> tuple[int, int, int] | None:
     return len(train), len(test), len(classes)
 
 
+def text_sizes(cfg: DictConfig) -> tuple[int, int, int]:
+    """(characters trained per evaluation period, validation characters, test characters) of a text's run: its
+    rates count characters (one example per position)."""
+    context = int(cfg.dataset.context)
+    windows = int(cfg.dataset.eval_windows or TEXT_WINDOWS_PER_SPLIT)
+    return int(cfg.dataset.steps_per_epoch) * int(cfg.batch_size) * context, windows * context, windows * context
+
+
 def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
-    sizes = dataset_sizes(cfg.dataset)
+    is_text = datasets.describe(cfg.dataset.name).kind == datasets.TEXT
+    sizes = text_sizes(cfg) if is_text else dataset_sizes(cfg.dataset)
     if sizes is None:
         return None
     train, val, test = sizes
