@@ -26,7 +26,7 @@ from optbench import rundir
 from optbench.config.plain import plain_dict
 from optbench.errors import DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
-from optbench.formats.metrics_log import EPOCH, TEST_ACC, TIME_S, TRAIN_ACC, TRAIN_LOSS, VAL_ACC
+from optbench.formats.metrics_log import EPOCH, TEST_ACC, TIME_S, TRAIN_ACC, TRAIN_LOSS, VAL_ACC, VAL_LOSS
 from optbench.identity import flatten
 from optbench.rundir import HYDRA_DIR, METRICS_FILE, RECORD_FILE, SUMMARY_FILE
 
@@ -302,6 +302,8 @@ def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_a
         "test_acc_at_best_val": number(summary.headline),  # the headline: selected as a practitioner can
         "test_acc_at_best_clean_val": number(oracle.get(TEST_ACC)),
         "final_val_acc": number(final.get(VAL_ACC)),
+        "val_loss_best": number(best.get(VAL_LOSS)),  # at the selected epoch: a language model's selection metric
+        "final_val_loss": number(final.get(VAL_LOSS)),
         "final_test_acc": number(final.get(TEST_ACC)),
         "final_train_loss": number(final.get(TRAIN_LOSS)),
         "final_train_acc": number(final.get(TRAIN_ACC)),

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from optbench.errors import ConfigError, did_you_mean
-from optbench.formats.metrics_log import VAL_ACC
+from optbench.formats.metrics_log import VAL_ACC, VAL_LOSS
 from optbench.identity import is_numbers_free
 from optbench.specs.hypothesis_spec import HUMAN, HYPOTHESIS_KEYS, HypothesisTest, parse_hypothesis
 
@@ -201,7 +201,15 @@ TUNE_METHODS = ("grid", "quasirandom")
 SELECTION_METRICS = {  # tune.select_on -> where it lives in summary.json: validation, never test
     "val_acc_best": ("best", VAL_ACC),  # best validation accuracy over the epochs (default)
     "final_val_acc": ("final", VAL_ACC),  # validation accuracy after the last epoch
+    "val_loss_best": ("best", VAL_LOSS),  # a language model's: validation loss at its best evaluation (lower wins)
+    "final_val_loss": ("final", VAL_LOSS),  # validation loss after the last evaluation
 }
+LOWER_IS_BETTER_SELECTION = ("val_loss_best", "final_val_loss")
+
+
+def selection_sign(select_on: str) -> int:
+    """+1 where a higher score wins (accuracy), -1 where a lower one does (loss): ranks multiply by it."""
+    return -1 if select_on in LOWER_IS_BETTER_SELECTION else 1
 TUNE_KEYS = {
     "grid": ("method", "lr_factors", "weight_decay_factors", "select_on", "output"),
     "quasirandom": (

@@ -33,7 +33,7 @@ from optbench.errors import ConfigError, DamagedRunFile
 from optbench.fileio import write_bytes_atomically
 from optbench.formats import run_summary, tuning_record
 from optbench.registry import optimizers
-from optbench.specs.study_spec import EXPERIMENTS_DIR, SELECTION_METRICS, Study, Tuning
+from optbench.specs.study_spec import EXPERIMENTS_DIR, SELECTION_METRICS, Study, Tuning, selection_sign
 from optbench.studies import search_space
 
 SEARCHED = ("lr", "weight_decay")  # what the grid method scales
@@ -54,6 +54,11 @@ def grid_values(defaults: DictConfig, tune: Tuning) -> dict[str, list[str]]:
     return values
 
 
+# What a diverged trial scores: the worst accuracy, or (a loss) a uniform guess over a language model's 65
+# characters, ln 65 = 4.17 nats, above any trial that learned anything. A finite number, so the record stays JSON.
+DIVERGED_SCORE = {1: 0.0, -1: 4.17}
+
+
 def read_score(run_dir: Path, select_on: str) -> float | None:
     """The selection metric of a finished run (0 for a diverged one); None while it is unfinished, missing
     or unreadable."""
@@ -66,7 +71,7 @@ def score_of(summary: run_summary.Summary | None, select_on: str) -> float | Non
     section, key = SELECTION_METRICS[select_on]
     record = getattr(summary, section) or {}  # the epoch record the selection metric lives in: best or final
     if summary.status == run_summary.DIVERGED or record.get(key) is None:
-        return 0.0
+        return DIVERGED_SCORE[selection_sign(select_on)]
     return float(record[key])
 
 
@@ -161,15 +166,17 @@ def top_trials(runs: list, select_on: str, k: int) -> list[search_space.Trial] |
             return None
         scores[run.trial.index].append(score)
         trials[run.trial.index] = run.trial
-    ranked = sorted(scores, key=lambda index: (-statistics.fmean(scores[index]), index))
+    sign = selection_sign(select_on)
+    ranked = sorted(scores, key=lambda index: (-sign * statistics.fmean(scores[index]), index))
     return [trials[index] for index in ranked[:k]]
 
 
-def winner(points: list[Point]) -> Point:
-    """Quasi-random: the best mean over all seeds among the top-k; grid: the best mean point.
-    Ties go to the earlier trial, then (grid) the smaller learning rate: the safer step."""
+def winner(points: list[Point], select_on: str = "val_acc_best") -> Point:
+    """Quasi-random: the best mean over all seeds among the top-k; grid: the best mean point (highest accuracy,
+    lowest loss). Ties go to the earlier trial, then (grid) the smaller learning rate: the safer step."""
     candidates = [point for point in points if point.top_k] or points
-    return min(candidates, key=lambda point: (-point.mean, point.index, point.values.get("optimizer.lr", 0)))
+    sign = selection_sign(select_on)
+    return min(candidates, key=lambda point: (-sign * point.mean, point.index, point.values.get("optimizer.lr", 0)))
 
 
 def select(runs: list, study: Study, defaults: dict[str, dict]) -> dict[str, Selection]:
@@ -177,7 +184,7 @@ def select(runs: list, study: Study, defaults: dict[str, dict]) -> dict[str, Sel
     spaces = _spaces(study, defaults)
     selections = {}
     for optimizer, points in sorted(group_points(runs, study).items()):
-        best = winner(points)
+        best = winner(points, study.tune.select_on)
         ranges = spaces[optimizer]
         edge_warnings = (
             search_space.edges(ranges, best.values) if isinstance(ranges, tuple) else grid_edges(ranges, best.values)
