@@ -6,11 +6,13 @@ Each check prints one line with a check mark or a cross; the exit status is 0 on
 It prints the versions, the devices present, the device and policy (AMP, memory format, ...)
 a run would use, and which datasets are ready to use here (`--image-folder DIR` adds a folder of images). The training
 test gives every optimizer a few steps on one fixed batch with a
-small ResNet-18 under that policy and checks the losses are finite and falling. Takes well under a
-minute on a 2-core CPU.
+small ResNet-18 under that policy and checks the losses are finite and falling; then each other workload
+(workload=mnist1d, char_lm) trains a few AdamW steps of its model on a batch of its real data. Takes well
+under a minute on a 2-core CPU.
 """
 
 import argparse
+import dataclasses
 import importlib
 import math
 import os
@@ -24,11 +26,13 @@ import torchvision
 from omegaconf import OmegaConf
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
+from optbench.data import text
 from optbench.data.fingerprint import list_image_folder
+from optbench.data.splits import load_splits
 from optbench.device.fastest import fastest_device
 from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, mps_built, resolve_device
 from optbench.errors import ConfigError
-from optbench.registry import optimizers
+from optbench.registry import optimizers, workloads
 from optbench.registry.choices import OPTIMIZERS
 from optbench.training.models import build_model
 from optbench.training.optim import build_optimizer, set_mode
@@ -41,6 +45,9 @@ LIBRARIES = (*(library.replace("-", "_") for library in optimizers.libraries()),
 STEPS = 8  # optimizer steps on the fixed batch; enough for every default LR to lower the loss
 BATCH = 32  # images in the fixed batch
 WIDTH = 8  # ResNet-18 width for the test (64 = standard); small so a CPU finishes in seconds
+WORKLOAD_WIDTH = {"cnn1d": 25, "gpt": 32}  # the MNIST-1D CNN as the paper has it; a narrow GPT, seconds on a CPU
+CONTEXT = 64  # characters per window of the language model's batch (its default context)
+SHARED_DATA = Path(__file__).resolve().parent.parent / "shared" / "data"  # the copies beside a checkout (README "Data")
 
 
 def import_check() -> bool:
@@ -113,6 +120,43 @@ def optimizer_losses(name: str, device: torch.device, policy: DevicePolicy) -> l
     return [train_step(model, images, labels, optimizer, policy, scaler)[0].item() / BATCH for _ in range(STEPS)]
 
 
+def workload_batch(name: str, data_dir: Path) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """(inputs, labels, where from) of one training batch of a new workload's real data where it is here:
+    MNIST-1D is generated; Tiny Shakespeare is read from paths.data_dir or the shared copy beside this checkout
+    (random characters otherwise, said so)."""
+    if name == "mnist1d":
+        splits = load_splits(name="mnist1d", data_dir=str(data_dir), val_size=400)
+        return splits.train.images[:BATCH], splits.train.labels[:BATCH], "generated"
+    for path in (text.corpus_path(data_dir, "tinyshakespeare"), SHARED_DATA / "tinyshakespeare" / "input.txt"):
+        if path.is_file():
+            tokens, _ = text.load_corpus(data_dir, "tinyshakespeare", str(path), download=False)
+            inputs, targets = text.windows(tokens[:100_000], CONTEXT, BATCH)
+            return inputs, targets, str(path)
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, 65, (BATCH * CONTEXT + 1,), generator=generator)
+    inputs, targets = text.windows(tokens, CONTEXT, BATCH)
+    return inputs, targets, "random characters (corpus not found: the first run downloads it)"
+
+
+def workload_losses(name: str, device: torch.device, data_dir: Path) -> tuple[list[float], str]:
+    """A few AdamW steps of the workload's default model on one batch of its data (NCHW, no compile)."""
+    workload = workloads.describe(name)
+    inputs, labels, source = workload_batch(name, data_dir)
+    torch.manual_seed(0)
+    model_name = workload.models[0]
+    model_options = {"context": CONTEXT} if model_name == "gpt" else {}
+    classes = 65 if model_name == "gpt" else 10
+    model = build_model(model_name, classes, WORKLOAD_WIDTH[model_name], **model_options).to(device)
+    policy = dataclasses.replace(decide_policy(facts_of(device), model_width=WIDTH), channels_last=False)
+    options = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "optimizer" / "adamw.yaml"))
+    optimizer = build_optimizer(model, total_steps=STEPS, **options)
+    scaler = policy.grad_scaler_for_run()
+    inputs, labels = inputs.to(device), labels.to(device)
+    examples = labels.numel()
+    steps = [train_step(model, inputs, labels, optimizer, policy, scaler)[0].item() / examples for _ in range(STEPS)]
+    return steps, source
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Check this machine for the optimizer harness.")
     parser.add_argument("--device", default="auto", help="auto, fastest, cpu, cuda, cuda:N or mps")
@@ -140,7 +184,7 @@ def main(argv: list[str]) -> int:
         return 2
     results = [import_check()]
     environment_lines(device, policy)
-    shared_copies = Path(__file__).resolve().parent.parent / "shared" / "data" / "cifar10-jpeg"  # README "Data"
+    shared_copies = SHARED_DATA / "cifar10-jpeg"  # README "Data"
     data_lines(args.data_dir, args.image_folder or ([str(shared_copies)] if shared_copies.is_dir() else []))
     for name in OPTIMIZERS:
         started = time.perf_counter()
@@ -157,6 +201,23 @@ def main(argv: list[str]) -> int:
                 finite and falling,
                 f"{name}: losses {shown} ({time.perf_counter() - started:.1f}s)"
                 + ("" if finite else " NOT FINITE")
+                + ("" if falling else " NOT FALLING"),
+            )
+        )
+    for name in workloads.NAMES[1:]:  # the CIFAR ResNet-18 is the optimizers' check above
+        started = time.perf_counter()
+        try:
+            losses, source = workload_losses(name, device, args.data_dir)
+        except Exception as error:  # report every workload, even after one breaks  # noqa: BLE001
+            results.append(report(False, f"workload={name}: {type(error).__name__}: {error}"))
+            continue
+        falling = all(map(math.isfinite, losses)) and losses[-1] < losses[0]
+        shown = " ".join(f"{value:.3f}" for value in losses)
+        took = time.perf_counter() - started
+        results.append(
+            report(
+                falling,
+                f"workload={name}: adamw losses {shown} on {source} ({took:.1f}s)"
                 + ("" if falling else " NOT FALLING"),
             )
         )
