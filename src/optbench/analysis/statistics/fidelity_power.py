@@ -14,6 +14,8 @@ judged by the same vectorised functions the report uses, with a fixed generator 
 - `seeds_to_certify`, `seeds_to_keep`: the fewest shared seeds (at most fidelity_stats.MAX_SEEDS) reaching 80 %,
   by bisection over n; `certify_power` gives the power at a number of seeds from a second, independent generator,
   the check that the planner's number keeps its promise.
+- `established_signs`, `rule_answers`: the whole rule on a stack of ladders (the top's orders by paired t and Holm
+  per ladder, then both answers), what the simulations in tests/ and benchmarks/fidelity_coverage.py count.
 - `draw_runs`: a stack of rungs' values, each optimizer's mean plus a seed effect every optimizer of a seed shares
   plus each run's own noise, normal or t-distributed (heavy tails) scaled to the same sd.
 """
@@ -23,8 +25,15 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats
 
-from optbench.analysis.statistics.fidelity_stats import MAX_SEEDS, TARGET_POWER, all_kept, certified_resolutions
+from optbench.analysis.statistics.fidelity_stats import (
+    MAX_SEEDS,
+    TARGET_POWER,
+    all_kept,
+    certified_resolutions,
+    pair_differences,
+)
 
 SIMULATIONS = 4000  # ladders per figure: a power near 80 % to within 0.6 points (one binomial standard error)
 SEARCH_SEED, CHECK_SEED = 0, 1  # generators: the planner's search, and the independent check of its number
@@ -129,3 +138,30 @@ def seeds_to_keep(
     if not (np.asarray(top_signs).any() and np.isfinite(spreads).all() and spreads.max() > 0):
         return None
     return fewest_seeds(lambda n: keep_power(means, spreads, top_signs, n, seed=SEARCH_SEED) >= power)
+
+
+def holm_rows(p_values: np.ndarray) -> np.ndarray:
+    """Holm-adjusted p-values along the last axis (each row a family): the step-down maxima of (m - i) p_(i)."""
+    order = np.argsort(p_values, axis=-1)
+    ranked = np.take_along_axis(p_values, order, axis=-1)
+    m = p_values.shape[-1]
+    adjusted_sorted = np.minimum(np.maximum.accumulate(ranked * (m - np.arange(m)), axis=-1), 1.0)
+    adjusted = np.empty_like(adjusted_sorted)
+    np.put_along_axis(adjusted, order, adjusted_sorted, axis=-1)
+    return adjusted
+
+
+def established_signs(values: np.ndarray, alpha: float) -> np.ndarray:
+    """(..., pairs): fidelity_stats.established_orders on each ladder of a stack (..., k, n)."""
+    differences = pair_differences(values)
+    n = differences.shape[-1]
+    mean, se = differences.mean(axis=-1), differences.std(axis=-1, ddof=1) / math.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_values = 2 * stats.t.sf(np.abs(mean / se), n - 1)
+    return np.where(holm_rows(np.nan_to_num(p_values, nan=1.0)) < alpha, np.sign(mean), 0).astype(int)
+
+
+def rule_answers(rung: np.ndarray, top: np.ndarray, alpha: float, wanted: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per ladder of a stack (rung and top on the same seeds): (order kept is yes, every change certified within
+    `wanted`); a rung is faithful where both hold."""
+    return all_kept(rung, established_signs(top, alpha)), certified_resolutions(rung, top) <= wanted

@@ -146,8 +146,8 @@ def kept_by_bounds(values: np.ndarray, top_signs: np.ndarray, confidence: float 
 def all_kept(values: np.ndarray, top_signs: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
     """Per ladder of a stack (..., k, n): is every order the top establishes kept (False when it establishes none)?"""
     fates = kept_by_bounds(values, top_signs, confidence)
-    established = np.asarray(top_signs) != 0
-    return np.asarray((fates[..., established] == 1).all(axis=-1) & established.any())
+    established = np.asarray(top_signs) != 0  # (pairs,) or one row per ladder
+    return np.asarray(((fates == 1) | ~established).all(axis=-1) & established.any(axis=-1))
 
 
 @dataclass(frozen=True)
