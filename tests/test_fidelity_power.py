@@ -67,7 +67,8 @@ def test_the_planner_sized_from_a_pilot_ladder_reaches_80_percent_at_the_truth()
 
 # ---------------------------------------------------------------- the hard case, vectorised (issue 54, item 5)
 
-PART = SEED_SD / math.sqrt(2)  # half a run's variance is the seed effect every optimizer of the seed shares
+SD_POINTS = SEED_SD * 100
+PART = SD_POINTS / math.sqrt(2)  # points: half a run's variance is the seed effect every optimizer of the seed shares
 EQUAL, ONE_NOISY = np.ones(5), np.array([1.0, 1.0, 1.0, 1.0, 3.0]) / math.sqrt((4 + 9) / 5)  # the same rms spread
 CASES = [(EQUAL, math.inf), (ONE_NOISY, math.inf), (EQUAL, 3.0), (ONE_NOISY, 3.0)]  # t(3): heavy-tailed seeds
 CASE_NAMES = ["normal", "muon 3x noisier", "t(3) seed effects", "muon 3x noisier, t(3)"]
@@ -88,16 +89,19 @@ def size_floor(rate: float) -> float:
 
 
 @pytest.mark.parametrize(("own", "tails"), CASES, ids=CASE_NAMES)
-def test_pure_noise_and_a_reversed_middle_are_named_faithful_at_most_five_percent(own, tails):
+def test_pure_noise_and_a_reversed_middle_get_a_false_yes_at_most_five_percent(own, tails):
+    # A false yes: named faithful, or order kept said yes while an order the top established is not the rung's
+    # (in pure noise every established order is an error; in the reversed middle, one of the middle four's).
     top_means = TOP_MEANS * 100
     reversed_middle = top_means[[3, 2, 1, 0, 4]] - 25  # the four behind Muon in reverse order
     for seeds in (3, 6, 10):
-        noise = ladders(seeds, np.full(5, 50.0), np.full(5, 70.0), seeds, own, tails)
-        order_yes, certified = fidelity_power.rule_answers(*noise, 0.05, 2.0)
-        assert (order_yes & certified).mean() <= size_floor(0.05) and order_yes.mean() <= size_floor(0.05)
-        swapped = ladders(seeds + 100, reversed_middle, top_means, seeds, own, tails)
-        order_yes, certified = fidelity_power.rule_answers(*swapped, 0.05, 2.0)
-        assert order_yes.mean() <= size_floor(0.05) and (order_yes & certified).mean() <= size_floor(0.05)
+        for rung_means, top in ((np.full(5, 50.0), np.full(5, 70.0)), (reversed_middle, top_means)):
+            rung, top_values = ladders(seeds, rung_means, top, seeds, own, tails)
+            order_yes, certified = fidelity_power.rule_answers(rung, top_values, 0.05, 2.0)
+            wrong = fidelity_power.false_keeps(
+                order_yes, fidelity_power.established_signs(top_values, 0.05), rung_means
+            )
+            assert (order_yes & certified).mean() <= size_floor(0.05) and wrong.mean() <= size_floor(0.05)
 
 
 def two_point_reversal() -> tuple[np.ndarray, np.ndarray]:
@@ -119,23 +123,25 @@ def test_a_real_two_point_reversal_is_certified_within_two_points_or_kept_at_mos
     for seeds in (3, 6, 10, 16):
         rung, top = ladders(seeds, rung_means, top_means, seeds, own, tails, top_scale=0.25)
         order_yes, certified = fidelity_power.rule_answers(rung, top, 0.05, 2.0)
-        established = fidelity_power.established_signs(top, 0.05)[:, 0] == 1  # pair (sgd, adam)
+        signs = fidelity_power.established_signs(top, 0.05)
+        established = signs[:, 0] == 1  # pair (sgd, adam)
         assert certified.mean() <= size_floor(0.05)
-        assert (order_yes & established).mean() <= size_floor(0.05)
+        assert fidelity_power.false_keeps(order_yes, signs, rung_means).mean() <= size_floor(0.05)
     assert established.mean() > 0.5  # at 16 seeds the reversed order is usually one the top establishes
 
 
 @pytest.mark.parametrize(("own", "tails"), CASES, ids=CASE_NAMES)
 def test_the_resolution_covers_a_lone_largest_change_at_95_percent_not_more(own, tails):
     # The least favourable case: one pair's change far larger than the others' (Adam up, AdamW down by half of it
-    # each), eight of its standard errors; the noisy optimizer (SGD here) outside that pair. The certified
-    # resolution covers the largest change in 95 % of ladders (+-1 point), where Tukey's covered 99.8-100 %.
+    # each), eight of its standard errors; the noisy optimizer (Adam here) in that pair: with it outside, its pairs
+    # can lift the resolution above the lone change and coverage rises (docs/fidelity.md: up to 97.7 % at 3 seeds).
+    # The certified resolution covers the largest change in 95 % of ladders (+-1 point); Tukey's covered 99.8-100 %.
     for seeds in (6, 10):
-        change = 8 * SEED_SD * 100 * math.sqrt(2 / seeds)
+        change = 8 * SD_POINTS * math.sqrt(2 / seeds)
         rung_means = TOP_MEANS * 100 - 25
         rung_means[1], rung_means[2] = rung_means[1] + change / 2, rung_means[2] - change / 2
         resolutions = fidelity_stats.certified_resolutions(
-            *ladders(seeds, rung_means, TOP_MEANS * 100, seeds, own[[4, 0, 1, 2, 3]], tails)
+            *ladders(seeds, rung_means, TOP_MEANS * 100, seeds, own[[0, 4, 1, 2, 3]], tails)
         )
         assert 0.94 <= (resolutions >= change).mean() <= 0.96
 
@@ -145,7 +151,7 @@ def test_an_unchanged_rung_reaches_80_percent_power_for_each_answer_at_the_plann
     # The planner is given the true spreads (each optimizer's sd of its change between rungs, and its own sd at the
     # rung) and assumes normal noise; the rule is then run on unchanged ladders at its numbers.
     top_means = TOP_MEANS * 100
-    seeds = fidelity_power.seeds_to_certify(SEED_SD * 100 * own, 2.0)
+    seeds = fidelity_power.seeds_to_certify(SD_POINTS * own, 2.0)
     assert seeds is not None
     rung, top = ladders(seeds, top_means - 25, top_means, seeds, own, tails)
     assert (fidelity_stats.certified_resolutions(rung, top) <= 2.0).mean() >= floor_of(0.8, STACK)

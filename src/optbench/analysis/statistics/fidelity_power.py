@@ -14,6 +14,8 @@ judged by the same vectorised functions the report uses, with a fixed generator 
 - `seeds_to_certify`, `seeds_to_keep`: the fewest shared seeds (at most fidelity_stats.MAX_SEEDS) reaching 80 %,
   by bisection over n; `certify_power` gives the power at a number of seeds from a second, independent generator,
   the check that the planner's number keeps its promise.
+- `false_keeps`: order kept said yes while an order the top established is not the rung's true one (the order
+  answer's error: its rate is the answer's size).
 - `established_signs`, `rule_answers`: the whole rule on a stack of ladders (the top's orders by paired t and Holm
   per ladder, then both answers), what the simulations in tests/ and benchmarks/fidelity_coverage.py count.
 - `draw_runs`: a stack of rungs' values, each optimizer's mean plus a seed effect every optimizer of a seed shares
@@ -165,3 +167,11 @@ def rule_answers(rung: np.ndarray, top: np.ndarray, alpha: float, wanted: float)
     """Per ladder of a stack (rung and top on the same seeds): (order kept is yes, every change certified within
     `wanted`); a rung is faithful where both hold."""
     return all_kept(rung, established_signs(top, alpha)), certified_resolutions(rung, top) <= wanted
+
+
+def false_keeps(order_yes: np.ndarray, top_signs: np.ndarray, rung_means: ArrayLike) -> np.ndarray:
+    """Per ladder: order kept said yes while an order the top established is not the rung's true order (a pair the
+    rung reverses or ties): the order answer's error, whose rate is its size."""
+    truth = np.sign(pair_differences(np.asarray(rung_means, dtype=float)[:, None])[:, 0])
+    wrong = (np.asarray(top_signs) != 0) & (np.asarray(top_signs) != truth)
+    return np.asarray(order_yes & wrong.any(axis=-1))
