@@ -9,6 +9,7 @@ error under its 80 %.
 """
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,3 +162,26 @@ def test_an_unchanged_rung_reaches_80_percent_power_for_each_answer_at_the_plann
     assert keep is not None
     rung, _ = ladders(keep, top_means - 25, top_means, keep, own, tails)
     assert fidelity_stats.all_kept(rung, signs).mean() >= floor_of(0.8, STACK)
+
+
+@pytest.mark.slow
+def test_plan_seeds_on_the_published_runs_gives_the_reports_numbers(capsys):
+    # `study.py cpu_fidelity --plan-seeds --pilot docs/fidelity-study/runs` counts the tuning trials that are the
+    # study's own runs, as the aggregator does, so it prints the seeds and powers of the published agreement table.
+    import pandas as pd
+
+    from optbench.studies import study_command
+
+    docs = Path(__file__).parents[1] / "docs/fidelity-study"
+    row = pd.read_csv(docs / "tables/fidelity_agreement.csv").iloc[-1]
+    argv = ["cpu_fidelity", "--plan-seeds", "--pilot", str(docs / "runs")]
+    assert study_command.main([*argv, "--experiments", str(Path(__file__).parents[1] / "experiments")]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"{row['seeds_for_resolution']:g} seeds shared by a rung and the top (simulated at that number: "
+        f"{100 * row['power_for_resolution']:.0f} %)" in out
+    )
+    assert (
+        f"{row['seeds_to_keep']:g} seeds at the rung (simulated at that number: {100 * row['power_to_keep']:.0f} %)"
+        in out
+    )

@@ -82,17 +82,23 @@ def print_plans(plans: list[SeedPlan], tests: dict) -> None:
         print()
 
 
-def fidelity_plans(study: Study, pilot: Path, resolution: float | None) -> list[tuple]:
+def fidelity_plans(
+    study: Study, pilot: Path, resolution: float | None, experiments_dir: Path = Path("experiments")
+) -> list[tuple]:
     """A ladder study's pilot: per ladder found in it (the study's rungs), the seeds that reach the resolution
-    (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), from its spread."""
+    (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), from its spread.
+    Tuning trials that are the study's own runs count, as the aggregator counts them (study_trials.py), so the
+    plan is the report's."""
     from optbench.analysis.judging import fidelity, ladder_runs
+    from optbench.analysis.judging.study_trials import study_runs_among_trials
     from optbench.analysis.statistics import fidelity_stats
     from optbench.analysis.writing.tables import PRIMARY_METRIC
 
     if not Path(pilot).is_dir():
         raise ConfigError(f"--pilot {pilot} is not a folder: give the results folder of the pilot runs")
     tuning = read_tuning(Path(pilot))
-    analysis = analyse(Path(pilot), set_aside=tuning.run_dirs)
+    own_runs = study_runs_among_trials(study, tuning.studies, Path(pilot), experiments_dir)
+    analysis = analyse(Path(pilot), set_aside=tuning.run_dirs - own_runs)
     keys = ladder_runs.fidelity_keys([override.split("=", 1)[0] for rung in study.rungs for override in rung.overrides])
     planned = ladder_runs.planned_rungs(study, tuning.studies)
     points = resolution or study.fidelity_resolution or fidelity_stats.DEFAULT_RESOLUTION_POINTS
@@ -136,7 +142,7 @@ def print_fidelity_plans(plans: list[tuple]) -> None:
 def plan_seeds_command(study: Study, pilot: Path, experiments_dir: Path, delta: float | None) -> int:
     """A ladder study plans its ladder (delta: the resolution in points); any other study its hypotheses."""
     if study.rungs:
-        print_fidelity_plans(fidelity_plans(study, pilot, delta))
+        print_fidelity_plans(fidelity_plans(study, pilot, delta, experiments_dir))
         return 0
     plans = plans_from_pilot(study, pilot, experiments_dir, delta)
     tests = {hypothesis.id: hypothesis.test for hypothesis in hypotheses_of(study, experiments_dir)}
