@@ -1,20 +1,23 @@
-"""Coverage of the fidelity report's intervals, and how often its rule names a faithful rung, by simulation.
+"""Size, coverage and power of the fidelity rule's two answers, by simulation (docs/fidelity.md, issue 54).
 
     python benchmarks/fidelity_coverage.py           # rewrite the block between the markers in docs/fidelity.md
     python benchmarks/fidelity_coverage.py --check   # exit 1 when docs/fidelity.md's block differs
 
 The published situation, read from docs/fidelity-study/tables/results.csv (so it follows a republication): 5
-optimizers, the published 2- and 16-epoch means as the truth, the seed sd pooled over those ten cells, of which half
-the variance is a seed effect shared by every optimizer of the seed (initialisation, data order), at 3, 6 and 10
-seeds shared by both rungs; and the same with one optimizer's own
-noise three times the others' (unequal spreads: the Tukey intervals assume equal ones). Per design, LADDERS
-simulated ladders with a fixed generator: the share whose 95 % simultaneous change intervals cover every true
-change, whose tau-b interval covers the true tau-b, and (pure noise: five equal optimizers at both rungs; the
-middle four reversed at the cheap rung) the share in which the rule names the cheap rung faithful.
-Then, at 3 and 6 seeds, the change intervals' coverage against the true ratio of one optimizer's own noise to the
-others' (the same average spread), and how often the report's flag fires (fidelity_stats.spread_ratio estimated
-at or above fidelity_stats.UNEQUAL_SPREAD_RATIO): the smallest ratio whose coverage falls below 90 % at either n
-is the flag's threshold, and the script fails while UNEQUAL_SPREAD_RATIO says otherwise.
+optimizers, the published 2- and 16-epoch means, the seed sd pooled over those ten cells, of which half the variance
+is a seed effect shared by every optimizer of the seed (initialisation, data order); at 3, 6, 10 and 16 seeds shared
+by both rungs, with every optimizer's noise alike and with Muon's three times the others' (the same average spread),
+normal and with t(3) seed effects and noise. Per design, LADDERS simulated ladders judged at once
+(statistics/fidelity_power.rule_answers) with a fixed generator:
+- size: pure noise (five equal optimizers at both rungs) named faithful; the middle four reversed at the cheap rung
+  said to keep the top's orders; a real 2-point reversal (one pair 1 point apart at the top, reversed at the rung)
+  certified within 2 points;
+- coverage: the certified resolution covers the largest true change, with the published changes as the truth (where
+  several pairs change almost as much, so above 95 %), and where one change stands alone (the least favourable case,
+  eight standard errors of the pair: 95 %);
+- power, for an unchanged rung (the top's ranking and gaps): order kept yes, certified within 2 points, and the
+  resolution these seeds certify with 80 % power;
+then the planner's seeds for each answer at the published spread, with the power simulated at that number.
 """
 
 import argparse
@@ -27,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from optbench.analysis.statistics import fidelity_stats  # noqa: E402
+from optbench.analysis.statistics import fidelity_power, fidelity_stats  # noqa: E402
 from optbench.analysis.writing.tables import to_markdown  # noqa: E402
 from optbench.formats import aggregate_tables  # noqa: E402
 
@@ -37,9 +40,8 @@ SETTING = "imagefolder, clean"  # the published ladder's setting; its rungs' set
 ARMS = ("sgd", "adam", "adamw", "lion", "muon")
 BEGIN = "<!-- fidelity coverage: written by `python benchmarks/fidelity_coverage.py`; do not edit -->"
 END = "<!-- end of fidelity coverage -->"
-LADDERS = 1000
+LADDERS = 4000  # per figure: two binomial standard errors are 0.7 points at 5 %, 1.3 at 80 %
 RESOLUTION = fidelity_stats.DEFAULT_RESOLUTION_POINTS
-SPREAD_RATIOS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # one optimizer's own noise over the others'
 
 
 def published_situation(study_docs: Path = STUDY_DOCS) -> tuple[np.ndarray, np.ndarray, float, str]:
@@ -57,100 +59,135 @@ def published_situation(study_docs: Path = STUDY_DOCS) -> tuple[np.ndarray, np.n
 PUBLISHED_2, PUBLISHED_16, SEED_SD, PUBLISHED_SEEDS = published_situation()
 
 
-def draw(rng, means, seeds: int, own_scale: np.ndarray) -> np.ndarray:
+SEEDS = (3, 6, 10, 16)
+ARMS_SPREADS = {"equal": np.ones(5), "Muon 3x": np.array([1.0, 1.0, 1.0, 1.0, 3.0])}
+TAILS = {"normal": math.inf, "t(3)": 3.0}
+
+
+def stack(rng, means, seeds: int, own: np.ndarray, tails: float) -> np.ndarray:
+    """LADDERS rungs (ladders x optimizers x seeds), points: half the seed variance shared by a seed's runs."""
     part = SEED_SD / math.sqrt(2)
-    return (
-        means[:, None] + rng.normal(0, part, (1, seeds)) + rng.normal(0, part, (len(means), seeds)) * own_scale[:, None]
+    return fidelity_power.draw_runs(rng, means, part * own, seeds, LADDERS, part, tails)
+
+
+def size_columns(rng, seeds: int, own: np.ndarray, tails: float) -> dict:
+    """How often the rule says yes where the truth says no: named faithful, or order kept said yes while an order
+    the top established is not the rung's (fidelity_power.false_keeps), or a 2-point change certified within 2."""
+    columns = {}
+    for name, rung_means, top_means in (
+        ("pure noise", np.full(5, 50.0), np.full(5, 70.0)),
+        ("reversed middle", PUBLISHED_16[[3, 2, 1, 0, 4]] - 25, PUBLISHED_16),
+    ):
+        rung, top = stack(rng, rung_means, seeds, own, tails), stack(rng, top_means, seeds, own, tails)
+        order_yes, certified = fidelity_power.rule_answers(rung, top, 0.05, RESOLUTION)
+        wrong = fidelity_power.false_keeps(order_yes, fidelity_power.established_signs(top, 0.05), rung_means)
+        columns[f"{name}: faithful / order wrongly kept"] = f"{share(order_yes & certified)} / {share(wrong)}"
+    top_means = PUBLISHED_16.copy()
+    top_means[0] = top_means[1] + 1.0  # SGD 1 point above Adam at the top, 1 below at the rung: a 2-point change
+    rung_means = top_means - 25
+    rung_means[0], rung_means[1] = rung_means[0] - 1.0, rung_means[1] + 1.0
+    rung, top = stack(rng, rung_means, seeds, own, tails), stack(rng, top_means, seeds, own, tails)
+    order_yes, certified = fidelity_power.rule_answers(rung, top, 0.05, RESOLUTION)
+    wrong = fidelity_power.false_keeps(order_yes, fidelity_power.established_signs(top, 0.05), rung_means)
+    columns["2-point reversal: certified within 2 / order wrongly kept"] = f"{share(certified)} / {share(wrong)}"
+    return columns
+
+
+def coverage_columns(rng, seeds: int, own: np.ndarray, tails: float) -> dict:
+    """How often the certified resolution covers the largest true change."""
+    true_changes = fidelity_stats.pair_differences((PUBLISHED_2 - PUBLISHED_16)[:, None])[:, 0]
+    published = fidelity_stats.certified_resolutions(
+        stack(rng, PUBLISHED_2, seeds, own, tails), stack(rng, PUBLISHED_16, seeds, own, tails)
     )
-
-
-def design_row(seeds: int, unequal: bool, rng) -> dict:
-    own = np.array([1.0, 1.0, 1.0, 1.0, 3.0]) if unequal else np.ones(5)
-    own = own / math.sqrt((own**2).mean())  # the same average spread
-    truth_tau = fidelity_stats.tau_b(PUBLISHED_2, PUBLISHED_16)
-    true_change = {
-        (a, b): (PUBLISHED_2[a] - PUBLISHED_2[b]) - (PUBLISHED_16[a] - PUBLISHED_16[b])
-        for a, b in fidelity_stats.pairs_of(5)
+    lone = 8 * SEED_SD * math.sqrt(2 / seeds)  # Adam up and AdamW down by half of it: their pair changes alone
+    rung = PUBLISHED_16 - 25
+    rung[1], rung[2] = rung[1] + lone / 2, rung[2] - lone / 2
+    alone = fidelity_stats.certified_resolutions(
+        stack(rng, rung, seeds, own, tails), stack(rng, PUBLISHED_16, seeds, own, tails)
+    )
+    return {
+        "covers the largest change: published": share(published >= np.abs(true_changes).max()),
+        "covers a lone change": share(alone >= lone),
     }
-    reversed_middle = np.array([PUBLISHED_16[i] for i in (3, 2, 1, 0, 4)]) - 25
-    counts = dict.fromkeys(("changes", "tau", "noise", "reversed"), 0)
-    resolutions = []
-    for _ in range(LADDERS):
-        low, top = draw(rng, PUBLISHED_2, seeds, own), draw(rng, PUBLISHED_16, seeds, own)
-        changes = fidelity_stats.change_intervals(low, top)
-        counts["changes"] += all(row.low <= true_change[(row.a, row.b)] <= row.high for row in changes)
-        resolutions.append(fidelity_stats.resolution(changes))
-        tau_low, tau_high = fidelity_stats.tau_b_interval(low, top)
-        counts["tau"] += tau_low <= truth_tau <= tau_high
-        flat = [draw(rng, np.full(5, level), seeds, own) for level in (50.0, 70.0)]
-        counts["noise"] += fidelity_stats.rung_is_faithful(*flat, 0.05, RESOLUTION)
-        swapped = draw(rng, reversed_middle, seeds, own), draw(rng, PUBLISHED_16, seeds, own)
-        counts["reversed"] += fidelity_stats.rung_is_faithful(*swapped, 0.05, RESOLUTION)
-    share = {key: f"{100 * value / LADDERS:.1f} %" for key, value in counts.items()}
+
+
+def power_columns(rng, seeds: int, own: np.ndarray, tails: float) -> dict:
+    """How often an unchanged rung gets each answer, and the resolution it is certified at with 80 % power."""
+    rung, top = stack(rng, PUBLISHED_16 - 25, seeds, own, tails), stack(rng, PUBLISHED_16, seeds, own, tails)
+    order_yes, certified = fidelity_power.rule_answers(rung, top, 0.05, RESOLUTION)
+    resolutions = fidelity_stats.certified_resolutions(rung, top)
+    return {
+        "unchanged: order kept yes": share(order_yes),
+        f"unchanged: certified within {RESOLUTION:g}": share(certified),
+        "resolution certified with 80 % power (points)": f"{np.quantile(resolutions, 0.8):.1f}",
+    }
+
+
+def share(hits: np.ndarray) -> str:
+    return percent(float(np.mean(hits)))
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+def design_row(seeds: int, spreads: str, tails: str, rng) -> dict:
+    own = ARMS_SPREADS[spreads] / math.sqrt((ARMS_SPREADS[spreads] ** 2).mean())  # the same average spread
+    tail = TAILS[tails]
     return {
         "seeds": seeds,
-        "spreads": "one optimizer 3x" if unequal else "equal",
-        "change intervals cover all 10": share["changes"],
-        "median resolution (points)": f"{np.median(resolutions):.1f}",
-        "tau-b interval covers": share["tau"],
-        "pure noise named faithful": share["noise"],
-        "middle reversed named faithful": share["reversed"],
+        "spreads": spreads,
+        "noise": tails,
+        **size_columns(rng, seeds, own, tail),
+        **coverage_columns(rng, seeds, own, tail),
+        **power_columns(rng, seeds, own, tail),
     }
 
 
-def spread_row(seeds: int, ratio: float, rng) -> dict:
-    """Coverage of the change intervals when one optimizer's own noise is `ratio` times the others'."""
-    own = np.array([1.0, 1.0, 1.0, 1.0, ratio])
-    own = own / math.sqrt((own**2).mean())  # the same average spread
-    true_change = {
-        (a, b): (PUBLISHED_2[a] - PUBLISHED_2[b]) - (PUBLISHED_16[a] - PUBLISHED_16[b])
-        for a, b in fidelity_stats.pairs_of(5)
-    }
-    covered = flagged = 0
-    for _ in range(LADDERS):
-        low, top = draw(rng, PUBLISHED_2, seeds, own), draw(rng, PUBLISHED_16, seeds, own)
-        changes = fidelity_stats.change_intervals(low, top)
-        covered += all(row.low <= true_change[(row.a, row.b)] <= row.high for row in changes)
-        flagged += fidelity_stats.spreads_unequal(fidelity_stats.spread_ratio(low - top)[0])
-    return {
-        "seeds": seeds,
-        "one optimizer's spread / the others'": f"{ratio:g}",
-        "change intervals cover all 10": f"{100 * covered / LADDERS:.1f} %",
-        "flagged possibly under-covering": f"{100 * flagged / LADDERS:.1f} %",
-        "covered": covered / LADDERS,
-        "ratio": ratio,
-    }
+def planner_rows() -> list[dict]:
+    """The planner's seeds for each answer at the published spread (the truth, not a pilot's upper bound), and the
+    power simulated at that number with an independent generator."""
+    rows = []
+    for spreads, scale in ARMS_SPREADS.items():
+        own = scale / math.sqrt((scale**2).mean())
+        change_spreads, rung_spreads = SEED_SD * own, SEED_SD / math.sqrt(2) * own
+        certify = fidelity_power.seeds_to_certify(change_spreads, RESOLUTION)
+        signs = np.sign(fidelity_stats.pair_differences(PUBLISHED_16[:, None])[:, 0]).astype(int)
+        signs[np.abs(fidelity_stats.pair_differences(PUBLISHED_16[:, None])[:, 0]) < 2.0] = 0  # the clear orders
+        keep = fidelity_power.seeds_to_keep(PUBLISHED_16, rung_spreads, signs)
+        rows.append(
+            {
+                "spreads": spreads,
+                f"seeds to certify an unchanged rung within {RESOLUTION:g} points": certify,
+                "its simulated power": percent(fidelity_power.certify_power(change_spreads, certify, RESOLUTION))
+                if certify
+                else "-",
+                f"seeds to keep the top's {int(np.count_nonzero(signs))} orders more than 2 points apart": keep,
+                "its simulated power ": percent(fidelity_power.keep_power(PUBLISHED_16, rung_spreads, signs, keep))
+                if keep
+                else "-",
+            }
+        )
+    return rows
 
 
-def measured_thresholds(rows: list[dict]) -> dict[int, float]:
-    """Per number of seeds, the smallest spread ratio whose coverage falls below 90 % (inf: none measured)."""
-    below: dict[int, list[float]] = {row["seeds"]: [math.inf] for row in rows}
-    for row in rows:
-        if row["covered"] < 0.9:
-            below[row["seeds"]].append(row["ratio"])
-    return {seeds: min(ratios) for seeds, ratios in below.items()}
-
-
-def coverage_block() -> tuple[str, float]:
-    """The docs block and the measured threshold of the unequal-spread flag."""
-    rng = np.random.default_rng(0)
-    rows = [design_row(seeds, unequal, rng) for unequal in (False, True) for seeds in (3, 6, 10)]
-    spreads = [spread_row(seeds, ratio, rng) for seeds in (3, 6) for ratio in SPREAD_RATIOS]
-    thresholds = measured_thresholds(spreads)
-    threshold = min(thresholds.values())
-    measured = ", ".join(f"{ratio:g} at {seeds} seeds" for seeds, ratio in thresholds.items())
+def coverage_block() -> str:
+    """The docs block."""
     import pandas as pd  # only for the tables
 
+    rng = np.random.default_rng(0)
+    rows = [design_row(seeds, spreads, tails, rng) for tails in TAILS for spreads in ARMS_SPREADS for seeds in SEEDS]
     return (
         to_markdown(pd.DataFrame(rows))
-        + f"\n{LADDERS} simulated ladders per row (`python benchmarks/fidelity_coverage.py`, generator seed 0); "
-        f"resolution wanted: {RESOLUTION:g} points; the truth: the published 2- and 16-epoch means "
-        f"({PUBLISHED_SEEDS} per mean), seed sd {SEED_SD:.2f} points (pooled over those ten means).\n\n"
-        + to_markdown(pd.DataFrame(spreads).drop(columns=["covered", "ratio"]))
-        + f"\nThe change intervals cover below 90 % from a spread ratio of {measured}: a rung whose estimated "
-        f"ratio reaches {fidelity_stats.UNEQUAL_SPREAD_RATIO:g} is flagged; {LADDERS} ladders per row, the same "
-        "generator.\n",
-        threshold,
+        + f"\n{LADDERS} simulated ladders per figure (`python benchmarks/fidelity_coverage.py`, generator seed 0); "
+        f"resolution wanted: {RESOLUTION:g} points; alpha 0.05; the truth: the published 2- and 16-epoch means "
+        f"({PUBLISHED_SEEDS} per mean), seed sd {SEED_SD:.2f} points (pooled over those ten means), half of its "
+        "variance shared by a seed's runs; t(3): seed effects and runs' noise from Student's t with 3 degrees of "
+        "freedom scaled to the same sd.\n\n"
+        + to_markdown(pd.DataFrame(planner_rows()))
+        + "\nThe planner's seeds at the published spread (given as the truth, not read from a pilot at its 80 % upper "
+        f"bound), and the power simulated at that number ({fidelity_power.SIMULATIONS} ladders, an independent "
+        "generator).\n"
     )
 
 
@@ -166,20 +203,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 when docs/fidelity.md differs")
     args = parser.parse_args(argv)
     current = DOC.read_text()
-    block, threshold = coverage_block()
     try:
-        wanted = with_block(current, block)
+        wanted = with_block(current, coverage_block())
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if threshold != fidelity_stats.UNEQUAL_SPREAD_RATIO:
-        print(
-            f"error: the change intervals cover below 90 % from a spread ratio of {threshold:g}, but "
-            f"fidelity_stats.UNEQUAL_SPREAD_RATIO is {fidelity_stats.UNEQUAL_SPREAD_RATIO:g}: set it to "
-            f"{threshold:g} and run this again",
-            file=sys.stderr,
-        )
-        return 1
     if args.check:
         if wanted != current:
             print(

@@ -5,9 +5,10 @@
 
 The block is read from the aggregator's tables (through optbench/formats/aggregate_tables.py, their schema), never
 from the rendered report: tables/fidelity_agreement.csv (each rung against the top: seeds, orders established /
-reproduced / contradicted / undetermined, resolution, faithful, tau-b and its interval, the training-compute share,
-the study's resolution and the planner's seeds), tables/fidelity.csv (the means per rung, seeds left out) and, where
-tuning ran at several budgets, tables/fidelity_tuning.csv (the tuned values per budget and their ratio).
+kept / reversed / undetermined and the answer with its power, the resolution certified and what the seeds certify
+with 80 % power, faithful, tau-b and its interval, the training-compute share, the study's resolution and the
+planner's seeds for each answer with their simulated power), tables/fidelity.csv (the means per rung, seeds left
+out) and, where tuning ran at several budgets, tables/fidelity_tuning.csv (the tuned values per budget and their ratio).
 Its reading follows the report's rule: a rung is called faithful only when the table says so, and otherwise the
 reading says why none is and what would be.
 """
@@ -39,19 +40,26 @@ def interval(value: float, low: float, high: float) -> str:
     return f"{value:.2f} [{low:.2f}, {high:.2f}]"
 
 
+def percent(share: float) -> str:
+    return f"{100 * share:.0f} %" if math.isfinite(share) else "-"
+
+
 def table_markdown(agreement: pd.DataFrame) -> str:
     lines = [
-        f"| rung | seeds: rung / shared with {top_of(agreement)} | orders the top establishes (Holm): reproduced / "
-        "contradicted / undetermined | resolution (points) | faithful | Kendall's tau-b [95 % CI] | training compute |",
+        f"| rung | seeds: rung / shared with {top_of(agreement)} | order kept: kept / reversed / undetermined of the "
+        "orders the top establishes (Holm) [power] | resolution certified, points [80 % power at these seeds] "
+        "| faithful | Kendall's tau-b [95 % CI] | training compute |",
         "|---|---|---|---|---|---|---|",
     ]
     for _, row in agreement.iterrows():
         if row["rung"] == top_of(agreement):
             continue
         lines.append(
-            f"| {row['rung']} | {row['rung_seeds']} / {row['shared_seed_list']} | {row['established_top']:g}: "
-            f"{row['reproduced']:g} / {row['contradicted']:g} / {row['undetermined']:g} "
-            f"| {row['resolution'] * 100:.1f} | {'yes' if row['faithful'] else 'no'} "
+            f"| {row['rung']} | {row['rung_seeds']} / {row['shared_seed_list']} | {row['order_kept']}: "
+            f"{row['orders_kept']:g} / {row['orders_reversed']:g} / {row['orders_undetermined']:g} of "
+            f"{row['established_top']:g} [{percent(row['keep_power'])}] "
+            f"| {row['resolution'] * 100:.1f} [{row['design_resolution'] * 100:.1f}] "
+            f"| {'yes' if row['faithful'] else 'no'} "
             f"| {interval(row['tau_b'], row['tau_low'], row['tau_high'])} "
             f"| {row['budget_share'] * 100:.0f} % |"
         )
@@ -75,36 +83,60 @@ def reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
     if top != top_row["planned_top"]:
         lines.append(f"The planned top, {top_row['planned_top']}, is incomplete: the rungs are compared against {top}.")
     faithful = agreement[agreement["faithful"].astype(bool) & (agreement["rung"] != top)]
+    below = agreement[agreement["rung"] != top]
     if len(faithful):
         row = faithful.iloc[0]
         lines.append(
-            f"The cheapest faithful rung is {row['rung']}: its ranking carries to {top} for gaps larger than "
-            f"{row['resolution'] * 100:.1f} points (all {row['established_top']:g} orders the top establishes "
-            f"reproduced, none contradicted; seeds {row['shared_seed_list']})."
+            f"The cheapest faithful rung is {row['rung']}: it keeps all {row['established_top']:g} orders the top "
+            f"establishes, and its ranking carries to {top} for gaps larger than {row['resolution'] * 100:.1f} points "
+            f"(seeds {row['shared_seed_list']})."
         )
     elif top_row["established_top"] == 0:
         lines.append(
             f"No rung can be named faithful at a resolution of {points:g} points: {top} establishes no order after "
-            f"Holm (smallest adjusted p {top_row['smallest_p_holm_top']:.2g}), so a cheaper rung has nothing to "
-            "reproduce; its orders are not contradicted, which is not evidence that they are right."
+            f"Holm (smallest adjusted p {top_row['smallest_p_holm_top']:.2g}), so a cheaper rung has no order to keep."
         )
     else:
-        lines.append(
-            f"No rung is named faithful at a resolution of {points:g} points: none reproduces every order {top} "
-            "establishes within it (table above)."
-        )
+        lines.append(f"No rung is named faithful at a resolution of {points:g} points. {answers_sentence(below, top)}")
     if not len(faithful):
-        lines.append(
-            f"From the ladder's own spread, {seeds_phrase(top_row['seeds_to_establish'])} per optimizer at the top "
-            f"would establish orders {points:g} points apart (80 % power), and "
-            f"{seeds_phrase(top_row['seeds_for_resolution'])} shared by a rung and the top would bring its "
-            f"resolution to {points:g} points where the ranking does not move."
-        )
+        lines.append(plan_sentence(top_row, points))
     left_out = per_rung[per_rung["left_out"] > 0]
     for rung, rows in left_out.groupby("rung", sort=False):
         who = ", ".join(f"{NAMES.get(row.arm, row.arm)} ({row.left_out:g})" for row in rows.itertuples())
         lines.append(f"At {rung} the seeds beyond the rung's common set are left out: {who}.")
     return " ".join(lines) + "\n"
+
+
+def answers_sentence(below: pd.DataFrame, top: str) -> str:
+    """Which rungs keep the top's orders, and what each certifies beside what its seeds could certify."""
+    keeping = [row.rung for row in below.itertuples() if row.order_kept == "yes"]
+    certified = "; ".join(
+        f"{row.rung} {row.resolution * 100:.1f} points (its seeds certify an unchanged rung at "
+        f"{row.design_resolution * 100:.1f} with 80 % power)"
+        for row in below.itertuples()
+    )
+    kept = (
+        f"{', '.join(keeping)} keep{'s' if len(keeping) == 1 else ''} every order {top} establishes"
+        if keeping
+        else f"no rung is shown to keep every order {top} establishes"
+    )
+    return f"Order: {kept} (table above). Magnitude: the resolutions certified are {certified}."
+
+
+def plan_sentence(top_row, points: float) -> str:
+    """The planner's seeds for each answer, with the power simulated at its number."""
+    keep = (
+        f"{seeds_phrase(top_row['seeds_to_keep'])} at a rung keep the top's orders with 80 % power (simulated: "
+        f"{percent(top_row['power_to_keep'])})"
+        if math.isfinite(top_row["seeds_to_keep"])
+        else "no number of seeds up to 200 keeps the top's orders"
+    )
+    return (
+        f"From the ladder's own spread (80 % upper bounds), {seeds_phrase(top_row['seeds_for_resolution'])} shared "
+        f"by a rung and the top certify an unchanged rung within {points:g} points with 80 % power (simulated: "
+        f"{percent(top_row['power_for_resolution'])}); {keep}; {seeds_phrase(top_row['seeds_to_establish'])} per "
+        f"optimizer at the top would establish orders {points:g} points apart."
+    )
 
 
 def tuning_sentence(tuned: pd.DataFrame) -> str:
@@ -136,7 +168,8 @@ def retuned_reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
         ]
         sentences.append(
             f"Tuned at its own budget ({row.tuned_by}), {row.rung} ranks {ranking_of(per_rung, row.rung)} %"
-            f"{''.join(beside)}. Its tau-b against {row.planned_top} is {row.tau_b:.2f}."
+            f"{''.join(beside)}. Its tau-b against {row.planned_top} is "
+            f"{interval(row.tau_b, row.tau_low, row.tau_high)} (95 % projection interval)."
         )
     return " ".join(sentences)
 

@@ -2,9 +2,10 @@
 
 A fidelity ladder study (`python src/study.py cpu_fidelity --plan-seeds --pilot DIR [--delta POINTS]`) plans its
 ladder instead: from the pilot's ladder of the study's rungs (analysis/judging/ladder_runs.py, judged by
-fidelity.py), the seeds per optimizer at the top that establish orders the resolution apart and the seeds a rung
-and the top must share to reach that resolution (`--delta`, else the study's `fidelity: {resolution: ...}`, else
-2 points).
+fidelity.py), for each of a rung's two answers the seeds at which an unchanged rung gets it with 80 % power (certified
+within the resolution: seeds shared by a rung and the top; the top's orders kept: seeds at the rung), each with the
+power simulated at that number, and the seeds per optimizer at the top that establish orders the resolution apart
+(`--delta`, else the study's `fidelity: {resolution: ...}`, else 2 points).
 
 The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator judges it, on the
 same scope (optbench.analysis.judging.verdicts: the settings of a study in the pilot folder that ran until decided, else
@@ -81,17 +82,23 @@ def print_plans(plans: list[SeedPlan], tests: dict) -> None:
         print()
 
 
-def fidelity_plans(study: Study, pilot: Path, resolution: float | None) -> list[tuple]:
+def fidelity_plans(
+    study: Study, pilot: Path, resolution: float | None, experiments_dir: Path = Path("experiments")
+) -> list[tuple]:
     """A ladder study's pilot: per ladder found in it (the study's rungs), the seeds that reach the resolution
-    (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), from its spread."""
+    (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), from its spread.
+    Tuning trials that are the study's own runs count, as the aggregator counts them (study_trials.py), so the
+    plan is the report's."""
     from optbench.analysis.judging import fidelity, ladder_runs
+    from optbench.analysis.judging.study_trials import study_runs_among_trials
     from optbench.analysis.statistics import fidelity_stats
     from optbench.analysis.writing.tables import PRIMARY_METRIC
 
     if not Path(pilot).is_dir():
         raise ConfigError(f"--pilot {pilot} is not a folder: give the results folder of the pilot runs")
     tuning = read_tuning(Path(pilot))
-    analysis = analyse(Path(pilot), set_aside=tuning.run_dirs)
+    own_runs = study_runs_among_trials(study, tuning.studies, Path(pilot), experiments_dir)
+    analysis = analyse(Path(pilot), set_aside=tuning.run_dirs - own_runs)
     keys = ladder_runs.fidelity_keys([override.split("=", 1)[0] for rung in study.rungs for override in rung.overrides])
     planned = ladder_runs.planned_rungs(study, tuning.studies)
     points = resolution or study.fidelity_resolution or fidelity_stats.DEFAULT_RESOLUTION_POINTS
@@ -103,7 +110,7 @@ def fidelity_plans(study: Study, pilot: Path, resolution: float | None) -> list[
 
 
 def print_fidelity_plans(plans: list[tuple]) -> None:
-    from optbench.analysis.judging.fidelity import cheapest_faithful_rung, seeds_phrase, why_none
+    from optbench.analysis.judging.fidelity import cheapest_faithful_rung, percent, seeds_phrase, why_none
 
     if not plans:
         print("_(the pilot's runs form no ladder of this study's rungs: nothing to plan from)_")
@@ -111,12 +118,22 @@ def print_fidelity_plans(plans: list[tuple]) -> None:
         points = ladder.resolution * 100
         print(f"## {ladder.setting}: the fidelity ladder against {ladder.top.label} (resolution {points:g} points)")
         print(
-            f"- spread: a pair's per-seed difference at the top sd {plan.difference_sd * 100:.2f} points, a "
-            f"change between a rung and the top sd {plan.change_sd * 100:.2f} (each at its 80 % upper bound)"
+            f"- spread: a pair's per-seed difference at the top sd {plan.difference_sd * 100:.2f} points, an "
+            f"optimizer's change between a rung and the top sd {plan.change_sd * 100:.2f} (root mean square over the "
+            "optimizers; each at its 80 % upper bound)"
         )
         establish, resolve = seeds_phrase(plan.seeds_to_establish), seeds_phrase(plan.seeds_for_resolution)
+        print(
+            f"- magnitude: an unchanged rung certified at {points:g} points with 80 % power: {resolve} shared by a "
+            f"rung and the top (simulated at that number: {percent(plan.power_for_resolution)})"
+        )
+        print(
+            "- order kept: an unchanged rung keeps the top's orders with 80 % power: "
+            f"{seeds_phrase(plan.seeds_to_keep)} at the rung (simulated at that number: {percent(plan.power_to_keep)})"
+            if plan.seeds_to_keep is not None
+            else "- order kept: no number of seeds up to 200 (the top establishes no order, or its gaps are too small)"
+        )
         print(f"- to establish the top's orders {points:g} points apart: {establish} per optimizer")
-        print(f"- for a resolution of {points:g} points: {resolve} shared by a rung and the top")
         cheapest = cheapest_faithful_rung(ladder)
         print(f"- now: cheapest faithful rung {cheapest}" if cheapest else f"- now: {why_none(ladder, plan)}")
         print()
@@ -125,7 +142,7 @@ def print_fidelity_plans(plans: list[tuple]) -> None:
 def plan_seeds_command(study: Study, pilot: Path, experiments_dir: Path, delta: float | None) -> int:
     """A ladder study plans its ladder (delta: the resolution in points); any other study its hypotheses."""
     if study.rungs:
-        print_fidelity_plans(fidelity_plans(study, pilot, delta))
+        print_fidelity_plans(fidelity_plans(study, pilot, delta, experiments_dir))
         return 0
     plans = plans_from_pilot(study, pilot, experiments_dir, delta)
     tests = {hypothesis.id: hypothesis.test for hypothesis in hypotheses_of(study, experiments_dir)}

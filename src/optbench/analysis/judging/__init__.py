@@ -11,8 +11,9 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
                    decision where it ran until decided; tables/verdicts.csv
     ladder_runs.py  fidelity ladders (settings differing only in budget): which runs form one, the study's rungs,
                    seed sets, failed and missing runs named, the planned top
-    fidelity.py    a ladder judged rung by rung against the top: orders reproduced, resolution, tau-b, cost, the
-                   cheapest faithful rung or why none, the seeds it takes; tuned values per budget
+    fidelity.py    a ladder judged rung by rung against the top: order kept and the resolution certified, each
+                   with its power, tau-b, cost, the cheapest faithful rung or why none, the seeds each answer
+                   takes; tuned values per budget
     pairwise_tables.py  every pair of arms within each setting, tested and Holm-adjusted: tables/pairwise
     robust_tables.py  IQM, probability of improvement and performance profiles over the runs, failed runs scored:
                    tables/robust, improvement, profiles

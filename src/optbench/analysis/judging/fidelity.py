@@ -6,12 +6,15 @@ Per ladder (`analyse_ladder`):
 - one seed set per comparison: a rung's means, ranks and tests use the seeds every optimizer has a result for
   there; a rung against the top uses the seeds both rungs share; the tables give n and the seeds, and seeds
   beyond the study's plan (a sequential study's) are marked;
-- per rung against the top: each pair's change in difference with simultaneous intervals, the rung's
-  resolution, the orders the top establishes (paired t, Holm) counted reproduced, contradicted or undetermined,
-  Kendall's tau-b with a projection interval, pairs ordered alike and flips, cost (the training-compute share;
-  device-hours as measured beside it); a rung is faithful only on evidence (fidelity_stats.is_faithful); its
-  intervals are flagged possibly under-covering on too few seeds or unequal spreads (fidelity_stats.spread_ratio);
-- `cheapest_faithful_rung` names it; else `why_none` says why, with the seeds `fidelity_plan` finds.
+- per rung against the top, two answers, each with the power its seeds give an unchanged rung
+  (fidelity_power.py): *order kept* (yes / no / undetermined: each order the top establishes, paired t with Holm,
+  kept, reversed or undetermined by a one-sided 95 % bound on the rung's own difference) and *magnitude* (each
+  pair's change in difference with one-sided 95 % bounds on its own spread; the resolution the rung certifies, and
+  beside it the resolution its shared seeds certify with 80 % power when nothing changes); Kendall's tau-b with a
+  projection interval, pairs ordered alike and flips, cost (the training-compute share; device-hours as measured
+  beside it); a rung is faithful only when both answers are yes (fidelity_stats.is_faithful);
+- `cheapest_faithful_rung` names it; else `why_none` says why, with the seeds `fidelity_plan` finds for each
+  answer and their simulated power.
 `tuned_settings` tabulates the winners of tuning studies run at more than one budget (short-horizon bias).
 """
 
@@ -36,14 +39,10 @@ from optbench.analysis.judging.ladder_runs import (
     top_note,
 )
 from optbench.analysis.judging.robust_tables import RESULT_STATUSES  # runs that ended: completed, diverged, failed
-from optbench.analysis.statistics import fidelity_stats
+from optbench.analysis.statistics import fidelity_power, fidelity_stats
 from optbench.analysis.statistics.power import ALPHA
 from optbench.analysis.statistics.summaries import describe, seeds_text
 from optbench.analysis.statistics.two_arms import two_arm_test
-
-COVERAGE_MEASURED_FROM = 3  # seeds: the intervals' coverage is measured at 3, 6 and 10 (docs/fidelity.md)
-# A rung's change intervals are flagged `under_covering` below those seeds, or where one optimizer's spread is
-# fidelity_stats.UNEQUAL_SPREAD_RATIO times the others' (their measured coverage falls below 90 % there).
 
 
 def per_rung_table(ladder: Ladder, metric: str) -> pd.DataFrame:
@@ -128,13 +127,15 @@ def pair_rows(ladder: Ladder, rung: Rung, arms: list[str], metric: str, alpha: f
 
 
 def order_rows(ladder: Ladder, rung: Rung, arms: list[str], metric: str, alpha: float) -> tuple[list[dict], dict]:
-    """Per pair: the change of its difference on the seeds the rung and the top share, with simultaneous
-    intervals; the order the top establishes (its seeds) and the rung's (its seeds); and the rung's summary."""
+    """Per pair: the change of its difference on the seeds the rung and the top share, with one-sided bounds on
+    its own spread; the order the top establishes (its seeds) and the rung's one-sided bounds on its own difference
+    (its seeds), which keep, reverse or leave undetermined that order; and the rung's summary."""
     shared = sorted(set(common_seeds(rung, arms)) & set(common_seeds(ladder.top, arms)))
     top_seeds, rung_seeds = common_seeds(ladder.top, arms), common_seeds(rung, arms)
-    top_signs, top_p = fidelity_stats.established_orders(matrix(ladder.top, arms, top_seeds, metric), alpha)
-    rung_signs, rung_p = fidelity_stats.established_orders(matrix(rung, arms, rung_seeds, metric), alpha)
-    counts = fidelity_stats.classify_orders(top_signs, rung_signs)
+    top_values, rung_values = matrix(ladder.top, arms, top_seeds, metric), matrix(rung, arms, rung_seeds, metric)
+    top_signs, top_p = fidelity_stats.established_orders(top_values, alpha)
+    counts = fidelity_stats.order_fates(rung_values, top_signs)
+    _, rung_low, rung_high, _ = fidelity_stats.one_sided_bounds(fidelity_stats.pair_differences(rung_values))
     low, top = matrix(rung, arms, shared, metric), matrix(ladder.top, arms, shared, metric)
     changes = fidelity_stats.change_intervals(low, top) if len(shared) and len(arms) >= 2 else []
     rows = [
@@ -150,14 +151,15 @@ def order_rows(ladder: Ladder, rung: Rung, arms: list[str], metric: str, alpha: 
             "change": change.change,
             "change_low": change.low,
             "change_high": change.high,
+            "change_bound": change.bound,
             "established_top": int(top_sign),
             "p_holm_top": float(p_top),
-            "established_rung": int(rung_sign),
-            "p_holm_rung": float(p_rung),
+            "rung_low": float(low_bound),
+            "rung_high": float(high_bound),
             "order": label,
         }
-        for change, top_sign, p_top, rung_sign, p_rung, label in zip(
-            changes, top_signs, top_p, rung_signs, rung_p, counts.labels
+        for change, top_sign, p_top, low_bound, high_bound, label in zip(
+            changes, top_signs, top_p, rung_low, rung_high, counts.labels
         )
     ]
     summary = {
@@ -168,9 +170,30 @@ def order_rows(ladder: Ladder, rung: Rung, arms: list[str], metric: str, alpha: 
         "resolution": fidelity_stats.resolution(changes),
         "low": low,
         "top": top,
+        "rung_values": rung_values,
+        "top_means": top_values.mean(axis=1) if len(top_seeds) else np.full(len(arms), math.nan),
+        "top_signs": top_signs,
         "smallest_p_top": float(np.nanmin(top_p)) if len(top_p) and np.isfinite(top_p).any() else math.nan,
     }
     return rows, summary
+
+
+def own_spreads(values: np.ndarray) -> np.ndarray:
+    """Each optimizer's own sd in an optimizer x seed matrix (fidelity_stats.optimizer_variances; a negative
+    estimate is no spread seen); NaN where it cannot be estimated."""
+    return np.sqrt(np.clip(fidelity_stats.optimizer_variances(values), 0.0, None))
+
+
+def answers_power(summary: dict) -> dict:
+    """The power beside the two answers at this rung's seeds, were the rung unchanged: the share of such rungs
+    keeping the top's orders, and the smallest resolution certified with 80 % power (fidelity_power)."""
+    rung_values, changes = summary["rung_values"], summary["low"] - summary["top"]
+    return {
+        "keep_power": fidelity_power.keep_power(
+            summary["top_means"], own_spreads(rung_values), summary["top_signs"], rung_values.shape[1]
+        ),
+        "design_resolution": fidelity_power.design_resolution(own_spreads(changes), changes.shape[1]),
+    }
 
 
 def device_hours(rung: Rung) -> tuple[float, float, str]:
@@ -244,19 +267,21 @@ def agreement_row(
     if rung is ladder.top:
         return {**row, "tau_b": 1.0, "tau_low": math.nan, "tau_high": math.nan, "faithful": False}
     low, top = summary["low"], summary["top"]
-    ratio, noisiest = fidelity_stats.spread_ratio(low - top) if len(arms) >= 3 else (math.nan, -1)
     tau = fidelity_stats.tau_b(low.mean(axis=1), top.mean(axis=1)) if len(arms) >= 2 and len(shared) else math.nan
     tau_low, tau_high = fidelity_stats.tau_b_interval(low, top) if len(arms) >= 2 and len(shared) else (math.nan,) * 2
     return {
         **row,
-        "reproduced": counts.reproduced,
-        "contradicted": counts.contradicted,
-        "undetermined": counts.undetermined,
-        "resolution": summary["resolution"],
+        "order_kept": counts.answer,  # yes | no | undetermined
+        "orders_kept": counts.kept,
+        "orders_reversed": counts.reversed,
+        "orders_undetermined": counts.undetermined,
+        "resolution": summary["resolution"],  # certified: every change within it at 95 %
+        **(
+            answers_power(summary)
+            if len(arms) >= 2 and len(shared) >= 2
+            else {"keep_power": math.nan, "design_resolution": math.nan}
+        ),
         "faithful": fidelity_stats.is_faithful(counts, summary["resolution"], ladder.resolution),
-        "under_covering": len(shared) < COVERAGE_MEASURED_FROM or fidelity_stats.spreads_unequal(ratio),
-        "spread_ratio": ratio,  # the noisiest optimizer's spread of its per-seed change over the others'
-        "noisiest": arms[noisiest] if noisiest >= 0 else "",
         "tau_b": tau,
         "tau_low": tau_low,
         "tau_high": tau_high,
@@ -270,8 +295,8 @@ def agreement_row(
 
 
 def cheapest_faithful_rung(ladder: Ladder) -> str | None:
-    """The cheapest rung below the top that is faithful on evidence (fidelity_stats.is_faithful): the top
-    establishes an order, the rung reproduces every one, contradicts none, at the study's resolution."""
+    """The cheapest rung below the top that is faithful on evidence (fidelity_stats.is_faithful): it keeps every
+    order the top establishes, and every change is certified within the study's resolution."""
     below = ladder.agreement[ladder.agreement["rung"] != ladder.top.label]
     faithful = below[below["faithful"].astype(bool)] if "faithful" in below else below.iloc[0:0]
     return str(faithful.iloc[0]["rung"]) if len(faithful) else None
@@ -282,35 +307,63 @@ def cheapest_faithful_rung(ladder: Ladder) -> str | None:
 
 @dataclass(frozen=True)
 class FidelityPlan:
-    change_sd: float  # residual sd of the per-seed changes, pooled over the rungs, at its 80 % upper bound
+    change_spreads: np.ndarray  # per optimizer: sd of its per-seed change between a rung and the top (80 % upper)
+    rung_spreads: np.ndarray  # per optimizer: its own sd at the rungs below the top (80 % upper bound)
     difference_sd: float  # sd of a pair's per-seed difference at the top, at its 80 % upper bound
-    seeds_for_resolution: int | None  # shared by a rung and the top, for a resolution of ladder.resolution
+    seeds_for_resolution: int | None  # shared by a rung and the top: an unchanged rung certified within the resolution
+    power_for_resolution: float  # simulated at that number, at these spreads (an independent generator)
+    seeds_to_keep: int | None  # at a rung: an unchanged rung keeps every order the top establishes
+    power_to_keep: float  # simulated at that number
     seeds_to_establish: int | None  # at the top, for 80 % power to establish an order with a gap of the resolution
+
+    @property
+    def change_sd(self) -> float:
+        """The root mean square of the optimizers' change spreads (one number to print)."""
+        return float(np.sqrt(np.mean(self.change_spreads**2))) if len(self.change_spreads) else math.nan
+
+
+def pooled_spreads(matrices: list[np.ndarray]) -> np.ndarray:
+    """Each optimizer's own sd pooled over several optimizer x seed matrices (their Grubbs variances weighted by
+    their seeds' degrees of freedom), at its one-sided 80 % upper bound on the pooled residual's degrees of
+    freedom (Browne 1995, as the seed planner does); a negative pooled variance is no spread seen."""
+    usable = [values for values in matrices if values.shape[1] >= 2 and values.shape[0] >= 2]
+    if not usable:
+        return np.array([])
+    weights = np.array([values.shape[1] - 1 for values in usable], dtype=float)
+    variances = np.array([fidelity_stats.optimizer_variances(values) for values in usable])
+    pooled = np.clip((variances * weights[:, None]).sum(axis=0) / weights.sum(), 0.0, None)
+    df = int(sum((values.shape[0] - 1) * (values.shape[1] - 1) for values in usable))
+    return np.sqrt(pooled) * fidelity_stats.sd_upper_bound(1.0, df)
 
 
 def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> FidelityPlan:
-    """The planner, from the ladder's own spread: residual sds (fidelity_stats.residual_spread) pooled over the
-    compared rungs, each at its one-sided 80 % upper bound (Browne 1995, as the seed planner does)."""
+    """The planner, from the ladder's own spreads pooled over the compared rungs, each at its one-sided 80 % upper
+    bound: for each answer the seeds at which an unchanged rung gets it with 80 % power (fidelity_power), and that
+    power simulated at the number given; and the seeds at the top that establish orders the resolution apart."""
     arms = [arm for arm in ladder.arms if arm in result_arms(ladder.top)]
     top_seeds = common_seeds(ladder.top, arms)
-    top_sd, top_df = fidelity_stats.residual_spread(matrix(ladder.top, arms, top_seeds, metric))
-    change_variance, change_df = 0.0, 0
+    top_values = matrix(ladder.top, arms, top_seeds, metric)
+    top_sd, top_df = fidelity_stats.residual_spread(top_values)
+    changes, rungs = [], []
     for rung in ladder.compared[:-1]:
         shared = sorted(set(common_seeds(rung, arms)) & set(top_seeds))
-        sd, df = fidelity_stats.residual_spread(
-            matrix(rung, arms, shared, metric) - matrix(ladder.top, arms, shared, metric)
-        )
-        if df:
-            change_variance, change_df = change_variance + sd**2 * df, change_df + df
-    change_sd = (
-        fidelity_stats.sd_upper_bound(math.sqrt(change_variance / change_df), change_df) if change_df else math.nan
-    )
+        changes.append(matrix(rung, arms, shared, metric) - matrix(ladder.top, arms, shared, metric))
+        rungs.append(matrix(rung, arms, common_seeds(rung, arms), metric))
+    change_spreads, rung_spreads = pooled_spreads(changes), pooled_spreads(rungs)
+    top_signs = fidelity_stats.established_orders(top_values, alpha)[0]
+    top_means = top_values.mean(axis=1) if len(top_seeds) else np.full(len(arms), math.nan)
+    certify = fidelity_power.seeds_to_certify(change_spreads, ladder.resolution) if len(change_spreads) else None
+    keep = fidelity_power.seeds_to_keep(top_means, rung_spreads, top_signs) if len(rung_spreads) else None
     difference_sd = math.sqrt(2) * fidelity_stats.sd_upper_bound(top_sd, top_df) if top_df else math.nan
     pairs = len(arms) * (len(arms) - 1) // 2
     return FidelityPlan(
-        change_sd,
+        change_spreads,
+        rung_spreads,
         difference_sd,
-        fidelity_stats.seeds_for_resolution(change_sd, len(arms), ladder.resolution),
+        certify,
+        fidelity_power.certify_power(change_spreads, certify, ladder.resolution) if certify else math.nan,
+        keep,
+        fidelity_power.keep_power(top_means, rung_spreads, top_signs, keep) if keep else math.nan,
         fidelity_stats.seeds_to_establish(difference_sd, ladder.resolution, pairs, alpha),
     )
 
@@ -321,6 +374,9 @@ def with_plan(ladder: Ladder, plan: FidelityPlan) -> Ladder:
         resolution_wanted=ladder.resolution,
         seeds_to_establish=plan.seeds_to_establish,
         seeds_for_resolution=plan.seeds_for_resolution,
+        power_for_resolution=plan.power_for_resolution,
+        seeds_to_keep=plan.seeds_to_keep,
+        power_to_keep=plan.power_to_keep,
         planned_top=ladder.top_label,
     )
     return ladder
@@ -330,33 +386,51 @@ def seeds_phrase(seeds: int | None) -> str:
     return f"{seeds} seeds" if seeds is not None else f"more than {fidelity_stats.MAX_SEEDS} seeds"
 
 
+def percent(share: float) -> str:
+    return f"{100 * share:.0f} %" if math.isfinite(share) else "-"
+
+
+def rung_answers(row) -> str:
+    """One rung's two answers with their power: `epochs=2: order kept undetermined (4 of 7 kept, 0 reversed;
+    63 % power at its 6 seeds), certifies 6.0 points (its 6 shared seeds certify 3.0 with 80 % power)`."""
+    return (
+        f"{row['rung']}: order kept {row['order_kept']} ({row['orders_kept']:g} of {row['established_top']:g} kept, "
+        f"{row['orders_reversed']:g} reversed; {percent(row['keep_power'])} power at its {row['seeds']:g} seeds), "
+        f"certifies {row['resolution'] * 100:.1f} points (its {row['shared_seeds']:g} shared seeds certify "
+        f"{row['design_resolution'] * 100:.1f} with 80 % power)"
+    )
+
+
+def plan_sentence(ladder: Ladder, plan: FidelityPlan) -> str:
+    """What the planner finds for each answer, with the power simulated at its number."""
+    points = ladder.resolution * 100
+    keep = (
+        f"{seeds_phrase(plan.seeds_to_keep)} at a rung keep the top's orders (simulated: {percent(plan.power_to_keep)})"
+        if plan.seeds_to_keep is not None
+        else "no number of seeds up to 200 keeps the top's orders (none established, or gaps too small)"
+    )
+    return (
+        f"From this ladder's spread (80 % upper bounds), an unchanged rung is certified at {points:g} points with 80 % "
+        f"power on {seeds_phrase(plan.seeds_for_resolution)} shared with the top (simulated: "
+        f"{percent(plan.power_for_resolution)}); {keep}; {seeds_phrase(plan.seeds_to_establish)} per optimizer at "
+        f"the top would establish orders {points:g} points apart (Holm's strictest step) "
+        "(`python src/study.py LADDER --plan-seeds --pilot DIR`)."
+    )
+
+
 def why_none(ladder: Ladder, plan: FidelityPlan) -> str:
-    """One sentence: why no rung can be named faithful, and what would let one be."""
+    """Why no rung can be named faithful, each rung's two answers with the power its seeds give, and the plan."""
     top = ladder.agreement[ladder.agreement["rung"] == ladder.top.label].iloc[0]
     below = ladder.agreement[ladder.agreement["rung"] != ladder.top.label]
     points = ladder.resolution * 100
     if top["established_top"] == 0:
         reason = (
             f"the top rung ({ladder.top.label}, seeds {top['top_seeds']}) establishes no order after Holm "
-            f"(smallest adjusted p {top['smallest_p_holm_top']:.2g}), so there is nothing a cheaper rung could "
-            "reproduce"
+            f"(smallest adjusted p {top['smallest_p_holm_top']:.2g}), so there is no order a cheaper rung could keep"
         )
     else:
-        reason = "; ".join(
-            f"{row['rung']} reproduces {row['reproduced']:g} of {row['established_top']:g} established orders"
-            f" ({row['contradicted']:g} contradicted) at a resolution of {row['resolution'] * 100:.1f} points"
-            for _, row in below.iterrows()
-        )
-        reason = (
-            f"no cheaper rung reproduces every order the top establishes at a resolution of {points:g} points "
-            f"({reason})"
-        )
-    return (
-        f"No rung is named faithful: {reason}. From this ladder's spread, {seeds_phrase(plan.seeds_to_establish)} "
-        f"per optimizer at the top would establish orders {points:g} points apart (80 % power, Holm's strictest step), "
-        f"and {seeds_phrase(plan.seeds_for_resolution)} shared by a rung and the top would bring its resolution "
-        f"to {points:g} points where the ranking does not move (`python src/study.py LADDER --plan-seeds --pilot DIR`)."
-    )
+        reason = "; ".join(rung_answers(row) for _, row in below.iterrows())
+    return f"No rung is named faithful at {points:g} points: {reason}. {plan_sentence(ladder, plan)}"
 
 
 # ---------------------------------------------------------------- tuned settings across budgets

@@ -17,6 +17,8 @@ judging room.
     variance.py    per-image correctness of two arms -> their difference, seeds-then-images bootstrap interval, and
                    the shares of its variance from seeds and from the finite test set
     sequential_rule.py  the looks, boundaries and decisions of a study run until decided
-    fidelity_stats.py   a ladder's statistics: simultaneous change intervals, established orders (Holm), tau-b's
-                   projection interval, the faithful rule, the seeds planner
+    fidelity_stats.py   a ladder's two answers: each pair's change bounded one-sided on its own spread and the
+                   resolution certified; orders established (Holm) and kept by one-sided bounds; tau-b's
+                   projection interval, the faithful rule
+    fidelity_power.py   the power of those answers for an unchanged rung and the seeds each needs, by simulation
 """

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from optbench.analysis.judging.fidelity import COVERAGE_MEASURED_FROM
+from optbench.analysis.judging.fidelity import percent
 from optbench.analysis.judging.ladder_runs import Ladder
 
 
@@ -38,38 +38,38 @@ def per_rung_display(ladder: Ladder) -> pd.DataFrame:
 
 
 def orders_text(row) -> str:
+    """`order kept undetermined: 7 established, 4 kept, 0 reversed, 3 undetermined (63 % power)`."""
     return (
-        f"{row['established_top']:g} established: {row['reproduced']:g} reproduced, {row['contradicted']:g} "
-        f"contradicted, {row['undetermined']:g} undetermined"
+        f"order kept {row['order_kept']}: {row['established_top']:g} established, {row['orders_kept']:g} kept, "
+        f"{row['orders_reversed']:g} reversed, {row['orders_undetermined']:g} undetermined "
+        f"({percent(row['keep_power'])} power were the rung unchanged)"
     )
 
 
-def coverage_note(row) -> str:
-    """Why a rung's change intervals may cover less than their 95 %: seeds too few for their coverage to have
-    been measured, or one optimizer's spread far from the others' (the intervals pool one spread)."""
-    if not row["under_covering"]:
-        return ""
-    if row["shared_seeds"] < COVERAGE_MEASURED_FROM:
-        return " (coverage not measured below 3 seeds)"
-    return f" (possibly under-covering: {row['noisiest']}'s spread {row['spread_ratio']:.1f}x the others')"
-
-
 def resolution_text(row) -> str:
-    """`6.9 points`, with the coverage note where the rung's intervals are flagged."""
-    return f"{row['resolution'] * 100:.1f} points{coverage_note(row)}"
+    """`6.0 points (80 % power at 3.0)`: the resolution certified, and what these seeds certify an unchanged rung
+    at with 80 % power."""
+    design = row["design_resolution"] * 100
+    beside = f" (80 % power at {design:.1f})" if math.isfinite(design) else ""
+    return f"{row['resolution'] * 100:.1f} points{beside}"
 
 
 def agreement_display(ladder: Ladder) -> pd.DataFrame:
     rows = []
     for _, row in ladder.agreement.iterrows():
         top = row["rung"] == ladder.top.label
-        flag = "" if top else coverage_note(row)
         rows.append(
             {
                 "rung": row["rung"] + (" (top)" if top else ""),
                 "seeds: rung / shared with top": f"{row['rung_seeds']} / {'-' if top else row['shared_seed_list']}",
-                "orders at the top (Holm)": f"{row['established_top']:g} established" if top else orders_text(row),
-                "resolution (points)": "-" if top else f"{row['resolution'] * 100:.1f}{flag}",
+                "order kept: kept / reversed / undetermined of the top's (Holm) [power]": f"{row['established_top']:g}"
+                " established"
+                if top
+                else f"{row['order_kept']}: {row['orders_kept']:g} / {row['orders_reversed']:g} / "
+                f"{row['orders_undetermined']:g} of {row['established_top']:g} [{percent(row['keep_power'])}]",
+                "resolution certified (points) [80 % power]": "-"
+                if top
+                else f"{row['resolution'] * 100:.1f} [{row['design_resolution'] * 100:.1f}]",
                 "faithful": "-" if top else ("yes" if row["faithful"] else "no"),
                 "tau-b [95 % CI]": "1 (itself)"
                 if top
@@ -87,7 +87,7 @@ def agreement_display(ladder: Ladder) -> pd.DataFrame:
 
 def orders_display(ladder: Ladder) -> pd.DataFrame:
     """Pairs as rows, rungs as columns: the change of the pair's difference from the top to the rung (points)
-    with its simultaneous 95 % interval, and what became of the top's order there."""
+    with its one-sided 95 % bounds (a 90 % two-sided interval), and what became of the top's order there."""
     if ladder.orders.empty:
         return pd.DataFrame()
     rows: dict[str, dict] = {}

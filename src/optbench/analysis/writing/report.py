@@ -123,14 +123,18 @@ def fidelity_section(parts: ReportParts) -> str:
         "the top rung is the planned top, the largest budget. Every run that ended is a result: a diverged or "
         "failed run counts at its recorded score, or chance, and is named. One seed set per comparison: a "
         "rung's means, ranks and tests use the seeds every optimizer ran there, a rung against the top the "
-        "seeds both share (n and seeds in the tables). An order is *established* when the pairwise test "
-        "(paired t by seed, Holm over the pairs, as in the pairwise tables) is significant; at a rung it is "
-        "*reproduced* (established there too, same direction), *contradicted* (established, opposite "
-        "direction) or *undetermined*. Each pair's *change* is its difference at the rung minus at the top, "
-        "with simultaneous 95 % intervals over the pairs (Tukey's studentized range on the optimizer x seed "
-        "residual); a rung's *resolution* is the largest |change| those intervals allow: its ranking carries "
-        "to the top for gaps larger than that. A rung is *faithful* only when the top establishes at least one "
-        "order, the rung reproduces every one and contradicts none, and its resolution is within the study's. "
+        "seeds both share (n and seeds in the tables). Two answers per rung, each at 95 % and with the power "
+        "its seeds give a rung that does not change. *Order kept*: an order is *established* at the top when "
+        "the pairwise test (paired t by seed, Holm over the pairs, as in the pairwise tables) is significant; "
+        "at a rung it is *kept* when a one-sided 95 % bound on the rung's own difference shows it on the top's "
+        "side, *reversed* when it shows it on the other, else *undetermined*; order kept is yes when every "
+        "established order is kept, no when one is reversed. *Magnitude*: each pair's *change* is its "
+        "difference at the rung minus at the top, bounded on each side at 95 % by the pair's own per-seed "
+        "changes; the *resolution certified* is the largest pair's upper bound of |change|: with 95 % "
+        "confidence no pair's difference moves by more, so the rung's ranking carries to the top for gaps "
+        "larger than that. Beside each answer, its power: the share of unchanged rungs that keep the top's "
+        "orders at the rung's seeds, and the resolution its shared seeds certify with 80 % power. A rung is "
+        "*faithful* when both answers are yes: order kept, and the resolution certified within the study's. "
         "Tau-b's interval is the projection of the two rungs' simultaneous intervals (conservative). Cost: "
         "the training-compute share (epochs x images x width^2), which compares like with like; device-hours "
         "as measured are shown beside it, and differ with the machine and its load.",
@@ -172,7 +176,8 @@ def tuned_display(tuned: pd.DataFrame) -> pd.DataFrame:
 
 
 def fidelity_headline(ladder, plan) -> str:
-    """The report's one-sentence answer (README's reading follows it)."""
+    """The report's answer (README's reading follows it): the cheapest faithful rung, or why none is, each rung's
+    two answers with the power its seeds give, and the planner's seeds for each answer."""
     cheapest = fidelity.cheapest_faithful_rung(ladder)
     points = ladder.resolution * 100
     if cheapest is None:
@@ -182,9 +187,9 @@ def fidelity_headline(ladder, plan) -> str:
     row = ladder.agreement.set_index("rung").loc[cheapest]
     whose = "" if ladder.top.label == ladder.top_label else f" (the planned top {ladder.top_label} being incomplete)"
     return (
-        f"**Cheapest faithful rung: {cheapest}**: the {cheapest} ranking carries to {ladder.top.label}{whose} for "
-        f"gaps larger than {fidelity_tables.resolution_text(row)}, reproducing all {row['established_top']:g} orders "
-        f"the top establishes (seeds {row['shared_seed_list']})."
+        f"**Cheapest faithful rung: {cheapest}**: it keeps all {row['established_top']:g} orders the top establishes, "
+        f"and the {cheapest} ranking carries to {ladder.top.label}{whose} for gaps larger than "
+        f"{fidelity_tables.resolution_text(row)} (seeds {row['shared_seed_list']})."
     )
 
 
@@ -208,15 +213,16 @@ def fidelity_ladder_block(ladder, verdicts: pd.DataFrame, parts: ReportParts, pl
             f"- The {row['rung']} rung cost {row['cost_share'] * 100:.0f} % of the top rung's device-hours "
             f"per run as measured ({row['devices']}; machines and load differ) and {row['budget_share'] * 100:.0f} % "
             f"of its training compute, the figure that compares like with like; {fidelity_tables.orders_text(row)}; "
-            f"resolution {fidelity_tables.resolution_text(row)} on seeds {row['shared_seed_list']}; "
+            f"resolution certified {fidelity_tables.resolution_text(row)} on seeds {row['shared_seed_list']}; "
             f"{row['same_order']:g} of {row['pairs']:g} pairs ordered alike, tau-b "
             f"{fidelity_tables.interval_text(row['tau_b'], row['tau_low'], row['tau_high'], 1, 2)}."
         )
     lines += ["", fidelity_headline(ladder, plan), ""]
     if not ladder.orders.empty:
         lines += [
-            "Each pair's change of difference from the top to the rung (points, a - b, simultaneous 95 % "
-            "intervals) and what became of an order the top establishes:",
+            "Each pair's change of difference from the top to the rung (points, a - b, between its one-sided 95 % "
+            "bounds, from the pair's own spread) and what became of an order the top establishes (kept or reversed: "
+            "a one-sided 95 % bound on the rung's own difference shows it on that side):",
             "",
             to_markdown(fidelity_tables.orders_display(ladder)),
             "",
