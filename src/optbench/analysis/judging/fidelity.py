@@ -296,9 +296,10 @@ def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> Fidelity
     top_sd, top_df = fidelity_stats.residual_spread(matrix(ladder.top, arms, top_seeds, metric))
     change_variance, change_df = 0.0, 0
     for rung in ladder.compared[:-1]:
-        shared = sorted(set(common_seeds(rung, arms)) & set(top_seeds))
+        both = [arm for arm in arms if arm in result_arms(rung)]  # an arm the rung lacks has no change to pool
+        shared = sorted(set(common_seeds(rung, both)) & set(top_seeds))
         sd, df = fidelity_stats.residual_spread(
-            matrix(rung, arms, shared, metric) - matrix(ladder.top, arms, shared, metric)
+            matrix(rung, both, shared, metric) - matrix(ladder.top, both, shared, metric)
         )
         if df:
             change_variance, change_df = change_variance + sd**2 * df, change_df + df
