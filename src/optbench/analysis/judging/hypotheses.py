@@ -125,7 +125,7 @@ def within_plan(runs: pd.DataFrame, planned: list) -> pd.DataFrame:
         )
         for index, row, label_set in zip(runs.index, runs[["dataset", "noise", "noise_rate"]].itertuples(), label_sets)
     ]
-    return runs[keep]
+    return runs.loc[keep]  # `runs[[]]` would select no columns: an empty family keeps its columns
 
 
 def within_budget(run: pd.Series, budget: tuple) -> bool:

@@ -65,7 +65,7 @@ def tuned_as(runs: pd.DataFrame, tuned: dict) -> pd.DataFrame:
         all(same_value(run.get(f"cfg.{key}"), value) for key, value in tuned.get(str(run["optimizer"]), {}).items())
         for _, run in runs.iterrows()
     ]
-    return runs[keep]
+    return runs.loc[keep]  # `runs[[]]` would select no columns
 
 
 def same_value(value, wanted) -> bool:
