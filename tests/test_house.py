@@ -152,6 +152,7 @@ LAYERS = {
         "optbench.identity",
         "optbench.rundir",
         "optbench.reproducibility",
+        "optbench.values",
         "optbench.registry",
         "optbench.formats",
         "optbench.specs",

@@ -38,6 +38,7 @@ from optbench.analysis.judging.robust_tables import RESULT_STATUSES  # runs that
 from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.summaries import by_seed, seeds_text
 from optbench.formats.run_summary import COMPLETED
+from optbench.values import same_value
 
 # Keys that change what a run costs, not what it asks; with the exponent of their share of the training compute
 # (a ResNet's FLOPs grow with the square of its width).
@@ -133,13 +134,6 @@ def planned_rungs(study, tuning_studies: list) -> list[PlannedRung]:
         }
         planned.append(PlannedRung(rung.label, values, tuned_by, bool(rung.tuned_by), winners))
     return planned
-
-
-def same_value(a, b) -> bool:
-    try:
-        return math.isclose(float(a), float(b), rel_tol=1e-6)
-    except (TypeError, ValueError):
-        return str(a) == str(b)
 
 
 def rung_labels(run: pd.Series, varying: list[str], planned: Sequence[PlannedRung]) -> list[str]:
