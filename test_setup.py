@@ -10,7 +10,6 @@ small ResNet-18 under that policy and checks the losses are finite and falling. 
 minute on a 2-core CPU.
 """
 
-import argparse
 import importlib
 import math
 import os
@@ -24,6 +23,7 @@ import torchvision
 from omegaconf import OmegaConf
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
+from optbench.command_line import OneLineParser
 from optbench.data.fingerprint import list_image_folder
 from optbench.device.fastest import fastest_device
 from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, mps_built, resolve_device
@@ -114,7 +114,7 @@ def optimizer_losses(name: str, device: torch.device, policy: DevicePolicy) -> l
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description="Check this machine for the optimizer harness.")
+    parser = OneLineParser(prog="python test_setup.py", description="Check this machine for the optimizer harness.")
     parser.add_argument("--device", default="auto", help="auto, fastest, cpu, cuda, cuda:N or mps")
     parser.add_argument(
         "--data-dir",
@@ -129,8 +129,8 @@ def main(argv: list[str]) -> int:
         metavar="DIR",
         help="also say whether this folder of images (dataset.root) is ready; repeatable",
     )
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         device = resolve_device(
             args.device, fastest=lambda: fastest_device(timed_model("resnet18", WIDTH, 10, BATCH))[0]
         )

@@ -22,17 +22,12 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
+from optbench.command_line import OneLineParser
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
 
 EXIT_IDENTICAL, EXIT_DIFFERENT = 0, 1
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse's usage spans lines; the contract is one
-        raise ConfigError(f"{message} (python src/replay.py --help)")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -153,6 +153,7 @@ LAYERS = {
         "optbench.rundir",
         "optbench.reproducibility",
         "optbench.values",
+        "optbench.command_line",
         "optbench.registry",
         "optbench.formats",
         "optbench.specs",

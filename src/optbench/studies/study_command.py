@@ -28,10 +28,10 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import NoReturn
 
 from hydra import initialize_config_dir
 
+from optbench.command_line import OneLineParser
 from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
@@ -57,13 +57,8 @@ CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse prints usage over several lines; the contract is one
-        raise ConfigError(f"{message} (python src/study.py --help)")
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
     add_run_options(parser)
     add_planning_options(parser)
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
