@@ -525,3 +525,14 @@ def test_grid_noise_is_parsed_once_for_the_sweeps_and_for_the_planned_settings()
         for parse in (noise_settings, lambda grid: planned_settings(dataclasses.replace(study, grid=grid))):
             with pytest.raises(ConfigError, match=message):
                 parse(bad)
+
+
+def test_the_thread_note_names_the_threads_the_runs_will_use():
+    """With `--set device_policy.threads=1` a new run here trains with 1 thread, whatever torch's own count: the
+    reuse note said 'a new run here: ... with 2 thread(s)' (issue 56, item 6)."""
+    import torch
+
+    from optbench.studies.reuse_note import this_machine
+
+    assert this_machine("cpu", "basic", threads=1)[1] == "1"
+    assert this_machine("cpu", "basic", threads=None)[1] == str(torch.get_num_threads())

@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from hydra import initialize_config_dir
+from omegaconf import OmegaConf
 
 from optbench.command_line import OneLineParser
 from optbench.config.hydra_glue import compose_checked, register_resolvers
@@ -218,7 +219,9 @@ def print_reuse_note(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launch
     runs = [run for _, planned in runs_by_sweep for run in planned]
     reused = reuse_note.reused_runs(runs)
     if reused:
-        line = reuse_note.reuse_note(runs, reuse_note.this_machine(str(reused[0].cfg.device), launcher))
+        threads = OmegaConf.select(reused[0].cfg, "device_policy.threads")  # a study's --set applies to every run
+        here = reuse_note.this_machine(str(reused[0].cfg.device), launcher, threads)
+        line = reuse_note.reuse_note(runs, here)
         if line:
             print(line, flush=True)
 
