@@ -297,6 +297,8 @@ def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> Fidelity
     change_variance, change_df = 0.0, 0
     for rung in ladder.compared[:-1]:
         both = [arm for arm in arms if arm in result_arms(rung)]  # an arm the rung lacks has no change to pool
+        if len(both) < 2:
+            continue
         shared = sorted(set(common_seeds(rung, both)) & set(top_seeds))
         sd, df = fidelity_stats.residual_spread(
             matrix(rung, both, shared, metric) - matrix(ladder.top, both, shared, metric)
