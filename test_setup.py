@@ -11,7 +11,6 @@ small ResNet-18 under that policy and checks the losses are finite and falling; 
 under a minute on a 2-core CPU.
 """
 
-import argparse
 import dataclasses
 import importlib
 import math
@@ -26,6 +25,7 @@ import torchvision
 from omegaconf import OmegaConf
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
+from optbench.command_line import OneLineParser
 from optbench.data import text
 from optbench.data.fingerprint import list_image_folder
 from optbench.data.splits import load_splits
@@ -158,7 +158,7 @@ def workload_losses(name: str, device: torch.device, data_dir: Path) -> tuple[li
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description="Check this machine for the optimizer harness.")
+    parser = OneLineParser(prog="python test_setup.py", description="Check this machine for the optimizer harness.")
     parser.add_argument("--device", default="auto", help="auto, fastest, cpu, cuda, cuda:N or mps")
     parser.add_argument(
         "--data-dir",
@@ -173,8 +173,8 @@ def main(argv: list[str]) -> int:
         metavar="DIR",
         help="also say whether this folder of images (dataset.root) is ready; repeatable",
     )
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         device = resolve_device(
             args.device, fastest=lambda: fastest_device(timed_model("resnet18", WIDTH, 10, BATCH))[0]
         )

@@ -19,7 +19,8 @@ sys.path.insert(0, str(REPO / "scripts"))  # readme_blocks, also when a test loa
 
 import readme_blocks  # noqa: E402
 
-from optbench.analysis.judging.seed_planner import SD_CONFIDENCE, SeedPlan, comparison_units  # noqa: E402
+from optbench.analysis.judging.seed_planner import SeedPlan, comparison_units  # noqa: E402
+from optbench.analysis.statistics.fidelity_stats import SD_CONFIDENCE  # noqa: E402
 from optbench.specs.hypothesis_spec import HypothesisTest  # noqa: E402
 from optbench.specs.study_spec import find_study  # noqa: E402
 from optbench.studies.pilot import hypotheses_of, plans_from_pilot  # noqa: E402

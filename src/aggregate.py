@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from optbench.analysis.inputs import check_inputs
+from optbench.command_line import OneLineParser
 from optbench.errors import ConfigError
 from optbench.specs.study_spec import find_study
 
@@ -25,7 +26,7 @@ EXIT_BAD_INPUT = 2
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python src/aggregate.py", description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", type=Path, help="folder holding the run directories, e.g. results/")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS_DIR/aggregate)")
     parser.add_argument(
@@ -98,7 +99,11 @@ def to_tracker(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    args = parse_args(argv)
+    try:
+        args = parse_args(argv)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.to_tracker:
         try:
             return to_tracker(args)

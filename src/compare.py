@@ -13,17 +13,12 @@ of their files. Bad input gives one line `error: ...` naming the fix and exit st
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 from optbench import fileio, rundir
+from optbench.command_line import OneLineParser
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse's usage spans lines; the contract is one
-        raise ConfigError(f"{message} (python src/compare.py --help)")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -11,17 +11,12 @@ Bad input or a failed download is one line `error: ...` naming the fix, exit sta
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
+from optbench.command_line import OneLineParser
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse's usage spans lines; the contract is one
-        raise ConfigError(f"{message} (python src/download_data.py --help)")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -8,8 +8,10 @@ The run is trained again from scratch from its record.json config under the devi
 kind, precision, memory format, compile, and the intra-op thread count), into a scratch folder (removed
 afterwards, or --out DIR, kept), never into the run's own folder, and without its trackers. Then every number
 of metrics.jsonl but the wall-clock timings is compared epoch by epoch: "bit-identical", or the largest difference
-per metric; and what differs between the run's recorded environment and this machine's (processor kind, threads,
-device, precision, library versions, code commit, uncommitted changes), which explains a difference.
+per metric (a key only one side has, as in runs recorded before it existed, is named as missing, not as a
+difference; an unreadable metrics.jsonl line is named with the epochs it leaves uncompared); and what differs
+between the run's recorded environment and this machine's (processor kind, threads, device, precision, library
+versions, code commit, uncommitted changes), which explains a difference.
 Relative paths in the record (dataset.root, paths.data_dir) are resolved from the working directory, as train.py
 does: run it from the folder the run was trained from (the published runs in docs/: the checkout's root), or give
 --data-root / --data-dir. Exit status: 0 bit-identical, 1 different, 2 bad input (one `error:` line, nothing
@@ -20,17 +22,12 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import optbench  # noqa: F401  (first: sets PYTORCH_ENABLE_MPS_FALLBACK before torch loads)
+from optbench.command_line import OneLineParser
 from optbench.errors import EXIT_BAD_INPUT, ConfigError
 
 EXIT_IDENTICAL, EXIT_DIFFERENT = 0, 1
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse's usage spans lines; the contract is one
-        raise ConfigError(f"{message} (python src/replay.py --help)")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -58,7 +55,7 @@ def main(argv: list[str]) -> int:
     try:
         args = parse_args(argv)
         recorded = replay.read_recorded(args.run_dir)
-        epochs = len(recorded.records) if args.epochs is None else args.epochs
+        epochs = recorded.last_epoch if args.epochs is None else args.epochs
         cfg = replay.replay_config(recorded, args.data_root, args.data_dir)
         replay.check_replayable(recorded, cfg, epochs, args.out)
     except ConfigError as error:
@@ -73,7 +70,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print("\n".join(replay.report_lines(replayed)))
-    return EXIT_IDENTICAL if replayed.comparison.identical else EXIT_DIFFERENT
+    return EXIT_IDENTICAL if replayed.identical else EXIT_DIFFERENT
 
 
 if __name__ == "__main__":

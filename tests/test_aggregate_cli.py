@@ -232,3 +232,15 @@ def test_the_one_line_names_the_runs_that_did_not_finish(tmp_path, capsys):
     assert aggregate_cli.main([str(results), "--no-figures"]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert " runs -> " in line and "did not finish: " in line and "seed9 (failed)" in line
+
+
+def test_a_study_that_names_no_hypotheses_is_judged_on_every_hypothesis_without_a_traceback(tmp_path, capsys):
+    """Fault 4 of issue 56: `aggregate.py RESULTS --study smoke` (a study file with no `hypotheses:`, so it tests
+    every hypothesis) ended in `KeyError: 'seed'` where a hypothesis's family is empty (H3-human on clean runs)."""
+    results = tmp_path / "results"
+    for optimizer in ("sgd", "lion"):
+        write_run(results, ramp_records(0.5, epochs=1), optimizer=optimizer, seed=0, dataset="synthetic")
+    assert aggregate_cli.main([str(results), "--study", "smoke", "--no-figures", "--out", str(tmp_path / "out")]) == 0
+    verdicts = list(csv.DictReader((tmp_path / "out" / "tables" / "verdicts.csv").open()))
+    assert {row["hypothesis"] for row in verdicts} >= {"H1", "H2", "H3", "H3-human"}
+    assert all(row["verdict"] != "supported" for row in verdicts)  # one seed of two optimizers shows nothing

@@ -542,3 +542,57 @@ def test_a_completed_run_without_a_curve_is_missing_data_not_a_failure_to_reach_
     check = verdict(tmp_path, "h1_convergence.yaml").checks[0]
     assert check.numbers["censored_subject"] == 0 and check.numbers["test"] == "paired t"
     assert check.numbers["n_pairs"] == 3 and "no complete val/acc curve" in check.detail
+
+
+# ---- one same_value: numbers compared as numbers (issue 56, item 4) ---------------------------------------------
+
+
+@pytest.mark.parametrize("spelled", ["1e-3", "0.001", "1.0e-3"])
+def test_a_study_override_optimizer_lr_1e_3_counts_its_runs(tmp_path, spelled):
+    """PyYAML reads `1e-3` (no dot) as the string '1e-3': the budget filter compared it as text with the runs'
+    0.001 and dropped every run, so H2 was missing everywhere. Every spelling of the number is the same lr."""
+    from optbench.specs.study_spec import find_study, planned_settings
+
+    for optimizer, values in {"sgd": SGD, **OTHERS_WORSE}.items():
+        for seed, accuracy in enumerate(values):
+            write_run(
+                tmp_path, ramp_records(accuracy), optimizer=optimizer, seed=seed, overrides={"optimizer.lr": 1e-3}
+            )
+    study = find_study("cpu_demo_clean", REPO / "experiments")
+    study = dataclasses.replace(
+        study,
+        grid={**study.grid, "epochs": 3, "dataset": ["cifar10"], "noise": [{"name": "none"}]},
+        overrides=(f"optimizer.lr={spelled}",),
+    )
+    planned = planned_settings(study)
+    assert dict(planned[0].budget)["optimizer.lr"] in ("1e-3", 0.001)  # PyYAML's reading, text or number
+    analysis = analyse(tmp_path)
+    hypothesis = parse_hypothesis(HYPOTHESES / "h2_generalisation.yaml")
+    result = hypothesis_verdict(
+        hypothesis, Context(analysis.runs, analysis.curves, analysis.grouping.setting_keys, planned=planned)
+    )
+    assert result.verdict == "supported", result.reason
+    assert len(result.runs) == 40
+
+
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ("1e-3", 0.001, True),
+        (0.001, "1.0e-3", True),
+        ("1e-3", "0.001", True),
+        (3, "3", True),
+        (3, 3.0, True),
+        (0.001, 0.0011, False),
+        ("aggre", "aggre", True),
+        ("aggre", "worst", False),
+        (None, 0.0, False),
+        (float("nan"), 0.1, False),
+        (True, 1, False),  # a switch is not a number
+        (True, "true", True),
+    ],
+)
+def test_same_value_compares_numbers_as_numbers_both_ways(a, b, same):
+    from optbench.values import same_value
+
+    assert same_value(a, b) is same and same_value(b, a) is same

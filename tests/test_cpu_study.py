@@ -29,8 +29,11 @@ def test_committed_tables_are_what_the_committed_runs_give(tmp_path):
         assert (tmp_path / table).read_text() == (STUDY_DOCS / table).read_text(), table
 
 
-def test_readme_block_is_the_one_the_committed_docs_give():
-    assert readme_study.main(["--check"]) == 0
+def test_readme_block_is_the_one_the_committed_docs_give(capsys):
+    current = readme_study.README.read_text()
+    wanted = readme_study.with_block(current, readme_study.study_block())
+    assert current == wanted, "README's cpu-study block is stale: run python scripts/readme_study.py"
+    assert readme_study.main(["--check"]) == 0, capsys.readouterr().err  # the command CI and docs name agrees
 
 
 def test_a_number_edited_by_hand_is_caught():

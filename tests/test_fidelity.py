@@ -708,17 +708,37 @@ def test_a_noisy_optimizer_widens_only_its_own_pairs_bounds():
     assert others.to_numpy() == pytest.approx(width["alike"].drop(index=with_muon).to_numpy())
 
 
+def script_module(relative: str):
+    """A script of the checkout (benchmarks/, scripts/) loaded as a module, to call its functions."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.slow
 def test_the_measured_coverage_in_the_docs_is_the_scripts():
-    script = Path(__file__).parents[1] / "benchmarks" / "fidelity_coverage.py"
-    assert subprocess.run([sys.executable, str(script), "--check"], capture_output=True).returncode == 0
+    """docs/fidelity.md's coverage block is what benchmarks/fidelity_coverage.py measures (its --check compares the
+    same), and the spread ratio it measures is the one fidelity_stats flags from."""
+    coverage = script_module("benchmarks/fidelity_coverage.py")
+    block, threshold = coverage.coverage_block()
+    assert threshold == fidelity_stats.UNEQUAL_SPREAD_RATIO, (
+        f"the intervals cover below 90 % from a spread ratio of {threshold:g}: set "
+        "fidelity_stats.UNEQUAL_SPREAD_RATIO to it and run python benchmarks/fidelity_coverage.py"
+    )
+    current = coverage.DOC.read_text()
+    assert current == coverage.with_block(current, block), "stale: run python benchmarks/fidelity_coverage.py"
 
 
 def test_readmes_fidelity_block_is_the_published_tables():
     """README's fidelity table and reading are generated from docs/fidelity-study/tables, never typed."""
-    script = Path(__file__).parents[1] / "scripts" / "readme_fidelity.py"
-    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    readme_fidelity = script_module("scripts/readme_fidelity.py")
+    current = readme_fidelity.README.read_text()
+    wanted = readme_fidelity.with_block(current, readme_fidelity.fidelity_block())
+    assert current == wanted, "README's fidelity block is stale: run python scripts/readme_fidelity.py"
 
 
 def test_readmes_fidelity_block_reads_the_tables_through_their_schema(tmp_path):
@@ -926,3 +946,70 @@ def test_plan_seeds_for_a_ladder_study_plans_the_ladder_from_its_spread(tmp_path
     out = capsys.readouterr().out
     assert "the fidelity ladder against epochs=8 (resolution 3 points)" in out
     assert "- to establish the top's orders 3 points apart:" in out and "shared by a rung and the top" in out
+
+
+# ---------------------------------------------------------------- faults found by a newcomer (issue 56, item 10)
+
+
+def test_the_planner_compares_each_rung_on_the_optimizers_it_shares_with_the_top():
+    """Fault 1 (aggregating docs/fidelity-study/runs without --study ended in `KeyError: 2`): an arm the top has and a
+    cheaper rung lacks (a learning rate tuned at the top's budget only) is left out of that rung's changes."""
+    low = rung("epochs=2", 2, {"a": {0: 0.50, 1: 0.52, 2: 0.49}, "b": {0: 0.60, 1: 0.61, 2: 0.63}})
+    top = rung(
+        "epochs=8",
+        8,
+        {
+            "a": {0: 0.70, 1: 0.72, 2: 0.71},
+            "b": {0: 0.80, 1: 0.83, 2: 0.81},
+            "b lr=0.1": {0: 0.79, 1: 0.82, 2: 0.80},
+        },
+    )
+    ladder = Ladder("cifar10, clean", ["cfg.epochs"], [low, top], ["a", "b", "b lr=0.1"])
+    plan = fidelity.fidelity_plan(ladder, METRIC)
+    only_shared = fidelity.fidelity_plan(Ladder("cifar10, clean", ["cfg.epochs"], [low, top], ["a", "b"]), METRIC)
+    assert plan.change_sd == pytest.approx(only_shared.change_sd)
+
+
+@pytest.mark.slow
+def test_the_published_fidelity_runs_aggregate_without_the_study_named(tmp_path):
+    """Fault 1 end to end: `python src/aggregate.py docs/fidelity-study/runs --out DIR` writes its ladder tables."""
+    docs = Path(__file__).parents[1] / "docs/fidelity-study"
+    done = subprocess.run(
+        [sys.executable, "src/aggregate.py", str(docs / "runs"), "--out", str(tmp_path / "out"), "--no-figures"],
+        cwd=Path(__file__).parents[1],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert len(pd.read_csv(tmp_path / "out/tables/fidelity_agreement.csv"))
+
+
+@pytest.mark.parametrize("damage", ["running", "torn summary"])
+def test_a_two_rung_ladder_whose_only_top_run_is_incomplete_names_it_and_keeps_the_planned_top(tmp_path, damage):
+    """Fault 2: a 2-rung ladder whose top-rung run was killed mid-run (status running) or whose summary.json is
+    torn has no complete rung below the top to compare against: the report names the run and keeps the planned top
+    (as a 3-rung ladder does), instead of `ValueError: tables/fidelity_agreement.csv lacks the column(s) ...`."""
+    results = tmp_path / "results"
+    for epochs in (2, 8):
+        for optimizer, accuracy in (("sgd", 0.6), ("adam", 0.5)):
+            for seed in (0, 1):
+                write_run(
+                    results,
+                    ramp_records(accuracy + 0.01 * seed + 0.01 * epochs, epochs=epochs),
+                    optimizer=optimizer,
+                    seed=seed,
+                    variant=f"epochs={epochs}",
+                    overrides={"epochs": epochs},
+                    status="running" if (epochs, optimizer, seed, damage) == (8, "adam", 1, "running") else "completed",
+                )
+    if damage == "torn summary":
+        summary = results / "cifar10/none-0.0/adam/epochs=8/seed1/summary.json"
+        summary.write_text(summary.read_text()[:40])
+    aggregate(results, tmp_path / "out", target_acc=0.3, draw_figures=False)
+    agreement = pd.read_csv(tmp_path / "out/tables/fidelity_agreement.csv")
+    assert set(agreement["planned_top"]) == {"epochs=8"}
+    report = (tmp_path / "out/report.md").read_text()
+    status = "running" if damage == "running" else "unreadable"
+    assert f"The planned top rung, epochs=8, is not complete (adam: results on 1 seed(s) (seed 1 {status}))" in report

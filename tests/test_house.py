@@ -154,6 +154,8 @@ LAYERS = {
         "optbench.identity",
         "optbench.rundir",
         "optbench.reproducibility",
+        "optbench.values",
+        "optbench.command_line",
         "optbench.registry",
         "optbench.formats",
         "optbench.specs",

@@ -195,9 +195,20 @@ def test_set_mode_leaves_optimizers_without_modes_alone():
     assert all(torch.equal(a, p) for a, p in zip(before, model.parameters()))
 
 
-def test_every_registered_library_is_importable():
+def test_every_registered_library_is_importable_and_has_the_version_summary_json_records():
+    problems = []
     for library in optimizers.libraries():
-        importlib.import_module(library.replace("-", "_"))
+        name = library.replace("-", "_")
+        try:
+            module = importlib.import_module(name)
+        except ImportError as error:
+            problems.append(f"{library}: import {name} fails ({error}): `pip install -e .` installs it")
+            continue
+        try:
+            metadata.version(library)
+        except metadata.PackageNotFoundError:
+            problems.append(f"{library}: {name} imports from {module.__file__}, but no distribution {library} exists")
+    assert problems == []
 
 
 def test_batch_norm_statistics_are_re_estimated_at_the_current_weights():

@@ -190,3 +190,70 @@ def test_the_reproducibility_figures_in_docs_are_the_benchmarks():
         figures["replay_of_1_thread_run"]["identical"] and "replayed from a 2-thread process is bit-identical" in text
     )
     assert f"`{figures['command']}`" in text  # the command beside the figures
+
+
+# ---- telling the truth about old runs (issue 56, item 5 and fault 3) ------------------------------------------
+
+
+def test_a_key_one_side_lacks_is_named_as_missing_not_a_difference_of_inf():
+    from optbench.reproducibility import epoch_differences
+
+    recorded = [{"epoch": 1, "train/loss": 2.0, "test/acc": 0.5}]  # an older run: no eval/images
+    replayed_records = [{"epoch": 1, "train/loss": 2.0, "test/acc": 0.5, "eval/images": 200.0}]
+    comparison = epoch_differences(recorded, replayed_records)
+    assert comparison.identical and comparison.differences == []
+    assert comparison.compared == ["train/loss", "test/acc"] and comparison.numbers == 2
+    assert comparison.missing_from_first == ["eval/images"] and comparison.missing_from_second == []
+    backwards = epoch_differences(replayed_records, recorded)
+    assert backwards.missing_from_second == ["eval/images"] and backwards.identical
+    # a null the run wrote (a non-finite loss) is a value, not a missing key: still a difference
+    assert not epoch_differences([{"epoch": 1, "train/loss": None}], [{"epoch": 1, "train/loss": 2.0}]).identical
+
+
+def without_key(run, key: str) -> None:
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    kept = [{name: value for name, value in line.items() if name != key} for line in lines]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in kept))
+
+
+@pytest.mark.slow
+def test_identical_numbers_with_a_key_the_old_record_lacks_exit_0_and_name_it(run_copy, trained, capsys):
+    without_key(run_copy, "eval/images")  # as runs recorded before eval/images existed
+    status, out = replayed(capsys, run_copy, "--data-dir", trained / "data")
+    assert status == 0, out
+    assert "bit-identical: all 16 compared numbers of epochs 1-2 equal the record's" in out
+    assert "not in the record, so not compared: eval/images (written by a version before it was recorded)" in out
+    assert "inf" not in out and "different" not in out
+
+
+@pytest.mark.slow
+def test_an_epochs_cut_is_called_a_cut_not_interrupted(trained, capsys, caplog):
+    caplog.set_level("INFO")
+    status, out = replayed(capsys, trained / "run", "--epochs", "1", "--data-dir", trained / "data")
+    assert status == 0, out
+    ending = [record.getMessage() for record in caplog.records if "best-validation" in record.getMessage()]
+    assert ending and ending[-1].startswith("cut after epoch 1 of 2, as --epochs 1 asked: "), ending
+    assert not any(record.getMessage().startswith("interrupted") for record in caplog.records)
+
+
+@pytest.mark.slow
+def test_a_torn_first_metrics_line_is_named_and_the_readable_epochs_are_compared(run_copy, trained, capsys):
+    """Fault 3: only epoch 2 is readable; the replay retrained epoch 1 alone, nothing paired, and it ended in
+    `IndexError: list index out of range`. It trains to the last readable epoch and compares what both hold."""
+    lines = (run_copy / "metrics.jsonl").read_text().splitlines()
+    (run_copy / "metrics.jsonl").write_text(lines[0][:25] + "\n" + lines[1] + "\n")
+    status, out = replayed(capsys, run_copy, "--data-dir", trained / "data")
+    assert status == 0, out
+    assert "epochs 1-2 of 2" in out.splitlines()[0]
+    assert f"{run_copy}/metrics.jsonl line 1 is not readable: epoch 1 not compared" in out
+    assert "bit-identical: all 9 compared numbers of epochs 2-2 equal the record's" in out
+
+
+def test_a_torn_first_metrics_line_with_a_cut_before_any_readable_epoch_is_one_line(run_copy, tmp_path, capsys):
+    lines = (run_copy / "metrics.jsonl").read_text().splitlines()
+    (run_copy / "metrics.jsonl").write_text(lines[0][:25] + "\n" + lines[1] + "\n")
+    status = replay_command.main([str(run_copy), "--epochs", "1", "--data-dir", str(tmp_path / "data")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1, err
+    assert "--epochs 1: the record holds no readable epoch up to 1 (metrics.jsonl line 1 is not readable)" in err
+    assert not (tmp_path / "data").exists()

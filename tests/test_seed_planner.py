@@ -9,7 +9,8 @@ import pytest
 from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 
-from optbench.analysis.judging.seed_planner import exact_floor, sd_upper_bound, seeds_for_power
+from optbench.analysis.judging.seed_planner import exact_floor, seeds_for_power
+from optbench.analysis.statistics.fidelity_stats import sd_upper_bound
 
 SQRT2 = math.sqrt(2)
 
@@ -31,7 +32,7 @@ def test_the_exact_tests_floor_is_6_8_9_seeds_for_1_4_8_comparisons():
 
 def test_the_sd_upper_bound_is_the_chi_square_one():
     """80 % one-sided bound from 3 values (2 df): chi2.ppf(0.2, 2) = -2 ln 0.8 in closed form."""
-    assert sd_upper_bound(1.0, 3) == pytest.approx(math.sqrt(2 / (-2 * math.log(0.8))), rel=1e-9)
+    assert sd_upper_bound(1.0, 2) == pytest.approx(math.sqrt(2 / (-2 * math.log(0.8))), rel=1e-9)
 
 
 def pilot(root, gap: float = 0.01):
@@ -58,7 +59,7 @@ def test_a_plan_from_pilot_runs_with_known_numbers(tmp_path):
     (plan,) = plans_from_pilot(find_study("full"), tmp_path / "pilot", tmp_path / "experiments", None)
     (row,) = plan.comparisons
     assert row.n_pilot == 3 and row.difference == pytest.approx(0.01)
-    assert row.spread == pytest.approx(0.002) and row.spread_upper == pytest.approx(sd_upper_bound(0.002, 3))
+    assert row.spread == pytest.approx(0.002) and row.spread_upper == pytest.approx(sd_upper_bound(0.002, 2))
     assert row.seeds_alone == seeds_for_power(0.01 / row.spread_upper, 0.05, 0.8)
     assert plan.seeds_needed == row.seeds_in_hypothesis == row.seeds_alone  # one comparison
     assert plan.simulated_power >= 0.75  # the simulation agrees with the noncentral t (4,000 draws)
@@ -189,7 +190,7 @@ def test_a_difference_of_drops_from_an_unpaired_pilot_is_four_independent_runs_p
     (row,) = [row for row in plan.comparisons if row.n_pilot]
     rms = math.sqrt(sum(sample_sd(cell) ** 2 for cell in (LION_CLEAN, LION_40, ADAMW_CLEAN, ADAMW_40)) / 4)
     assert row.spread == pytest.approx(2 * rms, rel=1e-9)
-    assert row.seeds_alone == seeds_for_power(0.02 / sd_upper_bound(2 * rms, 3), 0.05, 0.8)
+    assert row.seeds_alone == seeds_for_power(0.02 / sd_upper_bound(2 * rms, 2), 0.05, 0.8)
     assert "4 independent runs" in row.note
 
 

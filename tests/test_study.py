@@ -483,3 +483,56 @@ def test_a_deletion_override_is_spelled_alone_in_the_sweep_command(capsys):
     """`--set ~key` planned its runs, then crashed (a TypeError) printing the multirun's command line."""
     assert study_command.main(["smoke", "--dry-run", "--no-estimate", "--set", "~train.tensorboard"]) == 0
     assert " '~train.tensorboard'\n" in capsys.readouterr().out
+
+
+def test_grid_noise_is_parsed_once_for_the_sweeps_and_for_the_planned_settings():
+    """study_spec.noise_entries is the one grid.noise parser: the sweeps' override values (studies/plan.py) and the
+    settings a verdict's family is (planned_settings) read the same entries, and refuse the same mistakes."""
+    import dataclasses
+    import math
+
+    from optbench.specs.study_spec import noise_entries, planned_settings
+    from optbench.studies.plan import noise_settings
+
+    grid = {
+        "optimizer": ["sgd", "lion"],
+        "seed": [0],
+        "dataset": ["cifar10"],
+        "epochs": 2,
+        "noise": [
+            "none",
+            {"name": "symmetric", "rate": [0.2, "4e-1"], "optimizer": ["lion"]},
+            {"name": "human", "label_set": ["aggre"]},
+        ],
+    }
+    assert [entry.name for entry in noise_entries(grid)] == ["none", "symmetric", "human"]
+    assert noise_settings(grid)[1] == {"noise": ["symmetric"], "noise.rate": ["0.2", "4e-1"], "optimizer": ["lion"]}
+    study = dataclasses.replace(find_study("smoke"), grid=grid)
+    planned = [
+        (setting.noise, setting.rate, setting.optimizers, setting.label_set) for setting in planned_settings(study)
+    ]
+    assert planned[:3] == [
+        ("none", 0.0, ("sgd", "lion"), ""),
+        ("symmetric", 0.2, ("lion",), ""),
+        ("symmetric", 0.4, ("lion",), ""),
+    ]
+    assert planned[3][0] == "human" and math.isnan(planned[3][1]) and planned[3][3] == "aggre"
+    for noise, message in (
+        ({"name": "human"}, "grid.noise entry human needs label_set"),
+        ({"name": "symmetric", "rate": 0.2, "optimizer": ["adam"]}, "optimizer adam is not in the grid's optimizers"),
+    ):
+        bad = {**grid, "noise": [noise]}
+        for parse in (noise_settings, lambda grid: planned_settings(dataclasses.replace(study, grid=grid))):
+            with pytest.raises(ConfigError, match=message):
+                parse(bad)
+
+
+def test_the_thread_note_names_the_threads_the_runs_will_use():
+    """With `--set device_policy.threads=1` a new run here trains with 1 thread, whatever torch's own count: the
+    reuse note said 'a new run here: ... with 2 thread(s)' (issue 56, item 6)."""
+    import torch
+
+    from optbench.studies.reuse_note import this_machine
+
+    assert this_machine("cpu", "basic", threads=1)[1] == "1"
+    assert this_machine("cpu", "basic", threads=None)[1] == str(torch.get_num_threads())

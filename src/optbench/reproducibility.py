@@ -11,7 +11,7 @@ study planner's reuse notes (studies/) and the aggregator's report. Standard lib
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from optbench.formats.run_summary import UNKNOWN, Summary
 
@@ -80,7 +80,7 @@ def is_compared(key: str, value) -> bool:
 @dataclass(frozen=True)
 class MetricDifference:
     metric: str
-    largest: float  # the largest |replayed - recorded| over the compared epochs (inf: one of them not a number)
+    largest: float  # the largest |replayed - recorded| over the compared epochs (inf: one of them null, not finite)
     at_epoch: int  # where it is largest
     first_epoch: int  # the first epoch where the two differ
 
@@ -92,6 +92,10 @@ class EpochComparison:
     left_out: list[str]  # keys present but not compared (timings)
     differences: list[MetricDifference]  # one per metric that differs in some epoch, in `compared` order
     numbers: int  # how many numbers were compared
+    # keys one side has and the other lacks in some compared epoch (an older run written before a key existed):
+    # named, not compared, and no difference (a difference would be a number both sides hold)
+    missing_from_first: list[str] = field(default_factory=list)
+    missing_from_second: list[str] = field(default_factory=list)
 
     @property
     def identical(self) -> bool:
@@ -99,7 +103,7 @@ class EpochComparison:
 
 
 def _gap(recorded, replayed) -> float:
-    """|replayed - recorded|; inf when exactly one is missing or not finite (NaN equals NaN here: same result)."""
+    """|replayed - recorded|; inf when exactly one is null or not finite (NaN equals NaN here: same result)."""
     if recorded == replayed:
         return 0.0
     if recorded is None or replayed is None:
@@ -111,18 +115,24 @@ def _gap(recorded, replayed) -> float:
 
 
 def epoch_differences(recorded: list[dict], replayed: list[dict]) -> EpochComparison:
-    """Epoch by epoch (the epochs both hold), every compared key either record has: bit-identical means equal."""
+    """Epoch by epoch (the epochs both hold), every compared key both records have: bit-identical means equal.
+    A key only one side has is named as missing from the other, never compared against nothing."""
     by_epoch = {record["epoch"]: record for record in replayed if "epoch" in record}
     pairs = [(record, by_epoch[record["epoch"]]) for record in recorded if record.get("epoch") in by_epoch]
     keys = list(dict.fromkeys(key for pair in pairs for record in pair for key in record))
-    compared = [key for key in keys if all(is_compared(key, record.get(key)) for pair in pairs for record in pair)]
-    left_out = [key for key in keys if key not in compared and key != "epoch"]
+    missing_from_first = [key for key in keys if any(key not in old for old, _ in pairs)]
+    missing_from_second = [key for key in keys if any(key not in new for _, new in pairs)]
+    both = [key for key in keys if key not in missing_from_first and key not in missing_from_second]
+    compared = [key for key in both if all(is_compared(key, record[key]) for pair in pairs for record in pair)]
+    left_out = [key for key in both if key not in compared and key != "epoch"]
     differences = []
     for key in compared:
-        gaps = [(_gap(old.get(key), new.get(key)), old["epoch"]) for old, new in pairs]
+        gaps = [(_gap(old[key], new[key]), old["epoch"]) for old, new in pairs]
         differing = [(gap, epoch) for gap, epoch in gaps if gap > 0]
         if differing:
             largest, at_epoch = max(differing, key=lambda item: item[0])
             differences.append(MetricDifference(key, largest, at_epoch, differing[0][1]))
     epochs = [old["epoch"] for old, _ in pairs]
-    return EpochComparison(epochs, compared, left_out, differences, len(compared) * len(pairs))
+    return EpochComparison(
+        epochs, compared, left_out, differences, len(compared) * len(pairs), missing_from_first, missing_from_second
+    )

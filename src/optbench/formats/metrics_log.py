@@ -1,10 +1,10 @@
 """metrics.jsonl: one JSON object per epoch, appended as the run trains; the epoch record's schema.
 
 `read(run_dir)` returns the epochs' records and how many lines were not JSON objects (a torn last line
-after a kill: a warning, the rest stands); a line that is a JSON object but not an epoch record (a
-metric that is not a number, a non-finite one, an epoch that is not a whole number) is DamagedRunFile
-naming the line. `append` adds one epoch; `replace` rewrites the file atomically as exactly the given
-records (a resume drops the epochs after its checkpoint). The lines carry no version of their own: they
+after a kill: a warning, the rest stands; `read_lines` gives their line numbers); a line that is a JSON object
+but not an epoch record (a metric that is not a number, a non-finite one, an epoch that is not a whole number) is
+DamagedRunFile naming the line. `append` adds one epoch; `replace` rewrites the file atomically as exactly the
+given records (a resume drops the epochs after its checkpoint). The lines carry no version of their own: they
 are written by the trainer that writes summary.json beside them, whose `format` covers them (a new
 metric is a new key, which every reader already keeps).
 
@@ -41,25 +41,32 @@ def path_in(run_dir: Path) -> Path:
 
 def read(run_dir: Path) -> tuple[list[dict], int]:
     """metrics.jsonl as one dict per epoch, and how many lines were not JSON objects (a torn last line)."""
+    records, unreadable = read_lines(run_dir)
+    return records, len(unreadable)
+
+
+def read_lines(run_dir: Path) -> tuple[list[dict], list[int]]:
+    """metrics.jsonl as one dict per epoch, and the numbers (from 1) of the lines that were not JSON objects:
+    a reader that compares epochs (replay) names the line it could not read."""
     try:
         lines = path_in(run_dir).read_text(errors="replace").splitlines()
     except FileNotFoundError:
-        return [], 0
+        return [], []
     records: list[dict] = []
-    bad = 0
+    unreadable: list[int] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
-            bad += 1
+            unreadable.append(number)
             continue
         if isinstance(record, dict):
             records.append(epoch_line(Fields(record, f"{path_in(run_dir)} line {number}", way_out=WAY_OUT)))
         else:
-            bad += 1
-    return records, bad
+            unreadable.append(number)
+    return records, unreadable
 
 
 def epoch_line(fields: Fields) -> dict:

@@ -22,6 +22,7 @@ class RunFiles:
     record: run_record.RunRecord
     summary: run_summary.Summary
     epochs: list[dict]  # metrics.jsonl, one dict per line that is a JSON object (a torn last line left out)
+    unreadable_lines: tuple[int, ...] = ()  # metrics.jsonl's lines (from 1) that were not JSON objects
 
 
 def read(path: Path, which: str = "") -> RunFiles:
@@ -33,11 +34,11 @@ def read(path: Path, which: str = "") -> RunFiles:
         problem = "not a directory" if path.exists() else "no such directory"
         raise ConfigError(f"{named}: {problem}: give a run directory, e.g. {EXAMPLE}")
     record, summary = run_record.read(path), run_summary.read(path)
-    epochs, _ = metrics_log.read(path)
+    epochs, unreadable = metrics_log.read_lines(path)
     if record is None or summary is None:
         missing = rundir.RECORD_FILE if record is None else rundir.SUMMARY_FILE
         raise ConfigError(
             f"{named}: not a run directory (no {missing}): give the folder holding a run's {rundir.RECORD_FILE} "
             f"and {rundir.SUMMARY_FILE}, e.g. {EXAMPLE}"
         )
-    return RunFiles(path, record, summary, epochs)
+    return RunFiles(path, record, summary, epochs, tuple(unreadable))

@@ -210,6 +210,8 @@ LOWER_IS_BETTER_SELECTION = ("val_loss_best", "final_val_loss")
 def selection_sign(select_on: str) -> int:
     """+1 where a higher score wins (accuracy), -1 where a lower one does (loss): ranks multiply by it."""
     return -1 if select_on in LOWER_IS_BETTER_SELECTION else 1
+
+
 TUNE_KEYS = {
     "grid": ("method", "lr_factors", "weight_decay_factors", "select_on", "output"),
     "quasirandom": (
@@ -440,26 +442,60 @@ def study_budget(study: Study) -> tuple[tuple[str, object], ...]:
     return tuple((key, yaml.safe_load(value)) for key, value in pairs if not is_numbers_free(key))
 
 
+@dataclass(frozen=True)
+class NoiseEntry:
+    """One entry of a study's `grid.noise`, parsed once for the planner of sweeps (studies/plan.py) and the plan
+    of settings a verdict's family is (`noise_settings`): `none`, a name, or
+    `{name: symmetric, rate: [0.2, 0.4], optimizer: [lion]}`; human label noise names its label sets, and may point
+    at a local copy of the label file: `{name: human, label_set: [aggre, worst], label_file: PATH}`."""
+
+    name: str
+    rates: tuple = ()  # as written (a sweep spells them for Hydra as given); () for none or a name without rates
+    label_sets: tuple[str, ...] = ()
+    label_file: str | None = None  # md5-checked, not part of a run's identity
+    optimizers: tuple[str, ...] | None = None  # the grid's optimizers that run this setting; None: every one
+
+
+def noise_entries(grid: dict) -> list[NoiseEntry]:
+    """The grid's noise settings; ConfigError for human noise without label sets or an optimizer outside the grid."""
+    entries = []
+    for written in _as_list(grid["noise"]):
+        entry = {"name": written} if isinstance(written, str) else dict(written)
+        name = str(entry["name"])
+        if name == HUMAN and "label_set" not in entry:
+            raise ConfigError("grid.noise entry human needs label_set: e.g. {name: human, label_set: [aggre, worst]}")
+        chosen = tuple(str(optimizer) for optimizer in _as_list(entry["optimizer"])) if "optimizer" in entry else None
+        outside = sorted(set(chosen or ()) - {str(optimizer) for optimizer in _as_list(grid["optimizer"])})
+        if outside:
+            raise ConfigError(f"grid.noise entry {name}: optimizer {outside[0]} is not in the grid's optimizers")
+        entries.append(
+            NoiseEntry(
+                name,
+                tuple(_as_list(entry["rate"])) if "rate" in entry and name != "none" else (),
+                tuple(str(label_set) for label_set in _as_list(entry.get("label_set", []))),
+                str(entry["label_file"]) if "label_file" in entry else None,
+                chosen,
+            )
+        )
+    return entries
+
+
 def noise_settings(study: Study) -> list[PlannedSetting]:
     """The grid's dataset x noise settings, each with the optimizers it runs."""
-    optimizers = tuple(str(name) for name in _as_list(study.grid["optimizer"]))
+    every = tuple(str(name) for name in _as_list(study.grid["optimizer"]))
+    datasets = [str(dataset) for dataset in _as_list(study.grid["dataset"])]
     settings = []
-    for entry in _as_list(study.grid["noise"]):
-        entry = {"name": entry} if isinstance(entry, str) else entry
-        chosen = tuple(str(name) for name in _as_list(entry.get("optimizer", optimizers)))
-        if entry["name"] == HUMAN:
+    for entry in noise_entries(study.grid):
+        chosen = entry.optimizers or every
+        if entry.name == HUMAN:
             settings += [
-                PlannedSetting(str(dataset), HUMAN, math.nan, chosen, str(label_set))
-                for dataset in _as_list(study.grid["dataset"])
-                for label_set in _as_list(entry["label_set"])
+                PlannedSetting(dataset, HUMAN, math.nan, chosen, label_set)
+                for dataset in datasets
+                for label_set in entry.label_sets
             ]
             continue
-        rates = [0.0] if entry["name"] == "none" else [float(rate) for rate in _as_list(entry.get("rate", 0.0))]
-        settings += [
-            PlannedSetting(str(dataset), str(entry["name"]), rate, chosen)
-            for dataset in _as_list(study.grid["dataset"])
-            for rate in rates
-        ]
+        rates = [float(rate) for rate in entry.rates] or [0.0]  # none, or a name without a rate: clean labels
+        settings += [PlannedSetting(dataset, entry.name, rate, chosen) for dataset in datasets for rate in rates]
     return settings
 
 

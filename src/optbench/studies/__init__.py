@@ -11,4 +11,5 @@ outcome.py          after a sweep: which of its runs did not finish
 pilot.py            `--plan-seeds --pilot DIR`: the seeds each hypothesis needs, from pilot runs
 until_decided.py    `--until-decided`: add seeds at pre-set looks until the hypotheses are decided
 reuse_note.py       the one line naming reused or resumed runs trained on another processor kind or thread count
+stopping.py         Ctrl-C, SIGINT or SIGTERM stops the whole study, each sweep its own process group, runs resumable
 """

@@ -43,7 +43,7 @@ from optbench.formats import run_record, run_summary
 from optbench.identity import identity_differences, run_id, run_identity
 from optbench.registry import optimizers
 from optbench.rundir import RunDir, check_creatable
-from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, find_study, study_at_rung
+from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, find_study, noise_entries, study_at_rung
 from optbench.studies import search_space, tuning_protocol
 from optbench.studies.launchers import launcher_overrides
 from optbench.studies.search_space import Trial
@@ -113,30 +113,19 @@ def _as_list(value) -> list:
 
 
 def noise_settings(grid: dict) -> list[dict[str, list[str]]]:
-    """One entry per noise setting: `[{name: none}, {name: symmetric, rate: [0.2, 0.4]}]` (or `none`, or a name);
-    human label noise names its label sets, and may point at a local copy of the label file:
-    `{name: human, label_set: [aggre, worst], label_file: ../shared/data/cifar-n/CIFAR-10_human.pt}`.
-    An entry's `optimizer: [lion, adamw]` runs that setting for those of the grid's optimizers only."""
+    """One sweep's override values per noise setting of the grid (study_spec.noise_entries parses them): an entry's
+    `optimizer: [lion, adamw]` runs that setting for those of the grid's optimizers only."""
     settings = []
-    for entry in _as_list(grid["noise"]):
-        entry = {"name": entry} if isinstance(entry, str) else dict(entry)
-        values = {"noise": [str(entry["name"])]}
-        if "rate" in entry and entry["name"] != "none":
-            values["noise.rate"] = [format_value(rate) for rate in _as_list(entry["rate"])]
-        if entry["name"] == "human" and "label_set" not in entry:
-            raise ConfigError("grid.noise entry human needs label_set: e.g. {name: human, label_set: [aggre, worst]}")
-        if "label_set" in entry:  # noise: human: `{name: human, label_set: [aggre, worst]}`
-            values["noise.label_set"] = [str(name) for name in _as_list(entry["label_set"])]
-        if "label_file" in entry:  # a local copy of the human label file (md5-checked; not part of the identity)
-            values["noise.label_file"] = [str(entry["label_file"])]
-        if "optimizer" in entry:
-            chosen = [str(name) for name in _as_list(entry["optimizer"])]
-            outside = sorted(set(chosen) - {str(name) for name in _as_list(grid["optimizer"])})
-            if outside:
-                raise ConfigError(
-                    f"grid.noise entry {entry['name']}: optimizer {outside[0]} is not in the grid's optimizers"
-                )
-            values["optimizer"] = chosen
+    for entry in noise_entries(grid):
+        values = {"noise": [entry.name]}
+        if entry.rates:
+            values["noise.rate"] = [format_value(rate) for rate in entry.rates]
+        if entry.label_sets:  # noise: human: `{name: human, label_set: [aggre, worst]}`
+            values["noise.label_set"] = list(entry.label_sets)
+        if entry.label_file is not None:
+            values["noise.label_file"] = [entry.label_file]
+        if entry.optimizers is not None:
+            values["optimizer"] = list(entry.optimizers)
         settings.append(values)
     return settings
 

@@ -35,9 +35,10 @@ def reuse_note(runs: list[PlannedRun], here: tuple[str, str]) -> str | None:
     )
 
 
-def this_machine(device_name: str, launcher: str) -> tuple[str, str]:
+def this_machine(device_name: str, launcher: str, threads: int | None = None) -> tuple[str, str]:
     """(processor kind, intra-op threads) a new run of this study gets here: the device's kind as the summary
-    names it, and the threads the device policy gives a run under this launcher."""
+    names it, and the threads the runs are set to (`device_policy.threads`, as `--set device_policy.threads=1`
+    sets it), else those the device policy gives a run under this launcher."""
     import torch
 
     from optbench.device.policy import resolve_device
@@ -56,5 +57,6 @@ def this_machine(device_name: str, launcher: str) -> tuple[str, str]:
         gpu_compute_capability=gpu.get("compute_capability"),
         mps_chip=facts["mps_chip"],
     )
-    threads = max(1, usable_cores() // parallel_jobs()) if launcher == "parallel" else torch.get_num_threads()
+    if threads is None:
+        threads = max(1, usable_cores() // parallel_jobs()) if launcher == "parallel" else torch.get_num_threads()
     return environment.processor_kind, str(threads)

@@ -24,18 +24,18 @@ import argparse
 import math
 import os
 import shlex
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import NoReturn
 
 from hydra import initialize_config_dir
+from omegaconf import OmegaConf
 
+from optbench.command_line import OneLineParser
 from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
-from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, ConfigError
+from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_SIGNAL_BASE, ConfigError
 from optbench.formats import decision_record
 from optbench.registry.choices import LAUNCHERS
 from optbench.specs.study_spec import (
@@ -49,7 +49,7 @@ from optbench.specs.study_spec import (
     study_files,
     tuning_studies_of,
 )
-from optbench.studies import estimate, outcome, reuse_note, tuning_protocol
+from optbench.studies import estimate, outcome, reuse_note, stopping, tuning_protocol
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
 
@@ -57,13 +57,8 @@ CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse prints usage over several lines; the contract is one
-        raise ConfigError(f"{message} (python src/study.py --help)")
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
     add_run_options(parser)
     add_planning_options(parser)
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
@@ -179,9 +174,13 @@ def main(argv: list[str]) -> int:
 
             return plan_seeds_command(study, args.pilot, args.experiments, args.delta)
         check_until_decided_options(study, args)
-        if tuning_studies_of(study):
-            return run_tuned_by(study, args)
-        return run_main(study, args, args.tuned)
+        with stopping.stops_whole():
+            if tuning_studies_of(study):
+                return run_tuned_by(study, args)
+            return run_main(study, args, args.tuned)
+    except stopping.StudyStopped as stopped:
+        print(stopping.stopped_line(study.id, stopped), file=sys.stderr, flush=True)
+        return EXIT_SIGNAL_BASE + stopped.signum
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -220,7 +219,9 @@ def print_reuse_note(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launch
     runs = [run for _, planned in runs_by_sweep for run in planned]
     reused = reuse_note.reused_runs(runs)
     if reused:
-        line = reuse_note.reuse_note(runs, reuse_note.this_machine(str(reused[0].cfg.device), launcher))
+        threads = OmegaConf.select(reused[0].cfg, "device_policy.threads")  # a study's --set applies to every run
+        here = reuse_note.this_machine(str(reused[0].cfg.device), launcher, threads)
+        line = reuse_note.reuse_note(runs, here)
         if line:
             print(line, flush=True)
 
@@ -492,7 +493,7 @@ def launch(
             continue
         command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
         print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
-        status = subprocess.call(command, cwd=os.getcwd(), env=job_environment(study_id))
+        status = stopping.run_sweep(command, os.getcwd(), job_environment(study_id))
         launched = [run for run in runs if run.status != "done"]
         outcomes = [outcome.run_outcome(run.run_dir, planned_run_id(run.cfg)) for run in launched]
         tally.update(outcome.tally(outcomes))

@@ -184,7 +184,7 @@ def select(runs: list, study: Study, defaults: dict[str, dict]) -> dict[str, Sel
     spaces = _spaces(study, defaults)
     selections = {}
     for optimizer, points in sorted(group_points(runs, study).items()):
-        best = winner(points, study.tune.select_on)
+        best = winner(points, study.tune.select_on if study.tune else "val_acc_best")
         ranges = spaces[optimizer]
         edge_warnings = (
             search_space.edges(ranges, best.values) if isinstance(ranges, tuple) else grid_edges(ranges, best.values)

@@ -14,6 +14,7 @@ epochs and the environments, and `report_lines` words the verdict.
 """
 
 import contextlib
+import logging
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -36,7 +37,24 @@ class Recorded:
     path: Path
     record: run_record.RunRecord
     summary: run_summary.Summary
-    records: list[dict]  # metrics.jsonl, one per finished epoch
+    records: list[dict]  # metrics.jsonl, one per finished epoch that is readable
+    unreadable_lines: tuple[int, ...] = ()  # metrics.jsonl's lines (from 1) that are not JSON objects (torn)
+
+    @property
+    def last_epoch(self) -> int:
+        """The last epoch the record holds: a replay trains up to it (a torn line before it is one epoch less to
+        compare, not one epoch less to train)."""
+        return max(record["epoch"] for record in self.records)
+
+    def unreadable_text(self) -> str:
+        """`.../metrics.jsonl line 1 is not readable` ("" when every line is)."""
+        lines = self.unreadable_lines
+        if not lines:
+            return ""
+        numbers = ", ".join(map(str, lines))
+        return f"{metrics_log.path_in(self.path)} line{'s' if len(lines) > 1 else ''} {numbers} " + (
+            "are not readable" if len(lines) > 1 else "is not readable"
+        )
 
 
 def read_recorded(path: Path) -> Recorded:
@@ -49,7 +67,7 @@ def read_recorded(path: Path) -> Recorded:
     records = [record for record in run.epochs if isinstance(record.get("epoch"), int)]
     if not records:
         raise ConfigError(f"{run.path}: the run has no finished epoch to compare with: replay it once it has one")
-    return Recorded(run.path, run.record, run.summary, records)
+    return Recorded(run.path, run.record, run.summary, records, run.unreadable_lines)
 
 
 def damage(error: DamagedRunFile) -> str:
@@ -90,9 +108,16 @@ def replay_config(recorded: Recorded, data_root: Path | None = None, data_dir: P
 
 def check_replayable(recorded: Recorded, cfg: DictConfig, epochs: int, out: Path | None) -> None:
     """Everything that can be refused before a byte is written: epochs, scratch folder, device, data."""
-    done = len(recorded.records)
+    done = recorded.last_epoch
     if not 1 <= epochs <= done:
         raise ConfigError(f"--epochs {epochs}: the run recorded {done} epoch(s): give 1 to {done}")
+    first = min(record["epoch"] for record in recorded.records)
+    if epochs < first:  # only unreadable lines up to the cut: nothing to compare
+        unreadable = recorded.unreadable_text().removeprefix(f"{recorded.path}/")
+        raise ConfigError(
+            f"--epochs {epochs}: the record holds no readable epoch up to {epochs} ({unreadable}): "
+            f"give {first} to {done}"
+        )
     if out is not None:
         check_scratch(out, recorded.path)
     from optbench.device.policy import resolve_device
@@ -154,18 +179,72 @@ class Replayed:
     summary: run_summary.Summary
     comparison: reproducibility.EpochComparison
     environment: list[tuple[str, str, str]]  # (what, recorded, replay) where they differ or one is unknown
+    unread: str = ""  # the record's unreadable lines and the epochs they leave uncompared ("" when none)
+
+    @property
+    def identical(self) -> bool:
+        """Every compared number equal, and at least one compared."""
+        return self.comparison.identical and self.comparison.numbers > 0
 
 
 def replay(recorded: Recorded, cfg: DictConfig, epochs: int, folder: Path) -> Replayed:
     """Train the first `epochs` epochs from scratch into `folder` and compare them with the record."""
     from optbench.training.run import train
 
-    train(cfg, folder / "run", last_epoch=epochs)
+    with cut_called_a_cut(folder / "run", epochs, int(cfg.epochs)):
+        train(cfg, folder / "run", last_epoch=epochs)
     summary = run_summary.read(folder / "run")
     assert summary is not None  # train() wrote it
     records, _ = metrics_log.read(folder / "run")
-    comparison = reproducibility.epoch_differences(recorded.records[:epochs], records)
-    return Replayed(summary, comparison, reproducibility.environment_rows(recorded.summary, summary))
+    wanted = [record for record in recorded.records if record["epoch"] <= epochs]
+    comparison = reproducibility.epoch_differences(wanted, records)
+    environment = reproducibility.environment_rows(recorded.summary, summary)
+    return Replayed(summary, comparison, environment, unread_note(recorded, epochs, comparison.epochs))
+
+
+def unread_note(recorded: Recorded, epochs: int, compared: list[int]) -> str:
+    """`.../metrics.jsonl line 1 is not readable: epoch 1 not compared` ("" when every line is readable)."""
+    text = recorded.unreadable_text()
+    uncompared = sorted(set(range(1, epochs + 1)) - set(compared))
+    if not text or not uncompared:
+        return text
+    return f"{text}: epoch{'s' if len(uncompared) > 1 else ''} {', '.join(map(str, uncompared))} not compared"
+
+
+class CutNamed(logging.Filter):
+    """The trainer ends a run stopped at `last_epoch` as "interrupted" (resumable, as a stop signal leaves it); a
+    replay stopped where --epochs asked is a cut, and its line says so. A real interrupt (fewer epochs written)
+    keeps its word."""
+
+    def __init__(self, run_dir: Path, epochs: int, planned: int):
+        super().__init__()
+        self.run_dir, self.epochs, self.planned = run_dir, epochs, planned
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        prefix = f"{run_summary.INTERRUPTED}: {self.run_dir}:"
+        if message.startswith(prefix) and len(metrics_log.read(self.run_dir)[0]) == self.epochs:
+            record.msg = f"cut after epoch {self.epochs} of {self.planned}, as --epochs {self.epochs} asked: " + (
+                message.removeprefix(f"{run_summary.INTERRUPTED}: ")
+            )
+            record.args = ()
+        return True
+
+
+@contextlib.contextmanager
+def cut_called_a_cut(run_dir: Path, epochs: int, planned: int):
+    """While the replay trains: its last line calls an --epochs cut a cut (CutNamed)."""
+    if epochs >= planned:
+        yield
+        return
+    from optbench.training import run
+
+    named = CutNamed(run_dir, epochs, planned)
+    run.log.addFilter(named)
+    try:
+        yield
+    finally:
+        run.log.removeFilter(named)
 
 
 def start_line(recorded: Recorded, cfg: DictConfig, epochs: int, folder: Path, kept: bool) -> str:
@@ -185,13 +264,15 @@ def report_lines(replayed: Replayed) -> list[str]:
     from tabulate import tabulate
 
     comparison = replayed.comparison
-    span = f"epochs {comparison.epochs[0]}-{comparison.epochs[-1]}"
+    span = f"epochs {comparison.epochs[0]}-{comparison.epochs[-1]}" if comparison.epochs else "no epoch"
     lines = [
         f"compared, epoch by epoch: {', '.join(comparison.compared)}",
         f"not compared (wall-clock timings, not numbers a replay reproduces): {', '.join(comparison.left_out) or '-'}",
     ]
-    if comparison.identical:
+    if replayed.identical:
         lines.append(f"bit-identical: all {comparison.numbers} compared numbers of {span} equal the record's")
+    elif not comparison.differences:  # an interrupted replay, or a record whose keys the replay lacks
+        lines.append(f"nothing compared: the replay and the record share no number ({span} in common)")
     else:
         rows = [
             (item.metric, f"{item.largest:.6g}", item.at_epoch, item.first_epoch) for item in comparison.differences
@@ -201,7 +282,26 @@ def report_lines(replayed: Replayed) -> list[str]:
         lines.append(tabulate(rows, headers=["metric", "largest", "at epoch", "first differs at"], tablefmt="simple"))
         if same:
             lines.append(f"identical: {', '.join(same)}")
+    lines += missing_lines(comparison)
+    if replayed.unread:
+        lines.append(replayed.unread)
     lines.append(environment_text(replayed.environment))
+    return lines
+
+
+def missing_lines(comparison: reproducibility.EpochComparison) -> list[str]:
+    """The keys one side lacks, named (neither equal nor different: there is nothing to compare)."""
+    lines = []
+    if comparison.missing_from_first:
+        lines.append(
+            f"not in the record, so not compared: {', '.join(comparison.missing_from_first)} "
+            "(written by a version before it was recorded)"
+        )
+    if comparison.missing_from_second:
+        lines.append(
+            f"not in the replay, so not compared: {', '.join(comparison.missing_from_second)} "
+            "(this version no longer writes it)"
+        )
     return lines
 
 

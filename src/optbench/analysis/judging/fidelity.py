@@ -346,6 +346,8 @@ def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> Fidelity
     top_sd, top_df = fidelity_stats.residual_spread(top_values)
     changes, rungs = [], []
     for rung in ladder.compared[:-1]:
+        if any(arm not in result_arms(rung) for arm in arms):  # per-optimizer spreads need every arm's change
+            continue
         shared = sorted(set(common_seeds(rung, arms)) & set(top_seeds))
         changes.append(matrix(rung, arms, shared, metric) - matrix(ladder.top, arms, shared, metric))
         rungs.append(matrix(rung, arms, common_seeds(rung, arms), metric))

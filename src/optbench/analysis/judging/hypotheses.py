@@ -21,7 +21,6 @@ from optbench.analysis.judging.hypothesis_checks import (
     epochs_to_reference_checks,
     metric_comparison_checks,
     noise_drop_checks,
-    same_value,
     setting_noise_text,
     tuned_as,
 )
@@ -42,6 +41,7 @@ from optbench.specs.hypothesis_spec import (
     load_hypotheses,
     parse_hypothesis,
 )
+from optbench.values import same_value
 
 __all__ = [
     "INCONCLUSIVE",
@@ -125,7 +125,7 @@ def within_plan(runs: pd.DataFrame, planned: list) -> pd.DataFrame:
         )
         for index, row, label_set in zip(runs.index, runs[["dataset", "noise", "noise_rate"]].itertuples(), label_sets)
     ]
-    return runs[keep]
+    return runs.loc[keep]  # `runs[[]]` would select no columns: an empty family keeps its columns
 
 
 def within_budget(run: pd.Series, budget: tuple) -> bool:

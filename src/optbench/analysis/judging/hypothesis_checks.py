@@ -22,7 +22,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from optbench.analysis.groups import BASE_SETTING_KEYS, noise_label, short_key
@@ -32,6 +31,7 @@ from optbench.analysis.statistics.noise_drop import drop_test, paired_cells
 from optbench.analysis.statistics.two_arms import two_arm_test
 from optbench.formats.run_summary import COMPLETED
 from optbench.specs.hypothesis_spec import HUMAN, HypothesisTest
+from optbench.values import same_value
 
 
 @dataclass
@@ -65,16 +65,7 @@ def tuned_as(runs: pd.DataFrame, tuned: dict) -> pd.DataFrame:
         all(same_value(run.get(f"cfg.{key}"), value) for key, value in tuned.get(str(run["optimizer"]), {}).items())
         for _, run in runs.iterrows()
     ]
-    return runs[keep]
-
-
-def same_value(value, wanted) -> bool:
-    if isinstance(wanted, (int, float)) and not isinstance(wanted, bool):
-        try:
-            return bool(np.isclose(float(value), float(wanted)))
-        except (TypeError, ValueError):
-            return False
-    return str(value) == str(wanted)
+    return runs.loc[keep]  # `runs[[]]` would select no columns
 
 
 # ---- choosing the runs of one optimizer in one setting -----------------------------------------------

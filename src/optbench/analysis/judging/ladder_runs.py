@@ -38,6 +38,7 @@ from optbench.analysis.judging.robust_tables import RESULT_STATUSES  # runs that
 from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.summaries import by_seed, seeds_text
 from optbench.formats.run_summary import COMPLETED
+from optbench.values import same_value
 
 # Keys that change what a run costs, not what it asks; with the exponent of their share of the training compute
 # (a ResNet's FLOPs grow with the square of its width).
@@ -133,13 +134,6 @@ def planned_rungs(study, tuning_studies: list) -> list[PlannedRung]:
         }
         planned.append(PlannedRung(rung.label, values, tuned_by, bool(rung.tuned_by), winners))
     return planned
-
-
-def same_value(a, b) -> bool:
-    try:
-        return math.isclose(float(a), float(b), rel_tol=1e-6)
-    except (TypeError, ValueError):
-        return str(a) == str(b)
 
 
 def rung_labels(run: pd.Series, varying: list[str], planned: Sequence[PlannedRung]) -> list[str]:
@@ -249,9 +243,11 @@ def is_complete(rung: Rung, arms: list[str]) -> bool:
 
 def top_rung_index(rungs: list[Rung], arms: list[str], planned: int | None = None) -> int:
     """The planned top (`planned`, default the largest rung) when complete; else the largest complete rung below
-    it (the report says which and why); with none complete, the planned top itself."""
+    it (the report says which and why); with none complete, or only the cheapest (nothing below it to compare), the
+    planned top itself."""
     planned = len(rungs) - 1 if planned is None else planned
-    complete = [index for index, rung in enumerate(rungs) if is_complete(rung, arms)]
+    # the cheapest rung has nothing below it to compare: as the top it would leave no comparison at all
+    complete = [index for index, rung in enumerate(rungs) if index and is_complete(rung, arms)]
     if planned in complete or not complete:
         return planned
     below = [index for index in complete if index < planned]
@@ -374,7 +370,7 @@ def arm_state(rung: Rung | None, arm: str, wanted: Sequence) -> str:
 
 def top_note(ladder: Ladder) -> list[str]:
     if ladder.top.label == ladder.top_label:
-        return []
+        return incomplete_top_note(ladder)
     planned = next((rung for rung in ladder.rungs if rung.label == ladder.top_label), None)
     wanted = ladder.planned_seeds or sorted(set(ladder.top.runs["seed"]))
     states = [
@@ -384,4 +380,16 @@ def top_note(ladder: Ladder) -> list[str]:
     return [
         f"The planned top rung, {ladder.top_label}, is not complete ({why}): the cheaper rungs are compared against "
         f"{ladder.top.label} instead, and no rung is called faithful on {ladder.top_label}'s behalf"
+    ]
+
+
+def incomplete_top_note(ladder: Ladder) -> list[str]:
+    """The planned top kept though incomplete (no complete rung but the cheapest): the runs it lacks, named."""
+    if len(ladder.rungs) < 2 or is_complete(ladder.top, ladder.arms):
+        return []
+    wanted = ladder.planned_seeds or sorted(set(ladder.top.runs["seed"]))
+    states = [arm_state(ladder.top, arm, wanted) for arm in ladder.arms if not is_complete(ladder.top, [arm])]
+    return [
+        f"The planned top rung, {ladder.top_label}, is not complete ({'; '.join(states)}), and no rung above the "
+        "cheapest is: the cheaper rungs are compared against it on the seeds it has"
     ]

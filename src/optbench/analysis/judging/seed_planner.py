@@ -25,12 +25,12 @@ import pandas as pd
 from scipy import stats
 
 from optbench.analysis.judging.hypotheses import Check, Verdict
+from optbench.analysis.statistics.fidelity_stats import sd_upper_bound
 from optbench.analysis.statistics.power import t_power
 from optbench.formats.run_summary import COMPLETED
 from optbench.specs.hypothesis_spec import HypothesisTest
 
 TARGET_POWER = 0.8
-SD_CONFIDENCE = 0.8  # one-sided upper bound of the pilot's sd (Browne 1995)
 MAX_SEEDS = 200  # beyond this the effect is too small to plan for: "more than 200"
 SIMULATIONS = 4000  # the simulation that checks the hypothesis-level power (seconds at most)
 
@@ -117,11 +117,6 @@ def comparison_units(test: HypothesisTest) -> tuple[float, str]:
     return (100.0, "pp") if "acc" in test.metric else (1.0, test.metric)
 
 
-def sd_upper_bound(spread: float, n: int, confidence: float = SD_CONFIDENCE) -> float:
-    """One-sided upper confidence bound of a standard deviation estimated from n values (chi-square)."""
-    return spread * math.sqrt((n - 1) / stats.chi2.ppf(1 - confidence, n - 1))
-
-
 def seeds_for_power(effect_over_sd: float, alpha: float, power: float) -> int | None:
     """The fewest paired seeds (>= 2) whose two-sided paired t-test reaches `power` against d_z; None when
     more than MAX_SEEDS would be needed."""
@@ -154,7 +149,7 @@ def plan_comparison(check: Check, alpha: float, comparisons: int, delta: float |
     if not numbers.get("n_pairs"):
         # unpaired: the sd of a difference of independent runs, each with the pooled (or rms) sd: sqrt(k) x it
         spread *= math.sqrt(independent_runs_per_difference(numbers))
-    upper = sd_upper_bound(spread, n)
+    upper = sd_upper_bound(spread, n - 1)  # a spread of n values has n - 1 degrees of freedom
     difference = float(numbers.get("difference", math.nan))
     against = delta is None and difference != 0 and (difference > 0) != (check.better == "higher")
     effect = math.nan if against else (abs(delta) if delta is not None else abs(difference))

@@ -11,10 +11,10 @@ post-selection note still names the seeds a tuning ran on.
 
 from pathlib import Path
 
-from optbench.analysis.judging.ladder_runs import same_value
 from optbench.analysis.judging.tuning_report import TuningStudy
 from optbench.errors import ConfigError
 from optbench.specs.study_spec import Study, find_study
+from optbench.values import same_value
 
 PER_RUN_KEYS = ("optimizer", "seed", "epochs")  # what a rung or a trial sets for itself
 
