@@ -25,6 +25,8 @@ from pathlib import Path
 
 import torch
 
+from optbench.training.provenance import processor_name
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"
@@ -131,7 +133,12 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     torch.set_num_threads(args.threads)
-    results = {"processor": processor(), "threads": args.threads, "load_before": os.getloadavg()[0], "workloads": {}}
+    results = {
+        "processor": str(processor_name()),
+        "threads": args.threads,
+        "load_before": os.getloadavg()[0],
+        "workloads": {},
+    }
     for name in ("mnist1d", "char_lm"):
         harness, plain = harness_rates(name, args.repeats, args.threads), plain_rates(name, args.repeats)
         entry = {
@@ -147,13 +154,6 @@ def main() -> int:
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"written to {args.out}")
     return 0
-
-
-def processor() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 if __name__ == "__main__":
