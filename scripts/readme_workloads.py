@@ -24,17 +24,17 @@ from optbench.registry import workloads  # noqa: E402
 
 README = REPO / "README.md"
 RESULTS = REPO / "benchmarks" / "results"
-BEGIN = "<!-- workloads block: written by `python scripts/readme_workloads.py`; do not edit -->"
+BEGIN = "<!-- workloads block: written by the readme_workloads script; no figure here is typed by hand -->"
 END = "<!-- end of workloads block -->"
 
 
-def shown(metric: str, value: float) -> str:
-    """An accuracy in %, a loss in nats per character."""
-    return f"{100 * value:.1f} %" if metric.endswith("/acc") else f"{value:.3f}"
+def shown(metric: str, value: float, digits: int = 3) -> str:
+    """An accuracy in %, a loss in nats per character (`digits` significant digits; a reference keeps its own)."""
+    return f"{100 * value:.{digits}g} %" if metric.endswith("/acc") else f"{value:.{digits}g}"
 
 
 def budget(entry: workloads.Workload) -> str:
-    return f"{entry.default_budget:,} {entry.budget_unit}"
+    return f"{entry.default_budget:,} {entry.budget_unit}"  # a step budget's periods: docs/workloads.md
 
 
 def measured(name: str, references: dict) -> str:
@@ -57,9 +57,14 @@ def speed(name: str, speeds: dict) -> str:
     return f"{found['harness_time_over_plain']:.2f}x a plain loop's step{wall}"
 
 
+def measurements(name: str) -> dict:
+    """A benchmark's results file, or {} before it was run (the block then says "not measured")."""
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def workloads_block() -> str:
-    references = json.loads((RESULTS / "workload-references.json").read_text())
-    speeds = json.loads((RESULTS / "workload-speed.json").read_text())
+    references, speeds = measurements("workload-references.json"), measurements("workload-speed.json")
     header = (
         "| workload | data, model | headline | budget | reference | measured here | speed |\n"
         "|:--|:--|:--|:--|:--|:--|:--|"
@@ -70,10 +75,12 @@ def workloads_block() -> str:
         reference = entry.reference
         rows.append(
             f"| `{entry.name}` | {entry.datasets[0]}, {entry.models[0]} | {metric.key} ({metric.direction}) | "
-            f"{budget(entry)} | {shown(reference.metric, reference.value)} ({reference.source}) | "
+            f"{budget(entry)} | {shown(reference.metric, reference.value, 4)} ({reference.source}) | "
             f"{measured(entry.name, references)} | {speed(entry.name, speeds)} |"
         )
-    machines = sorted({references.get("processor", "?"), speeds.get("processor", "?")})
+    machines = sorted({found["processor"] for found in (references, speeds) if "processor" in found})
+    if not machines:
+        return "\n".join([header, *rows])
     note = (
         f"Measured on a {' and a '.join(machines)} CPU, {speeds.get('threads', 1)} thread per run "
         "(`python benchmarks/workload_references.py`, `python benchmarks/workload_speed.py`; "

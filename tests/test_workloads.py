@@ -223,3 +223,12 @@ def test_a_missing_corpus_without_network_names_the_fix(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="downloading it from https://raw.githubusercontent.com/karpathy/char-rnn"):
         text.read_corpus(tmp_path, "tinyshakespeare")
     assert not any(tmp_path.rglob("*.part"))
+
+
+def test_readmes_workloads_block_is_the_scripts_output():
+    """README's workloads table is written by scripts/readme_workloads.py from the registry and the benchmark
+    results; a hand edit, or a changed registry or result not written back, shows here."""
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "readme_workloads.py"), "--check"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr

@@ -129,7 +129,7 @@ WORKLOADS = {
         reference=Reference(
             "test/acc",
             0.9302,
-            "kuangliu/pytorch-cifar README (ResNet18: 93.02 %)",
+            "kuangliu/pytorch-cifar README",
             "width 64, batch 128, SGD lr 0.1 momentum 0.9 wd 5e-4, cosine, 200 epochs, crop+flip",
         ),
         search_space="cifar_resnet18",
@@ -152,7 +152,7 @@ WORKLOADS = {
         reference=Reference(
             "test/acc",
             0.94,
-            "Greydanus & Kobak, ICML 2024 (MNIST-1D README: CNN 94 %, MLP 68 %, logistic 32 %)",
+            "Greydanus & Kobak, ICML 2024 (the CNN; the MLP ~68 %)",
             "ConvBase (3 conv layers of 25 channels), Adam lr 1e-2, batch 100, 6,000 steps, make_dataset defaults",
         ),
         search_space="mnist1d",
@@ -175,7 +175,7 @@ WORKLOADS = {
         reference=Reference(
             "val/loss",
             1.88,
-            "nanoGPT README (karpathy/nanoGPT), shakespeare_char on a CPU",
+            "nanoGPT README, shakespeare_char on a CPU",
             "4 layers, 4 heads, width 128, context 64, batch 12, 2,000 iterations, no dropout, AdamW lr 1e-3",
         ),
         search_space="char_lm",
