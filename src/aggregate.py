@@ -2,6 +2,7 @@
 
     python src/aggregate.py results/                       # writes results/aggregate/report.md and the rest
     python src/aggregate.py results/ --out paper/ --target-acc 0.93 --experiments experiments/
+    python src/aggregate.py results/ --target-loss 2.0          # char_lm: steps to validation loss <= 2.0
     python src/aggregate.py results/ --study full          # the study's hypotheses, on the settings it planned
     python src/aggregate.py results/ --to-tracker mlflow   # every run directory into MLflow instead (no report)
 
@@ -32,8 +33,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--target-acc",
         type=float,
-        default=0.9,
-        help="validation accuracy (fraction) for the epochs-to-target column (default 0.9)",
+        default=None,
+        help="validation accuracy (fraction) an accuracy workload's runs must rise to, for the epochs-to-target "
+        "column (default 0.9)",
+    )
+    parser.add_argument(
+        "--target-loss",
+        type=float,
+        default=None,
+        help="validation loss a loss workload's runs (char_lm) must fall to, for the steps-to-target column "
+        "(default: the workload's target in the registry, char_lm 2.2 nats/char)",
     )
     parser.add_argument(
         "--experiments",
@@ -114,7 +123,8 @@ def main(argv: list[str]) -> int:
     if experiments is None and DEFAULT_EXPERIMENTS.is_dir():
         experiments = shown(DEFAULT_EXPERIMENTS)
     try:
-        check_inputs(args.results_dir, args.out, args.target_acc, args.alpha)  # a typo fails before the slow imports
+        # a typo fails before the slow imports
+        check_inputs(args.results_dir, args.out, args.target_acc, args.alpha, args.target_loss)
         study = find_study(args.study, experiments or DEFAULT_EXPERIMENTS) if args.study else None
         rung_keys = sorted(
             {override.split("=", 1)[0] for rung in (study.rungs if study else ()) for override in rung.overrides}
@@ -131,6 +141,7 @@ def main(argv: list[str]) -> int:
             draw_figures=not args.no_figures,
             study=study,
             fidelity_extra=rung_keys,
+            target_loss=args.target_loss,
         )
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)

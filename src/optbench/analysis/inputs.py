@@ -1,6 +1,6 @@
 """Checks of the aggregator's command-line input, cheap enough to run before pandas and matplotlib load.
 
-`check_inputs(results_dir, out_dir, target_acc, alpha)` raises ConfigError with one line naming the
+`check_inputs(results_dir, out_dir, target_acc, alpha, target_loss)` raises ConfigError with one line naming the
 fix (the CLI prints it and exits 2) and returns the results folder and the output folder to use.
 """
 
@@ -10,15 +10,20 @@ from optbench.errors import ConfigError
 from optbench.rundir import is_run_dir
 
 
-def check_inputs(results_dir: Path, out_dir: Path | None, target_acc: float, alpha: float) -> tuple[Path, Path]:
+def check_inputs(
+    results_dir: Path, out_dir: Path | None, target_acc: float | None, alpha: float, target_loss: float | None = None
+) -> tuple[Path, Path]:
+    """`target_acc`, `target_loss`: None when not given (each workload's default, analysis/targets.py)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise ConfigError(
             f"results folder {results_dir} does not exist: give the folder runs were written to "
             f"(paths.results_dir, default results/)"
         )
-    if not 0 < target_acc <= 1:
+    if target_acc is not None and not 0 < target_acc <= 1:
         raise ConfigError(f"--target-acc {target_acc}: give a validation accuracy as a fraction in (0, 1], e.g. 0.9")
+    if target_loss is not None and not 0 < target_loss < float("inf"):
+        raise ConfigError(f"--target-loss {target_loss}: give a validation loss above 0, e.g. 2.2 (nats per character)")
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha {alpha}: give a significance level in (0, 1), e.g. 0.05")
     default_out = out_dir is None

@@ -1,6 +1,6 @@
 """Scan a results folder into two tidy tables: one row per run, and one row per (run, epoch).
 
-`load_runs(results_dir, target_acc)` finds every run directory (a folder holding record.json,
+`load_runs(results_dir, targets)` finds every run directory (a folder holding record.json,
 summary.json, or .hydra/config.yaml alone: a run that never wrote a summary) and reads it through the
 run-directory contract (optbench.rundir): the config from record.json, the harness's own record
 written once when the run started; only a run without one (made by an older optbench) falls back to
@@ -23,11 +23,13 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from optbench import rundir
+from optbench.analysis.targets import Target, Targets, target_for
 from optbench.config.plain import plain_dict
 from optbench.errors import DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
 from optbench.formats.metrics_log import EPOCH, TEST_ACC, TIME_S, TRAIN_ACC, TRAIN_LOSS, VAL_ACC, VAL_LOSS
 from optbench.identity import flatten
+from optbench.registry import workloads
 from optbench.rundir import HYDRA_DIR, METRICS_FILE, RECORD_FILE, SUMMARY_FILE
 
 HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
@@ -79,10 +81,14 @@ def find_run_dirs(results_dir: Path, skip: Path | None = None) -> list[Path]:
 
 
 def load_runs(
-    results_dir: Path, target_acc: float, skip: Path | None = None, set_aside: frozenset[Path] = frozenset()
+    results_dir: Path,
+    target_acc: Targets | float,
+    skip: Path | None = None,
+    set_aside: frozenset[Path] = frozenset(),
 ) -> LoadedRuns:
     """Every run below `results_dir` except those whose resolved path is in `set_aside` (tuning trials),
-    which are only counted."""
+    which are only counted. `target_acc`: the accuracy target, or every time-to-target threshold (Targets)."""
+    targets = target_acc if isinstance(target_acc, Targets) else Targets(acc=target_acc)
     rows, curve_frames, set_aside_ids = [], [], []
     warnings: list[str] = []
     for run_dir in find_run_dirs(results_dir, skip):
@@ -90,7 +96,7 @@ def load_runs(
         if set_aside and run_dir.resolve() in set_aside:
             set_aside_ids.append(run_id)
             continue
-        row, curve, run_warnings = read_run(run_dir, run_id, target_acc)
+        row, curve, run_warnings = read_run(run_dir, run_id, targets)
         rows.append(row)
         curve_frames.append(curve)
         warnings.extend(f"{run_id}: {message}" for message in run_warnings)
@@ -106,7 +112,7 @@ def load_runs(
     return LoadedRuns(runs=runs, curves=curves, config_keys=config_keys, warnings=warnings, set_aside=set_aside_ids)
 
 
-def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.DataFrame, list[str]]:
+def read_run(run_dir: Path, run_id: str, targets: Targets) -> tuple[dict, pd.DataFrame, list[str]]:
     warnings: list[str] = []
     summary, summary_damaged = read_summary(run_dir, warnings)
     config, record_damaged = read_config(run_dir, warnings)
@@ -116,16 +122,19 @@ def read_run(run_dir: Path, run_id: str, target_acc: float) -> tuple[dict, pd.Da
     if config is None:
         config = config_from_summary(summary)
         warnings.append("no record.json and no .hydra/config.yaml: grouping uses the few settings summary.json records")
-    warnings.extend(consistency_warnings(run_dir, status, summary, records))
+    workload = workload_of(summary, config)
+    warnings.extend(consistency_warnings(run_dir, status, summary, records, workload))
     curve = pd.DataFrame(records)
     curve.insert(0, "run_id", run_id)
     row = {
         "run_id": run_id,
         "status": status,
+        "workload": workload.name,
         **grouping_columns(config, summary),
         **human_noise_facts(summary),
         "seed": config.get("seed", summary.seed),
-        **headline_metrics(summary, curve, target_acc),
+        **headline_metrics(summary, curve, target_for(workload.name, targets)),
+        **workload_metrics(workload, summary, curve, config, target_for(workload.name, targets)),
         "notes": "; ".join(warnings),
     }
     if row["epochs_planned"] is None:  # no summary: the config says what was planned
@@ -156,11 +165,20 @@ def run_status(summary: run_summary.Summary | None) -> str:
     return UNFINISHED if summary is None else summary.status
 
 
-def consistency_warnings(run_dir: Path, status: str, summary: run_summary.Summary, records: list[dict]) -> list[str]:
+def workload_of(summary: run_summary.Summary, config: dict) -> workloads.Workload:
+    """The run's workload: summary.json's, else its config's `workload` key; runs from before workloads (older
+    CIFAR runs, which name none) are cifar_resnet18."""
+    named = (summary.content.get("workload") or {}).get("name") or config.get("workload")
+    return workloads.describe(named or workloads.DEFAULT)
+
+
+def consistency_warnings(
+    run_dir: Path, status: str, summary: run_summary.Summary, records: list[dict], workload: workloads.Workload
+) -> list[str]:
     """What a reader of the numbers should know about this run's files."""
     warnings = []
     selected_by = (summary.best or {}).get("selected_by")
-    if selected_by not in (None, VAL_ACC):
+    if selected_by not in (None, VAL_ACC, workload.selection):
         warnings.append(
             f"no validation split: 'best' is chosen by {selected_by}, so test acc at best val is not "
             f"validation-selected"
@@ -290,7 +308,7 @@ def human_noise_facts(summary: run_summary.Summary) -> dict:
     }
 
 
-def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_acc: float) -> dict:
+def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target: Target) -> dict:
     best, final = summary.best or {}, summary.final or {}
     oracle = summary.best_clean_val or {}  # under label noise only: the epoch chosen on clean labels
     noise, model = summary.noise, summary.model
@@ -309,8 +327,8 @@ def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_a
         "final_train_acc": number(final.get(TRAIN_ACC)),
         # The best test accuracy over all epochs is chosen by looking at the test set: optimistic.
         "best_test_acc": column_max(curve, TEST_ACC, fallback=best.get(TEST_ACC)),
-        "epochs_to_target": epochs_to_reach(curve, VAL_ACC, target_acc),
-        "seconds_to_target": seconds_to_reach(curve, VAL_ACC, target_acc),
+        "epochs_to_target": epochs_to_reach(curve, target.metric, target.value, target.higher_is_better),
+        "seconds_to_target": seconds_to_reach(curve, target.metric, target.value, target.higher_is_better),
         "wall_time_s": number(summary.wall_time_s),
         "train_time_s": number(summary.train_time_s),
         "train_images_per_s": number(summary.train_images_per_s),
@@ -323,6 +341,36 @@ def headline_metrics(summary: run_summary.Summary, curve: pd.DataFrame, target_a
         "git_commit": summary.git.commit,
         "error": summary.error or diverged_text(summary.diverged_at),
     }
+
+
+def workload_metrics(
+    workload: workloads.Workload, summary: run_summary.Summary, curve: pd.DataFrame, config: dict, target: Target
+) -> dict:
+    """The columns only a non-default workload adds (a folder of CIFAR runs keeps the columns it always had): a
+    language model's bits per character and test loss at the selected epoch, and for a step-budgeted workload the
+    steps to its target (an "epoch" there is an evaluation period of dataset.steps_per_epoch steps)."""
+    if workload.name == workloads.DEFAULT:
+        return {}
+    best = summary.best or {}
+    extra = {
+        "val_bpc_best": number(best.get("val/bpc")),
+        "test_loss_at_best_val": number(best.get("test/loss")),
+    }
+    if workload.budget_unit == workloads.STEPS:
+        extra["steps_to_target"] = steps_per_epoch(summary, config) * epochs_to_reach(
+            curve, target.metric, target.value, target.higher_is_better
+        )
+    return extra
+
+
+def steps_per_epoch(summary: run_summary.Summary, config: dict) -> float:
+    """A step-budgeted run's steps per evaluation: its config's dataset.steps_per_epoch, else summary.json's budget
+    (steps over evaluations)."""
+    configured = number(config.get("dataset.steps_per_epoch"))
+    if math.isfinite(configured):
+        return configured
+    budget = (summary.content.get("workload") or {}).get("budget") or {}
+    return number(budget.get("value")) / number(budget.get("epochs"))
 
 
 def diverged_text(diverged_at) -> str | None:
@@ -348,16 +396,19 @@ def column_max(curve: pd.DataFrame, column: str, fallback=None) -> float:
     return number(fallback)
 
 
-def crossing(curve: pd.DataFrame, column: str, target: float) -> tuple[float, float, float] | None:
-    """(epoch before, epoch at, fraction of the way) where `column` first reaches `target`: the last evaluation
-    below it and the first at or above it, the target reached that fraction of the way between their values
-    (linear interpolation). The first evaluation already there has nothing before it: (its epoch, its epoch, 0).
-    None when never reached (or no curve)."""
+def crossing(
+    curve: pd.DataFrame, column: str, target: float, higher_is_better: bool = True
+) -> tuple[float, float, float] | None:
+    """(epoch before, epoch at, fraction of the way) where `column` first reaches `target` in its direction: the
+    last evaluation short of it and the first at or past it (at or above for an accuracy, at or below for a
+    loss), the target reached that fraction of the way between their values (linear interpolation). The first
+    evaluation already there has nothing before it: (its epoch, its epoch, 0). None when never reached (or no
+    curve)."""
     if column not in curve or not len(curve):
         return None
     points = curve[[EPOCH, column]].astype(float).dropna().sort_values(EPOCH)
     epochs, values = points[EPOCH].to_numpy(), points[column].to_numpy()
-    reached = np.flatnonzero(values >= target)
+    reached = np.flatnonzero(values >= target if higher_is_better else values <= target)
     if not len(reached):
         return None
     at = int(reached[0])
@@ -367,22 +418,22 @@ def crossing(curve: pd.DataFrame, column: str, target: float) -> tuple[float, fl
     return float(epochs[at - 1]), float(epochs[at]), float((target - before) / (after - before))
 
 
-def epochs_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
+def epochs_to_reach(curve: pd.DataFrame, column: str, target: float, higher_is_better: bool = True) -> float:
     """The epoch at which `column` first reaches `target`, interpolated between evaluations (`crossing`): a value
     that rises from 0.40 after epoch 2 to 0.60 after epoch 3 reaches 0.55 at epoch 2.75, so two runs that both
     cross during epoch 3 are told apart, and whole-epoch steps do not make seeds tie. NaN when never reached."""
-    found = crossing(curve, column, target)
+    found = crossing(curve, column, target, higher_is_better)
     if found is None:
         return math.nan
     before, at, fraction = found
     return before + fraction * (at - before)
 
 
-def seconds_to_reach(curve: pd.DataFrame, column: str, target: float) -> float:
+def seconds_to_reach(curve: pd.DataFrame, column: str, target: float, higher_is_better: bool = True) -> float:
     """Wall-clock seconds (per-epoch `time_s`, training and evaluation, summed) to the interpolated crossing: every
     epoch up to the last evaluation below the target, and the same fraction of the epochs to the first one at or
     above it. NaN when never reached or not timed."""
-    found = crossing(curve, column, target)
+    found = crossing(curve, column, target, higher_is_better)
     if found is None or TIME_S not in curve:
         return math.nan
     before, at, fraction = found

@@ -20,24 +20,26 @@ from pathlib import Path
 import pandas as pd
 
 from optbench.analysis.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
+from optbench.analysis.headline import Headline, headline_of
 from optbench.analysis.inputs import check_inputs
 from optbench.analysis.judging import fidelity
 from optbench.analysis.judging.hypotheses import Context, hypothesis_files, load_hypotheses
 from optbench.analysis.judging.ladder_runs import fidelity_keys, find_ladders, planned_rungs
-from optbench.analysis.judging.pairwise_tables import pairwise_table
-from optbench.analysis.judging.robust_tables import improvement_table, iqm_table, profile_table
+from optbench.analysis.judging.pairwise_tables import headline_pairwise
+from optbench.analysis.judging.robust_tables import by_headline, improvement_table, iqm_table, profile_table
 from optbench.analysis.judging.study_trials import study_runs_among_trials
 from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning
 from optbench.analysis.judging.variance_tables import variance_table
 from optbench.analysis.judging.verdicts import Judgement, NotTested, judge
 from optbench.analysis.load import load_runs
 from optbench.analysis.statistics.power import ALPHA
+from optbench.analysis.targets import DEFAULT_TARGET_ACC, Targets, check_targets, target_for
 from optbench.analysis.writing import aggregate_files
 from optbench.analysis.writing.names import constant_keys, file_stems, settings_index
 from optbench.analysis.writing.output import OutputDir
 from optbench.analysis.writing.report import render_report
 from optbench.analysis.writing.report_parts import FidelityParts, ReportParts, TuningParts
-from optbench.analysis.writing.tables import PRIMARY_METRIC, completed, problem_runs, results_table
+from optbench.analysis.writing.tables import completed, problem_runs, results_table
 from optbench.errors import ConfigError
 from optbench.formats import decision_record
 from optbench.formats.run_summary import FINAL_STATUSES
@@ -77,13 +79,18 @@ class Request:
 
     results_dir: Path
     out_dir: Path
-    target_acc: float
+    targets: Targets  # the time-to-target thresholds the user gave (analysis/targets.py)
     alpha: float
     experiments_dir: Path | None  # the folder holding hypotheses/*.yaml, when given
     study: Study | None  # the study that made the runs (`--study`), when known
     fidelity_extra: Sequence[str]  # budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS
     command: str  # the command line the report quotes
     draw_figures: bool
+
+    @property
+    def target_acc(self) -> float:
+        """The accuracy workloads' validation-accuracy target."""
+        return DEFAULT_TARGET_ACC if self.targets.acc is None else self.targets.acc
 
 
 @dataclass
@@ -116,9 +123,13 @@ class Judged:
 
 
 def analyse(
-    results_dir: Path, target_acc: float = 0.9, skip: Path | None = None, set_aside: frozenset[Path] = frozenset()
+    results_dir: Path,
+    target_acc: float | Targets = DEFAULT_TARGET_ACC,
+    skip: Path | None = None,
+    set_aside: frozenset[Path] = frozenset(),
 ) -> Analysis:
-    """Load and label the runs; `set_aside` (resolved run directories of tuning trials) are left out."""
+    """Load and label the runs; `set_aside` (resolved run directories of tuning trials) are left out.
+    `target_acc`: the accuracy target, or every time-to-target threshold (targets.Targets)."""
     loaded = load_runs(Path(results_dir), target_acc, skip=skip, set_aside=set_aside)
     if not len(loaded.runs) and not loaded.set_aside:
         raise ConfigError(
@@ -145,20 +156,24 @@ def analyse(
 def aggregate(
     results_dir: Path,
     out_dir: Path | None = None,
-    target_acc: float = 0.9,
+    target_acc: float | None = None,
     experiments_dir: Path | None = None,
     alpha: float = ALPHA,
     command: str = "",
     draw_figures: bool = True,
     study: Study | None = None,
     fidelity_extra: Sequence[str] = (),
+    target_loss: float | None = None,
 ) -> Outcome:
     """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
     each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py).
-    `fidelity_extra`: budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS."""
-    results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha)
+    `fidelity_extra`: budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS. `target_acc`,
+    `target_loss`: the time-to-target thresholds of accuracy and loss workloads (None: 0.9, and each loss
+    workload's registry target; analysis/targets.py)."""
+    results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha, target_loss)
+    targets = Targets(acc=target_acc, loss=target_loss)
     request = Request(
-        results_dir, out_dir, target_acc, alpha, experiments_dir, study, tuple(fidelity_extra), command, draw_figures
+        results_dir, out_dir, targets, alpha, experiments_dir, study, tuple(fidelity_extra), command, draw_figures
     )
     computed = analyse_step(request)
     judged = judge_step(request, computed)
@@ -176,10 +191,11 @@ def analyse_step(request: Request) -> Computed:
     skip = own_output(request.results_dir, request.out_dir)
     tuning = read_tuning(request.results_dir, skip=skip)
     own_runs = study_runs_among_trials(request.study, tuning.studies, request.results_dir, request.experiments_dir)
-    analysis = analyse(request.results_dir, request.target_acc, skip=skip, set_aside=tuning.run_dirs - own_runs)
+    analysis = analyse(request.results_dir, request.targets, skip=skip, set_aside=tuning.run_dirs - own_runs)
     runs, settings, arms = analysis.runs, analysis.settings, analysis.arms
+    check_targets(runs, analysis.curves, request.targets)  # a threshold on the wrong side fails before any file
     warnings = [*analysis.warnings, *tuning.warnings]
-    tests = pairwise_table(completed(runs), PRIMARY_METRIC, settings, arms, request.alpha)
+    tests = headline_pairwise(completed(runs), settings, arms, request.alpha)
     sequential = read_decision_records(request.results_dir, skip, warnings)
     variance, variance_warnings = variance_table(runs, request.results_dir, settings, arms)
     return Computed(
@@ -189,7 +205,7 @@ def analyse_step(request: Request) -> Computed:
         hypotheses=hypotheses,
         hypotheses_note=hypotheses_note,
         tests=tests,
-        results=results_table(runs, analysis.grouping, settings, arms, tests),
+        results=results_table(runs, analysis.grouping, settings, arms, tests, workload_targets(runs, request.targets)),
         robust=robust_tables(runs, settings, arms),
         variance=variance,
         warnings=warnings,
@@ -197,12 +213,18 @@ def analyse_step(request: Request) -> Computed:
     )
 
 
+def workload_targets(runs: pd.DataFrame, targets: Targets) -> dict:
+    """Workload name -> its time-to-target threshold (targets.Target), for each workload among the runs."""
+    names = runs["workload"].dropna().unique() if "workload" in runs else []
+    return {str(name): target_for(str(name), targets) for name in names}
+
+
 def robust_tables(runs: pd.DataFrame, settings: list[str], arms: list[str]) -> dict[str, pd.DataFrame]:
     """IQM, probability of improvement and performance profiles (optbench.analysis.judging.robust_tables), with diverged
-    and failed runs counted as results."""
+    and failed runs counted as results; each setting on its workload's headline, in its direction."""
     return {
-        "robust": iqm_table(runs, PRIMARY_METRIC, settings, arms),
-        "improvement": improvement_table(runs, PRIMARY_METRIC, settings, arms),
+        "robust": by_headline(iqm_table, runs, settings, arms),
+        "improvement": by_headline(improvement_table, runs, settings, arms),
         "profiles": profile_table(runs, settings, arms),
     }
 
@@ -339,12 +361,25 @@ def judge_ladders(request: Request, computed: Computed, judge_runs) -> FidelityP
         return None
     for ladder in ladders:
         ladder.planned_seeds, ladder.added_by = planned.seeds, planned.added_by
-    ladders = [fidelity.analyse_ladder(ladder, PRIMARY_METRIC, request.alpha, planned.resolution) for ladder in ladders]
-    plans = [fidelity.fidelity_plan(ladder, PRIMARY_METRIC, request.alpha) for ladder in ladders]
+    headlines = [ladder_headline(ladder) for ladder in ladders]
+    ladders = [
+        fidelity.analyse_ladder(ladder, headline.column, request.alpha, planned.resolution, headline.higher_is_better)
+        for ladder, headline in zip(ladders, headlines)
+    ]
+    plans = [
+        fidelity.fidelity_plan(ladder, headline.column, request.alpha) for ladder, headline in zip(ladders, headlines)
+    ]
     ladders = [fidelity.with_plan(ladder, plan) for ladder, plan in zip(ladders, plans)]
     verdicts = [fidelity.verdicts_by_rung(ladder, judge_runs) for ladder in ladders]
     tuned = fidelity.tuned_settings(tuning.studies)
     return FidelityParts(ladders=ladders, verdicts=verdicts, tuned=tuned, figures=[], table_files=[], plans=plans)
+
+
+def ladder_headline(ladder) -> Headline:
+    """The headline of the workload a ladder's runs train (a ladder is one setting: one workload)."""
+    runs = ladder.top.runs
+    names = runs["workload"].dropna() if "workload" in runs else pd.Series(dtype=object)
+    return headline_of(str(names.iloc[0]) if len(names) else "")
 
 
 # ---- write: the tables, the figures and the report --------------------------------------------------------

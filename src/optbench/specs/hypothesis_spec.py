@@ -21,18 +21,27 @@ HYPOTHESIS_KEYS = ("id", "title", "statement", "test", "study")  # a hypothesis 
 
 # ---- hypothesis tests: the schema is experiments/README.md, section Hypotheses
 TEST_KINDS = ("metric_comparison", "epochs_to_fraction_of_reference", "noise_drop")
-METRICS = (
-    "test_acc_at_best_val",
-    "final_test_acc",
-    "best_test_acc",
-    "final_val_acc",
-    "val_acc_best",
-    "final_train_loss",
-    "final_train_acc",
-    "epochs_to_target",
-    "wall_time_s",
-    "train_images_per_s",
-)
+# The runs-table columns a test may compare, each with the direction in which it is better (True: higher): a
+# hypothesis's `better:` defaults to it, and one that contradicts it is refused (a "lower accuracy is better"
+# claim is a typo, never a hypothesis). The language model's (char_lm) are losses and bits per character.
+METRIC_HIGHER_IS_BETTER = {
+    "test_acc_at_best_val": True,
+    "final_test_acc": True,
+    "best_test_acc": True,
+    "final_val_acc": True,
+    "val_acc_best": True,
+    "final_train_loss": False,
+    "final_train_acc": True,
+    "epochs_to_target": False,
+    "wall_time_s": False,
+    "train_images_per_s": True,
+    "val_loss_best": False,
+    "final_val_loss": False,
+    "val_bpc_best": False,
+    "test_loss_at_best_val": False,
+}
+METRICS = tuple(METRIC_HIGHER_IS_BETTER)
+LANGUAGE_MODEL_METRICS = ("val_bpc_best", "test_loss_at_best_val")  # columns only a language model's runs have
 DEFAULT_METRIC = "test_acc_at_best_val"  # test accuracy at the best-validation epoch: the headline
 DEFAULT_ALPHA = 0.05  # two-sided, for each Holm-adjusted comparison
 DEFAULT_MIN_SEEDS = 3  # seeds in a test (its pairs, or an arm's runs with a value); 2 give 4 sign flips: p >= 0.5
@@ -46,7 +55,7 @@ class HypothesisTest:
     subject: str  # the optimizer the claim is about
     versus: tuple[str, ...]  # each is a required comparison
     metric: str = DEFAULT_METRIC
-    better: str = "higher"  # metric_comparison: the subject's metric is higher or lower
+    better: str = "higher"  # metric_comparison: the subject's metric is higher or lower (default: its better side)
     where: dict = field(default_factory=dict)  # column or config key -> a value or a list of values
     alpha: float = DEFAULT_ALPHA
     min_seeds: int = DEFAULT_MIN_SEEDS
@@ -131,13 +140,15 @@ def parse_test(block, bad) -> HypothesisTest:
         raise bad("test.subject must name one optimizer")
     if not isinstance(versus, list) or not versus or not all(isinstance(name, str) for name in versus):
         raise bad("test.versus must name an optimizer or a list of them")
+    metric = block.get("metric", DEFAULT_METRIC)
     test = HypothesisTest(
         kind=block["kind"],
         subject=block["subject"],
         versus=tuple(versus),
+        better=block.get("better", better_side(metric)),
         **{
             key: block[key]
-            for key in ("metric", "better", "where", "alpha", "min_seeds", "reference_metric", "curve_metric")
+            for key in ("metric", "where", "alpha", "min_seeds", "reference_metric", "curve_metric")
             if key in block
         },
         fraction=block.get("fraction", 0.0),
@@ -150,11 +161,21 @@ def parse_test(block, bad) -> HypothesisTest:
     return test
 
 
+def better_side(metric) -> str:
+    """'higher' or 'lower': the side on which `metric` is better (an unknown metric: 'higher', refused later)."""
+    return "lower" if METRIC_HIGHER_IS_BETTER.get(metric, True) is False else "higher"
+
+
 def _check_common(test: HypothesisTest, bad) -> None:
     if test.metric not in METRICS:
         raise bad(f"test.metric must be one of {', '.join(METRICS)}")
     if test.better not in ("higher", "lower"):
         raise bad("test.better must be 'higher' or 'lower'")
+    if test.kind == "metric_comparison" and test.better != better_side(test.metric):
+        raise bad(
+            f"test.better: {test.better} contradicts {test.metric}, whose {better_side(test.metric)} values are "
+            f"better: write better: {better_side(test.metric)} (or leave it out)"
+        )
     if isinstance(test.alpha, bool) or not isinstance(test.alpha, (int, float)) or not 0 < test.alpha < 1:
         raise bad("test.alpha must be a number between 0 and 1")
     if isinstance(test.min_seeds, bool) or not isinstance(test.min_seeds, int) or test.min_seeds < 2:

@@ -45,13 +45,16 @@ from optbench.analysis.statistics.summaries import describe, seeds_text
 from optbench.analysis.statistics.two_arms import two_arm_test
 
 
-def per_rung_table(ladder: Ladder, metric: str) -> pd.DataFrame:
+def per_rung_table(ladder: Ladder, metric: str, higher_is_better: bool = True) -> pd.DataFrame:
+    """Per rung and arm: n, seeds, mean and interval of `metric`, and the rank (1 = best in the metric's direction:
+    the highest accuracy, the lowest loss)."""
+    sign = -1.0 if higher_is_better else 1.0  # rankdata ranks the smallest first
     rows = []
     for rung in ladder.rungs:
         seeds = common_seeds(rung, ladder.arms)
         present = [arm for arm in ladder.arms if arm in result_arms(rung)]
         cells = {arm: describe(seed_values(rung, arm, metric)[seeds]) for arm in present}
-        ranks = dict(zip(present, scipy_stats.rankdata([-cells[arm].mean for arm in present])))
+        ranks = dict(zip(present, scipy_stats.rankdata([sign * cells[arm].mean for arm in present])))
         for arm in present:
             ended = rung.runs[(rung.runs["arm"] == arm) & rung.runs["seed"].isin(seeds)]
             rows.append(
@@ -205,12 +208,16 @@ def device_hours(rung: Rung) -> tuple[float, float, str]:
     return float(seconds.sum() / 3600), float(seconds.mean() / 3600) if len(seconds) else math.nan, devices
 
 
-def analyse_ladder(ladder: Ladder, metric: str, alpha: float = ALPHA, resolution: float | None = None) -> Ladder:
+def analyse_ladder(
+    ladder: Ladder, metric: str, alpha: float = ALPHA, resolution: float | None = None, higher_is_better: bool = True
+) -> Ladder:
     """Fill the ladder's tables: per rung, each rung against the top, every pair's change, and what is named.
-    `resolution`: the study's (metric units; default fidelity_stats.DEFAULT_RESOLUTION_POINTS points)."""
+    `resolution`: the study's (metric units; default fidelity_stats.DEFAULT_RESOLUTION_POINTS points).
+    `higher_is_better`: the metric's direction, which the ranks read (orders, flips and tau-b compare two rungs'
+    orders of one metric: the same in either direction)."""
     if resolution is not None:
         ladder.resolution = resolution
-    ladder.per_rung = per_rung_table(ladder, metric)
+    ladder.per_rung = per_rung_table(ladder, metric, higher_is_better)
     present = {rung.label: result_arms(rung) for rung in ladder.rungs}
     ladder.missing = [
         f"{arm} has no completed run at {rung.label}"

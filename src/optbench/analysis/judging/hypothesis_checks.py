@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from optbench.analysis.groups import BASE_SETTING_KEYS, noise_label, short_key
+from optbench.analysis.headline import selection_of, workload_of_runs
 from optbench.analysis.judging.hypothesis_rule import Check, classify
 from optbench.analysis.load import epochs_to_reach, is_clean
 from optbench.analysis.statistics.noise_drop import drop_test, paired_cells
@@ -81,7 +82,8 @@ class Arm:
 
 
 def select_arm(runs: pd.DataFrame, optimizer: str) -> Arm:
-    """The completed runs of `optimizer`; with several arms (an LR sweep) the best on mean validation accuracy."""
+    """The completed runs of `optimizer`; with several arms (an LR sweep) the best on its workload's selection
+    metric's mean (validation accuracy: highest; a language model's validation loss: lowest)."""
     mine = runs[runs["optimizer"].astype(str) == optimizer]
     done = mine[mine["status"] == COMPLETED]
     if not len(done):
@@ -89,12 +91,13 @@ def select_arm(runs: pd.DataFrame, optimizer: str) -> Arm:
             return Arm(optimizer, None, done, problem=f"{optimizer}: no runs")
         statuses = ", ".join(f"{count} {status}" for status, count in mine["status"].value_counts().items())
         return Arm(optimizer, None, done, problem=f"{optimizer}: no completed run ({statuses})")
-    ranked = done.groupby("arm")["val_acc_best"].mean().sort_values(ascending=False)
+    column, higher_is_better = selection_of(workload_of_runs(done))
+    ranked = done.groupby("arm")[column].mean().sort_values(ascending=not higher_is_better)
     chosen = str(ranked.index[0]) if ranked.notna().any() else str(done["arm"].iloc[0])
     # Chosen and then tested on the same seeds: the test is post-selection (optimistic for the chosen arm).
+    what = "validation accuracy" if column == "val_acc_best" else "validation loss"
     note = (
-        f"post-selection: {chosen} chosen among {len(ranked)} {optimizer} arms by mean validation accuracy on "
-        f"these same seeds"
+        f"post-selection: {chosen} chosen among {len(ranked)} {optimizer} arms by mean {what} on these same seeds"
         if len(ranked) > 1
         else ""
     )

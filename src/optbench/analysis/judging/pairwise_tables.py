@@ -2,11 +2,13 @@
 
 `pairwise_table(runs, metric, settings, arms)` takes the loaded run table (completed runs), hands each pair's
 per-seed values to the statistics room's `two_arm_test` (so the same pair gets the same test here and in a
-verdict), and returns one row per pair: tables/pairwise.{csv,md,tex}.
+verdict), and returns one row per pair: tables/pairwise.{csv,md,tex}. `headline_pairwise` tests each setting on
+its workload's headline (analysis/headline.py): test accuracy at best validation, a language model's validation loss.
 """
 
 import pandas as pd
 
+from optbench.analysis.headline import headline_groups
 from optbench.analysis.statistics.exact_tests import holm
 from optbench.analysis.statistics.power import ALPHA
 from optbench.analysis.statistics.two_arms import two_arm_test
@@ -40,3 +42,17 @@ def pairwise_table(
             row["significant"] = bool(row["p_holm"] < alpha)  # the family: every pair in this setting
         rows.extend(family)
     return pd.DataFrame(rows)
+
+
+def headline_pairwise(runs: pd.DataFrame, settings: list[str], arms: list[str], alpha: float = ALPHA) -> pd.DataFrame:
+    """`pairwise_table` of each setting on its workload's headline column, in `settings` order."""
+    frames = [
+        pairwise_table(runs, headline.column, members, arms, alpha)
+        for headline, members in headline_groups(runs, settings)
+    ]
+    frames = [frame for frame in frames if len(frame)]
+    if len(frames) <= 1:
+        return frames[0] if frames else pd.DataFrame()
+    order = {setting: index for index, setting in enumerate(settings)}
+    table = pd.concat(frames, ignore_index=True)
+    return table.sort_values("setting", key=lambda column: column.map(order), kind="stable", ignore_index=True)

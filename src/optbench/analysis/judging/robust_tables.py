@@ -5,15 +5,18 @@ A run that diverged or failed is a result, not a gap: it counts here with the sc
 accuracy (1 / classes) when it recorded none (`scored_runs`), and costs infinity in the profiles (`costs`).
 Dropping it would rank an optimizer that diverged on two of three seeds by its one survivor. Pooled across
 settings, accuracies are normalised per setting first (see `normalise`), so an easy setting does not outweigh a
-hard one. Runs interrupted or still running have not ended: they are not results yet.
+hard one. Runs interrupted or still running have not ended: they are not results yet. Every table reads the
+headline's direction (analysis/headline.py): a language model's loss is better low, its chance is ln K nats, and
+P(A beats B) asks for the lower loss; a folder mixing workloads is computed workload by workload (`by_headline`).
 """
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 import numpy as np
 import pandas as pd
 
+from optbench.analysis.headline import DEFAULT, Headline, headline_groups
 from optbench.analysis.statistics.robust import (
     TAUS,
     UNDER_COVERING_N,
@@ -28,27 +31,39 @@ from optbench.formats.run_summary import COMPLETED, DIVERGED, FAILED
 RESULT_STATUSES = (COMPLETED, DIVERGED, FAILED)  # runs that ended; interrupted or running ones have not
 
 
-def scored_runs(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Runs that ended, with `metric` for diverged and failed ones as recorded, else chance (1 / classes of
-    the setting); `ended_badly` marks them."""
+def scored_runs(runs: pd.DataFrame, metric: str, headline: Headline = DEFAULT) -> pd.DataFrame:
+    """Runs that ended, with `metric` for diverged and failed ones as recorded, else chance (the headline's value
+    for a uniform guess over the setting's classes: 1/K, or ln K nats); `ended_badly` marks them."""
     ended = runs[runs["status"].isin(RESULT_STATUSES)].copy()
     ended["ended_badly"] = ended["status"] != COMPLETED
-    classes = ended.groupby("setting")["num_classes"].transform("max") if "num_classes" in ended else math.nan
-    chance = 1.0 / pd.Series(classes, index=ended.index, dtype=float)
+    chance = chance_of(ended, headline)
     missing = ended["ended_badly"] & ~np.isfinite(ended[metric].astype(float))
     ended[metric] = ended[metric].astype(float).where(~missing, chance)
     return ended
 
 
-def normalise(runs: pd.DataFrame, metric: str) -> pd.Series:
-    """Per setting: (score - chance) / (the best arm's mean - chance). 1 is the setting's best arm on
-    average, 0 is guessing; CIFAR-10 and CIFAR-100 (or clean and noisy) then weigh alike when pooled.
-    The reference is fixed from the data, not resampled in the bootstrap."""
+def chance_of(runs: pd.DataFrame, headline: Headline) -> pd.Series:
+    """Per run: the headline of a uniform guess over its setting's classes (NaN where the classes are unknown)."""
     classes = runs.groupby("setting")["num_classes"].transform("max") if "num_classes" in runs else math.nan
-    chance = (1.0 / pd.Series(classes, index=runs.index, dtype=float)).fillna(0.0)  # unknown: from 0
-    best = runs.groupby(["setting", "arm"])[metric].transform("mean").groupby(runs["setting"]).transform("max")
-    room = (best - chance).where(best - chance > 0)  # a setting where nobody beat chance cannot be normalised
-    return (runs[metric].astype(float) - chance) / room
+    classes = pd.Series(classes, index=runs.index, dtype=float)
+    if headline.higher_is_better:
+        return 1.0 / classes  # as before workloads existed, to the last bit
+    return classes.map(headline.chance)
+
+
+def normalise(runs: pd.DataFrame, metric: str, headline: Headline = DEFAULT) -> pd.Series:
+    """Per setting: (score - chance) / (the best arm's mean - chance), the best by the headline's direction. 1 is
+    the setting's best arm on average, 0 is guessing (for a loss both differences are negative: the ratio reads
+    the same); CIFAR-10 and CIFAR-100 (or clean and noisy) then weigh alike when pooled. The reference is fixed
+    from the data, not resampled in the bootstrap."""
+    unknown = 0.0 if headline.higher_is_better else math.nan  # an accuracy's unknown chance: from 0
+    chance = chance_of(runs, headline).fillna(unknown)
+    best_of = "max" if headline.higher_is_better else "min"
+    best = runs.groupby(["setting", "arm"])[metric].transform("mean").groupby(runs["setting"]).transform(best_of)
+    room = best - chance if headline.higher_is_better else chance - best
+    room = room.where(room > 0)  # a setting where nobody beat chance cannot be normalised
+    gain = runs[metric].astype(float) - chance if headline.higher_is_better else chance - runs[metric].astype(float)
+    return gain / room
 
 
 def values_of(runs: pd.DataFrame, setting: str, arm: str, metric: str) -> np.ndarray:
@@ -60,22 +75,44 @@ def failures(runs: pd.DataFrame, settings: Iterable[str], arm: str) -> int:
     return int(runs[runs["setting"].isin(list(settings)) & (runs["arm"] == arm)]["ended_badly"].sum())
 
 
-def iqm_table(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[str]) -> pd.DataFrame:
+def by_headline(
+    table_of: Callable[..., pd.DataFrame], runs: pd.DataFrame, settings: list[str], arms: list[str]
+) -> pd.DataFrame:
+    """`table_of(runs, its headline column, its settings, arms, headline)` for each workload's headline among
+    `settings`, stacked: one call for a folder of one workload, its table exactly as before workloads existed."""
+    frames = [
+        table_of(runs, headline.column, members, arms, headline)
+        for headline, members in headline_groups(runs, settings)
+    ]
+    frames = [frame for frame in frames if len(frame)]
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else (frames[0] if frames else pd.DataFrame())
+
+
+def pooled_name(count: int, headline: Headline) -> str:
+    """'all 3 settings'; a non-default workload's pool names it ('all 2 char_lm settings')."""
+    return f"all {count} settings" if headline == DEFAULT else f"all {count} {headline.workload} settings"
+
+
+def iqm_table(
+    runs: pd.DataFrame, metric: str, settings: list[str], arms: list[str], headline: Headline = DEFAULT
+) -> pd.DataFrame:
     """IQM and its stratified bootstrap interval per setting x arm (in the metric's units), and per arm across
     its settings (normalised per setting). `runs`: every run; diverged and failed ones are scored."""
-    scored = scored_runs(runs, metric)
-    scored = scored.assign(normalised=normalise(scored, metric)) if len(scored) else scored.assign(normalised=[])
+    scored = scored_runs(runs, metric, headline)
+    scored = (
+        scored.assign(normalised=normalise(scored, metric, headline)) if len(scored) else scored.assign(normalised=[])
+    )
     rows = []
     for arm in arms:
         strata = {setting: values_of(scored, setting, arm, metric) for setting in settings}
         strata = {setting: values for setting, values in strata.items() if len(values)}
         for setting, values in strata.items():
-            rows.append(iqm_row(setting, arm, metric, [values], failures(scored, [setting], arm), (0.0, 1.0)))
+            rows.append(iqm_row(setting, arm, metric, [values], failures(scored, [setting], arm), headline.bounds))
         if len(strata) > 1:
             pooled = [values_of(scored, setting, arm, "normalised") for setting in strata]
             rows.append(
                 iqm_row(
-                    f"all {len(strata)} settings",
+                    pooled_name(len(strata), headline),
                     arm,
                     f"{metric}, normalised per setting",
                     pooled,
@@ -101,10 +138,14 @@ def iqm_row(setting: str, arm: str, metric: str, strata: list[np.ndarray], faile
     }
 
 
-def improvement_table(runs: pd.DataFrame, metric: str, settings: list[str], arms: list[str]) -> pd.DataFrame:
-    """P(a > b) with its stratified bootstrap interval for each ordered pair of arms, per setting and across
-    the settings that hold both (higher metric is better; diverged and failed runs scored)."""
-    scored = scored_runs(runs, metric)
+def improvement_table(
+    runs: pd.DataFrame, metric: str, settings: list[str], arms: list[str], headline: Headline = DEFAULT
+) -> pd.DataFrame:
+    """P(a beats b) with its stratified bootstrap interval for each ordered pair of arms, per setting and across
+    the settings that hold both (beats: a higher accuracy, a lower loss; diverged and failed runs scored)."""
+    scored = scored_runs(runs, metric, headline)
+    if not headline.higher_is_better:  # a lower loss wins: compare the negated values
+        scored[metric] = -scored[metric].astype(float)
     rows = []
     for index, arm_a in enumerate(arms):
         for arm_b in arms[index + 1 :]:
@@ -116,7 +157,9 @@ def improvement_table(runs: pd.DataFrame, metric: str, settings: list[str], arms
             for setting, pair in pairs.items():
                 rows.append(improvement_row(setting, arm_a, arm_b, metric, [pair]))
             if len(pairs) > 1:
-                rows.append(improvement_row(f"all {len(pairs)} settings", arm_a, arm_b, metric, list(pairs.values())))
+                rows.append(
+                    improvement_row(pooled_name(len(pairs), headline), arm_a, arm_b, metric, list(pairs.values()))
+                )
     return pd.DataFrame(rows)
 
 

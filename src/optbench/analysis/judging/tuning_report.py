@@ -29,6 +29,7 @@ from optbench.analysis.load import number
 from optbench.errors import DamagedRunFile
 from optbench.formats import tuning_record
 from optbench.formats.tuning_record import Bounds, Budget, OptimizerTuning, TuningRecord
+from optbench.specs.study_spec import selection_sign
 
 # A winner within this fraction of the searched range (in the scale's own units: decades for log) of a
 # bound may have a better value beyond it: the search should have gone further.
@@ -179,12 +180,17 @@ def optimizer_row(study: TuningStudy, name: str, entry: OptimizerTuning) -> dict
     }
 
 
-def score_text(mean: float, sd: float, n: int) -> str:
-    """'42.00 ± 1.00 (n=3)': the winner's validation score over its seeds, in %."""
+def score_text(mean: float, sd: float, n: int, loss: bool = False, unit_in_cell: bool = False) -> str:
+    """'42.00 ± 1.00 (n=3)': the winner's validation score over its seeds, in %; a loss (a language model's
+    select_on: val_loss_best) as itself, '1.952 ± 0.010 nats (n=3)'. `unit_in_cell`: the column mixes both, so
+    each cell names its unit."""
     if not math.isfinite(mean):
         return "n/a"
+    if loss:
+        spread = f" ± {sd:.3f}" if math.isfinite(sd) else ""
+        return f"{mean:.3f}{spread} nats (n={n})"
     spread = f" ± {100 * sd:.2f}" if math.isfinite(sd) else ""
-    return f"{100 * mean:.2f}{spread} (n={n})"
+    return f"{100 * mean:.2f}{spread}{' %' if unit_in_cell else ''} (n={n})"
 
 
 def value_text(value) -> str:
@@ -192,7 +198,10 @@ def value_text(value) -> str:
 
 
 def tuning_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The Markdown columns of `tuning_table`: scores in %, the edge marked."""
+    """The Markdown columns of `tuning_table`: accuracy scores in %, a loss as a loss (its column then says no
+    unit: each cell does), the edge marked."""
+    losses = [selection_sign(str(select_on)) < 0 for select_on in table["select_on"]]
+    score_column = "validation score" if any(losses) else "validation score (%)"
     shown = pd.DataFrame(
         {
             "study": table["study"],
@@ -203,9 +212,9 @@ def tuning_display(table: pd.DataFrame) -> pd.DataFrame:
             "device-hours": table["device_hours"].map(lambda hours: f"{hours:.3g}"),
             "devices": table["devices"],
             "winner": [text.replace("optimizer.", "") or "none (no trial finished)" for text in table["winner"]],
-            "validation score (%)": [
-                score_text(mean, sd, n)
-                for mean, sd, n in zip(table["winner_mean"], table["winner_sd"], table["winner_n"])
+            score_column: [
+                score_text(mean, sd, n, loss, unit_in_cell=any(losses))
+                for mean, sd, n, loss in zip(table["winner_mean"], table["winner_sd"], table["winner_n"], losses)
             ],
             "edge": [f"**{EDGE_MARKER}**: {text}" if text else "" for text in table["edge"]],
         }

@@ -35,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 
+from optbench.analysis.headline import is_default_only
 from optbench.analysis.judging.tuning_report import TuningRecords, tuning_display, tuning_table
 from optbench.analysis.judging.verdicts import Judgement, NotTested, verdict_table
 from optbench.analysis.writing.figures import accuracy as accuracy_figures
@@ -97,6 +98,9 @@ RUN_COLUMNS = [
     "error",
     "notes",
 ]
+# Columns a folder holding a non-default workload's runs adds to summary.csv (a folder of CIFAR runs keeps its
+# columns): the workload, and a language model's headline (best validation loss) with bpc, test loss, steps to target.
+WORKLOAD_RUN_COLUMNS = ["workload", "val_loss_best", "val_bpc_best", "test_loss_at_best_val", "steps_to_target"]
 PlannedFigure = tuple[str, str, Callable[[], Any]]  # (caption, file stem, maker of a figure or None)
 
 
@@ -105,7 +109,8 @@ PlannedFigure = tuple[str, str, Callable[[], Any]]  # (caption, file stem, maker
 
 def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
     config_columns = sorted(column for column in runs.columns if column.startswith("cfg."))
-    columns = [column for column in RUN_COLUMNS if column in runs] + config_columns
+    leading = RUN_COLUMNS if is_default_only(runs) else [*RUN_COLUMNS[:4], *WORKLOAD_RUN_COLUMNS, *RUN_COLUMNS[4:]]
+    columns = [column for column in leading if column in runs] + config_columns
     out.write_text("summary.csv", runs[columns].to_csv(index=False))
 
 

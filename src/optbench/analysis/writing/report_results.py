@@ -34,10 +34,25 @@ def results_section(parts: ReportParts) -> str:
     ]
     if not len(parts.results):
         return "\n".join(lines + ["_No runs._", ""])
+    lines += loss_workload_note(parts.results)
     lines += mixed_environment_note(parts.runs)
     for setting, group in parts.results.groupby("setting", sort=False):
         lines += [f"### {setting}", "", to_markdown(display_table(group, parts.target_acc))]
     return "\n".join(lines)
+
+
+def loss_workload_note(results: pd.DataFrame) -> list[str]:
+    """For settings of a workload whose headline is a loss (char_lm): what their tables report instead; [] when
+    there is none (a folder of accuracy workloads reads as it always did)."""
+    if "higher_is_better" not in results or not (results["higher_is_better"] == False).any():  # noqa: E712
+        return []
+    return [
+        "**Language-model settings** (workload char_lm) report their headline, the validation loss at the best "
+        "evaluation (nats per character; bits per character and test loss beside), and rank it lowest first: "
+        "*rank* 1 and *p vs best* are the lowest loss. Their time to target is in steps, to a validation loss "
+        "at or below the target (`--target-loss`, default the workload's registry target).",
+        "",
+    ]
 
 
 def environment_value(value) -> str:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from optbench.analysis.groups import Grouping, short_key
+from optbench.analysis.headline import DEFAULT, Headline, headline_groups, headline_of, workload_of_setting
 from optbench.analysis.judging.robust_tables import scored_runs
 from optbench.analysis.load import STATUSES, UNREADABLE
 from optbench.analysis.statistics.summaries import describe
@@ -38,6 +39,9 @@ SUMMARISED = [
     "wall_time_s",
     "train_images_per_s",
 ]
+# A non-default workload's rows add these (a table of CIFAR runs keeps its columns): its headline (a language
+# model's best validation loss) with its interval, bits per character and test loss beside, steps to target.
+WORKLOAD_SUMMARISED = ["val_loss_best", "val_bpc_best", "test_loss_at_best_val", "steps_to_target"]
 NOT_COMPLETED = [status for status in STATUSES if status != COMPLETED]
 
 
@@ -52,20 +56,27 @@ def status_counts(group: pd.DataFrame) -> dict:
 
 
 def results_table(
-    runs: pd.DataFrame, grouping: Grouping, settings: list[str], arms: list[str], pairwise: pd.DataFrame
+    runs: pd.DataFrame,
+    grouping: Grouping,
+    settings: list[str],
+    arms: list[str],
+    pairwise: pd.DataFrame,
+    targets: dict | None = None,
 ) -> pd.DataFrame:
+    """`targets`: workload name -> its time-to-target (targets.Target), shown in a non-default workload's rows."""
     rows = []
     for setting in settings:
         in_setting = runs[runs["setting"] == setting]
+        headline = headline_of(workload_of_setting(runs, setting))
         for arm in arms:
             group = in_setting[in_setting["arm"] == arm]
             if len(group):
-                rows.append(summarise_group(group, grouping))
+                rows.append(summarise_group(group, grouping, headline, (targets or {}).get(headline.workload)))
     table = pd.DataFrame(rows)
-    return add_ranking(table, runs, pairwise)
+    return add_ranking(table, runs, pairwise, settings)
 
 
-def summarise_group(group: pd.DataFrame, grouping: Grouping) -> dict:
+def summarise_group(group: pd.DataFrame, grouping: Grouping, headline: Headline = DEFAULT, target=None) -> dict:
     first = group.iloc[0]
     row = {
         "setting": first["setting"],
@@ -82,39 +93,73 @@ def summarise_group(group: pd.DataFrame, grouping: Grouping) -> dict:
         if metric == PRIMARY_METRIC:
             row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = summary.ci_low, summary.ci_high
     row["reached_target"] = int(done["epochs_to_target"].notna().sum())
+    if headline.workload != DEFAULT.workload:
+        row.update(workload_summary(done, headline, target))
     return row
 
 
-def add_ranking(table: pd.DataFrame, runs: pd.DataFrame, pairwise: pd.DataFrame) -> pd.DataFrame:
-    """Rank arms within each setting by mean test accuracy at best validation with diverged and failed runs
-    scored (1 = best), and give each arm's p-value against the top arm, Holm-adjusted over every pair of
-    the setting (the top arm is chosen after looking, so the raw p would overstate): a rank is only
+def workload_summary(done: pd.DataFrame, headline: Headline, target) -> dict:
+    """A non-default workload's own columns: its name, headline and direction, its headline's mean, sd and interval
+    (a language model's: best validation loss), its other metrics and its time-to-target threshold."""
+    row: dict = {
+        "workload": headline.workload,
+        "headline": headline.column,
+        "higher_is_better": headline.higher_is_better,
+    }
+    for metric in WORKLOAD_SUMMARISED:
+        if metric not in done:
+            continue
+        summary = describe(done[metric])
+        row[f"{metric}_mean"], row[f"{metric}_std"] = summary.mean, summary.std
+        if metric == headline.column:
+            row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = summary.ci_low, summary.ci_high
+    if target is not None:
+        row["target_metric"], row["target"] = target.metric, target.value
+    return row
+
+
+def add_ranking(
+    table: pd.DataFrame, runs: pd.DataFrame, pairwise: pd.DataFrame, settings: list[str] | None = None
+) -> pd.DataFrame:
+    """Rank arms within each setting by the mean of its workload's headline in the headline's direction (test
+    accuracy at best validation: highest first; a language model's validation loss: lowest first) with diverged
+    and failed runs scored (1 = best), and give each arm's p-value against the top arm, Holm-adjusted over every
+    pair of the setting (the top arm is chosen after looking, so the raw p would overstate): a rank is only
     meaningful when that p is small."""
     if not len(table):
         return table
     table = table.copy()
-    scored = scored_runs(runs, PRIMARY_METRIC)
-    score = scored.groupby(["setting", "arm"])[PRIMARY_METRIC].mean()
-    table["score_mean"] = [score.get((setting, arm), math.nan) for setting, arm in zip(table["setting"], table["arm"])]
-    mean = "score_mean"
-    table["rank"] = table.groupby("setting")[mean].rank(ascending=False, method="min")
+    table["score_mean"] = math.nan
+    table["rank"] = math.nan
     table["p_vs_best"] = math.nan
-    for setting, group in table.groupby("setting", sort=False):
-        if group[mean].notna().sum() < 2:
-            continue
-        best_arm = group.loc[group[mean].idxmax(), "arm"]
-        for index, arm in group["arm"].items():
-            if arm != best_arm:
-                table.loc[index, "p_vs_best"] = pair_p_value(pairwise, setting, arm, best_arm)
+    for headline, members in headline_groups(runs, settings or list(dict.fromkeys(table["setting"]))):
+        rows = table["setting"].isin(members)
+        score = scored_runs(runs[runs["setting"].isin(members)], headline.column, headline).groupby(["setting", "arm"])
+        means = score[headline.column].mean()
+        table.loc[rows, "score_mean"] = [
+            means.get((setting, arm), math.nan)
+            for setting, arm in zip(table.loc[rows, "setting"], table.loc[rows, "arm"])
+        ]
+        ranks = table[rows].groupby("setting")["score_mean"].rank(ascending=not headline.higher_is_better, method="min")
+        table.loc[rows, "rank"] = ranks
+        for setting, group in table[rows].groupby("setting", sort=False):
+            if group["score_mean"].notna().sum() < 2:
+                continue
+            best = group["score_mean"].idxmax() if headline.higher_is_better else group["score_mean"].idxmin()
+            for index, arm in group["arm"].items():
+                if arm != group.loc[best, "arm"]:
+                    table.loc[index, "p_vs_best"] = pair_p_value(
+                        pairwise, setting, arm, group.loc[best, "arm"], headline.column
+                    )
     return table
 
 
-def pair_p_value(pairwise: pd.DataFrame, setting: str, arm_a: str, arm_b: str) -> float:
+def pair_p_value(pairwise: pd.DataFrame, setting: str, arm_a: str, arm_b: str, metric: str = PRIMARY_METRIC) -> float:
     if not len(pairwise):
         return math.nan
     match = pairwise[
         (pairwise["setting"] == setting)
-        & (pairwise["metric"] == PRIMARY_METRIC)
+        & (pairwise["metric"] == metric)
         & (
             ((pairwise["arm_a"] == arm_a) & (pairwise["arm_b"] == arm_b))
             | ((pairwise["arm_a"] == arm_b) & (pairwise["arm_b"] == arm_a))
@@ -160,7 +205,10 @@ def not_completed_text(row) -> str:
 
 
 def display_table(table: pd.DataFrame, target_acc: float, pm: str = "±") -> pd.DataFrame:
-    """The paper-facing columns of `results_table`, as text (accuracies in %)."""
+    """The paper-facing columns of `results_table`, as text (accuracies in %; a loss workload's rows in its own
+    unit: `loss_display_table`)."""
+    if is_loss_rows(table):
+        return loss_display_table(table, pm)
     rows = []
     # Under label noise: the oracle (epoch chosen on clean validation labels) beside the headline.
     oracle = "test_acc_at_best_clean_val_mean" in table and bool(table["test_acc_at_best_clean_val_mean"].notna().any())
@@ -198,6 +246,66 @@ def display_table(table: pd.DataFrame, target_acc: float, pm: str = "±") -> pd.
     return pd.DataFrame(rows)
 
 
+def is_loss_rows(table: pd.DataFrame) -> bool:
+    """A setting's rows whose workload's headline is a loss (results_table's `higher_is_better` is False)."""
+    return "higher_is_better" in table and bool((table["higher_is_better"] == False).any())  # noqa: E712  (NaN: CIFAR)
+
+
+def loss_display_table(table: pd.DataFrame, pm: str = "±") -> pd.DataFrame:
+    """A loss workload's rows as text: its headline (best validation loss, nats per character) with its interval,
+    bits per character and test loss beside, ranked lowest first; time to target in its budget unit (steps)."""
+    rows = []
+    for _, row in table.iterrows():
+        rows.append(
+            {
+                "optimizer": row["arm"],
+                "seeds": f"{row['seeds']}/{row['runs']}",
+                "val loss @ best val (nats/char)": mean_sd(
+                    row["val_loss_best_mean"], row["val_loss_best_std"], 1.0, 3, pm=pm
+                ),
+                "95% CI (nats/char)": interval(
+                    row["val_loss_best_ci_low"], row["val_loss_best_ci_high"], 1.0, 3, (0.0, math.inf)
+                ),
+                "val bpc": mean_sd(
+                    row.get("val_bpc_best_mean", math.nan), row.get("val_bpc_best_std", math.nan), 1.0, 3, pm=pm
+                ),
+                "test loss (nats/char)": mean_sd(
+                    row.get("test_loss_at_best_val_mean", math.nan),
+                    row.get("test_loss_at_best_val_std", math.nan),
+                    1.0,
+                    3,
+                    pm=pm,
+                ),
+                "final train loss": mean_sd(row["final_train_loss_mean"], row["final_train_loss_std"], 1.0, 3, pm=pm),
+                f"steps to {target_text(row)}": steps_text(row),
+                "wall time": format_duration(row["wall_time_s_mean"]),
+                "not completed": not_completed_text(row),
+                "rank": "n/a" if not np.isfinite(row["rank"]) else f"{int(row['rank'])}",
+                "p vs best (Holm)": "—" if row["rank"] == 1 else p_text(row["p_vs_best"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def target_text(row) -> str:
+    """'val loss ≤ 2.2': the row's time-to-target threshold, crossed downward."""
+    metric = str(row.get("target_metric", "val/loss")).replace("/", " ")
+    return f"{metric} ≤ {row.get('target', math.nan):g}"
+
+
+def steps_text(row) -> str:
+    """Mean steps over the runs that reached the target, and how many did ('never' when none)."""
+    reached, seeds = int(row["reached_target"]), int(row["seeds"])
+    if seeds == 0:
+        return "n/a"
+    if reached == 0:
+        return f"never (0/{seeds})"
+    text = f"{row['steps_to_target_mean']:,.0f}"
+    if np.isfinite(row["steps_to_target_std"]):
+        text += f" ± {row['steps_to_target_std']:,.0f}"
+    return f"{text} ({reached}/{seeds} reached)"
+
+
 def epochs_text(row) -> str:
     """Mean epochs over the runs that reached the target, and how many did ('never' when none)."""
     reached, seeds = int(row["reached_target"]), int(row["seeds"])
@@ -211,23 +319,31 @@ def epochs_text(row) -> str:
     return f"{text} ({reached}/{seeds} reached)"
 
 
+LOSS_COLUMNS = ("val_loss_best",)  # headline columns that are losses: shown in nats, not in %
+
+
 def pairwise_display(pairwise: pd.DataFrame) -> pd.DataFrame:
+    """The pairwise tests as text: accuracies in % and differences in points; a loss in its own unit."""
     rows = []
     for _, row in pairwise.iterrows():
+        loss = row["metric"] in LOSS_COLUMNS
+        scale, unit, digits = (1.0, "nats", 3) if loss else (100.0, "%", 2)
         rows.append(
             {
                 "A": row["arm_a"],
                 "B": row["arm_b"],
                 "n (A, B)": n_text(row),
-                "mean A (%)": percent(row["mean_a"]),
-                "mean B (%)": percent(row["mean_b"]),
-                "A − B (pp) [95% CI]": difference_interval(row["difference"], row["ci_low"], row["ci_high"]),
+                f"mean A ({unit})": f"{scale * row['mean_a']:.{digits}f}" if loss else percent(row["mean_a"]),
+                f"mean B ({unit})": f"{scale * row['mean_b']:.{digits}f}" if loss else percent(row["mean_b"]),
+                f"A − B ({'nats' if loss else 'pp'}) [95% CI]": difference_interval(
+                    row["difference"], row["ci_low"], row["ci_high"], scale
+                ),
                 "test": row["test"],
                 "p": p_text(row["p_value"]),
                 "p (Holm)": p_text(row["p_holm"]),
                 "exact p (smallest possible)": exact_text(row["exact_p"], row["exact_min_p"]),
                 "effect": effect_text(row["effect_size"], row["effect_kind"]),
-                "power": power_text(row),
+                "power": power_text(row, scale, "nats" if loss else "pp"),
             }
         )
     return pd.DataFrame(rows)

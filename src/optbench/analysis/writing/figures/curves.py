@@ -1,5 +1,6 @@
-"""Curves over epochs, one figure per setting: the learning curves (training loss, validation and test accuracy)
-and the memorization curves of the noisy training samples; mean over completed seeds with a ±1 sd band, each run
+"""Curves over epochs, one figure per setting: the learning curves (training loss, validation and test accuracy;
+a language model's training and validation loss and validation bits per character, over its evaluations) and the
+memorization curves of the noisy training samples; mean over completed seeds with a ±1 sd band, each run
 that did not complete a dotted line of its own."""
 
 import matplotlib
@@ -7,9 +8,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from optbench.analysis.headline import workload_of_setting
 from optbench.analysis.writing.figures.style import Style, finish, panel_grid, percent_axis
 from optbench.formats import metrics_log
 from optbench.formats.run_summary import COMPLETED
+from optbench.registry import workloads
 
 
 def mean_band(curves: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -76,11 +79,29 @@ CURVE_PANELS = [
     (metrics_log.VAL_ACC, "validation accuracy (%)", 100.0, False),
     (metrics_log.TEST_ACC, "test accuracy (%)", 100.0, False),
 ]
+# A loss workload's (char_lm's) metrics: lower is better in every panel.
+LOSS_CURVE_PANELS = [
+    (metrics_log.TRAIN_LOSS, "training loss (nats/char)", 1.0, True),
+    (metrics_log.VAL_LOSS, "validation loss (nats/char)", 1.0, False),
+    ("val/bpc", "validation bits per character", 1.0, False),
+]
+
+
+def curve_panels(workload_name: str) -> tuple[list, str]:
+    """(the panels of a workload's learning curves, the x axis's label): a step-budgeted workload's "epoch" is an
+    evaluation period of dataset.steps_per_epoch steps."""
+    workload = workloads.describe(workload_name)
+    panels = CURVE_PANELS if workload.headline_metric.higher_is_better else LOSS_CURVE_PANELS
+    return (
+        panels,
+        "evaluation (every dataset.steps_per_epoch steps)" if workload.budget_unit == workloads.STEPS else "epoch",
+    )
 
 
 def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms: list[str], style: Style):
     present = [arm for arm in arms if arm in set(runs.loc[runs["setting"] == setting, "arm"])]
-    panels = [panel for panel in CURVE_PANELS if panel[0] in curves]
+    all_panels, x_label = curve_panels(workload_of_setting(runs, setting))
+    panels = [panel for panel in all_panels if panel[0] in curves]
     if not present or not panels or not len(curves):
         return None
     figure, axes = panel_grid(len(panels))
@@ -101,7 +122,7 @@ def learning_curves(runs: pd.DataFrame, curves: pd.DataFrame, setting: str, arms
             )
         )
     for axis, (column, label, _, log_scale) in zip(axes, panels):
-        axis.set_xlabel("epoch")
+        axis.set_xlabel(x_label)
         axis.set_ylabel(label)
         axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         values = curves[column].replace([np.inf, -np.inf], np.nan).dropna()

@@ -14,9 +14,15 @@ from optbench.analysis.writing.figures.style import clipped_error, finish
 from optbench.formats.run_summary import COMPLETED
 from optbench.formats.tuning_record import Bounds, Budget, OptimizerTuning, Winner
 from optbench.formats.tuning_record import Trial as TuningTrial
+from optbench.specs.study_spec import selection_sign
 
 TUNING_PANEL_SIZE = (2.6, 2.0)  # inches per (hyperparameter, optimizer) panel: small, many panels side by side
-SCORE_LABELS = {"val_acc_best": "best validation accuracy (%)", "final_val_acc": "final validation accuracy (%)"}
+SCORE_LABELS = {
+    "val_acc_best": "best validation accuracy (%)",
+    "final_val_acc": "final validation accuracy (%)",
+    "val_loss_best": "best validation loss (nats)",
+    "final_val_loss": "final validation loss (nats)",
+}
 SEARCHED_RANGE: dict[str, Any] = {"color": "grey", "linestyle": "--", "linewidth": 0.8}
 
 
@@ -35,12 +41,13 @@ def tuning_search(study: TuningStudy, colours: dict):
     figure, axes = plt.subplots(len(keys), len(names), squeeze=False, sharey=True, layout="constrained", figsize=size)
     select_on = study.record.select_on
     label = SCORE_LABELS.get(select_on or "", f"{select_on} (%)")
+    scale = 100.0 if selection_sign(select_on or "") > 0 else 1.0  # an accuracy in %, a loss as itself
     any_unfinished = False
     for column, name in enumerate(names):
         axes[0][column].set_title(name, color=colours.get(name, "black"))
         for row, key in enumerate(keys):
             any_unfinished |= draw_search_panel(
-                axes[row][column], study.optimizers[name], key, colours.get(name, "grey")
+                axes[row][column], study.optimizers[name], key, colours.get(name, "grey"), scale
             )
     figure.supylabel(label, fontsize=plt.rcParams["axes.labelsize"])  # one label: panels are short and share y
     budget = study.record.budget
@@ -52,7 +59,7 @@ def tuning_search(study: TuningStudy, colours: dict):
     return finish(figure, title, tuning_legend(budget, any_unfinished))
 
 
-def draw_search_panel(axis, entry: OptimizerTuning, key: str, colour) -> bool:
+def draw_search_panel(axis, entry: OptimizerTuning, key: str, colour, scale: float = 100.0) -> bool:
     """One hyperparameter of one optimizer's search; True when a trial that did not complete was drawn."""
     bounds = entry.space.get(key)
     if bounds is None:
@@ -66,7 +73,7 @@ def draw_search_panel(axis, entry: OptimizerTuning, key: str, colour) -> bool:
         if trial.score is None:
             points["unscored"].append((value, 0.03))  # no score to place it by: at the bottom of the panel
             continue
-        score = 100 * trial.score
+        score = scale * trial.score
         points["complete" if trial_completed(trial) else "incomplete"].append((value, score))
         if trial.top_k:
             points["top_k"].append((value, score))
@@ -83,7 +90,7 @@ def draw_search_panel(axis, entry: OptimizerTuning, key: str, colour) -> bool:
     )
     axis.scatter(*xy(points["top_k"]), facecolor="none", edgecolor="black", s=70, linewidth=0.9, zorder=4)
     if entry.winner is not None:
-        draw_winner(axis, entry.winner, key, colour)
+        draw_winner(axis, entry.winner, key, colour, scale)
     for end in search_ends(bounds):
         axis.axvline(end, **SEARCHED_RANGE)
     values = [trial.values[key] for trial in trials] + search_ends(bounds)
@@ -102,13 +109,14 @@ def trial_completed(trial: TuningTrial) -> bool:
     return trial.score is not None and all(run.status == COMPLETED for run in trial.runs)
 
 
-def draw_winner(axis, winner: Winner, key: str, colour) -> None:
+def draw_winner(axis, winner: Winner, key: str, colour, scale: float = 100.0) -> None:
     value, mean, sd = (number(item) for item in (winner.values.get(key), winner.mean, winner.sd))
     if math.isfinite(value) and math.isfinite(mean):
-        spread = clipped_error([100 * mean], [100 * sd]) if math.isfinite(sd) else None  # within 0-100 %
+        high = 100.0 if scale == 100.0 else math.inf  # an accuracy within 0-100 %, a loss above 0
+        spread = clipped_error([scale * mean], [scale * sd], high) if math.isfinite(sd) else None
         axis.errorbar(
             [value],
-            [100 * mean],
+            [scale * mean],
             yerr=spread,
             color=colour,
             marker="*",
