@@ -92,7 +92,7 @@ IMAGES, SIGNALS, TEXT = "images", "signals", "text"
 MNIST1D_CLASSES = tuple(str(digit) for digit in range(10))
 # Patrini et al. 2017, the usual MNIST asymmetric noise: 2 -> 7, 3 -> 8, 5 <-> 6, 7 -> 1 (MNIST-1D's digits too).
 DIGITS_ASYMMETRIC = {"2": "7", "3": "8", "5": "6", "6": "5", "7": "1"}
-# The char-rnn corpus (Karpathy 2015), as nanoGPT's shakespeare_char prepare.py downloads it.
+# The char-rnn corpus (Karpathy 2015), from where nanoGPT's shakespeare_char example downloads it.
 TINY_SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 TINY_SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 

@@ -1,4 +1,4 @@
-"""A character-level GPT of nanoGPT's shape (Karpathy's nanoGPT model.py, without dropout), written here.
+"""A character-level GPT of nanoGPT's shape (Karpathy's nanoGPT model, without dropout), written here.
 
 `CharGPT(vocab_size, width, layers, heads, context)`: token and position embeddings (`stem`), `layers`
 pre-norm transformer blocks (causal self-attention through torch's scaled_dot_product_attention, and a
