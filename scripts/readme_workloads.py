@@ -44,7 +44,8 @@ def measured(name: str, references: dict) -> str:
     if not found:
         return "not measured"
     seeds = len(found["runs"])
-    return f"{shown(found['metric'], found['mean'])} (mean of {seeds} seed{'s' * (seeds > 1)}: `{found['configuration']}`)"
+    plural = "s" * (seeds > 1)
+    return f"{shown(found['metric'], found['mean'])} (mean of {seeds} seed{plural}: `{found['configuration']}`)"
 
 
 def speed(name: str, speeds: dict) -> str:
