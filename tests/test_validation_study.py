@@ -217,3 +217,11 @@ def test_the_command_writes_the_table_and_the_readme_block(tmp_path, capsys):
     assert "old" not in readme and readme.endswith(f"{script.END}\n\nafter\n")
     assert "A/A pool (AdamW lr 0.01, weight decay 0.1, 60 epochs): 40 seeds" in readme  # the running one left out
     assert "Known effect: 10 seeds finished in both arms" in readme and "lr 0.01 ahead of lr 0.005" in readme
+
+
+def test_the_quoted_sequential_figures_are_the_ones_the_docs_print():
+    from optbench.analysis.judging.validation_null import QUOTED_CROSSING
+
+    text = " ".join((REPO / "experiments" / "README.md").read_text().split())
+    shipped, plain = (f"{100 * QUOTED_CROSSING[key]:.1f} %" for key in ("as shipped", "without the futility stop"))
+    assert f"({plain} with at most 10 seeds)" in text and f"as shipped ({shipped})" in text

@@ -25,7 +25,7 @@ from optbench.analysis.judging.pairwise_tables import pairwise_table
 from optbench.analysis.judging.validation_figures import AT_MOST, EQUAL, Figure
 from optbench.analysis.judging.validation_runs import METRIC, SETTING, resample_table
 from optbench.analysis.statistics.power import ALPHA
-from optbench.analysis.statistics.resampling import disjoint_draw, monte_carlo_rate
+from optbench.analysis.statistics.resampling import Rate, disjoint_draw, monte_carlo_rate
 from optbench.analysis.statistics.sequential_rule import (
     CONTINUE,
     FUTILITY,
@@ -68,12 +68,12 @@ def comparison_z(check: Check) -> float:
 
 
 class Tally:
-    """Hits and trials per (figure, rule, n)."""
+    """Hits and trials per key (a figure's (figure, rule, n))."""
 
     def __init__(self) -> None:
-        self.counts: dict[tuple[str, str, int], list[int]] = {}
+        self.counts: dict[tuple, list[int]] = {}
 
-    def add(self, key: tuple[str, str, int], hit: bool | None) -> None:
+    def add(self, key: tuple, hit: bool | None) -> None:
         """`hit` None: this resample cannot say (an interval not printed), not counted as a trial."""
         if hit is None:
             return
@@ -81,7 +81,7 @@ class Tally:
         count[0] += int(hit)
         count[1] += 1
 
-    def rate(self, key: tuple[str, str, int]):
+    def rate(self, key: tuple) -> Rate:
         return monte_carlo_rate(*self.counts.get(key, [0, 0]))
 
 
