@@ -1,4 +1,5 @@
-"""The aggregator's tables that code reads back: tables/results.csv, tables/verdicts.csv and the fidelity tables.
+"""The aggregator's tables that code reads back: tables/results.csv, tables/verdicts.csv, the fidelity tables, and
+the validation study's table (scripts/validation_study.py).
 
 The aggregator writes many tables for people (Markdown, LaTeX); these CSV files are also read by code: README's
 generated blocks (scripts/readme_study.py, scripts/readme_fidelity.py), the published-verdict checks, the fidelity
@@ -23,6 +24,7 @@ HYPOTHESES = f"{TABLES}/hypotheses.csv"  # every comparison of every judged hypo
 FIDELITY = f"{TABLES}/fidelity.csv"  # one row per (ladder, rung): its rank agreement with the top rung
 FIDELITY_AGREEMENT = f"{TABLES}/fidelity_agreement.csv"
 FIDELITY_TUNING = f"{TABLES}/fidelity_tuning.csv"  # per tuning budget and optimizer: the tuned values (when several)
+VALIDATION = f"{TABLES}/validation.csv"  # scripts/validation_study.py: each rule's figure on real runs beside its claim
 
 NOT_TESTED = "not tested"  # verdicts.csv's verdict of a hypothesis no run tested
 # The columns readers rely on (the aggregator writes more).
@@ -85,6 +87,22 @@ COLUMNS = {
         "power_to_keep",
         "planned_top",
         "tuned_by",
+    ),
+    VALIDATION: (  # analysis/judging/validation_figures.py's Figure, one row each (writing/validation_tables.py)
+        "study",
+        "figure",
+        "rule",
+        "n",
+        "measured",
+        "mc_low",
+        "mc_high",
+        "hits",
+        "trials",
+        "claimed",
+        "relation",
+        "disagrees",
+        "source",
+        "note",
     ),
     FIDELITY_TUNING: (  # analysis/judging/fidelity.py's tuned_settings
         "study",

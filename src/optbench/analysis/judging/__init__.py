@@ -22,4 +22,9 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
     seed_planner.py  how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
     study_trials.py  tuning trials that are runs of the study named with --study (one directory, two uses): kept
+    validation_runs.py  the real runs a validation study resamples (A/A pool, seed-paired pools) and each resample
+                   as the run table the rules read
+    validation_null.py  A/A resamples judged by the verdicts, pairwise tests, sequential rule and intervals
+    validation_effect.py  a known effect's resamples: power, interval coverage, the power at the planner's seeds
+    validation_figures.py  one measured figure beside the figure simulation claims, and whether they disagree
 """

@@ -21,4 +21,5 @@ judging room.
                    resolution certified; orders established (Holm) and kept by one-sided bounds; tau-b's
                    projection interval, the faithful rule
     fidelity_power.py   the power of those answers for an unchanged rung and the seeds each needs, by simulation
+    resampling.py  disjoint draws of real runs without replacement, and a Monte Carlo rate with its binomial interval
 """
