@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from optbench.formats import metrics_log
 from optbench.training.provenance import processor_name
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,7 +52,12 @@ def run(name: str, seed: int, threads: int) -> dict:
         )
         summary = train(cfg, Path(folder) / "run")
     best = summary["best"]
-    return {"seed": seed, headline: best[headline], "test/acc": best["test/acc"], "wall_time_s": summary["wall_time_s"]}
+    return {
+        "seed": seed,
+        headline: best[headline],
+        metrics_log.TEST_ACC: best[metrics_log.TEST_ACC],
+        "wall_time_s": summary["wall_time_s"],
+    }
 
 
 def main() -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from optbench.formats import metrics_log
 from optbench.training.provenance import processor_name
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,8 +60,8 @@ def harness_rates(name: str, repeats: int, threads: int) -> list[float]:
             ]
         )
         train(cfg, Path(folder) / "run")
-        records = [json.loads(line) for line in (Path(folder) / "run" / "metrics.jsonl").read_text().splitlines()]
-    return [record["train/images_per_s"] for record in records[1:]]
+        records = metrics_log.read(Path(folder) / "run")[0]
+    return [record[metrics_log.TRAIN_IMAGES_PER_S] for record in records[1:]]
 
 
 def plain_rates(name: str, repeats: int) -> list[float]:

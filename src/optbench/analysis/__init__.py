@@ -7,6 +7,8 @@ Rooms, arrows pointing down (writing -> judging -> statistics; every room may re
     load.py        scan run directories -> one row per run, one row per (run, epoch); never writes
     groups.py      which config fields separate runs (group keys), setting and optimizer-arm labels
     inputs.py      checks of the command-line input (light: no pandas), so typos fail fast
+    headline.py    each workload's headline column, its direction, label and unit (a loss ranks low-first)
+    targets.py     time-to-target per workload: its target, in its budget unit, crossed in the metric's direction
     statistics/    pure statistics over arrays and numbers: tests, intervals, power, Holm, robust estimators,
                    the sequential rule, a ladder's statistics
     judging/       hypotheses and verdicts, fidelity ladders, the seed planner, tuning records
