@@ -46,13 +46,16 @@ def own_folder(tmp_path, monkeypatch) -> Path:
 
 
 def test_the_docs_registry_snippet_is_an_entry_the_registry_takes():
-    """The page's snippet pasted after the last entry of REGISTRY (where it says) gives the entry the own file's
-    `registry:` block gives: the two routes describe the same optimizer."""
-    (snippet,) = fenced_blocks(PACKAGE_PAGE, "python")
+    """The page's block is the registry's own opening and closing around the new entry; that entry, pasted last into
+    REGISTRY, gives the entry the own file's `registry:` block gives: the two routes describe the same optimizer."""
+    (block,) = fenced_blocks(PACKAGE_PAGE, "python")
     source = (REPO / "src" / "optbench" / "registry" / "optimizers.py").read_text()
-    end = source.index("\n    )\n}\n")  # the tuple of entries closes here
+    opening, _, rest = block.partition("        # ... the entries already there, then the new one, last:\n")
+    entry, closing = rest[: rest.index("    )\n}")], rest[rest.index("    )\n}") :]
+    assert opening in source and closing.strip() in source  # the context it shows is the registry's
+    end = source.index("\n    )\n}\n") + 1  # the tuple of entries closes here
     namespace: dict = {"__name__": "optimizers_with_the_snippet"}
-    exec(compile(source[:end] + "\n" + snippet + source[end:], "optimizers.py", "exec"), namespace)
+    exec(compile(source[:end] + entry + source[end:], "optimizers.py", "exec"), namespace)
     pasted = namespace["REGISTRY"]["radam"]
     assert type(pasted).__name__ == "OptimizerSpec"
     own = optimizers.spec_from_facts("radam", _yaml(fenced_blocks(OWN_PAGE, "yaml")[0])["registry"])
