@@ -41,7 +41,11 @@ LINKED = (
     "run_single_experiment.py",
 )
 # Blocks that show how to check code the page has the reader write (the optimizer its walkthrough adds).
-WALKTHROUGHS = {"docs/adding-an-optimizer.md": "the RAdam walkthrough's checks, for the optimizer the page adds"}
+WALKTHROUGHS = {
+    "docs/adding-an-optimizer.md": "the RAdam walkthrough's checks, for the optimizer the page adds",
+    "docs/your-own-optimizer.md": "the optimizer file the page has the reader write; tests/test_own_optimizer.py runs "
+    "its commands on that file",
+}
 
 
 @dataclass(frozen=True)

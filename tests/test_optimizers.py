@@ -1,7 +1,9 @@
 """Every registered optimizer (optbench/registry/optimizers.py), each from its conf/optimizer/<name>.yaml: the registry
 and the configs agree, it builds its parameter groups, lowers the loss on a tiny problem, and its state
 survives a checkpoint so that the restored optimizer takes exactly the next step. A new optimizer is one
-config plus one registry entry, and every test here covers it."""
+config plus one registry entry, and every test here covers it; so is one of your own, a config carrying its
+registry facts in a folder of OPTBENCH_CONFIG_PATH (`python scripts/check_optimizer.py my_conf/optimizer/NAME.yaml`
+runs these tests on it: docs/your-own-optimizer.md)."""
 
 import importlib
 import io
@@ -15,6 +17,8 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 from torch import nn
 
+from optbench.config.config_path import option_file
+from optbench.config.own_optimizers import optimizer_names, own_optimizer_files, own_specs
 from optbench.registry import choices, optimizers
 from optbench.studies.search_space import load_space
 from optbench.training.models import build_model
@@ -23,12 +27,21 @@ from optbench.training.optim import build_optimizer, set_mode
 pytestmark = pytest.mark.usefixtures("one_thread")
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
-NAMES = choices.OPTIMIZERS
+NAMES = optimizer_names()  # the registry's, then those of the folders in OPTBENCH_CONFIG_PATH
 STEPS = 30  # optimizer steps of the loss test; also the run length the own-warmup fraction is a share of
 
 
 def optimizer_config(name: str) -> dict:
-    return OmegaConf.to_container(OmegaConf.load(CONF / "optimizer" / f"{name}.yaml"), resolve=True)
+    path = option_file(CONF, "optimizer", name)
+    assert path is not None, f"no optimizer/{name}.yaml in conf/ or OPTBENCH_CONFIG_PATH"
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+
+
+def spec_of(name: str) -> optimizers.OptimizerSpec:
+    """The entry the harness uses for the config: its own `registry:` facts, else the registry's."""
+    spec = optimizers.spec_of_config(optimizer_config(name))
+    assert spec is not None, f"{name}: neither a registry entry nor a `registry:` block in its config"
+    return spec
 
 
 def small_model(width: int = 4) -> nn.Module:
@@ -56,13 +69,14 @@ def train_steps(model, optimizer, images, labels, steps: int) -> list[float]:
 
 
 def test_the_registry_names_exactly_the_optimizer_configs():
-    assert set(NAMES) == {path.stem for path in (CONF / "optimizer").glob("*.yaml")}
-    assert NAMES == tuple(optimizers.REGISTRY)
+    assert set(optimizers.NAMES) == {path.stem for path in (CONF / "optimizer").glob("*.yaml")}
+    assert optimizers.NAMES == tuple(optimizers.REGISTRY) == choices.OPTIMIZERS
+    assert NAMES == (*optimizers.NAMES, *own_optimizer_files())
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_registry_entry_matches_its_config(name):
-    spec, config = optimizers.REGISTRY[name], optimizer_config(name)
+    spec, config = spec_of(name), optimizer_config(name)
     assert config["name"] == name and config["_target_"].count(".") >= 1
     assert config["param_groups"] in ("standard", "muon")  # training/optim.py build_param_groups
     # the library whose version is recorded is the one the class is imported from, and it is installed
@@ -92,7 +106,7 @@ def test_a_plain_run_takes_the_entry_s_own_defaults_and_an_explicit_conflict_is_
     from optbench.errors import ConfigError
 
     register_resolvers()
-    spec = optimizers.REGISTRY[name]
+    spec = spec_of(name)
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         plain = compose_checked([f"optimizer={name}"], CONF)
         config_default = compose_checked(["optimizer=sgd"], CONF)
@@ -110,7 +124,7 @@ def test_the_search_space_file_gives_every_registered_optimizer_the_registry_ran
     space = load_space(REPO / "experiments" / "search_spaces" / "cifar_resnet18.yaml")
     assert set(space) == set(NAMES)
     for name in NAMES:
-        assert {axis.key: axis.as_dict() for axis in space[name]} == optimizers.REGISTRY[name].search
+        assert {axis.key: axis.as_dict() for axis in space[name]} == spec_of(name).search
 
 
 # --- every optimizer --------------------------------------------------------------------------------
@@ -118,7 +132,7 @@ def test_the_search_space_file_gives_every_registered_optimizer_the_registry_ran
 
 @pytest.mark.parametrize("name", NAMES)
 def test_it_builds_its_class_over_groups_that_exempt_norms_and_biases(name):
-    spec, model = optimizers.REGISTRY[name], small_model()
+    spec, model = spec_of(name), small_model()
     optimizer = build(name, model)
     assert type(optimizer) is get_class(optimizer_config(name)["_target_"])
     grouped = [p for group in optimizer.param_groups for p in group["params"]]
@@ -197,7 +211,7 @@ def test_set_mode_leaves_optimizers_without_modes_alone():
 
 def test_every_registered_library_is_importable_and_has_the_version_summary_json_records():
     problems = []
-    for library in optimizers.libraries():
+    for library in {*optimizers.libraries(), *(spec.library for spec in own_specs().values())}:
         name = library.replace("-", "_")
         try:
             module = importlib.import_module(name)

@@ -15,10 +15,9 @@ import torch
 from conftest import REPO, TINY, compose_config
 from omegaconf import OmegaConf
 
+from optbench.config.own_optimizers import optimizer_names, spec_for
 from optbench.errors import ConfigError, RunDirectoryBusy, RunInterrupted
 from optbench.formats import predictions
-from optbench.registry.choices import OPTIMIZERS
-from optbench.registry.optimizers import REGISTRY
 from optbench.rundir import RunDir
 from optbench.training import checkpoint
 from optbench.training import steps as engine
@@ -149,12 +148,12 @@ def test_the_selected_epochs_predictions_come_back_from_the_checkpoint(tmp_path,
     assert kept_predictions(tmp_path / "run")[0] == 1
 
 
-@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+@pytest.mark.parametrize("optimizer", optimizer_names())  # own ones too (OPTBENCH_CONFIG_PATH)
 @pytest.mark.slow
 def test_every_optimizer_resumes_mid_epoch_to_the_same_numbers(tmp_path, monkeypatch, optimizer):
     """Each registered optimizer's state (Muon's, SOAP's preconditioners, Prodigy's estimate, ...) under the
     schedule a study gives it: stopped at step 7 of 20, resumed, equal to the uninterrupted run."""
-    overrides = (f"optimizer={optimizer}", "epochs=2", f"scheduler={REGISTRY[optimizer].default_schedule}")
+    overrides = (f"optimizer={optimizer}", "epochs=2", f"scheduler={spec_for(optimizer).default_schedule}")
     reference = train(config(tmp_path, *overrides), tmp_path / "reference")
     with monkeypatch.context() as patch:
         interrupt_after(patch, 7)

@@ -7,8 +7,7 @@ import os
 import pytest
 from conftest import compose_config
 
-from optbench.registry.choices import OPTIMIZERS
-from optbench.registry.optimizers import REGISTRY
+from optbench.config.own_optimizers import optimizer_names, spec_for
 from optbench.training.run import train
 
 EPOCH_KEYS = {
@@ -128,11 +127,11 @@ def test_noisy_run_records_realised_rate_and_memorization(tiny_config, tmp_path)
 
 
 @pytest.mark.usefixtures("one_thread")
-@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+@pytest.mark.parametrize("optimizer", optimizer_names())  # own ones too (OPTBENCH_CONFIG_PATH)
 @pytest.mark.slow
 def test_every_optimizer_trains_end_to_end(tiny_config, tmp_path, optimizer):
     """Every registered optimizer, under the schedule a study gives it (Schedule-Free: constant, its own warmup)."""
-    schedule = REGISTRY[optimizer].default_schedule
+    schedule = spec_for(optimizer).default_schedule
     summary = train(tiny_config(f"optimizer={optimizer}", "epochs=2", f"scheduler={schedule}"), tmp_path / "run")
     records = read_metrics(tmp_path / "run")
     assert summary["status"] == "completed"

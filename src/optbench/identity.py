@@ -39,6 +39,9 @@ NUMBERS_FREE_KEYS = (
     "logger",
     "study",  # experiment trackers (conf/logger/) and the study tag they carry
     "optimizer_defaults",  # which group options came from the optimizer's registry entry; the options are recorded
+    # an own optimizer's registry facts (registry/optimizers.py REGISTRY_KEY): how the harness treats it (its search
+    # ranges, source, library); what it computes is the rest of its config, so widening a range keeps its runs
+    "optimizer.registry",
 )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from optbench.config import config_path
 from optbench.data.fingerprint import data_dir_name, data_fingerprint, readable_folder_name
 from optbench.device.gpu_per_job import gpu_for_job
 from optbench.device.sharing import parallel_jobs
@@ -248,22 +249,27 @@ def combinations(values: dict[str, list[str | None]]) -> list[list[str]]:
 
 
 def check_groups(overrides: list[str], conf_dir: Path) -> None:
-    """An unknown option of a config group (optimizer=adamm) as one line listing the options."""
+    """An unknown option of a config group (optimizer=adamm) as one line listing the options, over conf/ and the
+    folders of OPTBENCH_CONFIG_PATH (config/config_path.py)."""
     for override in overrides:
         key, _, value = override.lstrip("+~").partition("=")
-        group_dir = Path(conf_dir) / key
         chosen = value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else [value]  # logger=[a,b]
         unknown = [
             name.strip()
             for name in chosen
-            if name.strip() not in ("null", "") and not (group_dir / f"{name.strip()}.yaml").exists()
+            if name.strip() not in ("null", "") and config_path.option_file(conf_dir, key, name.strip()) is None
         ]
-        if group_dir.is_dir() and unknown:
-            options = sorted(
-                path.relative_to(group_dir).with_suffix("").as_posix() for path in group_dir.rglob("*.yaml")
-            )
+        if (Path(conf_dir) / key).is_dir() and unknown:
+            options = config_path.group_options(conf_dir, key)
             hint = did_you_mean(unknown[0], options, lambda option: f"{key}={option}")  # noqa: B023
-            raise ConfigError(f"unknown {key} '{unknown[0]}': {hint}choose {key}=" + ", ".join(options))
+            own = OWN_OPTIMIZER_HINT if key == "optimizer" else ""
+            raise ConfigError(f"unknown {key} '{unknown[0]}': {hint}choose {key}=" + ", ".join(options) + own)
+
+
+# Where an optimizer that is not the package's comes from: the one word a user who wrote one needs.
+OWN_OPTIMIZER_HINT = (
+    f" (an optimizer of your own: put its folder in {config_path.CONFIG_PATH_VARIABLE}, docs/your-own-optimizer.md)"
+)
 
 
 def check_added_keys(overrides: list[str], conf_dir: Path) -> None:
@@ -351,7 +357,7 @@ def misspelt_key_error(overrides: list[str], conf_dir: Path, compose) -> ConfigE
 def optimizer_defaults(cfg, overrides: list[str]) -> dict[str, str]:
     """group -> option: the registry entry's own choices (OptimizerSpec.group_defaults) for the groups the
     command left unchosen and conf/config.yaml chose otherwise. An explicit choice is kept (and validated)."""
-    spec = optimizers.spec_of(str(OmegaConf.select(cfg, "optimizer.name")))
+    spec = optimizers.spec_of_config(OmegaConf.select(cfg, "optimizer") or {})  # an own optimizer's facts too
     if spec is None:
         return {}
     chosen = {override.lstrip("+~").split("=", 1)[0] for override in overrides}

@@ -317,7 +317,7 @@ def _validate_scheduler(cfg: DictConfig) -> None:
 def _validate_schedule_rules(cfg: DictConfig) -> None:
     """The registry's schedule rules: an optimizer that brings its own warmup and no decay (Schedule-Free)
     runs under scheduler=constant without the scheduler's warmup."""
-    spec = optimizers.spec_of(str(cfg.optimizer.name))
+    spec = optimizers.spec_of_config(cfg.optimizer)  # an own optimizer's `registry:` facts, else the registry's
     if spec is None:
         return
     name = cfg.scheduler.name

@@ -9,10 +9,16 @@ groups) is not repeated here, and train/eval modes (Schedule-Free) are found on 
 so config validation, the study planner and `choices` read it without loading torch. tests/test_optimizers.py
 checks that the registry and conf/optimizer/*.yaml name the same optimizers and that each config's class comes
 from its entry's library, and runs every test over every entry: adding an optimizer is one config plus one
-entry here (docs/adding-an-optimizer.md).
+entry here (docs/adding-an-optimizer.md). An optimizer of one's own, in a config folder outside the package,
+carries the same facts in its YAML under `registry:` (REGISTRY_KEY); `spec_from_facts` reads them into the same
+OptimizerSpec and `spec_of_config` finds the entry of any optimizer config node, its own facts first
+(config/own_optimizers.py finds such configs; docs/your-own-optimizer.md).
 """
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+
+from optbench.errors import ConfigError
 
 LOG = "log"
 
@@ -139,6 +145,63 @@ def spec_of(name: str) -> OptimizerSpec | None:
     """The entry of a config's `optimizer.name`; None for an optimizer the registry does not know
     (`optimizer._target_=...` with a name of one's own), which gets no special treatment."""
     return REGISTRY.get(name)
+
+
+# The key of an optimizer config that holds its registry facts (an optimizer outside the package); the optimizer
+# factory leaves it out of the class's arguments, and the run identity leaves it out (optbench/identity.py).
+REGISTRY_KEY = "registry"
+REQUIRED_FACTS = ("library", "source", "search")
+
+
+def spec_from_facts(name: str, facts) -> OptimizerSpec:
+    """The entry an optimizer config's `registry:` block describes: the OptimizerSpec fields but its name (the
+    config's). Types are checked here, in one line naming the field; ranges by the search-space loader."""
+    where = f"optimizer {name}: {REGISTRY_KEY}"
+    known = tuple(field.name for field in fields(OptimizerSpec) if field.name != "name")
+    if not isinstance(facts, Mapping):
+        raise ConfigError(f"{where}: give a mapping of {', '.join(known)} (docs/your-own-optimizer.md)")
+    unknown = sorted(set(facts) - set(known))
+    missing = [key for key in REQUIRED_FACTS if key not in facts]
+    if unknown or missing:
+        problem = f"unknown field {unknown[0]}" if unknown else f"needs {', '.join(missing)}"
+        raise ConfigError(f"{where}: {problem}; its fields are {', '.join(known)} (docs/your-own-optimizer.md)")
+    _check_fact_types(where, facts)
+    schedules = facts.get("schedules")
+    return OptimizerSpec(
+        name=name,
+        library=facts["library"],
+        source=facts["source"],
+        search={str(key): dict(bounds) for key, bounds in facts["search"].items()},
+        lr_free=bool(facts.get("lr_free", False)),
+        schedules=tuple(schedules) if schedules is not None else None,
+        default_schedule=facts.get("default_schedule", "cosine"),
+        own_warmup=facts.get("own_warmup"),
+    )
+
+
+def _check_fact_types(where: str, facts: Mapping) -> None:
+    expected: dict[str, tuple[type | tuple[type, ...], str]] = {
+        "library": (str, "the distribution the class comes from, e.g. torch"),
+        "source": (str, "where the algorithm and its defaults come from, e.g. Liu et al. 2020"),
+        "search": (Mapping, "config key -> {low, high, scale}, e.g. lr: {low: 1.0e-4, high: 1.0e-2, scale: log}"),
+        "lr_free": (bool, "true or false"),
+        "schedules": ((Sequence, type(None)), "a list of scheduler options, e.g. [constant], or null"),
+        "default_schedule": (str, "a scheduler option, e.g. cosine"),
+        "own_warmup": ((str, type(None)), "the name of its warmup argument in steps, or null"),
+    }
+    for key, value in facts.items():
+        kind, example = expected[key]
+        wrong = not isinstance(value, kind) or (key == "schedules" and isinstance(value, str))
+        if wrong or (key == "search" and not all(isinstance(bounds, Mapping) for bounds in value.values())):
+            raise ConfigError(f"{where}.{key}: {value!r} is not {example}")
+
+
+def spec_of_config(node: Mapping) -> OptimizerSpec | None:
+    """The entry of an optimizer config node (a plain mapping): its own `registry:` facts when it has them (an
+    optimizer from a config folder of one's own, or its tuned config), else the registry's entry of its name."""
+    if node.get(REGISTRY_KEY) is not None:
+        return spec_from_facts(str(node.get("name")), node[REGISTRY_KEY])
+    return spec_of(str(node.get("name")))
 
 
 def libraries() -> tuple[str, ...]:

@@ -9,9 +9,12 @@ experiments/search_spaces/, the top-k rerun on more seeds); `tuned_by` (main stu
 tuning study whose winners it runs with; `hypotheses` (main studies) lists the ids of the hypotheses it
 tests (`tested_hypotheses`: the aggregator's `--study` judges only those, on its planned settings); `fidelity`
 names a ladder of budgets (rungs, each a set of budget overrides such as epochs or model.width, optionally with
-its own `tuned_by`), planned as rungs x grid. A key the format does not know is refused, so a typo cannot be
-silently ignored. `find_study(name)` and `load_study(path)` return a frozen `Study`; plan.py expands it into
-runs. A hypothesis study carries its parsed `HypothesisTest` (specs/hypothesis_spec.py).
+its own `tuned_by`), planned as rungs x grid; `newcomers` (a main study with `tuned_by`) names the grid's optimizers
+tuned here with the tuning study's protocol while the others keep its published winners, and `published` a folder
+of published run records whose runs of this study are copied in instead of trained (studies/published.py;
+docs/your-own-optimizer.md). A key the format does not know is refused, so a typo cannot be silently ignored.
+`find_study(name)` and `load_study(path)` return a frozen `Study`; plan.py expands it into runs. A hypothesis study
+carries its parsed `HypothesisTest` (specs/hypothesis_spec.py).
 Standard library and PyYAML only.
 """
 
@@ -40,6 +43,8 @@ STUDY_KEYS = (
     "tuned_by",
     "hypotheses",
     "fidelity",
+    "newcomers",
+    "published",
 )  # a study file's keys
 # A rung may change what a run costs, never what is compared: these keys (and their sub-keys) are the question.
 QUESTION_KEYS = ("optimizer", "seed", "dataset", "noise", "paths", "device", "logger")
@@ -59,6 +64,9 @@ class Study:
     hypotheses: tuple[str, ...] = ()  # main studies: the ids of the hypotheses it tests (empty: not said)
     rungs: tuple["Rung", ...] = ()  # a fidelity ladder: the grid is planned once per rung
     fidelity_resolution: float | None = None  # points: the gap a faithful rung must resolve (None: the default)
+    # optimizers of the grid tuned here with the `tuned_by` study's protocol, beside the others' published winners
+    newcomers: tuple[str, ...] = ()
+    published: str = ""  # a folder of published run records (docs/cpu-study/runs): planned runs found there are copied
 
 
 # ---------------------------------------------------------------- the `fidelity:` block
@@ -188,6 +196,17 @@ def only_rung(study: Study, overrides: list[str]) -> Study:
     )
     known = next((existing for existing in study.rungs if existing.label == rung.label), None)
     return replace(study, rungs=(known or rung,))
+
+
+def newcomer_tuning(tuning_study: Study, newcomers: tuple[str, ...]) -> Study:
+    """The tuning study as it runs for a main study's newcomers only: its protocol (tune block, seeds, epochs,
+    overrides) on those optimizers, under its own id (`tune_cpu_demo+radam`), so its record and selection never
+    touch the baselines' winners."""
+    return replace(
+        tuning_study,
+        id=f"{tuning_study.id}+{'+'.join(newcomers)}",
+        grid={**tuning_study.grid, "optimizer": list(newcomers)},
+    )
 
 
 def tuning_studies_of(study: Study) -> list[str]:
@@ -392,6 +411,10 @@ def _build_study(path: Path, fields: dict) -> Study:
             f"{path}: some rungs name their tuned_by and others none: give the study a tuned_by "
             "for the others, or every rung its own"
         )
+    newcomers = parse_newcomers(path, fields)
+    published = fields.get("published") or ""
+    if not isinstance(published, str):
+        raise ConfigError(f"{path}: published names one folder of published run records, e.g. docs/cpu-study/runs")
     return Study(
         id=str(fields["id"]),
         title=str(fields.get("title") or fields["id"]),
@@ -405,7 +428,25 @@ def _build_study(path: Path, fields: dict) -> Study:
         hypotheses=tuple(tested),
         rungs=rungs,
         fidelity_resolution=resolution,
+        newcomers=newcomers,
+        published=published,
     )
+
+
+def parse_newcomers(path: Path, fields: dict) -> tuple[str, ...]:
+    """`newcomers: [radam]`: optimizers of the grid, in a main study tuned by one tuning study (no ladder)."""
+    newcomers = fields.get("newcomers") or []
+    if not isinstance(newcomers, list) or not all(isinstance(name, str) for name in newcomers):
+        raise ConfigError(f"{path}: newcomers lists optimizers of the grid, e.g. newcomers: [radam]")
+    outside = [name for name in newcomers if name not in [str(name) for name in _as_list(fields["grid"]["optimizer"])]]
+    if outside:
+        raise ConfigError(f"{path}: newcomers names {outside[0]}, which the grid's optimizers do not: add it there")
+    if newcomers and (not fields.get("tuned_by") or fields.get("fidelity") is not None):
+        raise ConfigError(
+            f"{path}: newcomers are tuned with the protocol of the study's tuned_by: give tuned_by (one tuning "
+            "study, no fidelity ladder)"
+        )
+    return tuple(newcomers)
 
 
 @dataclass(frozen=True)

@@ -12,4 +12,6 @@ pilot.py            `--plan-seeds --pilot DIR`: the seeds each hypothesis needs,
 until_decided.py    `--until-decided`: add seeds at pre-set looks until the hypotheses are decided
 reuse_note.py       the one line naming reused or resumed runs trained on another processor kind or thread count
 stopping.py         Ctrl-C, SIGINT or SIGTERM stops the whole study, each sweep its own process group, runs resumable
+published.py        planned runs already published (docs/*/runs, a study's `published:`): named, priced, copied in
+newcomers.py        a study's newcomers: tuned with its tuning study's protocol beside the published winners
 """

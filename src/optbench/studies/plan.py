@@ -26,6 +26,7 @@ from hydra import initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from optbench import reproducibility
+from optbench.config import own_optimizers
 from optbench.config.hydra_glue import (
     cfg_dataset_dir,
     check_added_keys,
@@ -41,7 +42,6 @@ from optbench.device.gpu_per_job import GPU_PER_JOB_DEVICE
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.formats import run_record, run_summary
 from optbench.identity import identity_differences, run_id, run_identity
-from optbench.registry import optimizers
 from optbench.rundir import RunDir, check_creatable
 from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, find_study, noise_entries, study_at_rung
 from optbench.studies import search_space, tuning_protocol
@@ -232,7 +232,7 @@ def with_own_schedules(per_optimizer: ValuesFor | None, names: list, default_sch
     own = {
         str(name): [spec.default_schedule]
         for name in names
-        if (spec := optimizers.spec_of(str(name))) and spec.default_schedule != default_schedule
+        if (spec := own_optimizers.spec_for(str(name))) and spec.default_schedule != default_schedule
     }
     if not own:
         return per_optimizer
@@ -243,17 +243,25 @@ def with_own_schedules(per_optimizer: ValuesFor | None, names: list, default_sch
 
 
 def plan(
-    study: Study, conf_dir: Path, extra: list[str], launcher: str, tuned: "bool | str"
+    study: Study,
+    conf_dir: Path,
+    extra: list[str],
+    launcher: str,
+    tuned: "bool | str",
+    defaults_stand_in: bool = False,
 ) -> list[tuple[Sweep, list[PlannedRun]]]:
-    """`tuned`: True reads conf/optimizer/tuned/<name>.yaml, a string reads conf/optimizer/<tuned>/<name>.yaml.
+    """`tuned`: True reads conf/optimizer/tuned/<name>.yaml, a string reads conf/optimizer/<tuned>/<name>.yaml
+    (config_path.tuned_config_path); `defaults_stand_in`: an optimizer without its tuned config yet runs its
+    defaults (a dry run before tuning ends) instead of being refused.
     A fidelity ladder is planned rung by rung; a tuned ladder's rung with its own `tuned_by` uses that study's
     output (untuned, every rung runs the defaults)."""
     if not study.rungs:
-        return plan_one(study, conf_dir, extra, launcher, tuned)
+        return plan_one(study, conf_dir, extra, launcher, tuned, defaults_stand_in)
     planned = []
     for rung in study.rungs:
         rung_tuned = rung_tuning(study, rung) if (tuned and rung.tuned_by) else tuned
-        for sweep, runs in plan_one(study_at_rung(study, rung), conf_dir, extra, launcher, rung_tuned):
+        rung_study = study_at_rung(study, rung)
+        for sweep, runs in plan_one(rung_study, conf_dir, extra, launcher, rung_tuned, defaults_stand_in):
             sweep.rung, sweep.label = rung.label, f"rung {rung.label}: {sweep.label}"
             planned.append((sweep, runs))
     return planned
@@ -268,7 +276,7 @@ def rung_tuning(study: Study, rung) -> str:
 
 
 def plan_one(
-    study: Study, conf_dir: Path, extra: list[str], launcher: str, tuned: "bool | str"
+    study: Study, conf_dir: Path, extra: list[str], launcher: str, tuned: "bool | str", defaults_stand_in: bool = False
 ) -> list[tuple[Sweep, list[PlannedRun]]]:
     if tuned and study.tune:
         raise ConfigError(f"study {study.id} is a tuning study: --tuned applies to the main studies")
@@ -284,7 +292,7 @@ def plan_one(
             )
         elif tuned:
             per_optimizer = lambda name: tuning_protocol.tuned_values(  # noqa: E731
-                conf_dir, name, tuned if isinstance(tuned, str) else "tuned"
+                conf_dir, name, tuned if isinstance(tuned, str) else "tuned", defaults_stand_in
             )
         per_optimizer = with_own_schedules(per_optimizer, _as_list(study.grid["optimizer"]), defaults.scheduler.name)
         sweeps = plan_sweeps(study, default_epochs, extra, per_optimizer, trials_for)

@@ -9,7 +9,8 @@ hyperparameters a tuning study searches, each with a range and a scale fixed in 
 
 Keys are keys of the optimizer's config (conf/optimizer/<name>.yaml), so a trial is the override
 `optimizer.lr=...`. A file with `defaults: registry` starts from every registered optimizer's default
-ranges (optbench/registry/optimizers.py) and its own `optimizers:` entries replace those of the optimizers they
+ranges (optbench/registry/optimizers.py, and the `registry:` blocks of the optimizers in the folders of
+OPTBENCH_CONFIG_PATH: config/own_optimizers.py) and its own `optimizers:` entries replace those of the optimizers they
 name. `trials(space, n, sampler, seed)` draws n points of a scrambled Sobol or Halton sequence (scipy.stats.qmc,
 seeded) in the unit cube and maps them onto the ranges; values keep three
 significant digits, as every other override the studies write. The same seed gives every optimizer
@@ -26,6 +27,7 @@ import numpy as np
 import yaml
 from scipy.stats import qmc
 
+from optbench.config import own_optimizers
 from optbench.config.hydra_glue import format_value
 from optbench.errors import ConfigError
 from optbench.registry import optimizers
@@ -73,7 +75,8 @@ def load_space(path: Path) -> dict[str, tuple[Range, ...]]:
         raise ConfigError(f"search space {path}: cannot be read ({str(error).splitlines()[0]})") from None
     if not isinstance(document, dict) or document.get("defaults") not in (None, "registry"):
         raise ConfigError(f"search space {path}: `defaults:` can only be `registry` (the registry's default ranges)")
-    from_registry = optimizers.default_search_space() if document.get("defaults") == "registry" else {}
+    registry = {**optimizers.default_search_space(), **own_optimizers.own_search_space()}  # own ones too
+    from_registry = registry if document.get("defaults") == "registry" else {}
     own = document.get("optimizers", {} if from_registry else None)
     if not isinstance(own, dict):
         raise ConfigError(

@@ -17,12 +17,13 @@ from pathlib import Path
 from tabulate import tabulate
 
 from optbench import identity, rundir
+from optbench.config.config_path import tuned_config_path
 from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
 from optbench.errors import DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
-from optbench.specs.study_spec import Study, find_study, tuning_studies_of
-from optbench.studies import estimate
+from optbench.specs.study_spec import Study
+from optbench.studies import estimate, newcomers
 from optbench.studies.plan import PlannedRun, Sweep, plan
 
 NEW, OTHER, UNREADABLE = "new", "other experiment", "unreadable"
@@ -213,7 +214,7 @@ def show(study: Study, args) -> int:
     A study tuned by others (its tuned_by, its rungs') shows each tuning study first, and itself once every tuned
     value exists."""
     tuned = args.tuned
-    tuning_studies = [find_study(name, args.experiments) for name in tuning_studies_of(study)]
+    tuning_studies = newcomers.tuning_studies(study, args.experiments)  # with newcomers: theirs only
     for tuning_study in tuning_studies:
         print_status(
             tuning_study.id, tuning_study.statement, plan(tuning_study, args.conf_dir, args.set, args.launcher, False)
@@ -222,9 +223,7 @@ def show(study: Study, args) -> int:
     missing = [
         tuning_study.id
         for tuning_study, output in zip(tuning_studies, outputs)
-        if not all(
-            (Path(args.conf_dir) / "optimizer" / output / f"{name}.yaml").is_file() for name in study.grid["optimizer"]
-        )
+        if not all(tuned_config_path(args.conf_dir, output, name).is_file() for name in study.grid["optimizer"])
     ]
     if missing:
         print(

@@ -32,6 +32,7 @@ from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
 from optbench.command_line import OneLineParser
+from optbench.config.config_path import tuned_config_path
 from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
@@ -49,7 +50,7 @@ from optbench.specs.study_spec import (
     study_files,
     tuning_studies_of,
 )
-from optbench.studies import estimate, outcome, reuse_note, stopping, tuning_protocol
+from optbench.studies import estimate, newcomers, outcome, published, reuse_note, stopping, tuning_protocol
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
 
@@ -165,6 +166,7 @@ def main(argv: list[str]) -> int:
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
         study = find_study(args.study, args.experiments)
+        published.study_folder(study)  # a `published:` folder that is not there: one line before anything trains
         if args.rung:
             study = only_rung(study, args.rung)
         if args.plan_seeds:
@@ -186,17 +188,24 @@ def main(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
 
 
-def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
+def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str", defaults_stand_in: bool = False) -> int:
     """Plan, print, and (unless --dry-run) launch; a quasi-random tuning study is planned again after its
-    trials ran, because its top-k reruns are known only then."""
-    runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
+    trials ran, because its top-k reruns are known only then. Runs already published (the study's `published:`
+    folder) are copied in before the sweeps, and priced from there by the dry run (studies/published.py)."""
+    runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned, defaults_stand_in)
     print_plan(study, runs_by_sweep)
     print_reuse_note(runs_by_sweep, args.launcher)
+    published_lines, found = published.dry_run_lines(study, runs_by_sweep)
+    for line in published_lines:
+        print(line, flush=True)
     if args.dry_run:
         if not args.no_estimate:
-            print_estimate(runs_by_sweep, args.launcher)
+            print_estimate(published.as_done(runs_by_sweep, found), args.launcher)
         return 0
     refuse_other_experiments(runs_by_sweep)
+    tuning_ids = [find_study(name, args.experiments).id for name in tuning_studies_of(study)]
+    if published.copy_in(study, runs_by_sweep, tuning_ids):
+        runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)  # the copied runs are done now
     tally: Counter[str] = Counter()
     status = launch(runs_by_sweep, args.launcher, tally, study.id)
     if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
@@ -245,24 +254,21 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
             f"study {study.id} takes its tuned values from {', '.join(tuning_studies_of(study))} "
             "(tuned_by): drop --tuned"
         )
-    tuning_studies = [find_study(name, args.experiments) for name in tuning_studies_of(study)]
-    not_tuning = [tuning_study for tuning_study in tuning_studies if not tuning_study.tune]
-    if not_tuning:
-        raise ConfigError(
-            f"{study.source}: tuned_by: {not_tuning[0].id} is not a tuning study (it has no `tune:` block)"
-        )
+    tuning_studies = newcomers.tuning_studies(study, args.experiments)  # with newcomers: theirs only
     # The whole command is checked before a tuning study trains, selects or writes a tuned config: the main
     # study is planned once with the default values standing in for the tuned ones (its --set, grid, folders),
     # and a run until decided reads its decision record now, so a damaged one stops the command here.
     planned = plan(study, args.conf_dir, args.set, args.launcher, False)
     if args.until_decided:
         decision_record.read(decision_record.record_path(results_dir_of(planned), study.id))
+    if study.newcomers:
+        print_newcomers(study, args, results_dir_of(planned))
     statuses = [tune_first(study, tuning_study, args) for tuning_study in tuning_studies]
     outputs = [tuning_study.tune.output for tuning_study in tuning_studies if tuning_study.tune]  # all: checked
     output = outputs[0] if study.tuned_by else True
     if args.dry_run:
         ready = all(
-            (args.conf_dir / "optimizer" / folder / f"{name}.yaml").is_file()
+            tuned_config_path(args.conf_dir, folder, name).is_file()
             for folder in outputs
             for name in study.grid["optimizer"]
         )
@@ -271,9 +277,9 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
             print(
                 f"study {study.id}: planned once `python src/study.py --select-tuned "
                 f"{' '.join(tuning_study.id for tuning_study in tuning_studies)}` has written its tuned values; "
-                "its budget, with the default values standing in for the tuned ones:"
+                "its budget, with the default values standing in for the tuned ones not selected yet:"
             )
-            return run_study(study, args, False)
+            return run_study(study, args, output, defaults_stand_in=True)
         folders = ", ".join(f"conf/optimizer/{folder}/" for folder in outputs)
         print(f"study {study.id}, with the tuned values now in {folders} (tuning may still change them)")
         return run_main(study, args, output)
@@ -283,6 +289,16 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     for tuning_study in tuning_studies:
         select_tuned(tuning_study, args.conf_dir, args.set)
     return run_main(study, args, output)
+
+
+def print_newcomers(study: Study, args: argparse.Namespace, results_dir: Path) -> None:
+    """Who is tuned here and with what, and a warning when the baselines' record states another budget."""
+    baseline = newcomers.baseline_tuning(study, args.experiments)
+    print(newcomers.protocol_line(study, baseline))
+    folder = published.study_folder(study)
+    warning = newcomers.budget_warning(study, baseline, [results_dir, *([folder] if folder else [])])
+    if warning:
+        print(warning, file=sys.stderr)
 
 
 def tune_first(study: Study, tuning_study: Study, args: argparse.Namespace) -> int:

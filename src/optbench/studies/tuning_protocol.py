@@ -11,7 +11,8 @@ Two methods, chosen by a tuning study's `tune.method` (optbench/specs/study_spec
 Scores are validation accuracy (`select_on`), never test; a diverged run scores 0 and loses fairly.
 
 `select(...)` returns per optimizer the winner and the trials behind it; `write_tuned_configs` writes
-`conf/optimizer/<output>/<name>.yaml` (the default config with the winning values and a provenance
+`conf/optimizer/<output>/<name>.yaml` (config/config_path.py tuned_config_path: for an optimizer of one's own, its
+own folder's `optimizer/<output>/`) (the default config with the winning values and a provenance
 header: study, space, trials, seeds, scores, date), and `write_record` writes
 `<results_dir>/tuning-<study id>.json` through optbench/formats/tuning_record.py (the format, which the aggregator
 reads through too) for the tuning table, the figure and the edge warning. Main studies use the winners with
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from optbench.config import config_path
 from optbench.config.hydra_glue import format_value
 from optbench.config.plain import plain_dict
 from optbench.errors import ConfigError, DamagedRunFile
@@ -42,7 +44,7 @@ SEARCHED = ("lr", "weight_decay")  # what the grid method scales
 def grid_values(defaults: DictConfig, tune: Tuning) -> dict[str, list[str]]:
     """`optimizer.lr` and `optimizer.weight_decay` values for one optimizer: its default times each factor."""
     values = {}
-    spec = optimizers.spec_of(str(defaults.name))
+    spec = optimizers.spec_of_config(defaults)
     for key, factors in (("lr", tune.lr_factors), ("weight_decay", tune.weight_decay_factors)):
         default = OmegaConf.select(defaults, key)
         if default is None or float(default) == 0.0:
@@ -225,7 +227,11 @@ def grid_edges(space: dict, values: dict[str, float]) -> list[str]:
 
 
 def tuned_config_text(
-    default_node: dict, selection: Selection, study: Study, today: datetime.date | None = None
+    default_node: dict,
+    selection: Selection,
+    study: Study,
+    today: datetime.date | None = None,
+    default_file: str = "",
 ) -> str:
     """The YAML of conf/optimizer/<output>/<name>.yaml: the default node with the winning values."""
     node = dict(default_node)
@@ -257,17 +263,18 @@ def tuned_config_text(
     ]
     tuned_keys = {key.removeprefix("optimizer.") for key in selection.winner.values}
     body = OmegaConf.to_yaml(OmegaConf.create(node))
-    return "\n".join(header) + "\n" + with_origins(body, tuned_keys, selection.optimizer, study.id)
+    default_file = default_file or f"conf/optimizer/{selection.optimizer}.yaml"
+    return "\n".join(header) + "\n" + with_origins(body, tuned_keys, default_file, study.id)
 
 
-def with_origins(body: str, tuned_keys: set[str], optimizer: str, study_id: str) -> str:
+def with_origins(body: str, tuned_keys: set[str], default_file: str, study_id: str) -> str:
     """Each top-level value line of `body` with a comment saying where its value comes from, as every
     default in conf/ carries one: the tuning study, or the optimizer's default file (which says why)."""
     lines = []
     for line in body.splitlines():
         key, colon, value = line.partition(":")
         if colon and value.strip() and not line.startswith((" ", "-")):
-            origin = f"tuned by {study_id}" if key in tuned_keys else f"default, conf/optimizer/{optimizer}.yaml"
+            origin = f"tuned by {study_id}" if key in tuned_keys else f"default, {default_file}"
             line = f"{line}  # {origin}"
         lines.append(line)
     return "\n".join(lines) + "\n"
@@ -278,16 +285,22 @@ def write_tuned_configs(
 ) -> list[Path]:
     """Write each tuned config; one whose content is unchanged but for the date is left as it is."""
     assert study.tune is not None  # a tuning study
-    folder = Path(conf_dir) / "optimizer" / study.tune.output
-    folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, selection in sorted(selections.items()):
-        path = folder / f"{name}.yaml"
-        text = tuned_config_text(default_nodes[name], selection, study)
+        path = config_path.tuned_config_path(conf_dir, study.tune.output, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = tuned_config_text(default_nodes[name], selection, study, default_file=default_label(conf_dir, name))
         if not path.is_file() or _undated(path.read_text()) != _undated(text):
             write_bytes_atomically(path, text.encode())
         written.append(path)
     return written
+
+
+def default_label(conf_dir: Path, optimizer: str) -> str:
+    """How a tuned config names its optimizer's default file: conf/optimizer/<name>.yaml for the package's (as the
+    published tuned configs say), the file's own path for an optimizer of one's own."""
+    path = config_path.option_file(conf_dir, "optimizer", optimizer)
+    return str(path) if path is not None and config_path.is_own(path, conf_dir) else f"conf/optimizer/{optimizer}.yaml"
 
 
 def _undated(text: str) -> str:
@@ -307,16 +320,24 @@ def record(selections: dict[str, Selection], study: Study, results_dir: Path) ->
         sampler_seed=tune.sampler_seed if quasirandom else None,
         select_on=tune.select_on,
         date=datetime.date.today().isoformat(),
-        budget=tuning_record.Budget(
-            trials=tune.trials if quasirandom else None,
-            epochs=_grid_values(study.grid.get("epochs")),
-            trial_seeds=_grid_values(study.grid.get("seed")),
-            confirm_seeds=tuple(tune.confirm_seeds),
-            top_k=tune.top_k if quasirandom else None,
-        ),
+        budget=budget_of(study),
         optimizers={
             name: _optimizer_record(selection, results_dir, tune.select_on) for name, selection in selections.items()
         },
+    )
+
+
+def budget_of(study: Study) -> tuning_record.Budget:
+    """A tuning study's budget per optimizer, as its record states it: trials, epochs, seeds, top-k reruns."""
+    tune = study.tune
+    assert tune is not None  # a tuning study
+    quasirandom = tune.method == "quasirandom"
+    return tuning_record.Budget(
+        trials=tune.trials if quasirandom else None,
+        epochs=_grid_values(study.grid.get("epochs")),
+        trial_seeds=_grid_values(study.grid.get("seed")),
+        confirm_seeds=tuple(tune.confirm_seeds),
+        top_k=tune.top_k if quasirandom else None,
     )
 
 
@@ -383,17 +404,22 @@ def write_record(selections: dict[str, Selection], study: Study, results_dir: Pa
     return tuning_record.write(results_dir, record(selections, study, Path(results_dir)))
 
 
-def tuned_values(conf_dir: Path, optimizer: str, output: str = "tuned") -> dict[str, list[str]]:
+def tuned_values(
+    conf_dir: Path, optimizer: str, output: str = "tuned", defaults_stand_in: bool = False
+) -> dict[str, list[str]]:
     """The overrides `--tuned` adds for one optimizer: its tuned config, plus every value that differs from
-    the default spelled out, so the run directory differs from the default run's (and says what was used)."""
-    path = Path(conf_dir) / "optimizer" / output / f"{optimizer}.yaml"
+    the default spelled out, so the run directory differs from the default run's (and says what was used).
+    `defaults_stand_in`: an optimizer not tuned yet gets no overrides (a dry run before its tuning ends)."""
+    path = config_path.tuned_config_path(conf_dir, output, optimizer)
+    if not path.is_file() and defaults_stand_in:
+        return {}
     if not path.is_file():
         raise ConfigError(
             f"no tuned config for {optimizer} ({path}): run the tuning study, then "
             "`python src/study.py --select-tuned <tuning study>`"
         )
     tuned = plain_dict(OmegaConf.load(path))
-    default = plain_dict(OmegaConf.load(Path(conf_dir) / "optimizer" / f"{optimizer}.yaml"))
+    default = plain_dict(OmegaConf.load(config_path.option_file(conf_dir, "optimizer", optimizer) or path))
     values = {"optimizer": [f"{output}/{optimizer}"], "optimizer.lr": [format_value(float(tuned["lr"]))]}
     for key, value in tuned.items():
         if (

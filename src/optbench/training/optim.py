@@ -19,7 +19,7 @@ from hydra.utils import instantiate
 from torch import nn
 
 from optbench.errors import ConfigError
-from optbench.registry.optimizers import spec_of
+from optbench.registry.optimizers import REGISTRY_KEY, spec_of_config
 
 
 def build_param_groups(model: nn.Module, scheme: str = "standard", decay_norms_and_biases: bool = False) -> list[dict]:
@@ -54,7 +54,8 @@ def build_optimizer(
     """`factory_options` is the optimizer's Hydra node: `_target_`, `_partial_: true` and its kwargs;
     `total_steps`: the run's optimizer steps, which an optimizer's own warmup fraction is a share of."""
     groups = build_param_groups(model, param_groups, decay_norms_and_biases)
-    spec = spec_of(name)
+    # an own optimizer's registry facts say how the harness treats it; they are no argument of its class
+    spec = spec_of_config({"name": name, REGISTRY_KEY: factory_options.pop(REGISTRY_KEY, None)})
     if spec is not None and spec.own_warmup and "warmup_fraction" in factory_options:
         factory_options[spec.own_warmup] = round(factory_options.pop("warmup_fraction") * total_steps)
     try:
