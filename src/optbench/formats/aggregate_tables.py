@@ -88,7 +88,8 @@ COLUMNS = {
         "planned_top",
         "tuned_by",
     ),
-    VALIDATION: (  # analysis/judging/validation_figures.py's Figure, one row each (writing/validation_tables.py)
+    # analysis/judging/validation_figures.py's Figure, one row each (analysis/writing/validation_tables.py)
+    VALIDATION: (
         "study",
         "figure",
         "rule",
