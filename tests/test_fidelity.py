@@ -72,6 +72,33 @@ def test_a_bad_fidelity_block_is_one_error_naming_the_fix(tmp_path, block, messa
         load_study(write_study(tmp_path / "bad.yaml", synthetic_grid(), fidelity=block))
 
 
+def test_a_rung_with_its_own_seeds_plans_those_seeds_and_the_dry_run_lists_them(tmp_path, capsys):
+    """A rung's `seeds:` replaces the grid's seeds at that rung only (a rung tuned at its own budget runs seeds its
+    tuning did not select on); the label does not change, and `seed:` in a rung says where the seeds go."""
+    path = write_study(
+        tmp_path / "ladder.yaml", synthetic_grid(), fidelity=[{"epochs": 1}, {"epochs": 3, "seeds": [5, 6, 7]}]
+    )
+    study = load_study(path)
+    assert [rung.label for rung in study.rungs] == ["epochs=1", "epochs=3"]
+    assert study.rungs[0].seeds == () and study.rungs[1].seeds == (5, 6, 7)
+    results = tmp_path / "results"
+    assert (
+        study_command.main([str(path), "--dry-run", "--no-estimate", "--set", *SMALL, f"paths.results_dir={results}"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "10 runs in 2 sweep(s): 0 done, 0 unfinished, 10 new" in out
+    listed = {tuple(line.rstrip().rsplit("/", 2)[-2:]) for line in out.splitlines() if "/seed" in line}
+    at_three = {seed for variant, seed in listed if "epochs=3" in variant}
+    assert at_three == {"seed5", "seed6", "seed7"}
+    assert {seed for variant, seed in listed if "epochs=1" in variant} == {"seed0", "seed1"}
+    for bad, message in (({"seed": 2}, "own seeds are a list under seeds:"), ({"seeds": [2, 2]}, "repeats a seed")):
+        with pytest.raises(ConfigError, match=message):
+            load_study(
+                write_study(tmp_path / "bad.yaml", synthetic_grid(), fidelity=[{"epochs": 1}, {"epochs": 3, **bad}])
+            )
+
+
 def test_the_cpu_fidelity_study_plans_the_published_directories():
     study = find_study("cpu_fidelity")
     assert [rung.label for rung in study.rungs] == [
