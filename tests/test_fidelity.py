@@ -327,6 +327,51 @@ def test_a_rung_with_its_own_tuning_study_runs_with_its_winners(tmp_path, capsys
     assert "epochs=2" in sweeps[1] and "optimizer.lr=0.2" in sweeps[1]
 
 
+def test_a_rung_tuned_at_its_own_budget_drops_the_seeds_its_tuning_selected_on():
+    """Issue 54 item 4: the rung tuned at 8 epochs took its seed-0 and seed-1 runs from its tuning study's winners'
+    runs, scores chosen as the best of the trials (the winner's curse). A rung that names its own tuning drops the
+    seeds that tuning ran on (trial seed 0, confirm seed 1), even where its winners are another rung's values (Lion:
+    the same point won at both budgets, one directory serving both rungs): the other rung keeps them, and the
+    dropped seeds are named."""
+    from optbench.analysis.groups import Grouping
+
+    winners_3 = {"sgd": {"cfg.optimizer.lr": 0.1}, "lion": {"cfg.optimizer.lr": 3e-4}}
+    winners_8 = {"sgd": {"cfg.optimizer.lr": 0.2}, "lion": {"cfg.optimizer.lr": 3e-4}}  # lion: the same winner
+    planned = [
+        ladder_runs.PlannedRung("epochs=2", {"cfg.epochs": 2}, "tune_3", False, winners_3),
+        ladder_runs.PlannedRung("epochs=8", {"cfg.epochs": 8}, "tune_3", False, winners_3),
+        ladder_runs.PlannedRung(
+            "epochs=8,tuned_by=tune_8", {"cfg.epochs": 8}, "tune_8", True, winners_8, frozenset({0, 1})
+        ),
+    ]
+    rows = []
+    for epochs, lrs, seeds in (
+        (2, {"sgd": 0.1, "lion": 3e-4}, range(4)),
+        (8, {"sgd": 0.1, "lion": 3e-4}, range(4)),
+        (8, {"sgd": 0.2}, range(4)),  # the 8-epoch winners: seeds 0 and 1 are tune_8's selection runs
+    ):
+        for optimizer, lr in lrs.items():
+            for seed in seeds:
+                accuracy = 0.5 + 0.02 * epochs + 0.05 * (optimizer == "sgd") + 0.01 * seed
+                rows.append(
+                    {"dataset": "cifar10", "noise": "none", "noise_rate": 0.0, "cfg.epochs": epochs}
+                    | {"optimizer": optimizer, "cfg.optimizer.lr": lr, "seed": seed, "status": "completed"}
+                    | {METRIC: accuracy, "num_classes": 10}
+                )
+    runs = pd.DataFrame(rows)
+    grouping = Grouping(["dataset", "noise", "noise_rate", "cfg.epochs"], ["optimizer", "cfg.optimizer.lr"])
+    (ladder,) = ladder_runs.find_ladders(runs, grouping, planned=planned)
+    seeds = {rung.label: {arm: sorted(runs["seed"]) for arm, runs in rung.runs.groupby("arm")} for rung in ladder.rungs}
+    tuned = seeds["epochs=8,tuned_by=tune_8"]
+    assert set(tuned) == {"sgd", "lion"}
+    assert all(found == [2, 3] for found in tuned.values())  # never the seeds its tuning selected on
+    assert all(found == [0, 1, 2, 3] for found in seeds["epochs=8"].values())  # lion's seeds 0, 1 serve this rung
+    assert ladder.selection == [
+        "epochs=8,tuned_by=tune_8: seeds 0, 1 left out: its own tuning study tune_8 selected its winners on them, so "
+        "those runs are not its evidence (docs/fidelity.md)"
+    ]
+
+
 def test_some_rungs_tuned_and_others_not_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="some rungs name their tuned_by and others none"):
         load_study(
@@ -579,8 +624,10 @@ def test_two_rungs_at_one_budget_are_told_apart_by_their_tuning_winners():
         def __init__(self, name, lr):
             winner = type("Winner", (), {"values": {"optimizer.lr": lr}})
             self.name, self.optimizers = name, {"sgd": type("Entry", (), {"winner": winner})}
+            self.selection_seeds = frozenset({0, 1})  # its trial seed and its confirm seed
 
     planned = ladder_runs.planned_rungs(Study, [Tuning("tune_3", 0.1), Tuning("tune_8", 0.05)])
+    assert [rung.selected_on for rung in planned] == [frozenset(), frozenset({0, 1})]  # only a rung's own tuning
     run = pd.Series({"cfg.epochs": 8, "optimizer": "sgd", "cfg.optimizer.lr": 0.05})
     assert ladder_runs.rung_labels(run, ["cfg.epochs"], planned) == ["epochs=8,tuned_by=tune_8"]
     assert ladder_runs.rung_labels(run.replace(0.05, 0.1), ["cfg.epochs"], planned) == ["epochs=8"]

@@ -139,7 +139,10 @@ def _parse_rung(entry: dict, bad) -> Rung:
         raise bad(f"the rung {entry} names no budget key (epochs, model.width, dataset.train_subset, ...)")
     for key, value in budget.items():
         if key == "seed":
-            raise bad("a rung's own seeds are a list under seeds:, e.g. {epochs: 8, seeds: [2, 3, 4, 5, 6, 7]}")
+            raise bad(
+                "seed changes what is compared, not the budget: a rung's own seeds are a list under seeds:, "
+                "e.g. {epochs: 8, seeds: [2, 3, 4, 5, 6, 7]}"
+            )
         if key.split(".")[0] in QUESTION_KEYS or key.startswith(("hydra", "~", "+")):
             raise bad(
                 f"{key} changes what is compared, not the budget: a rung sets keys such as epochs, "
