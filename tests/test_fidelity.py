@@ -1096,3 +1096,16 @@ def test_a_two_rung_ladder_whose_only_top_run_is_incomplete_names_it_and_keeps_t
     report = (tmp_path / "out/report.md").read_text()
     status = "running" if damage == "running" else "unreadable"
     assert f"The planned top rung, epochs=8, is not complete (adam: results on 1 seed(s) (seed 1 {status}))" in report
+
+
+def test_the_tuned_rung_of_cpu_fidelity_shares_no_seed_with_its_tuning():
+    """The rung tuned at 8 epochs runs seeds its tuning (seed 0, confirm seed 1) did not select on, so the study
+    command's post-selection warning names no seed of it; the rungs tuned at 3 epochs still share 0 and 1 with
+    tune_cpu_demo (chosen at another budget: the warning says so, the report keeps them)."""
+    from optbench.specs.study_spec import seeds_shared_with_tuning
+
+    study = find_study("cpu_fidelity")
+    assert seeds_shared_with_tuning(study, find_study("tune_cpu_demo_8ep")) == []
+    assert seeds_shared_with_tuning(study, find_study("tune_cpu_demo")) == [0, 1]
+    (tuned,) = [rung for rung in study.rungs if rung.tuned_by == "tune_cpu_demo_8ep"]
+    assert tuned.seeds == (2, 3, 4, 5, 6, 7)

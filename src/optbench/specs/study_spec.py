@@ -558,10 +558,15 @@ def _as_list(value) -> list:
 
 def seeds_shared_with_tuning(study: Study, tuning_study: Study) -> list[int]:
     """The main study's seeds that its tuning study also ran: hyperparameters chosen on a seed and then
-    tested on it make the comparison post-selection (optimistic for the tuned optimizers)."""
+    tested on it make the comparison post-selection (optimistic for the tuned optimizers). In a fidelity ladder,
+    the seeds of the rungs that run with that tuning's winners (a rung's own `seeds:`, else the grid's)."""
     assert tuning_study.tune is not None  # its caller checked it is a tuning study
     tuned_on = {int(seed) for seed in _seeds(tuning_study.grid)} | set(tuning_study.tune.confirm_seeds)
-    return sorted(tuned_on & {int(seed) for seed in _seeds(study.grid)})
+    grid_seeds = {int(seed) for seed in _seeds(study.grid)}
+    if not study.rungs:
+        return sorted(tuned_on & grid_seeds)
+    runs_with_it = [rung for rung in study.rungs if (rung.tuned_by or study.tuned_by) == tuning_study.id]
+    return sorted(tuned_on & {int(seed) for rung in runs_with_it for seed in (rung.seeds or grid_seeds)})
 
 
 def _seeds(grid: dict) -> list:
