@@ -72,6 +72,33 @@ def test_a_bad_fidelity_block_is_one_error_naming_the_fix(tmp_path, block, messa
         load_study(write_study(tmp_path / "bad.yaml", synthetic_grid(), fidelity=block))
 
 
+def test_a_rung_with_its_own_seeds_plans_those_seeds_and_the_dry_run_lists_them(tmp_path, capsys):
+    """A rung's `seeds:` replaces the grid's seeds at that rung only (a rung tuned at its own budget runs seeds its
+    tuning did not select on); the label does not change, and `seed:` in a rung says where the seeds go."""
+    path = write_study(
+        tmp_path / "ladder.yaml", synthetic_grid(), fidelity=[{"epochs": 1}, {"epochs": 3, "seeds": [5, 6, 7]}]
+    )
+    study = load_study(path)
+    assert [rung.label for rung in study.rungs] == ["epochs=1", "epochs=3"]
+    assert study.rungs[0].seeds == () and study.rungs[1].seeds == (5, 6, 7)
+    results = tmp_path / "results"
+    assert (
+        study_command.main([str(path), "--dry-run", "--no-estimate", "--set", *SMALL, f"paths.results_dir={results}"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "10 runs in 2 sweep(s): 0 done, 0 unfinished, 10 new" in out
+    listed = {tuple(line.rstrip().rsplit("/", 2)[-2:]) for line in out.splitlines() if "/seed" in line}
+    at_three = {seed for variant, seed in listed if "epochs=3" in variant}
+    assert at_three == {"seed5", "seed6", "seed7"}
+    assert {seed for variant, seed in listed if "epochs=1" in variant} == {"seed0", "seed1"}
+    for bad, message in (({"seed": 2}, "own seeds are a list under seeds:"), ({"seeds": [2, 2]}, "repeats a seed")):
+        with pytest.raises(ConfigError, match=message):
+            load_study(
+                write_study(tmp_path / "bad.yaml", synthetic_grid(), fidelity=[{"epochs": 1}, {"epochs": 3, **bad}])
+            )
+
+
 def test_the_cpu_fidelity_study_plans_the_published_directories():
     study = find_study("cpu_fidelity")
     assert [rung.label for rung in study.rungs] == [
@@ -298,6 +325,51 @@ def test_a_rung_with_its_own_tuning_study_runs_with_its_winners(tmp_path, capsys
     assert "epochs=1" in sweeps[0] and "optimizer.lr=0.05" in sweeps[0]
     assert "optimizer=tuned/tune_short/sgd" in sweeps[0]
     assert "epochs=2" in sweeps[1] and "optimizer.lr=0.2" in sweeps[1]
+
+
+def test_a_rung_tuned_at_its_own_budget_drops_the_seeds_its_tuning_selected_on():
+    """Issue 54 item 4: the rung tuned at 8 epochs took its seed-0 and seed-1 runs from its tuning study's winners'
+    runs, scores chosen as the best of the trials (the winner's curse). A rung that names its own tuning drops the
+    seeds that tuning ran on (trial seed 0, confirm seed 1), even where its winners are another rung's values (Lion:
+    the same point won at both budgets, one directory serving both rungs): the other rung keeps them, and the
+    dropped seeds are named."""
+    from optbench.analysis.groups import Grouping
+
+    winners_3 = {"sgd": {"cfg.optimizer.lr": 0.1}, "lion": {"cfg.optimizer.lr": 3e-4}}
+    winners_8 = {"sgd": {"cfg.optimizer.lr": 0.2}, "lion": {"cfg.optimizer.lr": 3e-4}}  # lion: the same winner
+    planned = [
+        ladder_runs.PlannedRung("epochs=2", {"cfg.epochs": 2}, "tune_3", False, winners_3),
+        ladder_runs.PlannedRung("epochs=8", {"cfg.epochs": 8}, "tune_3", False, winners_3),
+        ladder_runs.PlannedRung(
+            "epochs=8,tuned_by=tune_8", {"cfg.epochs": 8}, "tune_8", True, winners_8, frozenset({0, 1})
+        ),
+    ]
+    rows = []
+    for epochs, lrs, seeds in (
+        (2, {"sgd": 0.1, "lion": 3e-4}, range(4)),
+        (8, {"sgd": 0.1, "lion": 3e-4}, range(4)),
+        (8, {"sgd": 0.2}, range(4)),  # the 8-epoch winners: seeds 0 and 1 are tune_8's selection runs
+    ):
+        for optimizer, lr in lrs.items():
+            for seed in seeds:
+                accuracy = 0.5 + 0.02 * epochs + 0.05 * (optimizer == "sgd") + 0.01 * seed
+                rows.append(
+                    {"dataset": "cifar10", "noise": "none", "noise_rate": 0.0, "cfg.epochs": epochs}
+                    | {"optimizer": optimizer, "cfg.optimizer.lr": lr, "seed": seed, "status": "completed"}
+                    | {METRIC: accuracy, "num_classes": 10}
+                )
+    runs = pd.DataFrame(rows)
+    grouping = Grouping(["dataset", "noise", "noise_rate", "cfg.epochs"], ["optimizer", "cfg.optimizer.lr"])
+    (ladder,) = ladder_runs.find_ladders(runs, grouping, planned=planned)
+    seeds = {rung.label: {arm: sorted(runs["seed"]) for arm, runs in rung.runs.groupby("arm")} for rung in ladder.rungs}
+    tuned = seeds["epochs=8,tuned_by=tune_8"]
+    assert set(tuned) == {"sgd", "lion"}
+    assert all(found == [2, 3] for found in tuned.values())  # never the seeds its tuning selected on
+    assert all(found == [0, 1, 2, 3] for found in seeds["epochs=8"].values())  # lion's seeds 0, 1 serve this rung
+    assert ladder.selection == [
+        "epochs=8,tuned_by=tune_8: seeds 0, 1 left out: its own tuning study tune_8 selected its winners on them, so "
+        "those runs are not its evidence (docs/fidelity.md)"
+    ]
 
 
 def test_some_rungs_tuned_and_others_not_is_refused(tmp_path):
@@ -552,8 +624,10 @@ def test_two_rungs_at_one_budget_are_told_apart_by_their_tuning_winners():
         def __init__(self, name, lr):
             winner = type("Winner", (), {"values": {"optimizer.lr": lr}})
             self.name, self.optimizers = name, {"sgd": type("Entry", (), {"winner": winner})}
+            self.selection_seeds = frozenset({0, 1})  # its trial seed and its confirm seed
 
     planned = ladder_runs.planned_rungs(Study, [Tuning("tune_3", 0.1), Tuning("tune_8", 0.05)])
+    assert [rung.selected_on for rung in planned] == [frozenset(), frozenset({0, 1})]  # only a rung's own tuning
     run = pd.Series({"cfg.epochs": 8, "optimizer": "sgd", "cfg.optimizer.lr": 0.05})
     assert ladder_runs.rung_labels(run, ["cfg.epochs"], planned) == ["epochs=8,tuned_by=tune_8"]
     assert ladder_runs.rung_labels(run.replace(0.05, 0.1), ["cfg.epochs"], planned) == ["epochs=8"]
@@ -875,7 +949,11 @@ def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path
         "epochs=16",
         "epochs=8,tuned_by=tune_cpu_demo_8ep",
     }
-    assert (per_rung["n"] >= 6).all() and (per_rung["failed"] == 0).all()
+    assert (per_rung["failed"] == 0).all()
+    tuned_at_8 = per_rung["rung"] == "epochs=8,tuned_by=tune_cpu_demo_8ep"
+    assert (per_rung.loc[~tuned_at_8, "n"] >= 6).all()
+    # the rung tuned at 8 epochs: never the seeds 0 and 1 its tuning selected on; 6 and 7 once they are trained
+    assert set(per_rung.loc[tuned_at_8, "seeds"]) <= {"2, 3, 4, 5", "2, 3, 4, 5, 6, 7"}
     tuned = pd.read_csv(docs / "tables/fidelity_tuning.csv")
     assert set(tuned["study"]) == {"tune_cpu_demo", "tune_cpu_demo_8ep"} and len(tuned) == 10
     # The hypotheses are cpu_demo_clean's decisions; their fixed-design line uses its own arms (tuned at 3 epochs,
@@ -895,8 +973,9 @@ def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path
 
 def test_tuning_trials_that_are_the_named_studys_runs_are_counted_not_set_aside():
     """tune_cpu_demo_8ep's trials on seeds 0 and 1 include cpu_fidelity's own 8-epoch runs (the same directories):
-    the 3-epoch winners' runs of the 8-epoch rung, and the 8-epoch winners' runs of the rung tuned at 8. Set aside
-    as trials, they took seeds 0 and 1 out of both 8-epoch rungs (4 seeds each instead of 6)."""
+    the 3-epoch winners' runs of the 8-epoch rung. Set aside as trials, they took seeds 0 and 1 out of that rung.
+    The 8-epoch winners' trials are the selection of the rung tuned at 8 epochs, which runs seeds 2-7 instead
+    (issue 54 item 4): they stay set aside, but where the same point won at both budgets (Lion)."""
     from optbench.analysis.judging.study_trials import study_runs_among_trials
     from optbench.analysis.judging.tuning_report import read_tuning
 
@@ -910,11 +989,15 @@ def test_tuning_trials_that_are_the_named_studys_runs_are_counted_not_set_aside(
     assert kept <= by_name["tune_cpu_demo_8ep"].run_dirs
     epochs_and_seed = sorted((path.parent.name.split("epochs=")[1].split(",")[0], path.name) for path in kept)
     assert set(epochs_and_seed) == {("8", "seed0"), ("8", "seed1")}
-    for name in ("sgd", "adam", "adamw", "lion", "muon"):  # each optimizer's winners at both budgets, seed 0
-        for tuning in ("tune_cpu_demo", "tune_cpu_demo_8ep"):
-            values = by_name[tuning].optimizers[name].winner.values
-            lr = f"optimizer.lr={values['optimizer.lr']:.3g}"
-            assert any(path.parts[-3] == name and lr in path.parent.name and path.name == "seed0" for path in kept)
+
+    def lr_of(tuning: str, name: str) -> str:
+        return f"optimizer.lr={by_name[tuning].optimizers[name].winner.values['optimizer.lr']:.3g},"
+
+    for name in ("sgd", "adam", "adamw", "lion", "muon"):
+        ours = [path for path in kept if path.parts[-3] == name]
+        assert any(lr_of("tune_cpu_demo", name) in path.parent.name and path.name == "seed0" for path in ours)
+        assert all(lr_of("tune_cpu_demo", name) in path.parent.name for path in ours)  # never the 8-epoch winners'
+    assert lr_of("tune_cpu_demo", "lion") == lr_of("tune_cpu_demo_8ep", "lion")  # one directory, two rungs
 
 
 @pytest.mark.slow
@@ -1013,3 +1096,16 @@ def test_a_two_rung_ladder_whose_only_top_run_is_incomplete_names_it_and_keeps_t
     report = (tmp_path / "out/report.md").read_text()
     status = "running" if damage == "running" else "unreadable"
     assert f"The planned top rung, epochs=8, is not complete (adam: results on 1 seed(s) (seed 1 {status}))" in report
+
+
+def test_the_tuned_rung_of_cpu_fidelity_shares_no_seed_with_its_tuning():
+    """The rung tuned at 8 epochs runs seeds its tuning (seed 0, confirm seed 1) did not select on, so the study
+    command's post-selection warning names no seed of it; the rungs tuned at 3 epochs still share 0 and 1 with
+    tune_cpu_demo (chosen at another budget: the warning says so, the report keeps them)."""
+    from optbench.specs.study_spec import seeds_shared_with_tuning
+
+    study = find_study("cpu_fidelity")
+    assert seeds_shared_with_tuning(study, find_study("tune_cpu_demo_8ep")) == []
+    assert seeds_shared_with_tuning(study, find_study("tune_cpu_demo")) == [0, 1]
+    (tuned,) = [rung for rung in study.rungs if rung.tuned_by == "tune_cpu_demo_8ep"]
+    assert tuned.seeds == (2, 3, 4, 5, 6, 7)

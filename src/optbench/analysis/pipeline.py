@@ -330,7 +330,7 @@ class FidelityPlanned:
     """What the study that made the runs says about its ladder (none of it without `--study`)."""
 
     rungs: tuple = ()  # ladder_runs.PlannedRung, in the study's order
-    seeds: tuple = ()  # the study's grid seeds: seeds beyond them were added (by a sequential study)
+    seeds: tuple = ()  # the study's grid seeds and its rungs' own: seeds beyond them were added (sequential study)
     added_by: str = ""  # the studies whose decision records are here
     resolution: float | None = None  # metric units
 
@@ -340,10 +340,11 @@ class FidelityPlanned:
         if study is None or not study.rungs:
             return cls(added_by=added_by)
         seeds = study.grid["seed"] if isinstance(study.grid["seed"], list) else [study.grid["seed"]]
+        seeds = [*seeds, *(seed for rung in study.rungs for seed in rung.seeds)]  # a rung's own seeds are planned
         resolution = study.fidelity_resolution
         return cls(
             tuple(planned_rungs(study, tuning_studies)),
-            tuple(int(seed) for seed in seeds),
+            tuple(sorted({int(seed) for seed in seeds})),
             added_by,
             None if resolution is None else resolution / 100,
         )

@@ -9,12 +9,12 @@ experiments/search_spaces/, the top-k rerun on more seeds); `tuned_by` (main stu
 tuning study whose winners it runs with; `hypotheses` (main studies) lists the ids of the hypotheses it
 tests (`tested_hypotheses`: the aggregator's `--study` judges only those, on its planned settings); `fidelity`
 names a ladder of budgets (rungs, each a set of budget overrides such as epochs or model.width, optionally with
-its own `tuned_by`), planned as rungs x grid; `newcomers` (a main study with `tuned_by`) names the grid's optimizers
-tuned here with the tuning study's protocol while the others keep its published winners, and `published` a folder
-of published run records whose runs of this study are copied in instead of trained (studies/published.py;
-docs/your-own-optimizer.md). A key the format does not know is refused, so a typo cannot be silently ignored.
-`find_study(name)` and `load_study(path)` return a frozen `Study`; plan.py expands it into runs. A hypothesis study
-carries its parsed `HypothesisTest` (specs/hypothesis_spec.py).
+its own `tuned_by` and `seeds`), planned as rungs x grid; `newcomers` (a main study with `tuned_by`) names the
+grid's optimizers tuned here with the tuning study's protocol while the others keep its published winners, and
+`published` a folder of published run records whose runs of this study are copied in instead of trained
+(studies/published.py; docs/your-own-optimizer.md). A key the format does not know is refused, so a typo cannot be
+silently ignored. `find_study(name)` and `load_study(path)` return a frozen `Study`; plan.py expands it into runs. A
+hypothesis study carries its parsed `HypothesisTest` (specs/hypothesis_spec.py).
 Standard library and PyYAML only.
 """
 
@@ -78,6 +78,9 @@ class Rung:
 
     overrides: tuple[str, ...]  # `epochs=2`, `model.width=32`: applied on top of the grid and `overrides`
     tuned_by: str = ""  # a tuning study for this rung only (default: the study's `tuned_by`)
+    # the rung's own seeds (default: the grid's); a rung tuned at its own budget runs seeds its tuning did not
+    # select on. Not part of the label: the same rung on other seeds asks the same question.
+    seeds: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
@@ -108,8 +111,8 @@ def parse_fidelity_resolution(path: Path, block) -> float | None:
 
 def parse_fidelity(path: Path, block) -> tuple[Rung, ...]:
     """`{epochs: [2, 4, 8, 16]}` (one axis, one rung per value) or a list of rungs, each a mapping of budget
-    keys with an optional `tuned_by`: `[{epochs: 8}, {epochs: 8, model.width: 32, tuned_by: tune_w32}]`; either
-    may carry a `resolution` (`{rungs: [...], resolution: 2}` for the list form)."""
+    keys with an optional `tuned_by` and `seeds`: `[{epochs: 8}, {epochs: 8, tuned_by: tune_8, seeds: [2, 3, 6]}]`;
+    either may carry a `resolution` (`{rungs: [...], resolution: 2}` for the list form)."""
 
     def bad(problem: str) -> ConfigError:
         return ConfigError(f"{path}: fidelity: {problem} (docs/fidelity.md)")
@@ -135,11 +138,19 @@ def parse_fidelity(path: Path, block) -> tuple[Rung, ...]:
     return rungs
 
 
+RUNG_OWN_KEYS = ("tuned_by", "seeds")  # a rung's keys that are not budget overrides
+
+
 def _parse_rung(entry: dict, bad) -> Rung:
-    budget = {str(key): value for key, value in entry.items() if key != "tuned_by"}
+    budget = {str(key): value for key, value in entry.items() if key not in RUNG_OWN_KEYS}
     if not budget:
         raise bad(f"the rung {entry} names no budget key (epochs, model.width, dataset.train_subset, ...)")
     for key, value in budget.items():
+        if key == "seed":
+            raise bad(
+                "seed changes what is compared, not the budget: a rung's own seeds are a list under seeds:, "
+                "e.g. {epochs: 8, seeds: [2, 3, 4, 5, 6, 7]}"
+            )
         if key.split(".")[0] in QUESTION_KEYS or key.startswith(("hydra", "~", "+")):
             raise bad(
                 f"{key} changes what is compared, not the budget: a rung sets keys such as epochs, "
@@ -152,7 +163,30 @@ def _parse_rung(entry: dict, bad) -> Rung:
     tuned_by = entry.get("tuned_by") or ""
     if not isinstance(tuned_by, str):
         raise bad(f"tuned_by names one tuning study, not {tuned_by!r}")
-    return Rung(tuple(f"{key}={_yaml_scalar(value)}" for key, value in sorted(budget.items())), tuned_by)
+    return Rung(
+        tuple(f"{key}={_yaml_scalar(value)}" for key, value in sorted(budget.items())),
+        tuned_by,
+        _rung_seeds(entry.get("seeds"), bad),
+    )
+
+
+def _rung_seeds(value, bad) -> tuple[int, ...]:
+    """A rung's `seeds:` as a tuple of distinct whole numbers >= 0 (`2,3,6` from the command line too); () when
+    not given (the grid's seeds)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [part.strip() for part in value.strip("[]").split(",") if part.strip()]
+        value = [int(part) if part.isdigit() else part for part in value]
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 for seed in value)
+    ):
+        raise bad(f"seeds: a list of whole numbers >= 0, e.g. seeds: [2, 3, 4, 5, 6, 7], not {value!r}")
+    if len(set(value)) != len(value):
+        raise bad(f"seeds: {value!r} repeats a seed")
+    return tuple(value)
 
 
 # Budget keys counted in whole units (planning turns epochs into a number): `.nan`, `two`, `2.5` are refused here,
@@ -172,10 +206,12 @@ def _yaml_scalar(value) -> str:
 
 
 def study_at_rung(study: Study, rung: Rung) -> Study:
-    """The study as it runs at one rung: the rung's epochs in the grid, its other keys as overrides (replacing
-    the study's own override of the same key), no rungs left."""
+    """The study as it runs at one rung: the rung's epochs (and its own seeds, when it names them) in the grid,
+    its other keys as overrides (replacing the study's own override of the same key), no rungs left."""
     epochs = rung.value_of("epochs")
-    grid = {**study.grid, "epochs": int(epochs)} if epochs is not None else study.grid
+    grid = {**study.grid, "epochs": int(epochs)} if epochs is not None else dict(study.grid)
+    if rung.seeds:
+        grid["seed"] = list(rung.seeds)
     rung_keys = {override.split("=", 1)[0] for override in rung.overrides if not override.startswith("epochs=")}
     kept = tuple(override for override in study.overrides if override.split("=", 1)[0] not in rung_keys)
     added = tuple(override for override in rung.overrides if not override.startswith("epochs="))
@@ -563,10 +599,15 @@ def _as_list(value) -> list:
 
 def seeds_shared_with_tuning(study: Study, tuning_study: Study) -> list[int]:
     """The main study's seeds that its tuning study also ran: hyperparameters chosen on a seed and then
-    tested on it make the comparison post-selection (optimistic for the tuned optimizers)."""
+    tested on it make the comparison post-selection (optimistic for the tuned optimizers). In a fidelity ladder,
+    the seeds of the rungs that run with that tuning's winners (a rung's own `seeds:`, else the grid's)."""
     assert tuning_study.tune is not None  # its caller checked it is a tuning study
     tuned_on = {int(seed) for seed in _seeds(tuning_study.grid)} | set(tuning_study.tune.confirm_seeds)
-    return sorted(tuned_on & {int(seed) for seed in _seeds(study.grid)})
+    grid_seeds = {int(seed) for seed in _seeds(study.grid)}
+    if not study.rungs:
+        return sorted(tuned_on & grid_seeds)
+    runs_with_it = [rung for rung in study.rungs if (rung.tuned_by or study.tuned_by) == tuning_study.id]
+    return sorted(tuned_on & {int(seed) for rung in runs_with_it for seed in (rung.seeds or grid_seeds)})
 
 
 def _seeds(grid: dict) -> list:

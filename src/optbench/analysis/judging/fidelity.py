@@ -231,7 +231,7 @@ def analyse_ladder(
             f"{rung.label}: {short or 'the optimizers'} have fewer than {TOP_SEEDS} completed seeds there yet "
             "(shown in the table and figures, not compared)"
         )
-    ladder.notes = top_note(ladder) + failure_notes(ladder) + left_out_notes(ladder)
+    ladder.notes = top_note(ladder) + failure_notes(ladder) + ladder.selection + left_out_notes(ladder)
     top_hours = device_hours(ladder.top)
     agreement, pairs, orders = [], [], []
     for rung in ladder.compared:

@@ -5,8 +5,10 @@ dataset.train_subset, or a key a study's rungs name), found from the group keys 
 share every other setting key (dataset, noise, ...) and take two or more combinations of fidelity values
 form one ladder, one *rung* per combination. With the study that made them (`--study`), the rungs are the
 study's (`planned_rungs`): two rungs at one budget tuned by different tuning studies are told apart by the
-values each tuning chose (its record's winners), and a planned rung with no runs is named. Runs of other
-settings form no ladder; tuning trials are set aside before loading.
+values each tuning chose (its record's winners), and a planned rung with no runs is named. A rung that names its
+own tuning (`tuned_by`) drops the seeds that tuning ran on (its trial and confirm seeds): its winners were selected
+on those runs, so they are never its evidence (`selection_notes` names them). Runs of other settings form no
+ladder; tuning trials are set aside before loading.
 - every run that ended is a result (`seed_values`): a diverged or failed run counts at its recorded score, or
   chance (as the robust tables count it); `failure_notes` names it, `left_out_notes` names a seed some
   optimizer lacks, never silently dropped;
@@ -64,6 +66,8 @@ class PlannedRung:
     tuned_by: str  # the tuning study whose winners it runs with ("" when untuned)
     own_tuning: bool  # the rung names its own tuned_by (another rung may share its budget)
     winners: dict | None  # optimizer -> {cfg.optimizer.lr: value, ...} from that study's record; None: no record
+    # a rung with its own tuning: the seeds that tuning selected on (trial and confirm seeds), never its evidence
+    selected_on: frozenset = frozenset()
 
 
 @dataclass
@@ -78,6 +82,7 @@ class Ladder:
     flips: pd.DataFrame = field(default_factory=pd.DataFrame)  # pairs ordered differently at a rung and the top
     missing: list[str] = field(default_factory=list)  # arms absent at some rung, named
     not_yet: list[str] = field(default_factory=list)  # rungs not compared (no run, or too few seeds yet), named
+    selection: list[str] = field(default_factory=list)  # a rung's runs left out as its own tuning's selection runs
     notes: list[str] = field(default_factory=list)  # failed runs, seeds left out, an incomplete top: named
     top_index: int = -1  # the rung compared against: the planned top when complete (top_rung_index)
     planned_top: str = ""  # the planned top rung's label (the largest budget); "" = the last rung
@@ -132,8 +137,21 @@ def planned_rungs(study, tuning_studies: list) -> list[PlannedRung]:
             CONFIG_PREFIX + key: yaml.safe_load(value)
             for key, value in (override.split("=", 1) for override in rung.overrides)
         }
-        planned.append(PlannedRung(rung.label, values, tuned_by, bool(rung.tuned_by), winners))
+        selected_on = record.selection_seeds if record and rung.tuned_by else frozenset()
+        planned.append(PlannedRung(rung.label, values, tuned_by, bool(rung.tuned_by), winners, selected_on))
     return planned
+
+
+def selection_seeds(run: pd.Series, labels: list[str], planned: Sequence[PlannedRung]) -> list[str]:
+    """The rungs among `labels` whose own tuning selected on this run's seed: the run is not their evidence (the
+    winners' scores on the seeds that chose them are inflated by the choice, the winner's curse)."""
+    by_label = {rung.label: rung for rung in planned}
+    seed = run.get("seed")
+    return [
+        label
+        for label in labels
+        if label in by_label and seed is not None and seed == seed and int(seed) in by_label[label].selected_on
+    ]
 
 
 def rung_labels(run: pd.Series, varying: list[str], planned: Sequence[PlannedRung]) -> list[str]:
@@ -190,9 +208,12 @@ def find_ladders(
 def ladder_of(group, grouping: Grouping, varying: list[str], keys: dict, planned) -> "Ladder | None":
     belongs = {index: rung_labels(run, varying, planned) for index, run in group.iterrows()}
     untold = [index for index, found in belongs.items() if not found]  # at a shared budget, no tuning record fits
-    labelled = pd.concat(
-        [group.loc[[index]].assign(rung=label) for index, found in belongs.items() for label in found]
-    ).reset_index(drop=True)
+    selected = {index: selection_seeds(group.loc[index], found, planned) for index, found in belongs.items()}
+    belongs = {index: [label for label in found if label not in selected[index]] for index, found in belongs.items()}
+    pieces = [group.loc[[index]].assign(rung=label) for index, found in belongs.items() for label in found]
+    if not pieces:
+        return None
+    labelled = pd.concat(pieces).reset_index(drop=True)
     labelled, arms = rung_arms(labelled, grouping)
     rungs = rungs_of(labelled, varying, keys, planned)
     ran = [rung for rung in rungs if rung.runs["status"].isin(RESULT_STATUSES).any()]
@@ -227,7 +248,16 @@ def ladder_of(group, grouping: Grouping, varying: list[str], keys: dict, planned
     )[2]
     labels = [rung.label for rung in ran]
     top_index = top_rung_index(ran, arms, labels.index(planned_top) if planned_top in labels else None)
-    return Ladder("", varying, ran, arms, not_yet=not_yet, top_index=top_index, planned_top=planned_top)
+    selection = [
+        f"{label}: seeds {seeds_text(sorted({int(group.loc[index, 'seed']) for index in indices}))} left out: its own "
+        f"tuning study {next(rung.tuned_by for rung in planned if rung.label == label)} selected its winners on "
+        "them, so those runs are not its evidence (docs/fidelity.md)"
+        for label in dict.fromkeys(label for found in selected.values() for label in found)
+        for indices in [[index for index, found in selected.items() if label in found]]
+    ]
+    return Ladder(
+        "", varying, ran, arms, not_yet=not_yet, selection=selection, top_index=top_index, planned_top=planned_top
+    )
 
 
 def result_arms(rung: Rung, min_seeds: int = 1) -> set:

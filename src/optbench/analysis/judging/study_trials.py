@@ -3,10 +3,12 @@
 A run directory is a run's identity, so a tuning trial and a study's run with the same configuration are one
 directory. When the tuning study and the named study plan the same runs but for optimizer, seed and the tuned
 values (the same grid otherwise, the same overrides, the budget of one of the study's rungs), a trial on one of
-the study's seeds whose values are the winners that rung runs with is that rung's run: tune_cpu_demo_8ep's seed-0
-trial of the values tuned at 3 epochs is cpu_fidelity's 8-epoch seed-0 run, and its winners' seed-0 and seed-1
-runs are the 8-epoch-tuned rung's. Setting those aside dropped the seeds from the study's tables; the report's
-post-selection note still names the seeds a tuning ran on.
+the rung's seeds (its own `seeds:`, else the grid's) whose values are the winners that rung runs with is that
+rung's run: tune_cpu_demo_8ep's seed-0 trial of the values tuned at 3 epochs is cpu_fidelity's 8-epoch seed-0 run.
+Setting those aside dropped the seeds from the study's tables; the report's post-selection note still names the
+seeds a tuning ran on. A rung tuned by its own tuning runs seeds that tuning did not select on: its winners' seed-0
+and seed-1 trials chose them, are no run of that rung, and stay set aside (ladder_runs.py drops them from the rung
+even when they are another rung's run).
 """
 
 from pathlib import Path
@@ -23,13 +25,19 @@ def as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def rung_budgets(study: Study) -> list[tuple[dict[str, str], str]]:
-    """Per rung, its budget overrides ({key: value}) and the tuning study whose winners it runs with."""
+def rung_budgets(study: Study) -> list[tuple[dict[str, str], str, set[int]]]:
+    """Per rung, its budget overrides ({key: value}), the tuning study whose winners it runs with, and its seeds
+    (a rung's own tuning study's selection seeds taken out: they are that tuning's runs, not the rung's)."""
+    grid_seeds = {int(seed) for seed in as_list(study.grid.get("seed"))}
     if not study.rungs:
         epochs = as_list(study.grid.get("epochs"))
-        return [({"epochs": str(epochs[0])}, study.tuned_by)] if len(epochs) == 1 else []
+        return [({"epochs": str(epochs[0])}, study.tuned_by, grid_seeds)] if len(epochs) == 1 else []
     return [
-        (dict(override.split("=", 1) for override in rung.overrides), rung.tuned_by or study.tuned_by)
+        (
+            dict(override.split("=", 1) for override in rung.overrides),
+            rung.tuned_by or study.tuned_by,
+            set(rung.seeds) or grid_seeds,
+        )
         for rung in study.rungs
     ]
 
@@ -61,15 +69,21 @@ def study_runs_among_trials(
             spec = find_study(tuning.name, *([experiments_dir] if experiments_dir else []))
         except ConfigError:
             continue  # no study file to compare plans with: its trials stay set aside
-        for budget, tuned_by in rung_budgets(study):
+        for budget, tuned_by, seeds in rung_budgets(study):
             if tuned_by in records and plans_alike(study, spec, budget):
-                kept |= winners_trial_dirs(study, tuning, records[tuned_by], (results_dir / tuning.source).parent)
+                if tuned_by == tuning.name and any(rung.tuned_by == tuned_by for rung in study.rungs):
+                    continue  # a rung's own tuning: its winners' trials are the selection, never the rung's runs
+                folder = (results_dir / tuning.source).parent
+                kept |= winners_trial_dirs(study, tuning, records[tuned_by], folder, seeds)
     return frozenset(kept)
 
 
-def winners_trial_dirs(study: Study, tuning: TuningStudy, rung_tuning: TuningStudy, folder: Path) -> set[Path]:
-    """`tuning`'s trial runs on the study's seeds and optimizers whose values are `rung_tuning`'s winners."""
-    optimizers, seeds = set(as_list(study.grid.get("optimizer"))), set(as_list(study.grid.get("seed")))
+def winners_trial_dirs(
+    study: Study, tuning: TuningStudy, rung_tuning: TuningStudy, folder: Path, seeds: set[int]
+) -> set[Path]:
+    """`tuning`'s trial runs on `seeds` (the rung's) and the study's optimizers whose values are `rung_tuning`'s
+    winners."""
+    optimizers = set(as_list(study.grid.get("optimizer")))
     dirs: set[Path] = set()
     for name, entry in tuning.optimizers.items():
         winner = rung_tuning.optimizers[name].winner if name in rung_tuning.optimizers else None

@@ -53,6 +53,11 @@ class TuningStudy:
     def optimizers(self) -> dict[str, OptimizerTuning]:
         return self.record.optimizers
 
+    @property
+    def selection_seeds(self) -> frozenset[int]:
+        """The seeds its winners were selected on: the trial seeds and the confirm seeds."""
+        return frozenset(int(seed) for seed in (*self.record.budget.trial_seeds, *self.record.budget.confirm_seeds))
+
 
 @dataclass
 class TuningRecords:
