@@ -347,14 +347,18 @@ def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> Fidelity
     """The planner, from the ladder's own spreads pooled over the compared rungs, each at its one-sided 80 % upper
     bound: for each answer the seeds at which an unchanged rung gets it with 80 % power (fidelity_power), and that
     power simulated at the number given; and the seeds at the top that establish orders the resolution apart."""
-    arms = [arm for arm in ladder.arms if arm in result_arms(ladder.top)]
+    # The arms every compared rung shares with the top: an arm the top has and a cheaper rung lacks (a learning rate
+    # tuned at the top's budget only) has no change to pool, and per-optimizer spreads need each arm at every rung.
+    arms = [
+        arm
+        for arm in ladder.arms
+        if arm in result_arms(ladder.top) and all(arm in result_arms(rung) for rung in ladder.compared[:-1])
+    ]
     top_seeds = common_seeds(ladder.top, arms)
     top_values = matrix(ladder.top, arms, top_seeds, metric)
     top_sd, top_df = fidelity_stats.residual_spread(top_values)
     changes, rungs = [], []
     for rung in ladder.compared[:-1]:
-        if any(arm not in result_arms(rung) for arm in arms):  # per-optimizer spreads need every arm's change
-            continue
         shared = sorted(set(common_seeds(rung, arms)) & set(top_seeds))
         changes.append(matrix(rung, arms, shared, metric) - matrix(ladder.top, arms, shared, metric))
         rungs.append(matrix(rung, arms, common_seeds(rung, arms), metric))
