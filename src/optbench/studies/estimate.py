@@ -6,7 +6,8 @@ images/s from each epoch's time outside training), data loading included. Otherw
 (device, model, width, classes, batch size) among the runs still to do, train a few steps on random data
 (`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take the images/s, cached per
 machine and shape (`$OPTBENCH_CACHE_DIR/estimate-rates.json`, as device=fastest caches its timing), so two
-estimates on one machine agree; `measure_rates` says before it measures, because at width 64 on a busy CPU
+estimates on one machine agree (a rate timed on a busy machine is marked and timed again once it is quiet);
+`measure_rates` says before it measures, because at width 64 on a busy CPU
 that takes minutes. One epoch then costs its training images / rate, plus its validation and test images /
 (EVAL_SPEEDUP x rate) (or / the recorded evaluation rate), and a run costs its remaining epochs of that. A
 folder of images (dataset=imagefolder) is counted from its listing. A measured estimate ignores data loading
@@ -31,6 +32,7 @@ FORWARD_SHARE = 1 / 3  # evaluation forward pass vs a full training step (forwar
 # elsewhere the forward-pass share (a forward is about a third of a training step).
 EVAL_SPEEDUP = {"cpu": 7.0}
 RATE_CACHE = "estimate-rates.json"
+BUSY_LOAD = 1.0  # load per usable core above which other processes competed for the cores while timing
 TEXT_WINDOWS_PER_SPLIT = 871  # Tiny Shakespeare's held-out halves in windows of 64 (dataset.eval_windows: null)
 
 
@@ -147,8 +149,9 @@ def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, Recorded
 def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, float, float | None]]:
     """shape -> (device measured on, training images/s, load per core while it was measured): from the cache
     of this machine, else measured once and cached (a missing or damaged cache only costs a new
-    measurement), announced first by `announce` (a line). A load above 1 says other processes kept the cores
-    busy: the rate is too low."""
+    measurement), announced first by `announce` (a line). A load above BUSY_LOAD says other processes kept the
+    cores busy: the rate is too low, so it is cached marked with that load and timed again once the machine is
+    quiet; the quiet rate then stands."""
     from optbench.device import fastest  # torch: only when an estimate is asked for
     from optbench.device.policy import resolve_device
     from optbench.training.timing import timed_model
@@ -162,15 +165,27 @@ def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, 
         else:
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
         key = fastest.cache_key([device], model)
-        if not (isinstance(cache.get(key), dict) and "images_per_s" in cache[key]):  # absent or damaged
+        load = machine_load()  # before timing: the timing's own steps would count as load
+        if needs_timing(cache.get(key), load):
             announce(
                 f"estimating: timing 7 training steps of {model_name} width {width}, batch {batch_size} on "
                 f"{device} (once per machine and shape; cached in {fastest.cache_path(RATE_CACHE)}) ..."
             )
-            cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": machine_load()}
+            cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": load}
             fastest.write_cache(cache, RATE_CACHE)
         rates[shape] = (str(device), cache[key]["images_per_s"], cache[key].get("load"))
     return rates
+
+
+def is_busy(load: float | None) -> bool:
+    return (load or 0.0) > BUSY_LOAD
+
+
+def needs_timing(entry, load_now: float | None) -> bool:
+    """Time the shape when the cache has no usable rate, or only one timed on a busy machine that is quiet now."""
+    if not (isinstance(entry, dict) and "images_per_s" in entry):  # absent or damaged
+        return True
+    return is_busy(entry.get("load")) and not is_busy(load_now)
 
 
 def machine_load() -> float | None:

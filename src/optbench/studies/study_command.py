@@ -426,10 +426,10 @@ def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> No
             f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
             "delete it to measure again)"
         )
-        if (load or 0.0) > 1.0:
+        if estimate.is_busy(load):
             print(
-                f"  the machine was busy while this rate was measured (load {load:.1f} "
-                f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine"
+                f"  the machine was busy while this rate was measured (load {load:.1f} per core): the estimate is "
+                "too long; the rate is cached marked busy and timed again when the machine is quiet"
             )
         print(
             f"  per epoch: training images / rate + (validation + test images) / "
