@@ -391,9 +391,10 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
         print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
         return
     every_shape = {load.shape for _, load in planned if load is not None}  # a ladder's per-rung cost needs each
-    recorded = estimate.recorded_rates(
-        [(load, run.run_dir) for run, load in planned if load is not None and run.status in ("done", "unfinished")]
-    )
+    own = [(load, run.run_dir) for run, load in planned if load is not None and run.status in ("done", "unfinished")]
+    elsewhere = [(load, run_dir) for load, run_dir in same_shape_runs(planned) if load.shape in every_shape]
+    recorded = estimate.recorded_rates(own + elsewhere)
+    own_runs = estimate.recorded_rates(own)
     to_measure = every_shape - set(recorded)
     measured = estimate.measure_rates(to_measure, lambda line: print(line, flush=True)) if to_measure else {}
     seconds = sum(load_seconds(load, recorded, measured) for load in work)
@@ -402,19 +403,36 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
         + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else "")
     )
     for shape in sorted({load.shape for load in work} & set(recorded)):
-        _, model, width, classes, batch, *_ = shape
-        rate = recorded[shape]
-        evaluated = f", {rate.eval_rate:.0f} evaluated images/s" if rate.eval_rate else ""
-        print(
-            f"  from {rate.runs} run(s) of this study on disk: {rate.train_rate:.0f} training images/s{evaluated} "
-            f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "
-            "loading included)"
-        )
+        print_recorded(shape, recorded[shape], own_runs[shape].runs if shape in own_runs else 0)
     if measured:
         print_measured(measured)
     if unknown:
         print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
     print_rung_estimates(runs_by_sweep, recorded, measured)
+
+
+def same_shape_runs(planned: list) -> list:
+    """Runs under the study's results folders that it does not plan (another optimizer's, another study's): runs
+    of its shape among them price the estimate before a busy machine's timing would."""
+    roots = {Path(run.cfg.paths.results_dir) for run, _ in planned}
+    return estimate.runs_on_disk({root for root in roots if root.is_dir()}, {Path(run.run_dir) for run, _ in planned})
+
+
+def print_recorded(shape: tuple, rate, own: int) -> None:
+    """Where a recorded rate came from: the study's own runs, or runs of the same shape elsewhere on disk."""
+    _, model, width, classes, batch, *_ = shape
+    evaluated = f", {rate.eval_rate:.0f} evaluated images/s" if rate.eval_rate else ""
+    source = (
+        f"{rate.runs} run(s) of this study on disk"
+        if own == rate.runs
+        else f"{rate.runs} run(s) on disk of the same shape ({own} of this study)"
+    )
+    overhead = f", {rate.epoch_overhead_s:.1f} s an epoch outside both" if rate.epoch_overhead_s else ""
+    print(
+        f"  from {source}: {rate.train_rate:.0f} training images/s{evaluated}{overhead} "
+        f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "
+        "loading included)"
+    )
 
 
 def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> None:
@@ -440,7 +458,7 @@ def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> No
 def load_seconds(load, recorded: dict, measured: dict) -> float:
     """The serial seconds of a workload at the study's recorded rate for its shape, else the measured one."""
     if load.shape in recorded:
-        return estimate.seconds_left(load, recorded[load.shape].train_rate, eval_rate=recorded[load.shape].eval_rate)
+        return estimate.recorded_seconds(load, recorded[load.shape])
     return estimate.seconds_left(load, measured[load.shape][1], measured[load.shape][0])
 
 
