@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from optbench import identity, rundir
+from optbench import identity, run_states, rundir
 from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
 from optbench.errors import DamagedRunFile
@@ -25,7 +25,7 @@ from optbench.specs.study_spec import Study, find_study, tuning_studies_of
 from optbench.studies import estimate
 from optbench.studies.plan import PlannedRun, Sweep, plan
 
-NEW, OTHER, UNREADABLE = "new", "other experiment", "unreadable"
+NEW, OTHER, UNREADABLE = run_states.NEW, run_states.OTHER_EXPERIMENT, "unreadable"
 TO_TRAIN = (
     NEW,
     run_summary.RUNNING,

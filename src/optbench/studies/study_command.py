@@ -31,6 +31,7 @@ from pathlib import Path
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
+from optbench import run_states
 from optbench.command_line import OneLineParser
 from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.config.plain import plain_dict
@@ -343,8 +344,8 @@ def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]
     print(f"study {study.id}: {study.statement}")
     others = f", {counts[OTHER_EXPERIMENT]} holding another experiment" if counts[OTHER_EXPERIMENT] else ""
     print(
-        f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts['done']} done, "
-        f"{counts['unfinished']} unfinished, {counts['new']} new{others}"
+        f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts[run_states.DONE]} done, "
+        f"{counts[run_states.UNFINISHED]} unfinished, {counts[run_states.NEW]} new{others}"
     )
     for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
         if sweep.pending:
@@ -384,14 +385,14 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     do, from the study's own runs on disk where its shapes have some, else from the cached or measured rate."""
     sys.stdout.flush()
     planned = [(run, estimate.workload(run.cfg, run.epochs_done)) for _, runs in runs_by_sweep for run in runs]
-    to_do = [(run, load) for run, load in planned if run.status != "done"]
+    to_do = [(run, load) for run, load in planned if run.status != run_states.DONE]
     unknown = [run for run, load in to_do if load is None]
     work = [load for _, load in to_do if load is not None]
     if not work:
         print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
         return
     every_shape = {load.shape for _, load in planned if load is not None}  # a ladder's per-rung cost needs each
-    own = [(load, run.run_dir) for run, load in planned if load is not None and run.status in ("done", "unfinished")]
+    own = [(load, run.run_dir) for run, load in planned if load is not None and run.status in run_states.REUSED]
     elsewhere = [(load, run_dir) for load, run_dir in same_shape_runs(planned) if load.shape in every_shape]
     recorded = estimate.recorded_rates(own + elsewhere)
     own_runs = estimate.recorded_rates(own)
@@ -472,7 +473,7 @@ def print_rung_estimates(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], re
         runs = [run for sweep, sweep_runs in runs_by_sweep if sweep.rung == rung for run in sweep_runs]
         whole = rung_seconds(runs, recorded, measured, everything=True)
         left = rung_seconds(runs, recorded, measured, everything=False)
-        done = sum(run.status == "done" for run in runs)
+        done = sum(run.status == run_states.DONE for run in runs)
         print(
             f"  rung {rung}: {len(runs)} runs, {done} done; {format_duration(whole)} in all, "
             f"{format_duration(left)} left"
@@ -482,7 +483,7 @@ def print_rung_estimates(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], re
 def rung_seconds(runs: list[PlannedRun], recorded: dict, measured: dict, everything: bool) -> float:
     seconds = 0.0
     for run in runs:
-        if not everything and run.status == "done":
+        if not everything and run.status == run_states.DONE:
             continue
         load = estimate.workload(run.cfg, 0 if everything else run.epochs_done)
         if load is not None and (load.shape in recorded or load.shape in measured):
@@ -505,14 +506,14 @@ def launch(
         if sweep.pending:
             print(f"sweep {number}: waits: {sweep.pending}")
             continue
-        tally["skipped"] += sum(run.status == "done" for run in runs)
-        if all(run.status == "done" for run in runs):
+        tally["skipped"] += sum(run.status == run_states.DONE for run in runs)
+        if all(run.status == run_states.DONE for run in runs):
             print(f"sweep {number}: all {len(runs)} runs finished, skipped")
             continue
         command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
         print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
         status = stopping.run_sweep(command, os.getcwd(), job_environment(study_id))
-        launched = [run for run in runs if run.status != "done"]
+        launched = [run for run in runs if run.status != run_states.DONE]
         outcomes = [outcome.run_outcome(run.run_dir, planned_run_id(run.cfg)) for run in launched]
         tally.update(outcome.tally(outcomes))
         not_done = [
