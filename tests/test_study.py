@@ -588,3 +588,17 @@ def test_recorded_rates_count_the_time_a_run_spends_outside_its_epochs(tmp_path)
     assert rate.epoch_overhead_s == pytest.approx(4.0)
     # 3 epochs x (50 / 100 training + 100 / 200 evaluated + 4 outside) = 15 s
     assert estimate.recorded_seconds(work, rate) == pytest.approx(15.0)
+
+
+def test_the_typed_request_carries_every_flag_the_command_line_parses():
+    """status.show and run_until_decided get a StudyRequest, not argparse's Namespace: a flag the parser gains
+    without a field would be dropped silently, so every parsed name must be one of its fields."""
+    from dataclasses import fields
+
+    from optbench.studies.request import StudyRequest
+
+    parsed = set(vars(study_command.build_parser().parse_args(["smoke"])))
+    assert parsed == {"list" if item.name == "list_studies" else item.name for item in fields(StudyRequest)}
+    request = study_command.parse_args(["smoke", "--dry-run", "--set", "epochs=1"])
+    assert isinstance(request, StudyRequest) and request.study == "smoke" and request.set == ["epochs=1"]
+    assert request.dry_run and not request.list_studies

@@ -3,6 +3,7 @@
 plan.py             a study -> plain Hydra sweeps -> single runs, their directories and their state
 study_command.py    `python src/study.py`: the command line, the tuned_by chain, launching, selecting tuned values
 dry_run.py          what --dry-run prints: the plan, a tuning budget, and the time estimate
+request.py          StudyRequest: what the command line asked, typed, as every step below it reads it
 tuning_protocol.py  fair tuning: trials scored, winners picked on validation, conf/optimizer/tuned/, the record
 search_space.py     search spaces as data (experiments/search_spaces/), quasi-random trials drawn from them
 launchers.py        which Hydra launcher runs the jobs; what sbatch's refusal means

@@ -24,6 +24,7 @@ from optbench.formats import metrics_log, run_record, run_summary
 from optbench.specs.study_spec import Study, find_study, tuning_studies_of
 from optbench.studies import estimate
 from optbench.studies.plan import PlannedRun, Sweep, plan
+from optbench.studies.request import StudyRequest
 
 NEW, OTHER, UNREADABLE = run_states.NEW, run_states.OTHER_EXPERIMENT, "unreadable"
 TO_TRAIN = (
@@ -208,11 +209,11 @@ def print_status(study_id: str, statement: str, runs_by_sweep: list[tuple[Sweep,
     return 0
 
 
-def show(study: Study, args) -> int:
+def show(study: Study, args: StudyRequest) -> int:
     """--status of a study planned as `python src/study.py` would (args: its --set, --launcher, --tuned, folders).
     A study tuned by others (its tuned_by, its rungs') shows each tuning study first, and itself once every tuned
     value exists."""
-    tuned = args.tuned
+    tuned: bool | str = args.tuned
     tuning_studies = [find_study(name, args.experiments) for name in tuning_studies_of(study)]
     for tuning_study in tuning_studies:
         print_status(

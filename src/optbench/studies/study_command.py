@@ -52,23 +52,28 @@ from optbench.specs.study_spec import (
 from optbench.studies import dry_run, outcome, reuse_note, stopping, tuning_protocol
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
+from optbench.studies.request import StudyRequest
 
 CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
     add_run_options(parser)
     add_planning_options(parser)
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str]) -> StudyRequest:
+    args = build_parser().parse_args(argv)
     take_study_from_overrides(args)
     if not (args.study or args.select_tuned or args.list):
         raise ConfigError("name a study (python src/study.py --list shows them)")
     check_numbers(args)
-    return args
+    return StudyRequest.from_arguments(args)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -157,14 +162,14 @@ def main(argv: list[str]) -> int:
     register_resolvers()
     try:
         args = parse_args(argv)
-        if args.list:
+        if args.list_studies:
             return list_studies(args.experiments)
         if args.status and args.study:
             study = find_study(args.study, args.experiments)
             return live_status.show(only_rung(study, args.rung) if args.rung else study, args)
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
-        study = find_study(args.study, args.experiments)
+        study = find_study(args.study or "", args.experiments)  # parse_args: a study is named by now
         if args.rung:
             study = only_rung(study, args.rung)
         if args.plan_seeds:
@@ -186,7 +191,7 @@ def main(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
 
 
-def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
+def run_study(study: Study, args: StudyRequest, tuned: "bool | str") -> int:
     """Plan, print, and (unless --dry-run) launch; a quasi-random tuning study is planned again after its
     trials ran, because its top-k reruns are known only then."""
     runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
@@ -237,7 +242,7 @@ def refuse_other_experiments(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]
         )
 
 
-def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
+def run_tuned_by(study: Study, args: StudyRequest) -> int:
     """A main study with `tuned_by:` (its own or its rungs'): run each tuning study, select its winners, then run
     the study with them."""
     if args.tuned:
@@ -285,7 +290,7 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     return run_main(study, args, output)
 
 
-def tune_first(study: Study, tuning_study: Study, args: argparse.Namespace) -> int:
+def tune_first(study: Study, tuning_study: Study, args: StudyRequest) -> int:
     print(f"study {study.id} is tuned by {tuning_study.id}: tuning first")
     shared = seeds_shared_with_tuning(study, tuning_study)
     if shared:
@@ -297,7 +302,7 @@ def tune_first(study: Study, tuning_study: Study, args: argparse.Namespace) -> i
     return run_study(tuning_study, args, False)
 
 
-def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
+def run_main(study: Study, args: StudyRequest, tuned: "bool | str") -> int:
     """The study once, or, with --until-decided, look by look until its hypotheses are decided."""
     if not args.until_decided:
         return run_study(study, args, tuned)
@@ -312,7 +317,7 @@ def results_dir_of(planned: list[tuple[Sweep, list[PlannedRun]]]) -> Path:
     return Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
 
 
-def check_until_decided_options(study: Study, args: argparse.Namespace) -> None:
+def check_until_decided_options(study: Study, args: StudyRequest) -> None:
     """--hypotheses, at the door: the names must be the study's before a tuning study trains anything, and
     only --until-decided reads them (elsewhere they would be silently ignored)."""
     if not args.hypotheses:
