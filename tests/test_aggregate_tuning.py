@@ -316,3 +316,16 @@ def test_the_writer_parses_what_it_writes_and_writes_nothing_off_the_schema(tmp_
     record["optimizers"]["adam"]["trials"][1]["runs"][0]["epochs_done"] = 3
     path = tuning_record.write(tmp_path / "results", record)
     assert tuning_record.read(path) == tuning_record.read(PUBLISHED_RECORD)
+
+
+def test_arms_tuned_with_different_budgets_are_one_warning_naming_each_budget(tmp_path):
+    """Issue 56: a newcomer tuned with 4 trials sat beside baselines tuned with 8 and the report said nothing.
+    Here sgd and lion are tuned with 4 trials (tune_demo) and radam with 2 (its own study)."""
+    from optbench.analysis.judging.tuning_report import read_tuning
+
+    study_folder(tmp_path)
+    assert not [line for line in read_tuning(tmp_path).warnings if "different budgets" in line]
+    write_tuning_study(tmp_path, {"radam": SGD_TRIALS}, study="tune_radam")
+    budgets = [line for line in read_tuning(tmp_path).warnings if "different budgets" in line]
+    assert len(budgets) == 1
+    assert "radam: 2 trials" in budgets[0] and "lion: 4 trials" in budgets[0] and "sgd: 4 trials" in budgets[0]

@@ -112,3 +112,23 @@ def test_a_new_dataset_is_one_descriptor(monkeypatch, tmp_path):
     assert data_fingerprint(**options).startswith("synthetic-v1:")
     splits = load_splits(data_dir=tmp_path, **options)
     assert (len(splits.train), len(splits.val), len(splits.test)) == (50, 10, 20) and splits.name == "tiny"
+
+
+def test_a_rate_timed_on_a_busy_machine_is_marked_and_replaced_by_a_quiet_measurement(tmp_path, monkeypatch):
+    """Issue 56: a rate timed while other processes kept the cores busy was cached as the machine's rate, and one
+    estimate assumed 22 s an epoch for a run that took 56. It is now cached marked busy (two busy estimates agree)
+    and timed again once the machine is quiet, which then stands."""
+    from optbench.device import fastest
+    from optbench.studies import estimate
+
+    monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
+    timed: list = []
+    monkeypatch.setattr(fastest, "images_per_second", lambda device, model: timed.append(model) or 100.0 * len(timed))
+    shape = ("cpu", "resnet18", 8, 10, 32, 3, 32)
+    monkeypatch.setattr(estimate, "machine_load", lambda: 3.0)
+    assert estimate.measure_rates({shape})[shape] == ("cpu", 100.0, 3.0)
+    assert estimate.measure_rates({shape})[shape] == ("cpu", 100.0, 3.0) and len(timed) == 1  # still busy: kept
+    monkeypatch.setattr(estimate, "machine_load", lambda: 0.2)
+    assert estimate.measure_rates({shape})[shape] == ("cpu", 200.0, 0.2) and len(timed) == 2  # quiet: replaced
+    monkeypatch.setattr(estimate, "machine_load", lambda: 3.0)
+    assert estimate.measure_rates({shape})[shape] == ("cpu", 200.0, 0.2) and len(timed) == 2  # a quiet rate stands

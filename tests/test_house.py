@@ -153,6 +153,7 @@ LAYERS = {
         "optbench.fileio",
         "optbench.identity",
         "optbench.rundir",
+        "optbench.run_states",
         "optbench.reproducibility",
         "optbench.values",
         "optbench.command_line",
@@ -541,3 +542,49 @@ def test_the_raw_read_check_sees_a_script_reading_summary_json_by_hand(tmp_path)
         f"{tmp_path.name}/peek.py: summary.json",
         f"{tmp_path.name}/peek.py: test/acc",
     ]
+
+
+# ---- the planned-run states are spelled once, in run_states.py ----------------------------------------------
+def planned_state_literals(folder: Path, owner: str = "run_states.py") -> list[str]:
+    """'file: literal' for each planned-run state (new, done, ...) a module under `folder` spells as a string."""
+    from optbench import run_states
+
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        if path.name == owner:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in run_states.PLANNED_STATES:
+                found.append(f"{path.relative_to(folder)}: {node.value}")
+    return found
+
+
+def test_src_optbench_spells_planned_run_states_only_in_their_vocabulary():
+    assert planned_state_literals(REPO / "src" / "optbench") == []
+
+
+def test_the_state_literal_check_sees_a_module_spelling_a_state(tmp_path):
+    (tmp_path / "count.py").write_text('def done(runs):\n    return [run for run in runs if run.status == "done"]\n')
+    assert planned_state_literals(tmp_path) == ["count.py: done"]
+
+
+# ---- the aggregator's tables are written through formats/ ---------------------------------------------------
+def bare_csv_writes(folder: Path) -> list[str]:
+    """'file: line' for each `.to_csv(` call outside formats/ (a table's path and columns live there)."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        if "formats" in path.relative_to(folder).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to_csv":
+                found.append(f"{path.relative_to(folder)}: {node.lineno}")
+    return found
+
+
+def test_every_aggregate_table_is_written_through_formats():
+    assert bare_csv_writes(REPO / "src" / "optbench") == []
+
+
+def test_the_csv_write_check_sees_a_bare_to_csv(tmp_path):
+    (tmp_path / "table.py").write_text('def write(frame, out):\n    out.write_text("t.csv", frame.to_csv())\n')
+    assert bare_csv_writes(tmp_path) == ["table.py: 2"]

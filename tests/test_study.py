@@ -536,3 +536,69 @@ def test_the_thread_note_names_the_threads_the_runs_will_use():
 
     assert this_machine("cpu", "basic", threads=1)[1] == "1"
     assert this_machine("cpu", "basic", threads=None)[1] == str(torch.get_num_threads())
+
+
+def test_a_dry_run_prices_from_same_shape_runs_on_disk_that_the_study_does_not_plan(tmp_path, capsys, monkeypatch):
+    """Issue 56: a newcomer's dry run timed a busy machine (120 h) although runs of the same shape had trained in
+    the results folder under another optimizer. They now price it: the same hand computation as above, 11 s a run,
+    8 runs 88 s, and the line says where the rate came from."""
+    from omegaconf import OmegaConf
+
+    from optbench.durations import format_duration
+    from optbench.formats import run_record
+    from optbench.studies import estimate
+
+    monkeypatch.setattr(estimate, "measure_rates", lambda *_: pytest.fail("timed the model"))
+    study = write_study(
+        tmp_path / "tiny.yaml", synthetic_grid(noise=[{"name": "none"}, {"name": "symmetric", "rate": [0.2]}])
+    )
+    results = tmp_path / "results"
+    variant = "batch_size=50,dataset.test_size=200,dataset.train_size=600,dataset.val_size=100,epochs=1,model.width=8"
+    elsewhere = results / "synthetic/none-0.0/lion" / variant / "seed0"  # lion: not in the study's grid
+    sizes = [override for override in variant.split(",") if not override.startswith("epochs=")]
+    cfg = compose_config([*SMALL, "dataset=synthetic", "optimizer=lion", *sizes])
+    write_summary(elsewhere, "completed")
+    run_record.write(elsewhere, run_record.new_record(OmegaConf.to_container(cfg), {"config": {}}, "2026-01-01"))
+    (elsewhere / "metrics.jsonl").write_text(
+        json.dumps({"epoch": 1, "train/images_per_s": 100.0, "train/time_s": 5.0, "time_s": 11.0}) + "\n"
+    )
+    assert study_command.main([str(study), "--dry-run", "--set", *SMALL, f"paths.results_dir={results}"]) == 0
+    out = capsys.readouterr().out
+    assert f"estimated time: {format_duration(88.0)} for 8 run(s) still to do" in out
+    assert "from 1 run(s) on disk of the same shape (0 of this study): 100 training images/s" in out
+
+
+def test_recorded_rates_count_the_time_a_run_spends_outside_its_epochs(tmp_path):
+    """A tiny model's run is mostly checkpoints and summaries, not training: wall time 10 s over epochs of 1 s
+    each (2 epochs) leaves 8 s, 4 s an epoch, which the estimate adds to each epoch left."""
+    from optbench.studies import estimate
+
+    run = tmp_path / "a"
+    write_summary(run, "completed", epochs_done=2)
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "wall_time_s": 10.0}))
+    (run / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps({"epoch": epoch, "train/images_per_s": 100.0, "train/time_s": 0.5, "time_s": 1.0}) + "\n"
+            for epoch in (1, 2)
+        )
+    )
+    work = estimate.Workload(("cpu", "mlp", 8, 10, 50, 1, 40), 50, 100, 3)
+    rate = estimate.recorded_rates([(work, run)])[work.shape]
+    assert rate.epoch_overhead_s == pytest.approx(4.0)
+    # 3 epochs x (50 / 100 training + 100 / 200 evaluated + 4 outside) = 15 s
+    assert estimate.recorded_seconds(work, rate) == pytest.approx(15.0)
+
+
+def test_the_typed_request_carries_every_flag_the_command_line_parses():
+    """status.show and run_until_decided get a StudyRequest, not argparse's Namespace: a flag the parser gains
+    without a field would be dropped silently, so every parsed name must be one of its fields."""
+    from dataclasses import fields
+
+    from optbench.studies.request import StudyRequest
+
+    parsed = set(vars(study_command.build_parser().parse_args(["smoke"])))
+    assert parsed == {"list" if item.name == "list_studies" else item.name for item in fields(StudyRequest)}
+    request = study_command.parse_args(["smoke", "--dry-run", "--set", "epochs=1"])
+    assert isinstance(request, StudyRequest) and request.study == "smoke" and request.set == ["epochs=1"]
+    assert request.dry_run and not request.list_studies

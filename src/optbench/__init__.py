@@ -16,6 +16,7 @@ The contract, standard library (specs/: PyYAML) only, so planning and checking n
     fileio.py    strict JSON, atomic writes, one JSON reader, file locks
     identity.py  a run's identity and id; the one list of settings that cannot change its numbers
     rundir.py    the run-directory layout: file names, paths, lock, data levels
+    run_states.py  where a planned run stands (new, done, unfinished, other experiment): the one vocabulary
     reproducibility.py  why two runs of one config differ: their environments and their epochs side by side
     command_line.py  the one-line argument parser every entry point uses (a bad flag: one error: line)
     values.py    config values compared as values: same_value (1e-3, 0.001 and 1.0e-3 are one learning rate)

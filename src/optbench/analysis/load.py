@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from optbench import rundir
+from optbench import run_states, rundir
 from optbench.analysis.targets import Target, Targets, target_for
 from optbench.config.plain import plain_dict
 from optbench.errors import DamagedRunFile
@@ -35,7 +35,7 @@ from optbench.rundir import HYDRA_DIR, METRICS_FILE, RECORD_FILE, SUMMARY_FILE
 HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
 
 # Statuses a run can have; only completed runs (run_summary.COMPLETED) enter means and statistics.
-UNFINISHED = "unfinished"  # no summary.json: never started, or killed before epoch 0
+UNFINISHED = run_states.UNFINISHED  # no summary.json: never started, or killed before epoch 0
 UNREADABLE = "unreadable"  # summary.json or record.json exists but cannot be read (copied mid-write, edited by hand)
 STATUSES = (*run_summary.STATUSES, UNFINISHED)
 # A run without summary.json (never started, or killed before epoch 0) reads as a summary of nothing but its status.

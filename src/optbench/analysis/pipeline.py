@@ -41,7 +41,7 @@ from optbench.analysis.writing.report import render_report
 from optbench.analysis.writing.report_parts import FidelityParts, ReportParts, TuningParts
 from optbench.analysis.writing.tables import completed, problem_runs, results_table
 from optbench.errors import ConfigError
-from optbench.formats import decision_record
+from optbench.formats import aggregate_tables, decision_record
 from optbench.formats.run_summary import FINAL_STATUSES
 from optbench.specs.study_spec import Study
 
@@ -404,7 +404,8 @@ def write_step(request: Request, computed: Computed, judged: Judged) -> Outcome:
     warnings = [*computed.warnings, *judged.warnings, *computed.variance_warnings]
     out = OutputDir(request.out_dir)
     aggregate_files.write_summary_csv(out, runs)
-    out.write_text("settings.csv", settings_index(runs, analysis.settings, analysis.stems).to_csv(index=False))
+    settings = settings_index(runs, analysis.settings, analysis.stems)
+    out.write_text(aggregate_tables.SETTINGS, aggregate_tables.csv_text(aggregate_tables.SETTINGS, settings))
     table_files = aggregate_files.write_tables(
         out, computed.results, computed.tests, runs, request.target_acc, analysis.stems
     )

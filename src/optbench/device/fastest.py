@@ -12,7 +12,6 @@ file or pass `refresh=True` (`src/device_benchmark.py --refresh`) to measure aga
 """
 
 import dataclasses
-import json
 import logging
 import os
 import platform
@@ -24,7 +23,7 @@ from pathlib import Path
 import torch
 
 from optbench.device.policy import DevicePolicy, decide_policy, facts_of, mps_available, synchronise
-from optbench.fileio import write_bytes_atomically
+from optbench.formats import rate_cache
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "fastest-device.json"
@@ -131,14 +130,8 @@ def _format(measured: dict[str, float]) -> str:
 
 
 def read_cache(name: str = CACHE_FILE) -> dict:
-    try:
-        return json.loads(cache_path(name).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}  # a missing or damaged cache only costs a new measurement
+    return rate_cache.read(cache_path(name))  # a missing or damaged cache only costs a new measurement
 
 
 def write_cache(cache: dict, name: str = CACHE_FILE) -> None:
-    path = cache_path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = (json.dumps(cache, indent=2, sort_keys=True) + "\n").encode()
-    write_bytes_atomically(path, payload)
+    rate_cache.write(cache_path(name), cache)

@@ -10,5 +10,6 @@ predictions.py     predictions.npz: per-image test predictions at the selected e
 decision_record.py sequential-<study>.json: the looks of a study run until decided
 tuning_record.py   tuning-<study>.json: what a tuning study tried, cost and chose
 aggregate_tables.py the aggregator's tables code reads back (results, verdicts, fidelity): paths, columns
+rate_cache.py      the device-rate caches (fastest-device.json, estimate-rates.json), versioned
 label_file.py      CIFAR-N's <dataset>_human.pt: the human label arrays, read without running pickled code
 """

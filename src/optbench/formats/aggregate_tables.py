@@ -1,5 +1,7 @@
 """The aggregator's tables that code reads back: tables/results.csv, tables/verdicts.csv, the fidelity tables, and
-the validation study's table (scripts/validation_study.py).
+the validation study's table (scripts/validation_study.py); and the paths of every other CSV table the
+aggregator writes (summary.csv, settings.csv, pairwise, runs not completed, robustness, variance, tuning), which
+it writes through `csv_text` too.
 
 The aggregator writes many tables for people (Markdown, LaTeX); these CSV files are also read by code: README's
 generated blocks (scripts/readme_study.py, scripts/readme_fidelity.py), the published-verdict checks, the fidelity
@@ -25,6 +27,12 @@ FIDELITY = f"{TABLES}/fidelity.csv"  # one row per (ladder, rung): its rank agre
 FIDELITY_AGREEMENT = f"{TABLES}/fidelity_agreement.csv"
 FIDELITY_TUNING = f"{TABLES}/fidelity_tuning.csv"  # per tuning budget and optimizer: the tuned values (when several)
 VALIDATION = f"{TABLES}/validation.csv"  # scripts/validation_study.py: each rule's figure on real runs beside its claim
+SUMMARY = "summary.csv"  # one row per run: its status, metrics and config (analysis/writing/aggregate_files.py)
+SETTINGS = "settings.csv"  # one row per setting: its file-name stem, label, run count and full setting
+PAIRWISE = f"{TABLES}/pairwise.csv"  # per setting: each pair of optimizers' tests
+RUNS_NOT_COMPLETED = f"{TABLES}/runs_not_completed.csv"  # the runs that did not complete, and why
+VARIANCE = f"{TABLES}/variance.csv"  # where the spread comes from: seeds and the finite test set
+TUNING = f"{TABLES}/tuning.csv"  # one row per (tuning study, optimizer): cost, winner and edge
 
 NOT_TESTED = "not tested"  # verdicts.csv's verdict of a hypothesis no run tested
 # The columns readers rely on (the aggregator writes more).
@@ -116,6 +124,13 @@ COLUMNS = {
     ),
 }
 TEXT_TABLES = (VERDICTS, HYPOTHESES)
+
+
+def robust_table(name: str) -> str:
+    """The path of one robustness table (analysis/judging/robust_tables.py names them)."""
+    return f"{TABLES}/{name}.csv"
+
+
 WAY_OUT = "write it again with python src/aggregate.py (it was written by another optbench, or edited)"
 
 

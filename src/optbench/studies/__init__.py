@@ -1,11 +1,13 @@
 """The studies wing: studies of many runs, as data, planned without torch and launched through Hydra.
 
 plan.py             a study -> plain Hydra sweeps -> single runs, their directories and their state
-study_command.py    `python src/study.py`: list, dry-run with an estimate, launch, select tuned values
+study_command.py    `python src/study.py`: the command line, the tuned_by chain, launching, selecting tuned values
+dry_run.py          what --dry-run prints: the plan, a tuning budget, and the time estimate
+request.py          StudyRequest: what the command line asked, typed, as every step below it reads it
 tuning_protocol.py  fair tuning: trials scored, winners picked on validation, conf/optimizer/tuned/, the record
 search_space.py     search spaces as data (experiments/search_spaces/), quasi-random trials drawn from them
 launchers.py        which Hydra launcher runs the jobs; what sbatch's refusal means
-estimate.py         how long the remaining runs take, from a short measured run
+estimate.py         how long the remaining runs take, from runs of their shape on disk or a short measured run
 status.py           `--status`: each run's state read from its directory, the study's progress and time left
 outcome.py          after a sweep: which of its runs did not finish
 pilot.py            `--plan-seeds --pilot DIR`: the seeds each hypothesis needs, from pilot runs

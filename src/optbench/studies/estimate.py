@@ -1,17 +1,20 @@
 """How long a study's remaining runs will take on this device, from runs already trained or a short measured run.
 
 Where runs of the study's own shape are already on disk (its done or unfinished runs: a pilot, the first
-seeds), their metrics.jsonl gives the rates (`recorded_rates`: the median training images/s, and evaluated
-images/s from each epoch's time outside training), data loading included. Otherwise, for every distinct
+seeds; or any run of that shape under its results folders, `runs_on_disk`), their metrics.jsonl gives the
+rates (`recorded_rates`: the median training images/s, evaluated images/s from each epoch's time outside
+training, and the seconds an epoch spent outside both, from summary.json's wall time), data loading included;
+a process's start-up before its record is not recorded, so it is left out. Otherwise, for every distinct
 (device, model, width, classes, batch size) among the runs still to do, train a few steps on random data
 (`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take the images/s, cached per
 machine and shape (`$OPTBENCH_CACHE_DIR/estimate-rates.json`, as device=fastest caches its timing), so two
-estimates on one machine agree; `measure_rates` says before it measures, because at width 64 on a busy CPU
-that takes minutes. One epoch then costs its training images / rate, plus its validation and test images /
-(EVAL_SPEEDUP x rate) (or / the recorded evaluation rate), and a run costs its remaining epochs of that. A
-folder of images (dataset=imagefolder) is counted from its listing. A measured estimate ignores data loading
-and start-up, so it is a lower bound on a busy machine, and it is the serial time: a parallel launcher
-divides it by its concurrent jobs.
+estimates on one machine agree (a rate timed on a busy machine is marked and timed again once it is quiet);
+`measure_rates` says before it measures, because at width 64 on a busy CPU that takes minutes. One epoch
+then costs its training images / rate, plus its validation and test images / (EVAL_SPEEDUP x rate) (or / the
+recorded evaluation rate), and a run costs its remaining epochs of that. A folder of images
+(dataset=imagefolder) is counted from its listing. A measured estimate ignores data loading and start-up, so
+it is a lower bound on a busy machine, and it is the serial time: a parallel launcher divides it by its
+concurrent jobs.
 """
 
 import functools
@@ -20,9 +23,12 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from optbench.formats import metrics_log
+from optbench import rundir
+from optbench.errors import ConfigError, DamagedRunFile
+from optbench.formats import metrics_log, run_record, run_summary
 from optbench.registry import datasets
 
 FORWARD_SHARE = 1 / 3  # evaluation forward pass vs a full training step (forward + backward ~ 3 forwards)
@@ -31,6 +37,7 @@ FORWARD_SHARE = 1 / 3  # evaluation forward pass vs a full training step (forwar
 # elsewhere the forward-pass share (a forward is about a third of a training step).
 EVAL_SPEEDUP = {"cpu": 7.0}
 RATE_CACHE = "estimate-rates.json"
+BUSY_LOAD = 1.0  # load per usable core above which other processes competed for the cores while timing
 TEXT_WINDOWS_PER_SPLIT = 871  # Tiny Shakespeare's held-out halves in windows of 64 (dataset.eval_windows: null)
 
 
@@ -103,11 +110,14 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
 
 @dataclass(frozen=True)
 class RecordedRate:
-    """The rates of a shape's runs on disk: median training and evaluation images/s over their epochs."""
+    """The rates of a shape's runs on disk: median training and evaluation images/s over their epochs, and the
+    median seconds an epoch spent outside training and evaluation (checkpoints, summaries, predictions: most of
+    a tiny model's epoch)."""
 
     runs: int
     train_rate: float
     eval_rate: float | None  # None where no epoch records an evaluation time
+    epoch_overhead_s: float = 0.0  # 0 where no run records its wall time (summary.json)
 
 
 def epoch_eval_rate(record: dict, eval_images: int) -> float | None:
@@ -118,15 +128,28 @@ def epoch_eval_rate(record: dict, eval_images: int) -> float | None:
     return eval_images / outside if outside > 0 and eval_images else None
 
 
+def epoch_overhead(run_dir: Path, records: list[dict]) -> float | None:
+    """Seconds per epoch a run spent outside its epochs' own time: its summary's wall time (the training loop,
+    checkpoints and summaries included) less the epochs' time_s; None without a readable summary."""
+    try:
+        summary = run_summary.read(Path(run_dir))
+    except DamagedRunFile:
+        return None
+    if summary is None or not summary.wall_time_s or not records:
+        return None
+    outside = summary.wall_time_s - sum(float(record.get(metrics_log.TIME_S) or 0) for record in records)
+    return max(0.0, outside) / len(records)
+
+
 def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, RecordedRate]:
     """shape -> the rates its runs on disk recorded (their metrics.jsonl), for the shapes that have any."""
     train_rates: dict[tuple, list[float]] = {}
     eval_rates: dict[tuple, list[float]] = {}
+    overheads: dict[tuple, list[float]] = {}
     runs: dict[tuple, int] = {}
     for work, run_dir in trained:
-        records = [
-            record for record in metrics_log.read(Path(run_dir))[0] if record.get(metrics_log.TRAIN_IMAGES_PER_S)
-        ]
+        every_epoch = metrics_log.read(Path(run_dir))[0]
+        records = [record for record in every_epoch if record.get(metrics_log.TRAIN_IMAGES_PER_S)]
         if not records:
             continue
         runs[work.shape] = runs.get(work.shape, 0) + 1
@@ -136,19 +159,52 @@ def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, Recorded
         eval_rates.setdefault(work.shape, []).extend(
             rate for record in records if (rate := epoch_eval_rate(record, work.eval_images))
         )
+        if (overhead := epoch_overhead(run_dir, every_epoch)) is not None:
+            overheads.setdefault(work.shape, []).append(overhead)
     return {
         shape: RecordedRate(
-            runs[shape], statistics.median(rates), statistics.median(eval_rates[shape]) if eval_rates[shape] else None
+            runs[shape],
+            statistics.median(rates),
+            statistics.median(eval_rates[shape]) if eval_rates[shape] else None,
+            statistics.median(overheads[shape]) if overheads.get(shape) else 0.0,
         )
         for shape, rates in train_rates.items()
     }
 
 
+def recorded_seconds(work: Workload, rate: RecordedRate) -> float:
+    """The serial seconds of a workload at the rates its shape's runs on disk recorded, their overhead included."""
+    return seconds_left(work, rate.train_rate, eval_rate=rate.eval_rate) + work.epochs_left * rate.epoch_overhead_s
+
+
+def runs_on_disk(roots: set[Path], planned: set[Path]) -> list[tuple[Workload, Path]]:
+    """The runs under `roots` (a study's results folders) that the plan does not name, each with its own shape
+    (from its record.json), so that runs of the study's shape trained by another study or optimizer price it."""
+    found = []
+    for root in sorted(roots):
+        for record_path in sorted(Path(root).rglob(rundir.RECORD_FILE)):
+            run_dir = record_path.parent
+            if run_dir not in planned and (work := recorded_workload(run_dir)) is not None:
+                found.append((work, run_dir))
+    return found
+
+
+def recorded_workload(run_dir: Path) -> Workload | None:
+    """A run's workload from its record.json; None where the record or its config cannot say (another
+    harness version's keys, a damaged file): such a run only cannot help the estimate."""
+    try:
+        record = run_record.read(run_dir)
+        return None if record is None else workload(OmegaConf.create(record.config), 0)
+    except (DamagedRunFile, ConfigError, OmegaConfBaseException, KeyError, ValueError, TypeError, AttributeError):
+        return None
+
+
 def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, float, float | None]]:
     """shape -> (device measured on, training images/s, load per core while it was measured): from the cache
     of this machine, else measured once and cached (a missing or damaged cache only costs a new
-    measurement), announced first by `announce` (a line). A load above 1 says other processes kept the cores
-    busy: the rate is too low."""
+    measurement), announced first by `announce` (a line). A load above BUSY_LOAD says other processes kept the
+    cores busy: the rate is too low, so it is cached marked with that load and timed again once the machine is
+    quiet; the quiet rate then stands."""
     from optbench.device import fastest  # torch: only when an estimate is asked for
     from optbench.device.policy import resolve_device
     from optbench.training.timing import timed_model
@@ -162,15 +218,27 @@ def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, 
         else:
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
         key = fastest.cache_key([device], model)
-        if not (isinstance(cache.get(key), dict) and "images_per_s" in cache[key]):  # absent or damaged
+        load = machine_load()  # before timing: the timing's own steps would count as load
+        if needs_timing(cache.get(key), load):
             announce(
                 f"estimating: timing 7 training steps of {model_name} width {width}, batch {batch_size} on "
                 f"{device} (once per machine and shape; cached in {fastest.cache_path(RATE_CACHE)}) ..."
             )
-            cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": machine_load()}
+            cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": load}
             fastest.write_cache(cache, RATE_CACHE)
         rates[shape] = (str(device), cache[key]["images_per_s"], cache[key].get("load"))
     return rates
+
+
+def is_busy(load: float | None) -> bool:
+    return (load or 0.0) > BUSY_LOAD
+
+
+def needs_timing(entry, load_now: float | None) -> bool:
+    """Time the shape when the cache has no usable rate, or only one timed on a busy machine that is quiet now."""
+    if not (isinstance(entry, dict) and "images_per_s" in entry):  # absent or damaged
+        return True
+    return is_busy(entry.get("load")) and not is_busy(load_now)
 
 
 def machine_load() -> float | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from hydra import initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from optbench import reproducibility
+from optbench import reproducibility, run_states
 from optbench.config import own_optimizers
 from optbench.config.hydra_glue import (
     cfg_dataset_dir,
@@ -48,7 +48,7 @@ from optbench.studies import search_space, tuning_protocol
 from optbench.studies.launchers import launcher_overrides
 from optbench.studies.search_space import Trial
 
-OTHER_EXPERIMENT = "other experiment"  # the directory's record.json names another run: never launched over
+OTHER_EXPERIMENT = run_states.OTHER_EXPERIMENT  # the record names another run (study_command imports it here)
 
 
 ValuesFor = Callable[[str], dict[str, list[str]]]  # optimizer name -> the values its own sweep adds
@@ -328,12 +328,12 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
     run_dir = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir  # what a multirun job's output_dir will be
     check_creatable(run_dir)
     with_hydra_removed = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
-    run = PlannedRun(list(overrides), run_dir, with_hydra_removed, "new")
+    run = PlannedRun(list(overrides), run_dir, with_hydra_removed, run_states.NEW)
     directory = RunDir(run_dir)
     try:
         summary, record = run_summary.read(directory.path), run_record.read(directory.path)
     except DamagedRunFile as error:
-        run.status, run.detail = "unfinished", f"unreadable: {error}"
+        run.status, run.detail = run_states.UNFINISHED, f"unreadable: {error}"
         return run
     if record is not None:
         run.run_id = planned_run_id(with_hydra_removed)
@@ -344,7 +344,7 @@ def _plan_run(overrides: list[str], conf_dir: Path) -> PlannedRun:
     if summary is not None:
         run.epochs_done = summary.epochs_done
         run.trained_on = (summary.environment.processor_kind, reproducibility.threads(summary))
-        run.status = "done" if summary.finished else "unfinished"
+        run.status = run_states.DONE if summary.finished else run_states.UNFINISHED
         run.detail = f"{summary.status}, {run.epochs_done}/{summary.epochs_planned or cfg.epochs} epochs"
     return run
 

@@ -9,10 +9,11 @@ here)` compares what the runs recorded with `here`, what a new run of this study
 
 from collections import Counter
 
+from optbench import run_states
 from optbench.formats import run_summary
 from optbench.studies.plan import PlannedRun
 
-REUSED = ("done", "unfinished")
+REUSED = run_states.REUSED
 
 
 def reused_runs(runs: list[PlannedRun]) -> list[PlannedRun]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from optbench import identity, rundir
+from optbench import identity, run_states, rundir
 from optbench.config.config_path import tuned_config_path
 from optbench.config.plain import plain_dict
 from optbench.durations import format_duration
@@ -25,8 +25,9 @@ from optbench.formats import metrics_log, run_record, run_summary
 from optbench.specs.study_spec import Study
 from optbench.studies import estimate, newcomers
 from optbench.studies.plan import PlannedRun, Sweep, plan
+from optbench.studies.request import StudyRequest
 
-NEW, OTHER, UNREADABLE = "new", "other experiment", "unreadable"
+NEW, OTHER, UNREADABLE = run_states.NEW, run_states.OTHER_EXPERIMENT, "unreadable"
 TO_TRAIN = (
     NEW,
     run_summary.RUNNING,
@@ -209,11 +210,11 @@ def print_status(study_id: str, statement: str, runs_by_sweep: list[tuple[Sweep,
     return 0
 
 
-def show(study: Study, args) -> int:
+def show(study: Study, args: StudyRequest) -> int:
     """--status of a study planned as `python src/study.py` would (args: its --set, --launcher, --tuned, folders).
     A study tuned by others (its tuned_by, its rungs') shows each tuning study first, and itself once every tuned
     value exists."""
-    tuned = args.tuned
+    tuned: bool | str = args.tuned
     tuning_studies = newcomers.tuning_studies(study, args.experiments)  # with newcomers: theirs only
     for tuning_study in tuning_studies:
         print_status(

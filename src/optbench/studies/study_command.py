@@ -31,11 +31,11 @@ from pathlib import Path
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
+from optbench import run_states
 from optbench.command_line import OneLineParser
 from optbench.config.config_path import tuned_config_path
 from optbench.config.hydra_glue import compose_checked, register_resolvers
 from optbench.config.plain import plain_dict
-from optbench.durations import format_duration
 from optbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_SIGNAL_BASE, ConfigError
 from optbench.formats import decision_record
 from optbench.registry.choices import LAUNCHERS
@@ -50,26 +50,31 @@ from optbench.specs.study_spec import (
     study_files,
     tuning_studies_of,
 )
-from optbench.studies import estimate, newcomers, outcome, published, reuse_note, stopping, tuning_protocol
+from optbench.studies import dry_run, newcomers, outcome, published, reuse_note, stopping, tuning_protocol
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
+from optbench.studies.request import StudyRequest
 
 CONF_DIR = REPO / "conf"
 TRAIN_SCRIPT = REPO / "src" / "train.py"
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python src/study.py", description=__doc__.split("\n\n")[0])
     add_run_options(parser)
     add_planning_options(parser)
     parser.add_argument("--experiments", type=Path, default=EXPERIMENTS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--conf-dir", type=Path, default=CONF_DIR, help=argparse.SUPPRESS)  # tests: a copy of conf/
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str]) -> StudyRequest:
+    args = build_parser().parse_args(argv)
     take_study_from_overrides(args)
     if not (args.study or args.select_tuned or args.list):
         raise ConfigError("name a study (python src/study.py --list shows them)")
     check_numbers(args)
-    return args
+    return StudyRequest.from_arguments(args)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -158,14 +163,14 @@ def main(argv: list[str]) -> int:
     register_resolvers()
     try:
         args = parse_args(argv)
-        if args.list:
+        if args.list_studies:
             return list_studies(args.experiments)
         if args.status and args.study:
             study = find_study(args.study, args.experiments)
             return live_status.show(only_rung(study, args.rung) if args.rung else study, args)
         if args.select_tuned:
             return select_tuned(find_study(args.select_tuned, args.experiments), args.conf_dir, args.set)
-        study = find_study(args.study, args.experiments)
+        study = find_study(args.study or "", args.experiments)  # parse_args: a study is named by now
         published.study_folder(study)  # a `published:` folder that is not there: one line before anything trains
         if args.rung:
             study = only_rung(study, args.rung)
@@ -188,19 +193,19 @@ def main(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
 
 
-def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str", defaults_stand_in: bool = False) -> int:
+def run_study(study: Study, args: StudyRequest, tuned: "bool | str", defaults_stand_in: bool = False) -> int:
     """Plan, print, and (unless --dry-run) launch; a quasi-random tuning study is planned again after its
     trials ran, because its top-k reruns are known only then. Runs already published (the study's `published:`
     folder) are copied in before the sweeps, and priced from there by the dry run (studies/published.py)."""
     runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned, defaults_stand_in)
-    print_plan(study, runs_by_sweep)
+    dry_run.print_plan(study, runs_by_sweep)
     print_reuse_note(runs_by_sweep, args.launcher)
     published_lines, found = published.dry_run_lines(study, runs_by_sweep)
     for line in published_lines:
         print(line, flush=True)
     if args.dry_run:
         if not args.no_estimate:
-            print_estimate(published.as_done(runs_by_sweep, found), args.launcher)
+            dry_run.print_estimate(published.as_done(runs_by_sweep, found), args.launcher)
         return 0
     refuse_other_experiments(runs_by_sweep)
     tuning_ids = [find_study(name, args.experiments).id for name in tuning_studies_of(study)]
@@ -211,7 +216,7 @@ def run_study(study: Study, args: argparse.Namespace, tuned: "bool | str", defau
     if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
         runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)
         print(f"study {study.id}: the trials have run; the top-k reruns are planned now")
-        print_plan(study, runs_by_sweep)
+        dry_run.print_plan(study, runs_by_sweep)
         refuse_other_experiments(runs_by_sweep)
         status = max(status, launch(runs_by_sweep, args.launcher, tally, study.id))
     results_dirs = sorted({str(run.cfg.paths.results_dir) for _, runs in runs_by_sweep for run in runs})
@@ -246,7 +251,7 @@ def refuse_other_experiments(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]
         )
 
 
-def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
+def run_tuned_by(study: Study, args: StudyRequest) -> int:
     """A main study with `tuned_by:` (its own or its rungs'): run each tuning study, select its winners, then run
     the study with them."""
     if args.tuned:
@@ -291,7 +296,7 @@ def run_tuned_by(study: Study, args: argparse.Namespace) -> int:
     return run_main(study, args, output)
 
 
-def print_newcomers(study: Study, args: argparse.Namespace, results_dir: Path) -> None:
+def print_newcomers(study: Study, args: StudyRequest, results_dir: Path) -> None:
     """Who is tuned here and with what, and a warning when the baselines' record states another budget."""
     baseline = newcomers.baseline_tuning(study, args.experiments)
     print(newcomers.protocol_line(study, baseline))
@@ -301,7 +306,7 @@ def print_newcomers(study: Study, args: argparse.Namespace, results_dir: Path) -
         print(warning, file=sys.stderr)
 
 
-def tune_first(study: Study, tuning_study: Study, args: argparse.Namespace) -> int:
+def tune_first(study: Study, tuning_study: Study, args: StudyRequest) -> int:
     print(f"study {study.id} is tuned by {tuning_study.id}: tuning first")
     shared = seeds_shared_with_tuning(study, tuning_study)
     if shared:
@@ -313,7 +318,7 @@ def tune_first(study: Study, tuning_study: Study, args: argparse.Namespace) -> i
     return run_study(tuning_study, args, False)
 
 
-def run_main(study: Study, args: argparse.Namespace, tuned: "bool | str") -> int:
+def run_main(study: Study, args: StudyRequest, tuned: "bool | str") -> int:
     """The study once, or, with --until-decided, look by look until its hypotheses are decided."""
     if not args.until_decided:
         return run_study(study, args, tuned)
@@ -328,7 +333,7 @@ def results_dir_of(planned: list[tuple[Sweep, list[PlannedRun]]]) -> Path:
     return Path(next(run for _, runs in planned for run in runs).cfg.paths.results_dir)
 
 
-def check_until_decided_options(study: Study, args: argparse.Namespace) -> None:
+def check_until_decided_options(study: Study, args: StudyRequest) -> None:
     """--hypotheses, at the door: the names must be the study's before a tuning study trains anything, and
     only --until-decided reads them (elsewhere they would be silently ignored)."""
     if not args.hypotheses:
@@ -350,144 +355,6 @@ def list_studies(experiments_dir: Path) -> int:
     return 0
 
 
-# ---------------------------------------------------------------- planning: sweeps, runs, directories, statuses
-
-
-def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
-    counts = Counter(run.status for _, runs in runs_by_sweep for run in runs)
-    total = sum(counts.values())
-    print(f"study {study.id}: {study.statement}")
-    others = f", {counts[OTHER_EXPERIMENT]} holding another experiment" if counts[OTHER_EXPERIMENT] else ""
-    print(
-        f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts['done']} done, "
-        f"{counts['unfinished']} unfinished, {counts['new']} new{others}"
-    )
-    for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
-        if sweep.pending:
-            print(f"sweep {number} ({sweep.label}): {sweep.pending}")
-            continue
-        print(
-            f"sweep {number} ({sweep.label}): python src/train.py -m "
-            f"{' '.join(shlex.quote(override) for override in sweep.command_overrides())}"
-        )
-        for trial in sweep.trials:
-            print(f"  trial {trial.index}: {' '.join(trial.overrides())}")
-        for run in runs:
-            detail = f" ({run.detail})" if run.detail else ""
-            print(f"  {run.status:<10} {run.run_dir}{detail}")
-    if study.tune:
-        print_budget(study, runs_by_sweep)
-
-
-def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
-    """Runs and epochs per optimizer, the reruns still to be chosen included: the budget is the same for all."""
-    assert study.tune is not None  # a tuning study
-    runs_per_optimizer: Counter = Counter()
-    epochs = 0
-    for sweep, runs in runs_by_sweep:
-        name = sweep.values["optimizer"][0] if len(sweep.values["optimizer"]) == 1 else "all"
-        runs_per_optimizer[name] += len(runs) or study.tune.top_k * len(sweep.runs_without_trials())
-        epochs = max([epochs, *(int(run.cfg.epochs) for run in runs)])
-    print(
-        f"tuning budget ({study.tune.method}), per optimizer: "
-        + ", ".join(f"{name} {count} runs x {epochs} epochs" for name, count in runs_per_optimizer.items())
-        + f"; {sum(runs_per_optimizer.values())} runs, {sum(runs_per_optimizer.values()) * epochs} epochs in all"
-    )
-
-
-def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
-    """After the plan (flushed first, so it shows while a rate is measured): the serial time of the runs still to
-    do, from the study's own runs on disk where its shapes have some, else from the cached or measured rate."""
-    sys.stdout.flush()
-    planned = [(run, estimate.workload(run.cfg, run.epochs_done)) for _, runs in runs_by_sweep for run in runs]
-    to_do = [(run, load) for run, load in planned if run.status != "done"]
-    unknown = [run for run, load in to_do if load is None]
-    work = [load for _, load in to_do if load is not None]
-    if not work:
-        print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
-        return
-    every_shape = {load.shape for _, load in planned if load is not None}  # a ladder's per-rung cost needs each
-    recorded = estimate.recorded_rates(
-        [(load, run.run_dir) for run, load in planned if load is not None and run.status in ("done", "unfinished")]
-    )
-    to_measure = every_shape - set(recorded)
-    measured = estimate.measure_rates(to_measure, lambda line: print(line, flush=True)) if to_measure else {}
-    seconds = sum(load_seconds(load, recorded, measured) for load in work)
-    print(
-        f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
-        + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else "")
-    )
-    for shape in sorted({load.shape for load in work} & set(recorded)):
-        _, model, width, classes, batch, *_ = shape
-        rate = recorded[shape]
-        evaluated = f", {rate.eval_rate:.0f} evaluated images/s" if rate.eval_rate else ""
-        print(
-            f"  from {rate.runs} run(s) of this study on disk: {rate.train_rate:.0f} training images/s{evaluated} "
-            f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "
-            "loading included)"
-        )
-    if measured:
-        print_measured(measured)
-    if unknown:
-        print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
-    print_rung_estimates(runs_by_sweep, recorded, measured)
-
-
-def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> None:
-    from optbench.device.fastest import cache_path  # torch is loaded by now: the rates were measured or read
-
-    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(measured.items()):  # noqa: B007
-        print(
-            f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
-            f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
-            "delete it to measure again)"
-        )
-        if (load or 0.0) > 1.0:
-            print(
-                f"  the machine was busy while this rate was measured (load {load:.1f} "
-                f"per core): the estimate is too long; delete {cache_path(estimate.RATE_CACHE)} on a quiet machine"
-            )
-        print(
-            f"  per epoch: training images / rate + (validation + test images) / "
-            f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included"
-        )
-
-
-def load_seconds(load, recorded: dict, measured: dict) -> float:
-    """The serial seconds of a workload at the study's recorded rate for its shape, else the measured one."""
-    if load.shape in recorded:
-        return estimate.seconds_left(load, recorded[load.shape].train_rate, eval_rate=recorded[load.shape].eval_rate)
-    return estimate.seconds_left(load, measured[load.shape][1], measured[load.shape][0])
-
-
-def print_rung_estimates(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], recorded: dict, measured: dict) -> None:
-    """A fidelity ladder's cost per rung: each rung's runs from scratch at the rates above, and what is left."""
-    rungs = list(dict.fromkeys(sweep.rung for sweep, _ in runs_by_sweep if sweep.rung))
-    if not rungs:
-        return
-    print("per rung (every run of the rung from scratch, one after another; what is still to do):")
-    for rung in rungs:
-        runs = [run for sweep, sweep_runs in runs_by_sweep if sweep.rung == rung for run in sweep_runs]
-        whole = rung_seconds(runs, recorded, measured, everything=True)
-        left = rung_seconds(runs, recorded, measured, everything=False)
-        done = sum(run.status == "done" for run in runs)
-        print(
-            f"  rung {rung}: {len(runs)} runs, {done} done; {format_duration(whole)} in all, "
-            f"{format_duration(left)} left"
-        )
-
-
-def rung_seconds(runs: list[PlannedRun], recorded: dict, measured: dict, everything: bool) -> float:
-    seconds = 0.0
-    for run in runs:
-        if not everything and run.status == "done":
-            continue
-        load = estimate.workload(run.cfg, 0 if everything else run.epochs_done)
-        if load is not None and (load.shape in recorded or load.shape in measured):
-            seconds += load_seconds(load, recorded, measured)
-    return seconds
-
-
 # ---------------------------------------------------------------- running
 
 
@@ -503,14 +370,14 @@ def launch(
         if sweep.pending:
             print(f"sweep {number}: waits: {sweep.pending}")
             continue
-        tally["skipped"] += sum(run.status == "done" for run in runs)
-        if all(run.status == "done" for run in runs):
+        tally["skipped"] += sum(run.status == run_states.DONE for run in runs)
+        if all(run.status == run_states.DONE for run in runs):
             print(f"sweep {number}: all {len(runs)} runs finished, skipped")
             continue
         command = [sys.executable, str(TRAIN_SCRIPT), "-m", *sweep.command_overrides()]
         print(f"sweep {number}: {' '.join(command[1:])}", flush=True)
         status = stopping.run_sweep(command, os.getcwd(), job_environment(study_id))
-        launched = [run for run in runs if run.status != "done"]
+        launched = [run for run in runs if run.status != run_states.DONE]
         outcomes = [outcome.run_outcome(run.run_dir, planned_run_id(run.cfg)) for run in launched]
         tally.update(outcome.tally(outcomes))
         not_done = [

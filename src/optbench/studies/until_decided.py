@@ -26,6 +26,7 @@ from optbench.formats import decision_record
 from optbench.formats.decision_record import DecisionRecord, HypothesisDecision, HypothesisDesign, no_number
 from optbench.specs.study_spec import Study, planned_settings
 from optbench.studies.pilot import hypotheses_of
+from optbench.studies.request import StudyRequest
 
 RULE = (
     "group-sequential, Lan-DeMets O'Brien-Fleming-type alpha spending (Lan & DeMets 1983); supported when every "
@@ -136,7 +137,7 @@ def seeds_tested(check) -> int:
     return int(numbers.get("n_pairs") or min(numbers.get("n_subject", 0), numbers.get("n_other", 0)))
 
 
-def run_until_decided(study: Study, args, tuned, run_study, results_dir: Path) -> int:
+def run_until_decided(study: Study, args: StudyRequest, tuned, run_study, results_dir: Path) -> int:
     """`run_study(study, args, tuned)` trains a study's runs (cli.run_study); `results_dir` is where they land."""
     hypotheses = chosen_hypotheses(study, args.experiments, args.hypotheses or [])
     path = decision_record.record_path(results_dir, study.id)

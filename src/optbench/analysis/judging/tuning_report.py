@@ -89,7 +89,27 @@ def read_tuning(results_dir: Path, skip: Path | None = None) -> TuningRecords:
             continue
         studies.append(study)
         warnings.extend(study_warnings(study))
-    return TuningRecords(studies, warnings)
+    return TuningRecords(studies, warnings + budget_warnings(studies))
+
+
+def budget_text(budget: Budget) -> str:
+    """'8 trials at 4 epochs' (a grid: 'a grid at 4 epochs'): what one optimizer's tuning could spend."""
+    trials = "a grid" if budget.trials is None else f"{budget.trials} trials"
+    return f"{trials} at {listed_text(budget.epochs)} epochs"
+
+
+def budget_warnings(studies: list[TuningStudy]) -> list[str]:
+    """One line when the optimizers were tuned with different budgets (a newcomer tuned with 4 trials beside
+    baselines tuned with 8): the comparison then favours the arm that searched more. Each optimizer's budgets
+    are those of every study that tuned it, so a fidelity ladder tuning all of them at each rung agrees."""
+    budgets: dict[str, set[str]] = {}
+    for study in studies:
+        for name in study.optimizers:
+            budgets.setdefault(name, set()).add(budget_text(study.record.budget))
+    if len({frozenset(texts) for texts in budgets.values()}) <= 1:
+        return []
+    each = "; ".join(f"{name}: {', '.join(sorted(texts))}" for name, texts in sorted(budgets.items()))
+    return [f"the optimizers were tuned with different budgets ({each}): the arm that searched more is favoured"]
 
 
 def read_tuning_file(path: Path, source: str) -> TuningStudy:

@@ -59,7 +59,19 @@ from optbench.analysis.writing.tables import (
     to_markdown,
     variance_display,
 )
-from optbench.formats.aggregate_tables import HYPOTHESES, RESULTS, VERDICTS, csv_text
+from optbench.formats.aggregate_tables import (
+    HYPOTHESES,
+    PAIRWISE,
+    RESULTS,
+    RUNS_NOT_COMPLETED,
+    SETTINGS,
+    SUMMARY,
+    TUNING,
+    VARIANCE,
+    VERDICTS,
+    csv_text,
+    robust_table,
+)
 
 PRIMARY_LABEL = "test accuracy at best validation (%)"
 # Columns summary.csv leads with; the flattened config (cfg.*) follows.
@@ -111,7 +123,7 @@ def write_summary_csv(out: OutputDir, runs: pd.DataFrame) -> None:
     config_columns = sorted(column for column in runs.columns if column.startswith("cfg."))
     leading = RUN_COLUMNS if is_default_only(runs) else [*RUN_COLUMNS[:4], *WORKLOAD_RUN_COLUMNS, *RUN_COLUMNS[4:]]
     columns = [column for column in leading if column in runs] + config_columns
-    out.write_text("summary.csv", runs[columns].to_csv(index=False))
+    out.write_text(SUMMARY, csv_text(SUMMARY, runs[columns]))
 
 
 def write_tables(
@@ -124,7 +136,7 @@ def write_tables(
 ) -> list[str]:
     """The results, pairwise and runs-not-completed tables; returns every file written so far, summary.csv and
     settings.csv first."""
-    files = ["summary.csv", "settings.csv"]
+    files = [SUMMARY, SETTINGS]
     out.write_text(RESULTS, csv_text(RESULTS, results))
     out.write_text("tables/results.md", per_setting_markdown(results, lambda group: display_table(group, target_acc)))
     out.write_text(
@@ -138,16 +150,16 @@ def write_tables(
         ),
     )
     files += [RESULTS, "tables/results.md", "tables/results.tex"]
-    out.write_text("tables/pairwise.csv", tests.to_csv(index=False))
+    out.write_text(PAIRWISE, csv_text(PAIRWISE, tests))
     out.write_text("tables/pairwise.md", per_setting_markdown(tests, pairwise_display))
     out.write_text(
         "tables/pairwise.tex", per_setting_latex(tests, pairwise_display, "Pairwise tests", "pairwise", stems)
     )
-    files += ["tables/pairwise.csv", "tables/pairwise.md", "tables/pairwise.tex"]
+    files += [PAIRWISE, "tables/pairwise.md", "tables/pairwise.tex"]
     problems = problem_runs(runs)
-    out.write_text("tables/runs_not_completed.csv", problems.to_csv(index=False))
+    out.write_text(RUNS_NOT_COMPLETED, csv_text(RUNS_NOT_COMPLETED, problems))
     out.write_text("tables/runs_not_completed.md", to_markdown(problem_display(problems)))
-    files += ["tables/runs_not_completed.csv", "tables/runs_not_completed.md"]
+    files += [RUNS_NOT_COMPLETED, "tables/runs_not_completed.md"]
     return files
 
 
@@ -171,16 +183,16 @@ def per_setting_latex(table: pd.DataFrame, render, caption: str, label: str, ste
 def write_robust_tables(out: OutputDir, tables: dict[str, pd.DataFrame]) -> list[str]:
     files = []
     for name, table in tables.items():
-        out.write_text(f"tables/{name}.csv", table.to_csv(index=False))
+        out.write_text(robust_table(name), csv_text(robust_table(name), table))
         out.write_text(f"tables/{name}.md", to_markdown(table.round(4)))
-        files += [f"tables/{name}.csv", f"tables/{name}.md"]
+        files += [robust_table(name), f"tables/{name}.md"]
     return files
 
 
 def write_variance_table(out: OutputDir, table: pd.DataFrame) -> list[str]:
-    out.write_text("tables/variance.csv", table.to_csv(index=False))
+    out.write_text(VARIANCE, csv_text(VARIANCE, table))
     out.write_text("tables/variance.md", to_markdown(variance_display(table)))
-    return ["tables/variance.csv", "tables/variance.md"]
+    return [VARIANCE, "tables/variance.md"]
 
 
 def write_verdict_tables(out: OutputDir, judgements: list[Judgement], untested: list[NotTested]) -> list[str]:
@@ -343,7 +355,7 @@ def write_tuning(
     if not tuning.studies:
         return None
     table = tuning_table(tuning.studies)
-    out.write_text("tables/tuning.csv", table.to_csv(index=False))
+    out.write_text(TUNING, csv_text(TUNING, table))
     out.write_text("tables/tuning.md", to_markdown(tuning_display(table)))
     names = [*runs["optimizer"].map(str), *table["optimizer"]]
     colours = figure_style.optimizer_colours(names)  # the main figures' colours, for the same optimizers

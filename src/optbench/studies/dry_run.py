@@ -1,0 +1,172 @@
+"""What `study.py --dry-run` prints: the plan (sweeps, runs, directories and their states), a tuning study's
+budget, and the estimate of the time the runs still to do will take.
+
+study_command.py plans and hands the planned runs here; `print_plan` lists them (the run still prints it before
+launching), `print_estimate` prices them through studies/estimate.py, preferring the rates that runs of the same
+shape recorded on disk over a measured timing and saying which it used, and adds a fidelity ladder's cost per
+rung. Printing only: nothing here plans, launches or writes.
+"""
+
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+
+from optbench import run_states
+from optbench.durations import format_duration
+from optbench.specs.study_spec import Study
+from optbench.studies import estimate
+from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep
+
+
+def print_plan(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
+    counts = Counter(run.status for _, runs in runs_by_sweep for run in runs)
+    total = sum(counts.values())
+    print(f"study {study.id}: {study.statement}")
+    others = f", {counts[OTHER_EXPERIMENT]} holding another experiment" if counts[OTHER_EXPERIMENT] else ""
+    print(
+        f"{total} runs in {len(runs_by_sweep)} sweep(s): {counts[run_states.DONE]} done, "
+        f"{counts[run_states.UNFINISHED]} unfinished, {counts[run_states.NEW]} new{others}"
+    )
+    for number, (sweep, runs) in enumerate(runs_by_sweep, 1):
+        if sweep.pending:
+            print(f"sweep {number} ({sweep.label}): {sweep.pending}")
+            continue
+        print(
+            f"sweep {number} ({sweep.label}): python src/train.py -m "
+            f"{' '.join(shlex.quote(override) for override in sweep.command_overrides())}"
+        )
+        for trial in sweep.trials:
+            print(f"  trial {trial.index}: {' '.join(trial.overrides())}")
+        for run in runs:
+            detail = f" ({run.detail})" if run.detail else ""
+            print(f"  {run.status:<10} {run.run_dir}{detail}")
+    if study.tune:
+        print_budget(study, runs_by_sweep)
+
+
+def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> None:
+    """Runs and epochs per optimizer, the reruns still to be chosen included: the budget is the same for all."""
+    assert study.tune is not None  # a tuning study
+    runs_per_optimizer: Counter = Counter()
+    epochs = 0
+    for sweep, runs in runs_by_sweep:
+        name = sweep.values["optimizer"][0] if len(sweep.values["optimizer"]) == 1 else "all"
+        runs_per_optimizer[name] += len(runs) or study.tune.top_k * len(sweep.runs_without_trials())
+        epochs = max([epochs, *(int(run.cfg.epochs) for run in runs)])
+    print(
+        f"tuning budget ({study.tune.method}), per optimizer: "
+        + ", ".join(f"{name} {count} runs x {epochs} epochs" for name, count in runs_per_optimizer.items())
+        + f"; {sum(runs_per_optimizer.values())} runs, {sum(runs_per_optimizer.values()) * epochs} epochs in all"
+    )
+
+
+def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
+    """After the plan (flushed first, so it shows while a rate is measured): the serial time of the runs still to
+    do, from the study's own runs on disk where its shapes have some, else from the cached or measured rate."""
+    sys.stdout.flush()
+    planned = [(run, estimate.workload(run.cfg, run.epochs_done)) for _, runs in runs_by_sweep for run in runs]
+    to_do = [(run, load) for run, load in planned if run.status != run_states.DONE]
+    unknown = [run for run, load in to_do if load is None]
+    work = [load for _, load in to_do if load is not None]
+    if not work:
+        print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
+        return
+    every_shape = {load.shape for _, load in planned if load is not None}  # a ladder's per-rung cost needs each
+    own = [(load, run.run_dir) for run, load in planned if load is not None and run.status in run_states.REUSED]
+    elsewhere = [(load, run_dir) for load, run_dir in same_shape_runs(planned) if load.shape in every_shape]
+    recorded = estimate.recorded_rates(own + elsewhere)
+    own_runs = estimate.recorded_rates(own)
+    to_measure = every_shape - set(recorded)
+    measured = estimate.measure_rates(to_measure, lambda line: print(line, flush=True)) if to_measure else {}
+    seconds = sum(load_seconds(load, recorded, measured) for load in work)
+    print(
+        f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
+        + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else "")
+    )
+    for shape in sorted({load.shape for load in work} & set(recorded)):
+        print_recorded(shape, recorded[shape], own_runs[shape].runs if shape in own_runs else 0)
+    if measured:
+        print_measured(measured)
+    if unknown:
+        print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
+    print_rung_estimates(runs_by_sweep, recorded, measured)
+
+
+def same_shape_runs(planned: list) -> list:
+    """Runs under the study's results folders that it does not plan (another optimizer's, another study's): runs
+    of its shape among them price the estimate before a busy machine's timing would."""
+    roots = {Path(run.cfg.paths.results_dir) for run, _ in planned}
+    return estimate.runs_on_disk({root for root in roots if root.is_dir()}, {Path(run.run_dir) for run, _ in planned})
+
+
+def print_recorded(shape: tuple, rate, own: int) -> None:
+    """Where a recorded rate came from: the study's own runs, or runs of the same shape elsewhere on disk."""
+    _, model, width, classes, batch, *_ = shape
+    evaluated = f", {rate.eval_rate:.0f} evaluated images/s" if rate.eval_rate else ""
+    source = (
+        f"{rate.runs} run(s) of this study on disk"
+        if own == rate.runs
+        else f"{rate.runs} run(s) on disk of the same shape ({own} of this study)"
+    )
+    overhead = f", {rate.epoch_overhead_s:.1f} s an epoch outside both" if rate.epoch_overhead_s else ""
+    print(
+        f"  from {source}: {rate.train_rate:.0f} training images/s{evaluated}{overhead} "
+        f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "
+        "loading included)"
+    )
+
+
+def print_measured(measured: dict[tuple, tuple[str, float, float | None]]) -> None:
+    from optbench.device.fastest import cache_path  # torch is loaded by now: the rates were measured or read
+
+    for (requested, model, width, classes, batch, *_), (device, rate, load) in sorted(measured.items()):  # noqa: B007
+        print(
+            f"  measured on {device}: {rate:.0f} training images/s for {model} width {width}, {classes} classes, "
+            f"batch {batch} (5 timed steps on random data, cached in {cache_path(estimate.RATE_CACHE)}; "
+            "delete it to measure again)"
+        )
+        if estimate.is_busy(load):
+            print(
+                f"  the machine was busy while this rate was measured (load {load:.1f} per core): the estimate is "
+                "too long; the rate is cached marked busy and timed again when the machine is quiet"
+            )
+        print(
+            f"  per epoch: training images / rate + (validation + test images) / "
+            f"({estimate.eval_speedup(device):.0f} x rate); data loading and start-up not included"
+        )
+
+
+def load_seconds(load, recorded: dict, measured: dict) -> float:
+    """The serial seconds of a workload at the study's recorded rate for its shape, else the measured one."""
+    if load.shape in recorded:
+        return estimate.recorded_seconds(load, recorded[load.shape])
+    return estimate.seconds_left(load, measured[load.shape][1], measured[load.shape][0])
+
+
+def print_rung_estimates(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], recorded: dict, measured: dict) -> None:
+    """A fidelity ladder's cost per rung: each rung's runs from scratch at the rates above, and what is left."""
+    rungs = list(dict.fromkeys(sweep.rung for sweep, _ in runs_by_sweep if sweep.rung))
+    if not rungs:
+        return
+    print("per rung (every run of the rung from scratch, one after another; what is still to do):")
+    for rung in rungs:
+        runs = [run for sweep, sweep_runs in runs_by_sweep if sweep.rung == rung for run in sweep_runs]
+        whole = rung_seconds(runs, recorded, measured, everything=True)
+        left = rung_seconds(runs, recorded, measured, everything=False)
+        done = sum(run.status == run_states.DONE for run in runs)
+        print(
+            f"  rung {rung}: {len(runs)} runs, {done} done; {format_duration(whole)} in all, "
+            f"{format_duration(left)} left"
+        )
+
+
+def rung_seconds(runs: list[PlannedRun], recorded: dict, measured: dict, everything: bool) -> float:
+    seconds = 0.0
+    for run in runs:
+        if not everything and run.status == run_states.DONE:
+            continue
+        load = estimate.workload(run.cfg, 0 if everything else run.epochs_done)
+        if load is not None and (load.shape in recorded or load.shape in measured):
+            seconds += load_seconds(load, recorded, measured)
+    return seconds
