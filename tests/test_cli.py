@@ -374,7 +374,8 @@ def test_setup_smoke_check_passes_on_this_machine(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     for name in OPTIMIZERS:
         assert f"✓ {name}: losses" in done.stdout
-    assert f"{1 + len(OPTIMIZERS)} passed, 0 failed" in done.stdout
+    checks = 1 + len(OPTIMIZERS) + len(workloads.NAMES) - 1  # imports, each optimizer, each workload but CIFAR
+    assert f"{checks} passed, 0 failed" in done.stdout
     # Which datasets are ready: CIFAR is not in the empty data dir; the folder of images is.
     assert f"cifar10: not in {tmp_path / 'data' / 'cifar-10-batches-py'}: downloaded on first use" in done.stdout
     assert f"imagefolder {tmp_path / 'images'}: ready (2 classes, 2 training and 2 test images)" in done.stdout

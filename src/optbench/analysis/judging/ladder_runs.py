@@ -345,9 +345,10 @@ def common_seeds(rung: Rung, arms: list[str], metric: str | None = None) -> list
 
 
 def matrix(rung: Rung, arms: list[str], seeds: list, metric: str) -> np.ndarray:
-    """The arms x seeds matrix of results."""
+    """The arms x seeds matrix of results (two-dimensional even with no arm: (0, seeds))."""
     series = [seed_values(rung, arm, metric) for arm in arms]
-    return np.array([[values[seed] for seed in seeds] for values in series], dtype=float)
+    values = np.array([[values[seed] for seed in seeds] for values in series], dtype=float)
+    return values.reshape(len(arms), len(seeds))
 
 
 # ---------------------------------------------------------------- what is named: failures, seeds, the top

@@ -134,8 +134,8 @@ def kept_by_bounds(values: np.ndarray, top_signs: np.ndarray, confidence: float 
     """(..., pairs) of +1 kept, -1 reversed, 0 undetermined (or not established at the top), from the rung's own
     per-seed differences (..., k, n): the one-sided bound of sign * difference above 0, or its other bound below
     0. A pair without spread is not testable: 0."""
-    mean, low, high, se = one_sided_bounds(pair_differences(values), confidence)
     signs = np.asarray(top_signs)
+    mean, low, high, se = one_sided_bounds(pair_differences(values), confidence)
     toward_low = np.where(signs > 0, low, -high)  # lower bound of sign * difference
     toward_high = np.where(signs > 0, high, -low)
     testable = se > 1e-12 * np.maximum(1.0, np.abs(mean))
