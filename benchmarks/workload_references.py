@@ -26,8 +26,9 @@ from optbench.training.provenance import processor_name
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"
+SHOWN_CORPUS = "../shared/data/tinyshakespeare/input.txt"  # how README names it (relative to the checkout)
 CONFIGURATIONS = {
-    "char_lm": ["workload=char_lm", "optimizer=adamw", f"dataset.path={CORPUS}"],
+    "char_lm": ["workload=char_lm", "optimizer=adamw", f"dataset.path={SHOWN_CORPUS}"],
     "mnist1d": ["workload=mnist1d", "optimizer=adam", "optimizer.lr=0.01", "optimizer.weight_decay=0"],
 }
 

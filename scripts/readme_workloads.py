@@ -83,7 +83,7 @@ def workloads_block() -> str:
     if not machines:
         return "\n".join([header, *rows])
     note = (
-        f"Measured on a {' and a '.join(machines)} CPU, {speeds.get('threads', 1)} thread per run "
+        f"Measured on {' and '.join(machines)}, {speeds.get('threads', 1)} thread per run "
         "(`python benchmarks/workload_references.py`, `python benchmarks/workload_speed.py`; "
         "load average {0:.1f} while timing)".format(speeds.get("load_before", float("nan")))
     )
