@@ -17,7 +17,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from optbench import rundir
+from optbench import run_states, rundir
 from optbench.config.hydra_glue import dataset_dir_name
 from optbench.errors import ConfigError, DamagedRunFile
 from optbench.formats import run_record, run_summary, tuning_record
@@ -26,7 +26,6 @@ from optbench.studies.plan import PlannedRun, Sweep, planned_run_id
 from optbench.training.mirror import copy_atomically, copy_small_files
 
 PUBLISHED_FOLDERS = "docs/*/runs"  # where the checkout keeps its published studies' run records
-NEW = "new"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +60,7 @@ def find(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], folder: Path) -> l
     for _, runs in runs_by_sweep:
         for run in runs:
             source = twin(run, folder)
-            if run.status == NEW and source is not None:
+            if run.status == run_states.NEW and source is not None:
                 found.append(Found(run, source))
     return found
 
@@ -95,21 +94,16 @@ def twin(run: PlannedRun, folder: Path) -> Path | None:
 def as_done(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], found: list[Found]):
     """The plan with each found run done at its published directory: what the estimate prices the rest from."""
     sources = {id(item.run): item.source for item in found}
-    return [
-        (
-            sweep,
-            [
-                dataclasses.replace(run, status="done", run_dir=sources[id(run)]) if id(run) in sources else run
-                for run in runs
-            ],
-        )
-        for sweep, runs in runs_by_sweep
-    ]
+
+    def done_there(run: PlannedRun) -> PlannedRun:
+        return dataclasses.replace(run, status=run_states.DONE, run_dir=sources[id(run)])
+
+    return [(sweep, [done_there(run) if id(run) in sources else run for run in runs]) for sweep, runs in runs_by_sweep]
 
 
 def dry_run_lines(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> tuple[list[str], list[Found]]:
     """What the dry run says about published runs, and the runs the study will copy in (its `published:`)."""
-    new = sum(run.status == NEW for _, runs in runs_by_sweep for run in runs)
+    new = sum(run.status == run_states.NEW for _, runs in runs_by_sweep for run in runs)
     if not new:
         return [], []
     folder = study_folder(study)
