@@ -1,4 +1,4 @@
-"""Copy the validation study's real-versus-simulated table from docs/validation-study into README, so no number is typed.
+"""Copy the validation study's real-versus-simulated table into README from docs/validation-study: no typed number.
 
     python scripts/readme_validation.py           # rewrite the block between the markers in README.md
     python scripts/readme_validation.py --check   # exit 1 when README's block differs (the tests run this)
@@ -27,7 +27,7 @@ from optbench.formats import aggregate_tables  # noqa: E402
 
 README = REPO / "README.md"
 STUDY_DOCS = REPO / "docs" / "validation-study"
-BEGIN = "<!-- validation block: written by `python scripts/readme_validation.py` from docs/validation-study; do not edit -->"
+BEGIN = "<!-- validation block: written by `python scripts/readme_validation.py`; do not edit -->"
 END = "<!-- end of validation block -->"
 # The rules, in the order README lists them: (label, which rows of validation.csv are the rule's).
 RULES = (

@@ -84,7 +84,7 @@ def ladder_fact(args, pools: list[LadderPool]) -> str:
     rungs = "; ".join(f"{pool.rung} vs {pool.top} on {len(pool.seeds)} shared seeds" for pool in pools)
     return (
         f"Fidelity ladder ({args.ladder_study} in `{args.ladder}`, {len(pools[0].arms)} optimizers): {rungs}; "
-        f"{validation_fidelity.POOLS} simulated pools per model, each resampled as often"
+        f"{args.pools} simulated pools per model, each resampled as often"
     )
 
 
@@ -113,6 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED, help="of the resampling generator")
     parser.add_argument("--ladder", type=Path, metavar="DIR", help="results folder of a fidelity ladder's runs")
     parser.add_argument("--ladder-study", metavar="STUDY", help="the ladder study, e.g. fidelity_mnist1d")
+    parser.add_argument(
+        "--pools",
+        type=int,
+        default=validation_fidelity.POOLS,
+        help=f"simulated pools per model and ladder figure (default {validation_fidelity.POOLS})",
+    )
     args = parser.parse_args(argv)
     if not args.results_dir.is_dir():
         print(f"error: {args.results_dir} is not a folder of runs", file=sys.stderr)
@@ -128,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = Pairs(lr, half, NAMES) if len(lr) >= 2 else None
     figures = null_figures(aa, args.resamples, args.seed)
     figures += effect_figures(pairs, args.resamples, args.seed) if pairs is not None else []
-    figures += fidelity_figures(ladder, args.resamples, args.seed)
+    figures += fidelity_figures(ladder, args.resamples, args.seed, simulated_pools=args.pools)
     table = figure_table(figures)
     out = OutputDir(args.out)
     out.write_text(aggregate_tables.VALIDATION, aggregate_tables.csv_text(aggregate_tables.VALIDATION, table))

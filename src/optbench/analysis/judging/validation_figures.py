@@ -8,8 +8,8 @@ outside the Monte Carlo interval), "<=" (an upper bound such as "at most alpha":
 interval lies above it), ">=" (a promise such as the planner's 80 % power: it disagrees when the whole interval
 lies below it), "within" (the claim is a range, `claimed_low` to `claimed_high`: the 95 % range a simulated pool of
 the same size gives, which holds the pool's own sampling error and the Monte Carlo error of its resamples; it
-disagrees when the measured figure lies outside it). The interval is Monte Carlo error given the pool of runs; how far the pool itself is from all
-seeds is not in it (a pool of 400 seeds is still a sample).
+disagrees when the measured figure lies outside it). The interval is Monte Carlo error given the pool of runs; how
+far the pool itself is from all seeds is not in it (a pool of 400 seeds is still a sample).
 """
 
 import math

@@ -71,9 +71,7 @@ def figure_display(table: pd.DataFrame) -> pd.DataFrame:
             "n": table["n"].astype(str),
             "measured [MC 95 %]": measured,
             "resamples": table["trials"].astype(str),
-            "claimed [source]": [
-                f"{claim_text(row)} [{cited[row.source]}]" for row in table.itertuples()
-            ],
+            "claimed [source]": [f"{claim_text(row)} [{cited[row.source]}]" for row in table.itertuples()],
             "agrees": ["**DISAGREES**" if disagrees else "yes" for disagrees in table["disagrees"]],
             "note": table["note"],
         }
