@@ -26,11 +26,16 @@ import pandas as pd  # noqa: E402
 import readme_blocks  # noqa: E402
 
 from optbench.analysis.judging import validation_fidelity  # noqa: E402
+from optbench.analysis.judging.ladder_runs import fidelity_keys, find_ladders, planned_rungs  # noqa: E402
+from optbench.analysis.judging.study_trials import study_runs_among_trials  # noqa: E402
+from optbench.analysis.judging.tuning_report import read_tuning  # noqa: E402
 from optbench.analysis.judging.validation_effect import Pairs, effect_figures  # noqa: E402
-from optbench.analysis.judging.validation_fidelity import LadderPool, fidelity_figures, read_ladder_pools  # noqa: E402
+from optbench.analysis.judging.validation_fidelity import LadderPool, fidelity_figures  # noqa: E402
 from optbench.analysis.judging.validation_null import null_figures  # noqa: E402
-from optbench.analysis.judging.validation_runs import finished_pool, paired_pools  # noqa: E402
+from optbench.analysis.judging.validation_runs import METRIC, finished_pool, paired_pools  # noqa: E402
 from optbench.analysis.load import load_runs  # noqa: E402
+from optbench.analysis.pipeline import analyse  # noqa: E402
+from optbench.analysis.statistics import fidelity_stats  # noqa: E402
 from optbench.analysis.writing.output import OutputDir  # noqa: E402
 from optbench.analysis.writing.tables import to_markdown  # noqa: E402
 from optbench.analysis.writing.validation_tables import figure_display, figure_table, validation_block  # noqa: E402
@@ -86,6 +91,21 @@ def ladder_fact(args, pools: list[LadderPool]) -> str:
         f"Fidelity ladder ({args.ladder_study} in `{args.ladder}`, {len(pools[0].arms)} optimizers): {rungs}; "
         f"{args.pools} simulated pools per model, each resampled as often"
     )
+
+
+def read_ladder_pools(results_dir: Path, study) -> list[LadderPool]:
+    """The pools of the ladder `study` planned among the runs in `results_dir`, found as the aggregator and the
+    planner find it (its tuning trials set aside, its rungs told apart by their tuning's winners; studies/pilot.py)."""
+    tuning = read_tuning(results_dir)
+    own_runs = study_runs_among_trials(study, tuning.studies, results_dir, None)
+    analysis = analyse(results_dir, set_aside=tuning.run_dirs - own_runs)
+    keys = fidelity_keys([override.split("=", 1)[0] for rung in study.rungs for override in rung.overrides])
+    resolution = (study.fidelity_resolution or fidelity_stats.DEFAULT_RESOLUTION_POINTS) / 100
+    pools = []
+    for ladder in find_ladders(analysis.runs, analysis.grouping, keys, planned_rungs(study, tuning.studies)):
+        ladder.resolution = resolution
+        pools += validation_fidelity.ladder_pools(ladder, METRIC)
+    return pools
 
 
 def ladder_pools(args) -> list[LadderPool]:

@@ -32,30 +32,16 @@ of B resamples. Two models:
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from optbench.analysis.judging.fidelity import own_spreads
-from optbench.analysis.judging.ladder_runs import (
-    Ladder,
-    common_seeds,
-    fidelity_keys,
-    find_ladders,
-    matrix,
-    planned_rungs,
-    result_arms,
-)
-from optbench.analysis.judging.study_trials import study_runs_among_trials
-from optbench.analysis.judging.tuning_report import read_tuning
+from optbench.analysis.judging.ladder_runs import Ladder, common_seeds, matrix, result_arms
 from optbench.analysis.judging.validation_figures import WITHIN, Figure
 from optbench.analysis.judging.validation_null import SIZES
-from optbench.analysis.judging.validation_runs import METRIC
-from optbench.analysis.pipeline import analyse
 from optbench.analysis.statistics import fidelity_power, fidelity_stats
 from optbench.analysis.statistics.power import ALPHA
 from optbench.analysis.statistics.resampling import monte_carlo_rate
-from optbench.specs.study_spec import Study
 
 STUDY = "fidelity ladder"
 POOLS = 400  # simulated pools per model and figure, each resampled as often as the real one
@@ -111,24 +97,6 @@ def ladder_pools(ladder: Ladder, metric: str) -> list[LadderPool]:
                 ladder.resolution,
             )
         )
-    return pools
-
-
-def read_ladder_pools(
-    results_dir: Path, study: Study, metric: str = METRIC, experiments_dir: Path | None = None
-) -> list[LadderPool]:
-    """The pools of the ladder `study` planned among the runs in `results_dir`, found as the aggregator and the
-    planner find it (its tuning trials set aside, its rungs told apart by their tuning's winners; pilot.py)."""
-    tuning = read_tuning(Path(results_dir))
-    own_runs = study_runs_among_trials(study, tuning.studies, Path(results_dir), experiments_dir)
-    analysis = analyse(Path(results_dir), set_aside=tuning.run_dirs - own_runs)
-    keys = fidelity_keys([override.split("=", 1)[0] for rung in study.rungs for override in rung.overrides])
-    planned = planned_rungs(study, tuning.studies)
-    resolution = (study.fidelity_resolution or fidelity_stats.DEFAULT_RESOLUTION_POINTS) / 100
-    pools = []
-    for ladder in find_ladders(analysis.runs, analysis.grouping, keys, planned):
-        ladder.resolution = resolution
-        pools += ladder_pools(ladder, metric)
     return pools
 
 
