@@ -101,10 +101,15 @@ def read_ladder_pools(results_dir: Path, study) -> list[LadderPool]:
     analysis = analyse(results_dir, set_aside=tuning.run_dirs - own_runs)
     keys = fidelity_keys([override.split("=", 1)[0] for rung in study.rungs for override in rung.overrides])
     resolution = (study.fidelity_resolution or fidelity_stats.DEFAULT_RESOLUTION_POINTS) / 100
+    planned = {rung.label for rung in study.rungs}  # a budget the study does not plan (other runs here) is not its
     pools = []
     for ladder in find_ladders(analysis.runs, analysis.grouping, keys, planned_rungs(study, tuning.studies)):
         ladder.resolution = resolution
-        pools += validation_fidelity.ladder_pools(ladder, METRIC)
+        pools += [
+            pool
+            for pool in validation_fidelity.ladder_pools(ladder, METRIC)
+            if {pool.rung, pool.top} <= planned and len(pool.arms) >= 2 and pool.seeds
+        ]
     return pools
 
 
