@@ -9,14 +9,25 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from conftest import REPO
-from fixtures.aggregate.fake_runs import write_run
+from fixtures.aggregate.fake_runs import ramp_records, write_run
+from scipy import stats
 
 from optbench.analysis.judging.hypothesis_rule import Check
 from optbench.analysis.judging.validation_effect import Pairs, effect_figures
-from optbench.analysis.judging.validation_figures import AT_LEAST, AT_MOST, EQUAL, Figure
+from optbench.analysis.judging.validation_fidelity import (
+    LadderPool,
+    fidelity_figures,
+    judge,
+    pair_bounds,
+    real_pools,
+    resampled,
+)
+from optbench.analysis.judging.validation_figures import AT_LEAST, AT_MOST, EQUAL, WITHIN, Figure
 from optbench.analysis.judging.validation_null import comparison_z, null_figures
 from optbench.analysis.judging.validation_runs import METRIC, finished_pool, paired_pools, resample_table
+from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.resampling import Rate, disjoint_draw, extended_draw, monte_carlo_rate
 from optbench.formats import aggregate_tables
 from optbench.studies.until_decided import comparison_z as study_comparison_z
@@ -74,10 +85,13 @@ def test_a_rate_carries_the_exact_binomial_interval():
         (Rate(70, 100, 0.60, 0.79), 0.80, AT_LEAST, True),  # wholly below the promised 80 %
         (Rate(95, 100, 0.89, 0.98), 0.95, EQUAL, False),
         (Rate(0, 0, math.nan, math.nan), 0.05, EQUAL, False),  # nothing measured: no claim judged
+        (Rate(90, 100, 0.82, 0.95), 0.9, WITHIN, False),  # 0.90 within the simulated pools' [0.85, 0.97]
+        (Rate(80, 100, 0.71, 0.87), 0.9, WITHIN, True),  # 0.80 below it
     ],
 )
 def test_a_figure_disagrees_only_beyond_monte_carlo_error(rate, claimed, relation, disagrees):
-    assert Figure("A/A", "f", "r", 3, rate, claimed, relation, "s").disagrees is disagrees
+    figure = Figure("A/A", "f", "r", 3, rate, claimed, relation, "s", "", 0.85, 0.97)
+    assert figure.disagrees is disagrees
 
 
 def test_the_sequential_z_is_the_one_the_study_takes():
@@ -162,6 +176,96 @@ def test_a_planted_effect_is_found_and_the_truth_is_stated_in_its_direction():
     assert planner.n == 3 and planner.rate.value == 1.0  # d_z of about 10: the pilot's own 3 seeds suffice
 
 
+# ---- the fidelity ladder -----------------------------------------------------------------------------
+
+
+def normal_pool(seeds: int = 30, seed: int = 0, moved: bool = True) -> LadderPool:
+    """Five optimizers at a rung 5 points below the top, two of them moved by 1 point (`moved`): seed noise
+    normal, a seed effect every optimizer of the seed shares."""
+    rng = np.random.default_rng(seed)
+    top_means = np.array([0.90, 0.89, 0.885, 0.87, 0.92])
+    rung_means = top_means - 0.05 + (np.array([0.0, 0.01, -0.01, 0.0, 0.005]) if moved else 0.0)
+    shared = rng.normal(0, 0.007, seeds)
+    top = top_means[:, None] + shared + rng.normal(0, 0.008, (5, seeds))
+    rung = rung_means[:, None] + shared + rng.normal(0, 0.012, (5, seeds))
+    return LadderPool("epochs=6", "epochs=60", ("sgd", "adam", "adamw", "lion", "muon"), tuple(range(seeds)), rung, top)
+
+
+def test_a_pair_bound_is_the_one_sided_t_bound_by_hand():
+    """Two optimizers, three seeds: the pair's per-seed changes are 1, 2, 6 points; the bound of |change| is the
+    mean 3 plus t(0.95, 2) times sd / sqrt(3)."""
+    rung = np.array([[0.51, 0.52, 0.56], [0.50, 0.50, 0.50]])
+    top = np.full((2, 3), 0.5)
+    changes = np.array([1.0, 2.0, 6.0]) / 100
+    by_hand = changes.mean() + stats.t.ppf(0.95, 2) * changes.std(ddof=1) / math.sqrt(3)
+    assert pair_bounds(rung, top)[0] == pytest.approx(by_hand)
+    assert fidelity_stats.change_intervals(rung, top)[0].bound == pytest.approx(by_hand)
+
+
+def test_the_vectorised_rule_is_the_reports_rule_ladder_by_ladder():
+    """judge's answers and bounds on a stack equal fidelity_stats' scalar functions (the report's) on each ladder."""
+    rng = np.random.default_rng(7)
+    top = np.array([0.9, 0.88, 0.86, 0.84])[:, None] + rng.normal(0, 0.01, (40, 4, 6))
+    rung = top - 0.05 + rng.normal(0, 0.01, (40, 4, 6))
+    truth = np.full(6, 0.01)
+    outcomes = judge(rung, top, rung - top, truth, 0.02)
+    for index in range(40):
+        signs = fidelity_stats.established_orders(top[index], 0.05)[0]
+        assert outcomes.order_yes[index] == (fidelity_stats.order_fates(rung[index], signs).answer == "yes")
+        changes = fidelity_stats.change_intervals(rung[index], top[index])
+        assert outcomes.certified[index] == (fidelity_stats.resolution(changes) <= 0.02)
+        assert list(outcomes.pair_covers[index]) == [change.bound >= 0.01 for change in changes]
+    assert outcomes.order_yes.any() and not outcomes.order_yes.all()  # the case is not trivial either way
+
+
+def test_a_resample_of_the_whole_pool_is_the_pool_every_time():
+    """n = N: drawn without replacement, every resample holds every seed once, so every outcome is the same; the
+    rung and the top are drawn on the same seeds, so a change that is the same on every seed is exactly it."""
+    pool = normal_pool(seeds=6)
+    same_change = LadderPool("r", "t", pool.arms, pool.seeds, pool.top_values - 0.03, pool.top_values)
+    outcomes = resampled(real_pools(same_change), 6, 50, 0.02, np.random.default_rng(0))
+    assert outcomes.certified.all() and outcomes.covers_largest.all()  # every change 0, with no spread: bound 0
+    varied = resampled(real_pools(pool), 6, 50, 0.02, np.random.default_rng(0))
+    for name in ("order_yes", "certified", "covers_largest"):
+        assert len(set(getattr(varied, name)[0])) == 1
+    assert (varied.pair_covers[0] == varied.pair_covers[0, 0]).all()
+
+
+def fidelity_by_key(figures: list[Figure]) -> dict:
+    return {(figure.figure, figure.rule.split(" (")[0], figure.n): figure for figure in figures}
+
+
+def test_a_normal_pool_agrees_with_the_harness_model():
+    figures = fidelity_figures([normal_pool()], resamples=200, seed=0, sizes=(3, 10), simulated_pools=60)
+    assert len(figures) == 8 and {figure.relation for figure in figures} == {WITHIN}
+    assert sum(figure.disagrees for figure in figures) <= 1  # 8 figures at 99 %: a second is a bug, not chance
+    covers = fidelity_by_key(figures)[("coverage", "fidelity resolution covers the largest change", 10)]
+    assert covers.rate.value >= 0.95 and "normal at the pool's covariance" in covers.note
+
+
+def test_a_diverged_run_makes_the_bound_too_narrow_and_is_seen_under_covering():
+    """One optimizer diverged at the rung on one seed of 30 (chance, 10 %): the change all seeds show moves its
+    pairs by about 2.2-2.7 points, but 4 resamples of 5 of 6 seeds miss that seed and bound its pairs' changes
+    within about 1.7 points: their bounds are too narrow there. The normal models, fed the pool's huge spread for
+    that optimizer, cover almost always; the real figure is seen far below their range, the pool-covariance
+    model's too (the shape of the noise: one outlying run)."""
+    pool = normal_pool(moved=False)
+    rung = pool.rung_values.copy()
+    rung[4, 7] = 0.1  # muon diverged on seed 7
+    broken = LadderPool(pool.rung, pool.top, pool.arms, pool.seeds, rung, pool.top_values)
+    figures = fidelity_by_key(fidelity_figures([broken], resamples=300, seed=0, sizes=(6, 10), simulated_pools=40))
+    pair = figures[("coverage", "fidelity pair bound, least-covered pair", 6)]
+    assert pair.rate.high < 0.6 and pair.claimed > 0.85 and pair.disagrees and "muon" in pair.note.split(",")[0]
+    low_end = float(pair.note.split("99 % of pools ")[1].split("-")[0])
+    assert pair.rate.high * 100 < low_end  # outside the pool-covariance model's range too
+    healthy = fidelity_by_key(fidelity_figures([pool], resamples=300, seed=0, sizes=(6, 10), simulated_pools=40))
+    assert not healthy[("coverage", "fidelity pair bound, least-covered pair", 6)].disagrees  # the same, undiverged
+
+
+def test_a_pool_too_small_to_resample_gives_no_figures():
+    assert fidelity_figures([normal_pool(seeds=10)], resamples=5, seed=0, simulated_pools=2) == []
+
+
 # ---- the command -----------------------------------------------------------------------------------------
 
 
@@ -225,3 +329,117 @@ def test_the_quoted_sequential_figures_are_the_ones_the_docs_print():
     text = " ".join((REPO / "experiments" / "README.md").read_text().split())
     shipped, plain = (f"{100 * QUOTED_CROSSING[key]:.1f} %" for key in ("as shipped", "without the futility stop"))
     assert f"({plain} with at most 10 seeds)" in text and f"as shipped ({shipped})" in text
+
+
+def write_fake_ladder(results, study_path) -> None:
+    """Three optimizers x 12 seeds at 2 and 4 epochs, and the ladder study that planned them."""
+    rng = np.random.default_rng(6)
+    for epochs, level in ((2, 0.6), (4, 0.8)):
+        for index, optimizer in enumerate(("sgd", "adam", "lion")):
+            for seed in range(12):
+                write_run(
+                    results,
+                    ramp_records(float(level + 0.02 * index + rng.normal(0, 0.01)), epochs=epochs),
+                    optimizer=optimizer,
+                    seed=seed,
+                    variant=f"epochs={epochs}",
+                    overrides={"epochs": epochs},
+                )
+    grid = {"optimizer": ["sgd", "adam", "lion"], "seed": list(range(12)), "dataset": ["cifar10"]}
+    grid |= {"noise": [{"name": "none"}], "epochs": 4}
+    study = {"id": "ladder", "statement": "a test ladder", "grid": grid, "fidelity": {"epochs": [2, 4]}}
+    study_path.write_text(yaml.safe_dump(study))
+
+
+def test_the_command_adds_the_ladders_rows(tmp_path):
+    results, out, study = tmp_path / "results", tmp_path / "out", tmp_path / "ladder.yaml"
+    for seed in range(4):
+        fake_run(results, seed, 0.01, 0.9)
+    write_fake_ladder(tmp_path / "ladder", study)
+    out.mkdir()
+    script = load_script()
+    (out / "README.md").write_text(f"{script.BEGIN}\n{script.END}\n")
+    argv = [str(results), "--out", str(out), "--resamples", "3", "--pools", "3"]
+    assert script.main([*argv, "--ladder", str(tmp_path / "ladder"), "--ladder-study", str(study)]) == 0
+    table = aggregate_tables.read_file(out / aggregate_tables.VALIDATION, aggregate_tables.VALIDATION)
+    ladder = table[table["study"] == "fidelity ladder"]
+    assert len(ladder) == 12 and set(ladder["n"]) == {3, 6, 10} and (ladder["trials"] == 3).all()
+    assert ladder["rule"].str.endswith("(epochs=2 vs epochs=4)").all() and (ladder["relation"] == WITHIN).all()
+    assert (ladder["claimed_low"] <= ladder["claimed_high"]).all()
+    assert "epochs=2 vs epochs=4 on 12 shared seeds" in (out / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--ladder", "LADDER"], "--ladder DIR and --ladder-study STUDY go together"),
+        (["--ladder", "nowhere", "--ladder-study", "fidelity_mnist1d"], "--ladder nowhere is not a folder"),
+        (["--ladder", "LADDER", "--ladder-study", "validation_aa"], "has no fidelity: rungs"),
+        (["--ladder", "LADDER", "--ladder-study", "no_such_study"], "unknown study 'no_such_study'"),
+    ],
+)
+def test_a_ladder_asked_for_wrongly_is_one_error_and_nothing_written(tmp_path, capsys, extra, message):
+    results, out = tmp_path / "results", tmp_path / "out"
+    fake_run(results, 0, 0.01, 0.9)
+    (tmp_path / "ladder").mkdir()
+    extra = [str(tmp_path / "ladder") if word == "LADDER" else word for word in extra]
+    assert load_script().main([str(results), "--out", str(out), *extra]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and message in error and error.count("\n") == 1
+    assert not out.exists()
+
+
+# ---- README's block ------------------------------------------------------------------------------------
+
+
+def load_readme_script():
+    spec = importlib.util.spec_from_file_location("readme_validation", REPO / "scripts" / "readme_validation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readmes_validation_block_is_the_generated_one():
+    script = load_readme_script()
+    current = script.README.read_text()
+    assert current == script.with_block(current, script.validation_block()), (
+        "README's validation block is stale: run python scripts/readme_validation.py"
+    )
+
+
+def test_the_block_shows_a_disagreeing_figure_and_counts_the_rules_rows(tmp_path):
+    figures = [
+        Figure("A/A", "coverage", "mean's 95 % CI", 3, Rate(95, 100, 0.89, 0.98), 0.95, EQUAL, "nominal"),
+        Figure("A/A", "coverage", "mean's 95 % CI", 10, Rate(99, 100, 0.96, 1.0), 0.95, EQUAL, "nominal"),
+        Figure("A/A", "coverage", "mean's 95 % CI", 6, Rate(94, 100, 0.87, 0.98), 0.95, EQUAL, "nominal"),
+        Figure("A/A", "false supported", "verdict, 1 comparison", 3, Rate(2, 100, 0.0, 0.07), 0.05, AT_MOST, "s"),
+        Figure("A/A", "false supported", "verdict, 1 comparison", 10, Rate(3, 100, 0.0, 0.08), 0.05, AT_MOST, "s"),
+        Figure(
+            "fidelity ladder",
+            "order kept: yes",
+            "fidelity order answer (epochs=6 vs epochs=60)",
+            10,
+            Rate(40, 100, 0.3, 0.5),
+            0.45,
+            WITHIN,
+            "model",
+            "",
+            0.2,
+            0.7,
+        ),
+    ]
+    from optbench.analysis.writing.validation_tables import figure_table
+
+    (tmp_path / "tables").mkdir()
+    table = figure_table(figures)
+    (tmp_path / aggregate_tables.VALIDATION).write_text(aggregate_tables.csv_text(aggregate_tables.VALIDATION, table))
+    block = load_readme_script().validation_block(tmp_path)
+    lines = block.strip().splitlines()
+    assert len(lines) <= 14
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| ") and "---" not in line}
+    coverage = rows["Mean's 95 % interval: coverage"]
+    assert "n = 10" in coverage and "99.0 % [96.0 %, 100.0 %]" in coverage and "**no**: 1 of 3 disagree" in coverage
+    verdict = rows["Verdict, no effect: false supported / rejected"]
+    assert "n = 10" in verdict and "yes, all 2" in verdict and "<= 5.00 %" in verdict
+    order = rows["Fidelity order kept: yes"]
+    assert "epochs=6 vs epochs=60" in order and "in [20.0 %, 70.0 %] (mean 45.0 %)" in order and "yes, all 1" in order

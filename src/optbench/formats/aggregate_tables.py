@@ -112,6 +112,8 @@ COLUMNS = {
         "disagrees",
         "source",
         "note",
+        "claimed_low",  # relation "within": the simulated range the measured figure should fall in
+        "claimed_high",
     ),
     FIDELITY_TUNING: (  # analysis/judging/fidelity.py's tuned_settings
         "study",

@@ -26,5 +26,6 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
                    as the run table the rules read
     validation_null.py  A/A resamples judged by the verdicts, pairwise tests, sequential rule and intervals
     validation_effect.py  a known effect's resamples: power, interval coverage, the power at the planner's seeds
+    validation_fidelity.py  a real fidelity ladder's resamples: the rule's coverage and answers beside simulated pools
     validation_figures.py  one measured figure beside the figure simulation claims, and whether they disagree
 """

@@ -8,7 +8,7 @@ disagree); `figure_display(table)` is the same as text, in percent, the measured
 
 import pandas as pd
 
-from optbench.analysis.judging.validation_figures import Figure
+from optbench.analysis.judging.validation_figures import WITHIN, Figure
 from optbench.analysis.writing.tables import to_markdown
 from optbench.formats import aggregate_tables
 from optbench.formats.aggregate_tables import VALIDATION
@@ -31,6 +31,8 @@ def figure_table(figures: list[Figure]) -> pd.DataFrame:
             "disagrees": figure.disagrees,
             "source": figure.source,
             "note": figure.note,
+            "claimed_low": figure.claimed_low,
+            "claimed_high": figure.claimed_high,
         }
         for figure in figures
     ]
@@ -39,6 +41,13 @@ def figure_table(figures: list[Figure]) -> pd.DataFrame:
 
 def percent(value: float, digits: int = 1) -> str:
     return "—" if pd.isna(value) else f"{100 * value:.{digits}f} %"
+
+
+def claim_text(row) -> str:
+    """`<= 5.00 %`, or for a range `in [93.1 %, 97.0 %] (mean 95.2 %)`."""
+    if row.relation == WITHIN:
+        return f"in [{percent(row.claimed_low)}, {percent(row.claimed_high)}] (mean {percent(row.claimed)})"
+    return f"{row.relation} {percent(row.claimed, 2)}"
 
 
 def sources(table: pd.DataFrame) -> list[str]:
@@ -62,10 +71,7 @@ def figure_display(table: pd.DataFrame) -> pd.DataFrame:
             "n": table["n"].astype(str),
             "measured [MC 95 %]": measured,
             "resamples": table["trials"].astype(str),
-            "claimed [source]": [
-                f"{relation} {percent(value, 2)} [{cited[source]}]"
-                for relation, value, source in zip(table["relation"], table["claimed"], table["source"])
-            ],
+            "claimed [source]": [f"{claim_text(row)} [{cited[row.source]}]" for row in table.itertuples()],
             "agrees": ["**DISAGREES**" if disagrees else "yes" for disagrees in table["disagrees"]],
             "note": table["note"],
         }
