@@ -170,7 +170,20 @@ COLUMNS = {
         "ci_high_large",
         "reversal",
     ),
-    TUNING_BUDGET_COVERAGE: ("trials", "k", "truth", "coverage", "mc_low", "mc_high", "bias", "bias_se", "repetitions"),
+    TUNING_BUDGET_COVERAGE: (
+        "trials",
+        "k",
+        "truth",
+        "coverage",
+        "mc_low",
+        "mc_high",
+        "bias",
+        "bias_se",
+        "with_replacement_bias",
+        "with_replacement_bias_se",
+        "mean_width",
+        "repetitions",
+    ),
 }
 TEXT_TABLES = (VERDICTS, HYPOTHESES)
 

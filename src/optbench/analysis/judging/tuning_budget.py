@@ -81,7 +81,9 @@ class Searches:
 def read_searches(folders: list[Path]) -> Searches:
     """Every tuning record below `folders`, one Search per (workload, study, optimizer); a damaged record is one
     warning and is otherwise ignored. Two records of one study are refused (ValueError): pass one of them."""
-    searches, warnings, seen = [], [], {}
+    searches: list[Search] = []
+    warnings: list[str] = []
+    seen: dict[str, Path] = {}
     for folder in folders:
         for path in tuning_record.find_records(folder):
             try:

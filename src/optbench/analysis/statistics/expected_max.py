@@ -23,9 +23,9 @@ the expected *lowest* loss after k trials.
 resampled with replacement): bias-corrected normal (`corrected_interval`) at Hesterberg's expanded level for n
 (robust.expanded_level, as the robust tables use). A plain percentile interval fails as k nears n: no resample
 holds a trial better than the best one found, so at k = n it never reaches above the sample's best, and in the
-hard case (expected_max_coverage.py) it held the truth 70 % of the time at k = n = 8. The corrected interval's
-coverage, measured there per k, is in docs/cross-workload-study/tuning-budget.md; it is below 95 % at some k, and
-the page says where.
+hard case (expected_max_coverage.py) it falls well short of 95 % there (tests/test_tuning_budget.py). The
+corrected interval's coverage, measured there per k, is in docs/cross-workload-study/tuning-budget.md; it is below
+95 % at some k, and the page says where.
 """
 
 import math
@@ -111,8 +111,8 @@ def corrected_interval(
     2 estimate - mean(replicates), half-width z sd(replicates), z the normal quantile of Hesterberg's expanded
     level for n trials. A resample repeats trials, so its E_k sits below the sample's (the with-replacement bias
     of Dodge et al.'s estimator): the correction moves the interval up by that much, which is what lets it reach
-    above the best trial found at k near n, where a percentile interval cannot (measured: 70 % coverage at k = n = 8
-    in the hard case, against 95 % for this one)."""
+    above the best trial found at k near n, where a percentile interval cannot (coverage measured in
+    expected_max_coverage.py's hard case)."""
     replicates = np.asarray(replicates, dtype=float)
     centre = 2 * np.asarray(estimate, dtype=float) - replicates.mean(axis=-1)
     half = stats.norm.ppf(0.5 + expanded_level(n, confidence) / 2) * replicates.std(axis=-1, ddof=1)
@@ -134,9 +134,9 @@ def difference_interval(
     sign = 1.0 if higher_is_better else -1.0
 
     def gap(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-        return sign * (
-            expected_best_curve(a, higher_is_better, axis)[k - 1] - expected_best_curve(b, higher_is_better, axis)[k - 1]
-        )
+        first_best = expected_best_curve(a, higher_is_better, axis)[k - 1]
+        second_best = expected_best_curve(b, higher_is_better, axis)[k - 1]
+        return np.asarray(sign * (first_best - second_best))
 
     a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     estimate = float(gap(a, b))
