@@ -27,4 +27,6 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
     validation_null.py  A/A resamples judged by the verdicts, pairwise tests, sequential rule and intervals
     validation_effect.py  a known effect's resamples: power, interval coverage, the power at the planner's seeds
     validation_figures.py  one measured figure beside the figure simulation claims, and whether they disagree
+    tuning_budget.py  tuning records -> each optimizer's expected best after k trials (failed trials scored), the
+                   ranking per budget and the pairs whose order swaps (scripts/tuning_budget.py)
 """
