@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from optbench.analysis.groups import optimizer_rank
+from optbench.analysis.statistics.expected_max import BOOTSTRAP_RESAMPLES
 from optbench.analysis.writing.tables import to_markdown
 
 NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "lion": "Lion", "muon": "Muon"}
@@ -154,6 +155,8 @@ v(1) <= ... <= v(n). Then
 which is the average, over all C(n, k) subsets of k trials, of the subset's best score. E_1 is the mean trial,
 E_n the best trial, and E_k never falls as k grows. For a loss (the language model selects on validation loss,
 lower wins) it is the expected *lowest* loss. Code: `src/optbench/analysis/statistics/expected_max.py`.
+It is unbiased for independent random trials. Sobol points are spread more evenly than independent ones, so here
+E_k reads as the average over this search's own points: what a search of k of them would have found.
 
 **What counts as a trial.** Only each trial's score on the trial seed counts. The reruns of the top-k trials on
 the confirm seed are left out, since only the winners got them and they would lift exactly the best trials. A
@@ -162,8 +165,8 @@ trial that diverged or failed is a result, not a gap. It counts with the score i
 placeholder (0, or ln 65 nats), not what the run recorded, so the run's summary is read instead. A trial whose
 run has not ended is left out and counted in the tables' `not_ended`.
 
-**The interval.** Each E_k has a 95 % bootstrap interval over the trials (20,000 resamples of the n trials with
-replacement, `scipy.stats.bootstrap`). It is a bias-corrected normal interval, 2 E_k - mean(E_k*) ± z sd(E_k*),
+**The interval.** Each E_k has a 95 % bootstrap interval over the trials ({resamples:,} resamples of the n trials
+with replacement, `scipy.stats.bootstrap`). It is a bias-corrected normal interval, 2 E_k - mean(E_k*) ± z sd(E_k*),
 with z taken at Hesterberg's expanded level for n (as in the robust tables). A plain percentile interval fails
 as k nears n: no resample holds a trial better than the best one found, so the interval never reaches above the
 sample's best, and in the hard case below it falls well short of 95 % at k = n (tests/test_tuning_budget.py
@@ -223,7 +226,7 @@ def page(
         lines += [f"**Missing:** no tuning record yet for {', '.join(missing)}.", ""]
     if warnings:
         lines += ["Warnings:", "", *[f"- {warning}" for warning in warnings], ""]
-    lines += [METHOD, "## The ranking at each budget", ""]
+    lines += [METHOD.format(resamples=BOOTSTRAP_RESAMPLES), "## The ranking at each budget", ""]
     lines += [
         "The rank of each optimizer by its expected best after k trials, at k = 1, 4, 8, 16 and 32 (those each "
         "workload reached). 'no' means the order of the point estimates differs from k = 1's. Whether a swap is "
