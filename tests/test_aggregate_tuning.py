@@ -329,3 +329,18 @@ def test_arms_tuned_with_different_budgets_are_one_warning_naming_each_budget(tm
     budgets = [line for line in read_tuning(tmp_path).warnings if "different budgets" in line]
     assert len(budgets) == 1
     assert "radam: 2 trials" in budgets[0] and "lion: 4 trials" in budgets[0] and "sgd: 4 trials" in budgets[0]
+
+
+def test_a_record_selecting_on_a_loss_holds_losses_above_one_and_an_accuracy_record_does_not(tmp_path):
+    """A language model's tuning selects on its validation loss (1.5-4.2 nats): the record must hold it, while an
+    accuracy record still refuses a score in percent."""
+    record = json.loads(PUBLISHED_RECORD.read_text())
+    record["select_on"] = "val_loss_best"
+    adam = record["optimizers"]["adam"]
+    adam["trials"][0]["score"] = adam["trials"][0]["runs"][0]["score"] = 2.375
+    adam["winner"].update(mean=1.92, sd=1.2, scores=[1.9, 1.94])
+    path = tuning_record.write(tmp_path / "results", record)
+    assert tuning_record.read(path).optimizers["adam"].trials[0].runs[0].score == 2.375
+    record["select_on"] = "val_acc_best"
+    with pytest.raises(DamagedRunFile, match=r"trials\[0\]\.score is 2\.375, not a finite number in \[0, 1"):
+        tuning_record.write(tmp_path / "other", record)

@@ -33,6 +33,11 @@ PAIRWISE = f"{TABLES}/pairwise.csv"  # per setting: each pair of optimizers' tes
 RUNS_NOT_COMPLETED = f"{TABLES}/runs_not_completed.csv"  # the runs that did not complete, and why
 VARIANCE = f"{TABLES}/variance.csv"  # where the spread comes from: seeds and the finite test set
 TUNING = f"{TABLES}/tuning.csv"  # one row per (tuning study, optimizer): cost, winner and edge
+# scripts/tuning_budget.py (analysis/judging/tuning_budget.py): the expected best score after k tuning trials
+TUNING_BUDGET = f"{TABLES}/tuning_budget.csv"  # per (workload, study, optimizer, k): E_k and its interval
+TUNING_BUDGET_RANKS = f"{TABLES}/tuning_budget_ranks.csv"  # per (workload, study, budget k, optimizer): its rank
+TUNING_BUDGET_PAIRS = f"{TABLES}/tuning_budget_pairs.csv"  # per pair: E_k differences at the smallest, largest k
+TUNING_BUDGET_COVERAGE = f"{TABLES}/tuning_budget_coverage.csv"  # per k: the intervals' coverage, simulated
 
 NOT_TESTED = "not tested"  # verdicts.csv's verdict of a hypothesis no run tested
 # The columns readers rely on (the aggregator writes more).
@@ -123,6 +128,63 @@ COLUMNS = {
         "weight_decay",
         "lr_ratio_to_top",
         "weight_decay_ratio_to_top",
+    ),
+    TUNING_BUDGET: (
+        "workload",
+        "study",
+        "optimizer",
+        "select_on",
+        "higher_is_better",
+        "trials",
+        "diverged_or_failed",
+        "at_chance",
+        "not_ended",
+        "k",
+        "expected_best",
+        "ci_low",
+        "ci_high",
+    ),
+    TUNING_BUDGET_RANKS: (
+        "workload",
+        "study",
+        "k",
+        "rank",
+        "optimizer",
+        "expected_best",
+        "ci_low",
+        "ci_high",
+        "trials",
+        "order",
+        "same_as_first",
+    ),
+    TUNING_BUDGET_PAIRS: (
+        "workload",
+        "study",
+        "first",
+        "second",
+        "k_small",
+        "difference_small",
+        "ci_low_small",
+        "ci_high_small",
+        "k_large",
+        "difference_large",
+        "ci_low_large",
+        "ci_high_large",
+        "reversal",
+    ),
+    TUNING_BUDGET_COVERAGE: (
+        "trials",
+        "k",
+        "truth",
+        "coverage",
+        "mc_low",
+        "mc_high",
+        "bias",
+        "bias_se",
+        "with_replacement_bias",
+        "with_replacement_bias_se",
+        "mean_width",
+        "repetitions",
     ),
 }
 TEXT_TABLES = (VERDICTS, HYPOTHESES)

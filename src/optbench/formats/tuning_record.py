@@ -12,7 +12,8 @@ is newer than this optbench's; the aggregator turns that into one warning line a
 without `format` reads as format 1.
 
 The contract, format 1 (run directories are relative to the JSON file's folder; every score is the
-selection metric `select_on`, on validation, never test, a fraction in [0, 1]):
+selection metric `select_on`, on validation, never test: an accuracy, a fraction in [0, 1], or for a loss
+(`select_on` naming one, LOSS_SELECTIONS: a language model's val_loss_best) a loss in nats, any number >= 0):
 
     {"format": 1, "study": "tune_cpu_demo", "method": "quasirandom" | "grid",
      "sampler": "sobol" | null, "sampler_seed": 0 | null,          (null for grid)
@@ -55,6 +56,9 @@ PREFIX = "tuning-"
 FILE_PATTERN = f"{PREFIX}*.json"
 METHODS = ("grid", "quasirandom")
 SCALES = ("log", "linear", "grid")
+# The selection metrics whose scores are losses (lower wins, no ceiling); the rest are accuracies in [0, 1].
+# specs/study_spec.py's LOWER_IS_BETTER_SELECTION is this list.
+LOSS_SELECTIONS = ("val_loss_best", "final_val_loss")
 WAY_OUT = (
     "write it again with `python src/study.py --select-tuned STUDY` once its runs are there, or move it out of the "
     "results folder"
@@ -298,17 +302,25 @@ def parse(content: object, path: Path | str) -> TuningRecord:
     fields = Fields(content, path, way_out=WAY_OUT)
     version = fields.version(FORMAT)
     optimizers = fields.inner("optimizers", required=True)
+    select_on = fields.text("select_on")
+    ceiling = score_ceiling(select_on)
     return TuningRecord(
         version=version,
         study=fields.text("study", required=True),
         method=fields.text("method", choices=METHODS),
         sampler=fields.text("sampler"),
         sampler_seed=fields.whole("sampler_seed"),
-        select_on=fields.text("select_on"),
+        select_on=select_on,
         date=fields.text("date"),
         budget=parse_budget(fields.inner("budget") or Fields({}, path, "budget", WAY_OUT)),
-        optimizers={name: parse_optimizer(optimizers.inner(name, required=True)) for name in optimizers.value},
+        optimizers={name: parse_optimizer(optimizers.inner(name, required=True), ceiling) for name in optimizers.value},
     )
+
+
+def score_ceiling(select_on: str | None) -> float:
+    """The largest score a record selecting on `select_on` can hold: 1 for an accuracy, none for a loss (a
+    language model's validation loss is about 1.5-4.2 nats)."""
+    return math.inf if select_on in LOSS_SELECTIONS else 1  # an int: the refusal reads "in [0, 1]"
 
 
 def parse_budget(fields: Fields) -> Budget:
@@ -329,13 +341,13 @@ def number_or_list(fields: Fields, key: str, low: int) -> tuple[int, ...]:
     return () if single is None else (single,)
 
 
-def parse_optimizer(fields: Fields) -> OptimizerTuning:
+def parse_optimizer(fields: Fields, ceiling: float = 1) -> OptimizerTuning:
     space = fields.inner("space", required=True)
     winner = fields.inner("winner")
     return OptimizerTuning(
         space={key: parse_bounds(space.inner(key, required=True)) for key in space.value},
-        trials=tuple(parse_trial(trial) for trial in fields.objects("trials", required=True)),
-        winner=None if winner is None else parse_winner(winner),
+        trials=tuple(parse_trial(trial, ceiling) for trial in fields.objects("trials", required=True)),
+        winner=None if winner is None else parse_winner(winner, ceiling),
         edges=fields.texts("edges"),
         runs=fields.whole("runs"),
         epochs_trained=fields.whole("epochs_trained"),
@@ -363,34 +375,34 @@ def required_number(fields: Fields, key: str) -> float:
     return value
 
 
-def parse_trial(fields: Fields) -> Trial:
+def parse_trial(fields: Fields, ceiling: float = 1) -> Trial:
     return Trial(
         index=fields.whole("index"),
         values=parse_values(fields),
-        score=fields.number("score", low=0, high=1),
+        score=fields.number("score", low=0, high=ceiling),
         top_k=bool(fields.flag("top_k")),
-        runs=tuple(parse_run(run) for run in fields.objects("runs", required=True)),
+        runs=tuple(parse_run(run, ceiling) for run in fields.objects("runs", required=True)),
     )
 
 
-def parse_run(fields: Fields) -> Run:
+def parse_run(fields: Fields, ceiling: float = 1) -> Run:
     return Run(
         run_dir=fields.text("run_dir", required=True),
         seed=fields.whole("seed"),
         status=fields.text("status", choices=STATUSES),
-        score=fields.number("score", low=0, high=1),
+        score=fields.number("score", low=0, high=ceiling),
         wall_time_s=fields.number("wall_time_s", low=0),
         epochs_done=fields.whole("epochs_done"),
         device=fields.text("device"),
     )
 
 
-def parse_winner(fields: Fields) -> Winner:
+def parse_winner(fields: Fields, ceiling: float = 1) -> Winner:
     return Winner(
         index=fields.whole("index"),
         values=parse_values(fields),
-        mean=fields.number("mean", low=0, high=1),
-        sd=fields.number("sd", low=0, high=1),
+        mean=fields.number("mean", low=0, high=ceiling),
+        sd=fields.number("sd", low=0, high=ceiling),
         seeds=fields.wholes("seeds") or (),
-        scores=fields.numbers("scores", low=0, high=1) or (),
+        scores=fields.numbers("scores", low=0, high=ceiling) or (),
     )

@@ -27,6 +27,7 @@ import yaml
 
 from optbench.errors import ConfigError, did_you_mean
 from optbench.formats.metrics_log import VAL_ACC, VAL_LOSS
+from optbench.formats.tuning_record import LOSS_SELECTIONS
 from optbench.identity import is_numbers_free
 from optbench.specs.hypothesis_spec import HUMAN, HYPOTHESIS_KEYS, HypothesisTest, parse_hypothesis
 
@@ -259,7 +260,7 @@ SELECTION_METRICS = {  # tune.select_on -> where it lives in summary.json: valid
     "val_loss_best": ("best", VAL_LOSS),  # a language model's: validation loss at its best evaluation (lower wins)
     "final_val_loss": ("final", VAL_LOSS),  # validation loss after the last evaluation
 }
-LOWER_IS_BETTER_SELECTION = ("val_loss_best", "final_val_loss")
+LOWER_IS_BETTER_SELECTION = LOSS_SELECTIONS  # the tuning record reads its scores' range from the same list
 
 
 def selection_sign(select_on: str) -> int:

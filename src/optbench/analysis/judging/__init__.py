@@ -28,4 +28,6 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
     validation_effect.py  a known effect's resamples: power, interval coverage, the power at the planner's seeds
     validation_fidelity.py  a real fidelity ladder's resamples: the rule's coverage and answers beside simulated pools
     validation_figures.py  one measured figure beside the figure simulation claims, and whether they disagree
+    tuning_budget.py  tuning records -> each optimizer's expected best after k trials (failed trials scored), the
+                   ranking per budget and the pairs whose order swaps (scripts/tuning_budget.py)
 """

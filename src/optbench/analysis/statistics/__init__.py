@@ -22,4 +22,7 @@ judging room.
                    projection interval, the faithful rule
     fidelity_power.py   the power of those answers for an unchanged rung and the seeds each needs, by simulation
     resampling.py  disjoint draws of real runs without replacement, and a Monte Carlo rate with its binomial interval
+    expected_max.py  the expected best score after k tuning trials (Tang et al.'s unbiased estimator) and its
+                   bias-corrected bootstrap interval; Dodge et al.'s biased one beside it for comparison
+    expected_max_coverage.py  that interval's coverage and the estimators' bias, simulated in the hard case
 """

@@ -18,6 +18,7 @@ kept across every figure so they read at a glance:
     tuning.py       one tuning study's search (tuning_report.py's records, not runs)
     transitions.py  human label noise: the recorded transition matrix as a heat map
     ladders.py      one fidelity ladder (fidelity.py): rank and metric against the budget
+    tuning_budget.py  the expected best after k tuning trials per optimizer, one panel per workload
 """
 
 import matplotlib
