@@ -64,7 +64,8 @@ def tau_sentence(tau: pd.DataFrame, coverage: pd.DataFrame | None) -> str:
     if not len(tau):
         return "Kendall's tau between workloads' rankings: not yet (fewer than two workloads ranked)."
     pairs = "; ".join(
-        f"{row.workload_a} vs {row.workload_b} {row.tau:.2f} [{row.low:.2f}, {row.high:.2f}]" for row in tau.itertuples()
+        f"{row.workload_a} vs {row.workload_b} {row.tau:.2f} [{row.low:.2f}, {row.high:.2f}]"
+        for row in tau.itertuples()
     )
     measured = ""
     if coverage is not None:
@@ -87,8 +88,8 @@ def score_sentence(profile: pd.DataFrame, parts: pd.DataFrame) -> str:
     scored = profile.dropna(subset=["score"]).sort_values("score", ascending=False, kind="stable")
     scores = ", ".join(f"{NAMES.get(row.optimizer, row.optimizer)} {row.score:.2f}" for row in scored.itertuples())
     return (
-        f"Time to target in steps, AlgoPerf score (1 = fastest everywhere, r_max 4) over {', '.join(ranked) or 'none'}: "
-        f"{scores or 'not yet'}."
+        "Time to target in steps, AlgoPerf score (1 = fastest everywhere, r_max 4) over "
+        f"{', '.join(ranked) or 'none'}: {scores or 'not yet'}."
     )
 
 

@@ -62,8 +62,16 @@ CROSSES = {
     "C": {"muon": 2, "adamw": 2, "adam": 4, "sgd": 4, "lion": 4},  # val loss <= 2.2
 }
 WORKLOADS = {"A": ("cifar_resnet18", "cifar10"), "B": ("mnist1d", "mnist1d"), "C": ("char_lm", "tinyshakespeare")}
-OVERRIDES = {"A": {}, "B": {"workload": "mnist1d", "batch_size": 100}, "C": {"workload": "char_lm", "dataset.steps_per_epoch": 250}}
-STUDY_OVERRIDES = {"A": [], "B": ["workload=mnist1d", "batch_size=100"], "C": ["workload=char_lm", "dataset.steps_per_epoch=250"]}
+OVERRIDES = {
+    "A": {},
+    "B": {"workload": "mnist1d", "batch_size": 100},
+    "C": {"workload": "char_lm", "dataset.steps_per_epoch": 250},
+}
+STUDY_OVERRIDES = {
+    "A": [],
+    "B": ["workload=mnist1d", "batch_size=100"],
+    "C": ["workload=char_lm", "dataset.steps_per_epoch=250"],
+}
 WALL_TIME_S = 360.0  # every synthetic run: 30 runs are 3 device-hours
 
 
@@ -130,7 +138,13 @@ def experiments(root: Path) -> Path:
         study = {
             "id": f"study_{part}",
             "statement": f"workload {part}",
-            "grid": {"optimizer": list(OPTIMIZERS), "seed": list(SEEDS), "dataset": [dataset], "noise": [{"name": "none"}], "epochs": 4},
+            "grid": {
+                "optimizer": list(OPTIMIZERS),
+                "seed": list(SEEDS),
+                "dataset": [dataset],
+                "noise": [{"name": "none"}],
+                "epochs": 4,
+            },
             "overrides": STUDY_OVERRIDES[part],
         }
         (folder / "studies" / f"study_{part}.yaml").write_text(yaml.safe_dump(study))
@@ -143,7 +157,11 @@ def experiments(root: Path) -> Path:
         "optimizers": list(OPTIMIZERS),
         "parts": [{"workload": workload, "study": f"study_{part}"} for part, (workload, _) in WORKLOADS.items()],
         "claims": [
-            {"id": claim, "title": claim, "hypotheses": {workload: f"{claim}-{part}" for part, (workload, _) in WORKLOADS.items()}}
+            {
+                "id": claim,
+                "title": claim,
+                "hypotheses": {workload: f"{claim}-{part}" for part, (workload, _) in WORKLOADS.items()},
+            }
             for claim in ("X1", "X3")
         ],
     }
@@ -274,7 +292,16 @@ def test_a_workload_without_runs_is_named_missing_and_the_rest_is_reported(study
     partial = tmp_path / "runs"
     shutil.copytree(runs, partial, ignore=shutil.ignore_patterns("tinyshakespeare"))
     code = cross_workload_study.main(
-        [str(partial), "--out", str(tmp_path / "out"), "--parts", str(folder / "cross" / "parts.yaml"), "--experiments", str(folder), "--no-figures"]
+        [
+            str(partial),
+            "--out",
+            str(tmp_path / "out"),
+            "--parts",
+            str(folder / "cross" / "parts.yaml"),
+            "--experiments",
+            str(folder),
+            "--no-figures",
+        ]
     )
     assert code == 0
     assert "char_lm: missing (no runs of study_C" in capsys.readouterr().out
@@ -335,7 +362,13 @@ def test_the_published_cifar_runs_give_the_readme_ranking():
     result = judge_cross(REPO / "docs" / "fidelity-study" / "runs", spec)
     cifar = result.ranking[result.ranking["workload"] == "cifar_resnet18"].set_index("optimizer")
     assert cifar["completed"].tolist() == [6] * 5
-    assert (100 * cifar["mean"]).round(1).to_dict() == {"sgd": 71.8, "adam": 71.1, "adamw": 70.8, "lion": 68.2, "muon": 77.3}
+    assert (100 * cifar["mean"]).round(1).to_dict() == {
+        "sgd": 71.8,
+        "adam": 71.1,
+        "adamw": 70.8,
+        "lion": 68.2,
+        "muon": 77.3,
+    }
     claims = result.claims.set_index("claim")
     assert claims.loc["X1", "cifar_resnet18"] == "supported" and claims.loc["X3", "cifar_resnet18"] == "rejected"
 

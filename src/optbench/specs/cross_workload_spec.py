@@ -78,14 +78,18 @@ def load_parts(path: Path = PARTS_FILE) -> CrossWorkload:
     repeated = sorted({part.workload for part in parts if [p.workload for p in parts].count(part.workload) > 1})
     if repeated:
         raise ConfigError(f"{path}: workload {repeated[0]} has two parts: give each workload one study")
-    claims = tuple(parse_claim(path, entry, [part.workload for part in parts]) for entry in claim_entries(path, document))
+    claims = tuple(
+        parse_claim(path, entry, [part.workload for part in parts]) for entry in claim_entries(path, document)
+    )
     return CrossWorkload(path, optimizers, parts, claims)
 
 
 def refuse_unknown(path: Path, mapping: dict, known: tuple[str, ...], where: str) -> None:
     unknown = sorted(set(mapping) - set(known))
     if unknown:
-        raise ConfigError(f"{path}: unknown key `{where}{unknown[0]}`: {did_you_mean(unknown[0], known)}use {', '.join(known)}")
+        raise ConfigError(
+            f"{path}: unknown key `{where}{unknown[0]}`: {did_you_mean(unknown[0], known)}use {', '.join(known)}"
+        )
 
 
 def names_list(path: Path, value, key: str) -> tuple[str, ...]:
@@ -103,7 +107,9 @@ def entries(path: Path, value, key: str) -> list[dict]:
 def claim_entries(path: Path, document: dict) -> list[dict]:
     value = document.get("claims") or []
     if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
-        raise ConfigError(f"{path}: claims is a list of mappings: - {{id: X1, title: ..., hypotheses: {{mnist1d: X1-mnist1d}}}}")
+        raise ConfigError(
+            f"{path}: claims is a list of mappings: - {{id: X1, title: ..., hypotheses: {{mnist1d: X1-mnist1d}}}}"
+        )
     return value
 
 
@@ -111,14 +117,18 @@ def parse_part(path: Path, entry: dict) -> Part:
     refuse_unknown(path, entry, PART_KEYS, "parts.")
     workload, study = entry.get("workload"), entry.get("study")
     if not isinstance(workload, str) or not isinstance(study, str):
-        raise ConfigError(f"{path}: each part names its workload and study, e.g. {{workload: mnist1d, study: cross_mnist1d}}")
+        raise ConfigError(
+            f"{path}: each part names its workload and study, e.g. {{workload: mnist1d, study: cross_mnist1d}}"
+        )
     workloads.describe(workload)  # an unknown workload: one line naming the closest
     rung = entry.get("rung") or {}
     if not isinstance(rung, dict) or not all(not isinstance(value, (dict, list)) for value in rung.values()):
         raise ConfigError(f"{path}: part {workload}: rung is a mapping of budget keys, e.g. rung: {{epochs: 16}}")
     earlier = entry.get("earlier_tuning") or []
     if not isinstance(earlier, list) or not all(isinstance(item, str) for item in earlier):
-        raise ConfigError(f"{path}: part {workload}: earlier_tuning lists tuning record files (from the repository root)")
+        raise ConfigError(
+            f"{path}: part {workload}: earlier_tuning lists tuning record files (from the repository root)"
+        )
     return Part(
         workload,
         study,
@@ -138,7 +148,9 @@ def parse_claim(path: Path, entry: dict, known: list[str]) -> Claim:
             f"{path}: claim {claim_id} names workload {outside[0]}, which no part has: "
             f"{did_you_mean(outside[0], known)}use {', '.join(known)}"
         )
-    return Claim(claim_id, str(entry.get("title") or claim_id), {str(key): str(value) for key, value in hypotheses.items()})
+    return Claim(
+        claim_id, str(entry.get("title") or claim_id), {str(key): str(value) for key, value in hypotheses.items()}
+    )
 
 
 def part_study(part: Part, experiments_dir: Path = EXPERIMENTS_DIR) -> Study:
@@ -156,5 +168,7 @@ def part_study(part: Part, experiments_dir: Path = EXPERIMENTS_DIR) -> Study:
     at_rung = only_rung(study, list(part.rung))
     if at_rung.rungs[0] not in study.rungs:
         labels = ", ".join(rung.label for rung in study.rungs)
-        raise ConfigError(f"part {part.workload}: {part.rung_text} is no rung of study {study.id}: choose one of {labels}")
+        raise ConfigError(
+            f"part {part.workload}: {part.rung_text} is no rung of study {study.id}: choose one of {labels}"
+        )
     return study_at_rung(at_rung, at_rung.rungs[0])

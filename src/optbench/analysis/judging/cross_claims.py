@@ -42,8 +42,8 @@ def hypotheses_by_id(spec: CrossWorkload) -> dict[str, Hypothesis]:
         for workload, hypothesis_id in claim.hypotheses.items():
             if hypothesis_id not in known:
                 raise ConfigError(
-                    f"{spec.source}: claim {claim.id} names hypothesis {hypothesis_id} for {workload}, which no file in "
-                    f"{spec.hypotheses_dir / 'hypotheses'} defines (known: {', '.join(sorted(known)) or 'none'})"
+                    f"{spec.source}: claim {claim.id} names hypothesis {hypothesis_id} for {workload}, which no file "
+                    f"in {spec.hypotheses_dir / 'hypotheses'} defines (known: {', '.join(sorted(known)) or 'none'})"
                 )
     return known
 
@@ -67,7 +67,15 @@ def judged(claim: str, part: PartRuns, hypothesis: Hypothesis, cross: CrossRuns,
     """The hypothesis's verdict on the part's runs: the folder rule on them (its `where:`), or the decision of its
     study's record when that study ran until decided."""
     tuned_on = cross.tuning.seeds_tuned_on()
-    winners = {part.study.tuned_by: {name: entry.winner.values for name, entry in part.tuning.optimizers.items() if entry.winner}} if part.tuning else {}
+    winners = (
+        {
+            part.study.tuned_by: {
+                name: entry.winner.values for name, entry in part.tuning.optimizers.items() if entry.winner
+            }
+        }
+        if part.tuning
+        else {}
+    )
     context = Context(part.runs, cross.curves, ["setting"], tuned_on, winners=winners)
     records = [record for record in cross.records if record.study == part.study.id]
     judgements, untested = judge([hypothesis], context, records, None, experiments_dir, [])

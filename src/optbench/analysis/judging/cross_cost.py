@@ -41,7 +41,11 @@ def cost_table(cross: CrossRuns) -> tuple[pd.DataFrame, list[str]]:
                 continue
             more_runs, more_hours, more_devices = tuning_totals(earlier)
             runs, hours, devices = runs + more_runs, hours + more_hours, devices | more_devices
-        main_hours = float(pd.to_numeric(part.runs["wall_time_s"], errors="coerce").fillna(0).sum()) / 3600 if len(part.runs) else 0.0
+        main_hours = (
+            float(pd.to_numeric(part.runs["wall_time_s"], errors="coerce").fillna(0).sum()) / 3600
+            if len(part.runs)
+            else 0.0
+        )
         devices |= {str(device) for device in part.runs.get("device", pd.Series(dtype=object)).dropna()}
         rows.append(
             {

@@ -90,9 +90,15 @@ def select_parts(runs_dir: Path, spec: CrossWorkload, experiments_dir: Path = EX
             "the cross-workload runs were published to, e.g. docs/cross-workload-study/runs"
         )
     used = {study.tuned_by for study in studies}  # other tunings in the folder (a ladder's other rungs) are not ours
-    warnings = [*loaded.warnings, *(line for entry in tuning.studies if entry.name in used for line in study_warnings(entry))]
+    warnings = [
+        *loaded.warnings,
+        *(line for entry in tuning.studies if entry.name in used for line in study_warnings(entry)),
+    ]
     records = decision_records(runs_dir, warnings)
-    parts = [part_runs(part, study, loaded.runs, tuning, spec.optimizers, runs_dir) for part, study in zip(spec.parts, studies)]
+    parts = [
+        part_runs(part, study, loaded.runs, tuning, spec.optimizers, runs_dir)
+        for part, study in zip(spec.parts, studies)
+    ]
     return CrossRuns(parts, loaded.curves, tuning, records, warnings)
 
 

@@ -35,7 +35,10 @@ def ranking_table(parts: list[PartRuns], optimizers: tuple[str, ...]) -> pd.Data
         if part.missing:
             continue
         headline = part.headline
-        described = {name: describe(part.completed.loc[part.completed["optimizer"] == name, headline.column]) for name in optimizers}
+        described = {
+            name: describe(part.completed.loc[part.completed["optimizer"] == name, headline.column])
+            for name in optimizers
+        }
         rank = (
             ranks([described[name].mean for name in optimizers], headline.higher_is_better)
             if part.ranked(optimizers)
@@ -118,13 +121,17 @@ def tau_table(parts: list[PartRuns], ranking: pd.DataFrame, optimizers: tuple[st
     for first, second in itertools.combinations(ranked, 2):
         means = [
             oriented(
-                ranking.set_index(["workload", "optimizer"]).loc[[(part.workload, name) for name in optimizers], "mean"],
+                ranking.set_index(["workload", "optimizer"]).loc[
+                    [(part.workload, name) for name in optimizers], "mean"
+                ],
                 part.headline.higher_is_better,
             )
             for part in (first, second)
         ]
         (matrix_a, seeds_a), (matrix_b, seeds_b) = seed_matrix(first, optimizers), seed_matrix(second, optimizers)
-        low, high = projection_interval(matrix_a, matrix_b) if min(len(seeds_a), len(seeds_b)) >= 2 else (np.nan, np.nan)
+        low, high = (
+            projection_interval(matrix_a, matrix_b) if min(len(seeds_a), len(seeds_b)) >= 2 else (np.nan, np.nan)
+        )
         rows.append(
             {
                 "workload_a": first.workload,

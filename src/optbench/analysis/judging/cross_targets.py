@@ -60,12 +60,15 @@ def with_steps(part: PartRuns, curves: pd.DataFrame) -> pd.DataFrame:
     """The part's runs with the STEPS column (NaN for a run with no curve or that never reached the target)."""
     by_run = dict(tuple(curves.groupby("run_id"))) if len(curves) else {}
     steps = [
-        steps_to_target(run, by_run.get(run["run_id"], curves.iloc[0:0]), part.workload) for _, run in part.runs.iterrows()
+        steps_to_target(run, by_run.get(run["run_id"], curves.iloc[0:0]), part.workload)
+        for _, run in part.runs.iterrows()
     ]
     return part.runs.assign(**{STEPS: steps})
 
 
-def cost_table(parts: list[PartRuns], curves: pd.DataFrame, optimizers: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cost_table(
+    parts: list[PartRuns], curves: pd.DataFrame, optimizers: tuple[str, ...]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(workloads x optimizers median steps to target, the runs with their steps) over the parts with runs."""
     present = [part for part in parts if not part.missing]
     runs = pd.concat([with_steps(part, curves) for part in present], ignore_index=True) if present else pd.DataFrame()
@@ -82,7 +85,9 @@ def target_table(cost: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for workload in cost.index:
         for name in cost.columns:
-            mine = runs[(runs["setting"] == workload) & (runs["optimizer"] == name) & runs["status"].isin(RESULT_STATUSES)]
+            mine = runs[
+                (runs["setting"] == workload) & (runs["optimizer"] == name) & runs["status"].isin(RESULT_STATUSES)
+            ]
             reached = int((mine["status"].eq("completed") & mine[STEPS].notna()).sum())
             rows.append(
                 {

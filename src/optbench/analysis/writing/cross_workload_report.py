@@ -78,9 +78,15 @@ def parts_display(parts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "workload": parts["workload"],
-            "study": [f"{study}" + (f" at {rung}" if isinstance(rung, str) and rung else "") for study, rung in zip(parts["study"], parts["rung"])],
+            "study": [
+                f"{study}" + (f" at {rung}" if isinstance(rung, str) and rung else "")
+                for study, rung in zip(parts["study"], parts["rung"])
+            ],
             "tuned by": parts["tuned_by"],
-            "runs (completed) / planned": [f"{runs} ({done}) / {planned}" for runs, done, planned in zip(parts["runs"], parts["completed"], parts["planned"])],
+            "runs (completed) / planned": [
+                f"{runs} ({done}) / {planned}"
+                for runs, done, planned in zip(parts["runs"], parts["completed"], parts["planned"])
+            ],
             "status": parts["status"],
             "note": parts["note"].fillna(""),
         }
@@ -291,9 +297,9 @@ def targets_section(result: CrossWorkloadResult) -> list[str]:
     lines = [
         "## Time to target in steps (AlgoPerf)",
         "",
-        f"Targets, fixed before the main runs (registry/workloads.py): {'; '.join(targets)}. A run's time is the optimizer "
-        "steps to its first evaluation at the target; per optimizer the median over seeds (a run that never reaches it, "
-        "diverged or failed counts as infinity); ratio = that over the best optimizer's on the workload.",
+        f"Targets, fixed before the main runs (registry/workloads.py): {'; '.join(targets)}. A run's time is the "
+        "optimizer steps to its first evaluation at the target; per optimizer the median over seeds (a run that never "
+        "reaches it, diverged or failed counts as infinity); ratio = that over the best optimizer's on the workload.",
         "",
         to_markdown(targets_display(result.targets)),
         "Performance profile: rho(tau) = the share of workloads on which the optimizer is within tau of the best; "

@@ -18,6 +18,7 @@ kept across every figure so they read at a glance:
     tuning.py       one tuning study's search (tuning_report.py's records, not runs)
     transitions.py  human label noise: the recorded transition matrix as a heat map
     ladders.py      one fidelity ladder (fidelity.py): rank and metric against the budget
+    cross_profile.py  a cross-workload study's time-to-target profile in steps, with each optimizer's score
 """
 
 import matplotlib
