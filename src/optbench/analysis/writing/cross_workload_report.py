@@ -2,8 +2,8 @@
 
 `write_report(result, out_dir, command)` writes, from a judged study (analysis/judging/cross_workload.py), every
 table through formats/aggregate_tables.py (its paths and the columns readers rely on), the performance profile
-(figures/cross_profile.py) and report.md, which quotes tables/tau_coverage.csv (scripts/tau_coverage.py) where it
-is present, so every coverage it states was measured. Nothing is removed from the folder: other scripts write
+(analysis/writing/figures/cross_profile.py) and report.md, which quotes tables/tau_coverage.csv
+(scripts/tau_coverage.py) where it is present, so every coverage it states was measured. Nothing is removed from the folder: other scripts write
 beside it (its README, the published runs).
 """
 
