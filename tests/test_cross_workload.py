@@ -313,6 +313,23 @@ def test_a_workload_without_runs_is_named_missing_and_the_rest_is_reported(study
     assert "**char_lm: missing**" in (tmp_path / "out" / "report.md").read_text()
 
 
+def test_a_workload_some_optimizer_has_not_finished_is_shown_but_neither_ranked_nor_profiled(study, tmp_path):
+    runs, folder = study
+    partial = tmp_path / "runs"
+    shutil.copytree(runs, partial)
+    shutil.rmtree(partial / "mnist1d" / "none-0.0" / "muon")
+    result = judge_cross(partial, load_parts(folder / "cross" / "parts.yaml"), folder)
+    parts = result.parts_table.set_index("workload")
+    assert (
+        parts.loc["mnist1d", "status"] == "incomplete" and "no completed run yet: muon" in parts.loc["mnist1d", "note"]
+    )
+    assert list(result.ranks.columns) == ["optimizer", "cifar_resnet18", "char_lm"]
+    assert result.ranking.loc[result.ranking["workload"] == "mnist1d", "rank"].isna().all()
+    assert list(result.tau["workload_b"]) == ["char_lm"]  # cifar_resnet18 vs char_lm only
+    assert list(result.costs.index) == ["cifar_resnet18", "char_lm"]  # the profile compares the same workloads
+    assert (result.profile["workloads"] == 2).all()
+
+
 @pytest.mark.parametrize(
     ("make", "words"),
     [

@@ -66,7 +66,6 @@ def part_verdicts(spec: CrossWorkload, cross: CrossRuns, experiments_dir=EXPERIM
 def judged(claim: str, part: PartRuns, hypothesis: Hypothesis, cross: CrossRuns, experiments_dir) -> PartVerdict:
     """The hypothesis's verdict on the part's runs: the folder rule on them (its `where:`), or the decision of its
     study's record when that study ran until decided."""
-    tuned_on = cross.tuning.seeds_tuned_on()
     winners = (
         {
             part.study.tuned_by: {
@@ -76,7 +75,7 @@ def judged(claim: str, part: PartRuns, hypothesis: Hypothesis, cross: CrossRuns,
         if part.tuning
         else {}
     )
-    context = Context(part.runs, cross.curves, ["setting"], tuned_on, winners=winners)
+    context = Context(part.runs, cross.curves, ["setting"], part.tuned_on(), winners=winners)
     records = [record for record in cross.records if record.study == part.study.id]
     judgements, untested = judge([hypothesis], context, records, None, experiments_dir, [])
     if not judgements:

@@ -59,6 +59,16 @@ class PartRuns:
         """Optimizers x seeds of the study's grid at the rung (sequential looks may add seeds beyond it)."""
         return len(as_list(self.study.grid["optimizer"])) * len(as_list(self.study.grid["seed"]))
 
+    def tuned_on(self) -> dict[str, set[int]]:
+        """Per optimizer, the seeds its own tuning study ran (a main run on one is tested post-selection); another
+        workload's tuning in the same folder selected nothing here."""
+        if self.tuning is None:
+            return {}
+        return {
+            name: {run.seed for run in entry.listed_runs if run.seed is not None}
+            for name, entry in self.tuning.optimizers.items()
+        }
+
     def ranked(self, optimizers: tuple[str, ...]) -> bool:
         """Every optimizer has a completed run: the part has a full ranking."""
         return not self.missing and set(optimizers) <= set(self.completed["optimizer"].astype(str))
@@ -89,17 +99,19 @@ def select_parts(runs_dir: Path, spec: CrossWorkload, experiments_dir: Path = EX
             f"no run directories (folders holding summary.json or record.json) under {runs_dir}: give the folder "
             "the cross-workload runs were published to, e.g. docs/cross-workload-study/runs"
         )
+    parts = [part_runs(part, study, loaded.runs, tuning, spec.optimizers) for part, study in zip(spec.parts, studies)]
+    warnings = own_warnings(parts, loaded.warnings)
     used = {study.tuned_by for study in studies}  # other tunings in the folder (a ladder's other rungs) are not ours
-    warnings = [
-        *loaded.warnings,
-        *(line for entry in tuning.studies if entry.name in used for line in study_warnings(entry)),
-    ]
+    warnings += [line for entry in tuning.studies if entry.name in used for line in study_warnings(entry)]
     records = decision_records(runs_dir, warnings)
-    parts = [
-        part_runs(part, study, loaded.runs, tuning, spec.optimizers, runs_dir)
-        for part, study in zip(spec.parts, studies)
-    ]
     return CrossRuns(parts, loaded.curves, tuning, records, warnings)
+
+
+def own_warnings(parts: list[PartRuns], warnings: list[str]) -> list[str]:
+    """The loader's warnings about the parts' own runs (each names its run id first): a tuning trial still running
+    or another study's run beside them is not this report's concern."""
+    ids = {str(run_id) for part in parts if len(part.runs) for run_id in part.runs["run_id"]}
+    return [warning for warning in warnings if warning.split(": ", 1)[0] in ids]
 
 
 def decision_records(runs_dir: Path, warnings: list[str]) -> list[decision_record.DecisionRecord]:
@@ -118,7 +130,7 @@ def decision_records(runs_dir: Path, warnings: list[str]) -> list[decision_recor
 
 
 def part_runs(
-    part: Part, study: Study, runs: pd.DataFrame, tuning: TuningRecords, optimizers: tuple[str, ...], runs_dir: Path
+    part: Part, study: Study, runs: pd.DataFrame, tuning: TuningRecords, optimizers: tuple[str, ...]
 ) -> PartRuns:
     """The part's runs: its study's planned settings at its rung, with its tuning's winners, of `optimizers`."""
     record = next((entry for entry in tuning.studies if entry.name == study.tuned_by), None)
@@ -126,18 +138,18 @@ def part_runs(
     where = f"{study.id}" + (f" at {part.rung_text}" if part.rung else "")
     if study.tuned_by and record is None:
         empty.missing = (
-            f"its tuning study {study.tuned_by} has no record in {runs_dir} (tuning not finished, or not published "
-            "there): its runs cannot be told from other tunings'"
+            f"its tuning study {study.tuned_by} has no record in the runs folder (tuning not finished, or not "
+            "published there): its runs cannot be told from other tunings'"
         )
         return empty
     if not len(runs):
-        empty.missing = f"no runs of {where} in {runs_dir} yet"
+        empty.missing = f"no runs of {where} in the runs folder yet"
         return empty
     winners = {name: entry.winner.values for name, entry in record.optimizers.items() if entry.winner} if record else {}
     mine = tuned_as(within_plan(runs, planned_settings(study)), winners)
     mine = mine[mine["optimizer"].astype(str).isin(optimizers)]
     if not len(mine):
-        empty.missing = f"no runs of {where} in {runs_dir} yet"
+        empty.missing = f"no runs of {where} in the runs folder yet"
         return empty
     labelled = mine.assign(setting=part.workload, arm=mine["optimizer"].astype(str))
     return PartRuns(part, study, record, labelled, notes=part_notes(labelled, optimizers))

@@ -30,7 +30,7 @@ class CrossWorkloadResult:
     ranks: pd.DataFrame  # cross_rankings.rank_matrix
     tau: pd.DataFrame  # cross_rankings.tau_table
     targets: pd.DataFrame  # cross_targets.target_table
-    costs: pd.DataFrame  # workloads x optimizers median steps to target (the profile's input)
+    costs: pd.DataFrame  # ranked workloads x optimizers: median steps to target (the profile's input)
     profile: pd.DataFrame  # cross_targets.profile_table
     part_verdicts: pd.DataFrame  # cross_claims.part_table
     claims: pd.DataFrame  # cross_claims.claims_table
@@ -50,6 +50,8 @@ def judge_cross(
     optimizers = spec.optimizers
     ranking = cross_rankings.ranking_table(cross.parts, optimizers)
     costs, runs_with_steps = cross_targets.cost_table(cross.parts, cross.curves, optimizers)
+    # the profile compares optimizers over the same workloads: those where every optimizer has finished runs
+    profiled = costs.loc[[part.workload for part in cross.parts if part.ranked(optimizers)]]
     verdicts = cross_claims.part_verdicts(spec, cross, experiments_dir)
     cost, cost_warnings = cross_cost.cost_table(cross)
     return CrossWorkloadResult(
@@ -62,8 +64,8 @@ def judge_cross(
         ranks=cross_rankings.rank_matrix(ranking, optimizers),
         tau=cross_rankings.tau_table(cross.parts, ranking, optimizers),
         targets=cross_targets.target_table(costs, runs_with_steps),
-        costs=costs,
-        profile=cross_targets.profile_table(costs),
+        costs=profiled,
+        profile=cross_targets.profile_table(profiled),
         part_verdicts=cross_claims.part_table(verdicts),
         claims=cross_claims.claims_table(spec, verdicts),
         cost=cost,

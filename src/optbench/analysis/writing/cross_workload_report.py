@@ -3,8 +3,8 @@
 `write_report(result, out_dir, command)` writes, from a judged study (analysis/judging/cross_workload.py), every
 table through formats/aggregate_tables.py (its paths and the columns readers rely on), the performance profile
 (analysis/writing/figures/cross_profile.py) and report.md, which quotes tables/tau_coverage.csv
-(scripts/tau_coverage.py) where it is present, so every coverage it states was measured. Nothing is removed from the folder: other scripts write
-beside it (its README, the published runs).
+(scripts/tau_coverage.py) where it is present, so every coverage it states was measured. Nothing is removed from
+the folder: other scripts write beside it (its README, the coverage table, the published runs).
 """
 
 import math
@@ -275,7 +275,7 @@ def render(result: CrossWorkloadResult, command: str, coverage: pd.DataFrame | N
         to_markdown(claims_display(result.claims)),
         *[
             f"- {row.claim} on {row.workload} ({row.hypothesis}): {row.verdict}"
-            + (f" on {row.seeds} seeds" if row.seeds else "")
+            + (f" on {row.seeds} seeds" if row.seeds not in ("", "—") else "")
             + f": {row.why}"
             for row in result.part_verdicts.itertuples()
         ],
@@ -302,8 +302,9 @@ def targets_section(result: CrossWorkloadResult) -> list[str]:
         "reaches it, diverged or failed counts as infinity); ratio = that over the best optimizer's on the workload.",
         "",
         to_markdown(targets_display(result.targets)),
-        "Performance profile: rho(tau) = the share of workloads on which the optimizer is within tau of the best; "
-        "score = its area over [1, 4] over 3 (1: best everywhere).",
+        "Performance profile over the workloads where every optimizer has finished runs "
+        f"({', '.join(map(str, result.costs.index)) or 'none yet'}): rho(tau) = the share of them on which the "
+        "optimizer is within tau of the best; score = its area over [1, 4] over 3 (1: best everywhere).",
         "",
         to_markdown(profile_display(result.profile)),
     ]
