@@ -143,7 +143,7 @@ COLUMNS = {
     CROSS_PROFILE: ("optimizer", "workloads", "score"),
     CROSS_CLAIM_PARTS: ("claim", "workload", "hypothesis", "verdict", "seeds", "why"),
     CROSS_CLAIMS: ("claim", "title", "every_workload", "why"),  # and one column per workload
-    CROSS_COST: ("workload", "main_runs", "main_hours", "tuning_runs", "tuning_hours", "total_hours", "devices"),
+    CROSS_COST: ("workload", "main_runs", "main_hours", "tuning_runs", "tuning_hours", "total_hours"),
     TAU_COVERAGE: (
         "scenario",
         "true_tau",

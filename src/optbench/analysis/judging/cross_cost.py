@@ -46,7 +46,6 @@ def cost_table(cross: CrossRuns) -> tuple[pd.DataFrame, list[str]]:
             if len(part.runs)
             else 0.0
         )
-        devices |= {str(device) for device in part.runs.get("device", pd.Series(dtype=object)).dropna()}
         rows.append(
             {
                 "workload": part.workload,
@@ -55,16 +54,45 @@ def cost_table(cross: CrossRuns) -> tuple[pd.DataFrame, list[str]]:
                 "tuning_runs": runs,
                 "tuning_hours": hours,
                 "total_hours": main_hours + hours,
-                "devices": ", ".join(sorted(devices)),
+                "main_devices": ", ".join(sorted(main_devices(part.runs))),
+                "tuning_devices": ", ".join(sorted(devices)),
             }
         )
     table = pd.DataFrame(rows, columns=COST_COLUMNS)
     total = {
         "workload": TOTAL,
-        **{column: table[column].sum() for column in COST_COLUMNS[1:-1]},
-        "devices": ", ".join(sorted({device for text in table["devices"] for device in text.split(", ") if device})),
+        **{column: table[column].sum() for column in COST_COLUMNS[1:-2]},
+        **{
+            column: ", ".join(sorted({item for text in table[column] for item in text.split(", ") if item}))
+            for column in COST_COLUMNS[-2:]
+        },
     }
     return pd.concat([table, pd.DataFrame([total])], ignore_index=True), warnings
 
 
-COST_COLUMNS = ["workload", "main_runs", "main_hours", "tuning_runs", "tuning_hours", "total_hours", "devices"]
+def main_devices(runs: pd.DataFrame) -> set[str]:
+    """'cpu (1 thread)', 'cuda': each device the runs trained on, a CPU with the intra-op threads it recorded."""
+    if not len(runs) or "device" not in runs:
+        return set()
+    threads = runs["threads"] if "threads" in runs else pd.Series([None] * len(runs), index=runs.index)
+    return {device_text(str(device), count) for device, count in zip(runs["device"], threads) if pd.notna(device)}
+
+
+def device_text(device: str, threads) -> str:
+    if device != "cpu":
+        return device
+    if pd.isna(threads):
+        return "cpu (threads not recorded)"
+    return f"cpu ({int(threads)} thread{'s' if int(threads) != 1 else ''})"
+
+
+COST_COLUMNS = [
+    "workload",
+    "main_runs",
+    "main_hours",
+    "tuning_runs",
+    "tuning_hours",
+    "total_hours",
+    "main_devices",  # with a CPU's thread count, from the runs' summaries
+    "tuning_devices",  # as the tuning records list them
+]

@@ -186,7 +186,8 @@ def cost_display(cost: pd.DataFrame) -> pd.DataFrame:
             "tuning runs": cost["tuning_runs"],
             "tuning device-hours": [hours_text(hours) for hours in cost["tuning_hours"]],
             "total device-hours": [hours_text(hours) for hours in cost["total_hours"]],
-            "devices": cost["devices"],
+            "main runs' devices": cost["main_devices"],
+            "tuning's devices": cost["tuning_devices"],
         }
     )
 
