@@ -46,6 +46,7 @@ SCENARIOS = {
 }
 INTERVALS = {
     "projection interval (the report's)": projection_interval,
+    # its resampling generator fixed (rng=None), as a report's would be; the simulated data differ every time
     "percentile bootstrap over seeds": lambda a, b: bootstrap_interval(a, b, resamples=1000, rng=None),
 }
 
