@@ -1,5 +1,6 @@
-"""The aggregator's tables that code reads back: tables/results.csv, tables/verdicts.csv, the fidelity tables, and
-the validation study's table (scripts/validation_study.py); and the paths of every other CSV table the
+"""The aggregator's tables that code reads back: tables/results.csv, tables/verdicts.csv, the fidelity tables, the
+validation study's table (scripts/validation_study.py) and the cross-workload report's tables
+(scripts/cross_workload_study.py, scripts/tau_coverage.py); and the paths of every other CSV table the
 aggregator writes (summary.csv, settings.csv, pairwise, runs not completed, robustness, variance, tuning), which
 it writes through `csv_text` too.
 
@@ -38,6 +39,18 @@ TUNING_BUDGET = f"{TABLES}/tuning_budget.csv"  # per (workload, study, optimizer
 TUNING_BUDGET_RANKS = f"{TABLES}/tuning_budget_ranks.csv"  # per (workload, study, budget k, optimizer): its rank
 TUNING_BUDGET_PAIRS = f"{TABLES}/tuning_budget_pairs.csv"  # per pair: E_k differences at the smallest, largest k
 TUNING_BUDGET_COVERAGE = f"{TABLES}/tuning_budget_coverage.csv"  # per k: the intervals' coverage, simulated
+# The cross-workload report's tables (scripts/cross_workload_study.py, analysis/writing/cross_workload_report.py)
+CROSS_PARTS = f"{TABLES}/parts.csv"  # one row per workload: its study, rung, runs and whether it has results yet
+CROSS_RANKING = f"{TABLES}/ranking.csv"  # per (workload, optimizer): mean, interval, rank on the workload's headline
+CROSS_PAIRWISE = f"{TABLES}/workload_pairwise.csv"  # per workload: each pair of optimizers' tests, Holm-adjusted
+CROSS_RANKS = f"{TABLES}/rank_matrix.csv"  # optimizers x workloads: the ranks
+CROSS_TAU = f"{TABLES}/tau.csv"  # per pair of workloads: Kendall's tau-b and its interval
+CROSS_TARGETS = f"{TABLES}/time_to_target.csv"  # per (workload, optimizer): median steps to target, ratio to best
+CROSS_PROFILE = f"{TABLES}/profile_score.csv"  # per optimizer: the profile rho(tau) and its integrated score
+CROSS_CLAIM_PARTS = f"{TABLES}/claim_parts.csv"  # per (claim, workload): the verdict of its hypothesis there
+CROSS_CLAIMS = f"{TABLES}/claims.csv"  # per claim: its verdict on each workload and across them
+CROSS_COST = f"{TABLES}/cost.csv"  # per workload and in total: device-hours of the main runs and of tuning
+TAU_COVERAGE = f"{TABLES}/tau_coverage.csv"  # scripts/tau_coverage.py: each tau interval's coverage, simulated
 
 NOT_TESTED = "not tested"  # verdicts.csv's verdict of a hypothesis no run tested
 # The columns readers rely on (the aggregator writes more).
@@ -186,8 +199,31 @@ COLUMNS = {
         "mean_width",
         "repetitions",
     ),
+    CROSS_PARTS: ("workload", "study", "rung", "tuned_by", "runs", "completed", "planned", "status", "note"),
+    CROSS_RANKING: ("workload", "optimizer", "higher_is_better", "completed", "mean", "ci_low", "ci_high", "rank"),
+    CROSS_RANKS: ("optimizer",),  # then one column per ranked workload
+    CROSS_TAU: ("workload_a", "workload_b", "tau", "low", "high", "interval"),
+    CROSS_TARGETS: ("workload", "optimizer", "target", "runs", "reached", "median_steps", "ratio"),
+    CROSS_PROFILE: ("optimizer", "workloads", "score"),
+    CROSS_CLAIM_PARTS: ("claim", "workload", "hypothesis", "verdict", "seeds", "why"),
+    CROSS_CLAIMS: ("claim", "title", "every_workload", "why"),  # and one column per workload
+    CROSS_COST: ("workload", "main_runs", "main_hours", "tuning_runs", "tuning_hours", "total_hours"),
+    TAU_COVERAGE: (
+        "scenario",
+        "true_tau",
+        "optimizers",
+        "seeds",
+        "sd",
+        "interval",
+        "covered",
+        "simulations",
+        "coverage",
+        "mc_low",
+        "mc_high",
+        "mean_width",
+    ),
 }
-TEXT_TABLES = (VERDICTS, HYPOTHESES)
+TEXT_TABLES = (VERDICTS, HYPOTHESES, CROSS_CLAIM_PARTS, CROSS_CLAIMS)
 
 
 def robust_table(name: str) -> str:

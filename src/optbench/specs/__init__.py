@@ -2,4 +2,5 @@
 
 study_spec.py       experiments/studies/*.yaml and hypothesis files' `study:` blocks -> Study
 hypothesis_spec.py  experiments/hypotheses/*.yaml -> Hypothesis and its HypothesisTest
+cross_workload_spec.py  experiments/cross-workload/parts.yaml -> CrossWorkload: each workload's study, the claims
 """

@@ -22,6 +22,12 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
     seed_planner.py  how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
     study_trials.py  tuning trials that are runs of the study named with --study (one directory, two uses): kept
+    cross_parts.py  a cross-workload study's parts: each workload's runs, taken by the study (and rung) that made them
+    cross_rankings.py  each workload's ranking and pairwise tests, the matrix of ranks, Kendall's tau between workloads
+    cross_targets.py  time to target in optimizer steps per run and optimizer, its ratio to the best, the profile
+    cross_claims.py  each claim judged on each workload by the verdict rule, and across workloads
+    cross_cost.py  device-hours per workload: its main runs and its tuning
+    cross_workload.py  every table of the cross-workload report, in order (judge_cross)
     validation_runs.py  the real runs a validation study resamples (A/A pool, seed-paired pools) and each resample
                    as the run table the rules read
     validation_null.py  A/A resamples judged by the verdicts, pairwise tests, sequential rule and intervals

@@ -21,6 +21,9 @@ judging room.
                    resolution certified; orders established (Holm) and kept by one-sided bounds; tau-b's
                    projection interval, the faithful rule
     fidelity_power.py   the power of those answers for an unchanged rung and the seeds each needs, by simulation
+    rank_agreement.py  rankings in a metric's direction, Kendall's tau between two, its projection and bootstrap
+                   intervals, and their coverage by simulation
+    profile_score.py  AlgoPerf's performance ratios, profile and integrated score (area up to r_max over r_max - 1)
     resampling.py  disjoint draws of real runs without replacement, and a Monte Carlo rate with its binomial interval
     expected_max.py  the expected best score after k tuning trials (Tang et al.'s unbiased estimator) and its
                    bias-corrected bootstrap interval; Dodge et al.'s biased one beside it for comparison

@@ -17,6 +17,7 @@ statistic or a verdict.
     output.py      atomic writes into the output folder, removal of its own stale files
     aggregate_files.py  every table and figure the aggregator writes (the pipeline's write step), one writer each
     run_pair.py    two runs side by side (`python src/compare.py`): config differences, numbers, curves
+    cross_workload_report.py  the cross-workload report: its tables, the profile figure, report.md
     validation_tables.py  a validation study's figures: tables/validation.csv, its Markdown, the README block
     tuning_budget_page.py  the tuning-budget tables as text and docs/cross-workload-study/tuning-budget.md
 """

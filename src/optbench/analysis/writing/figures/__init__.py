@@ -19,6 +19,7 @@ kept across every figure so they read at a glance:
     transitions.py  human label noise: the recorded transition matrix as a heat map
     ladders.py      one fidelity ladder (fidelity.py): rank and metric against the budget
     tuning_budget.py  the expected best after k tuning trials per optimizer, one panel per workload
+    cross_profile.py  a cross-workload study's time-to-target profile in steps, with each optimizer's score
 """
 
 import matplotlib
