@@ -457,3 +457,16 @@ def test_the_readme_block_reads_the_tables_and_names_a_workload_not_yet_ranked(s
     assert "cifar_resnet18 vs mnist1d 0.20 [0.20, 0.20]" in block
     assert "Not yet ranked: char_lm (study_C: missing)" in block
     assert len(block.strip().splitlines()) <= 12
+
+
+def test_a_trial_in_two_tuning_records_costs_once():
+    """A range a revision left as it was keeps its trials: the same run directory in an earlier record and the
+    current one is one run, its hours counted once (summing the records counted SGD's MNIST-1D trials twice)."""
+    from optbench.analysis.judging.cross_cost import tuning_totals
+    from optbench.analysis.judging.tuning_report import read_tuning_file
+
+    path = REPO / "docs/cross-workload-study/first-space/tuning-tune_mnist1d.json"
+    first = read_tuning_file(path, str(path)).record
+    runs, hours, devices = tuning_totals([first])
+    assert runs == 170 and hours > 0 and devices == {"cpu"}
+    assert tuning_totals([first, first]) == (runs, hours, devices)

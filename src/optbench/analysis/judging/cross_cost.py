@@ -3,7 +3,8 @@
 Main runs: the wall time (summary.json wall_time_s, the loader's column) of every run of the part (cross_parts.py),
 whatever its status: a failed run cost its hours too. Tuning: the wall time of every trial run its tuning study's
 record lists (tuning_report.run_totals, summed from the record's runs as the aggregator's tuning table sums them),
-and of any earlier search the parts file names (a search space revised once spent its first trials too). The
+and of any earlier search the parts file names (a search space revised spent its earlier trials too), each trial run
+once: a range left as it was keeps its trials, so the same run directory in two records is one run. The
 devices each ran on are listed beside: an hour of one CPU thread and an hour of a GPU are different hours, and the
 table never adds them up unlabelled. A workload with no runs yet costs nothing here and says so.
 """
@@ -11,20 +12,25 @@ table never adds them up unlabelled. A workload with no runs yet costs nothing h
 import pandas as pd
 
 from optbench.analysis.judging.cross_parts import CrossRuns
-from optbench.analysis.judging.tuning_report import read_tuning_file, run_totals
+from optbench.analysis.judging.tuning_report import read_tuning_file
 from optbench.errors import DamagedRunFile
-from optbench.formats.tuning_record import TuningRecord
+from optbench.formats.tuning_record import Run, TuningRecord
 
 TOTAL = "total"  # the last row's workload
 
 
-def tuning_totals(record: TuningRecord | None) -> tuple[int, float, set[str]]:
-    """(trial runs, device-hours, devices) of every trial a tuning record lists."""
-    if record is None:
-        return 0, 0.0, set()
-    totals = [run_totals(entry) for entry in record.optimizers.values()]
-    devices = {device for total in totals for device in str(total["devices"]).split(", ") if device}
-    return sum(total["runs"] for total in totals), sum(total["device_hours"] for total in totals), devices
+def trial_runs(records: list[TuningRecord]) -> dict[str, Run]:
+    """run directory -> its run, over every trial the records list (a directory in two records counted once)."""
+    return {
+        run.run_dir: run for record in records for entry in record.optimizers.values() for run in entry.listed_runs
+    }
+
+
+def tuning_totals(records: list[TuningRecord]) -> tuple[int, float, set[str]]:
+    """(trial runs, device-hours, devices) of every distinct trial run the records list."""
+    runs = trial_runs(records).values()
+    hours = sum(run.wall_time_s or 0.0 for run in runs) / 3600
+    return len(runs), hours, {run.device for run in runs if run.device}
 
 
 def cost_table(cross: CrossRuns) -> tuple[pd.DataFrame, list[str]]:
@@ -32,15 +38,13 @@ def cost_table(cross: CrossRuns) -> tuple[pd.DataFrame, list[str]]:
     included), total hours and devices; with warnings for an earlier tuning record that cannot be read."""
     rows, warnings = [], []
     for part in cross.parts:
-        runs, hours, devices = tuning_totals(part.tuning.record if part.tuning else None)
+        records = [part.tuning.record] if part.tuning and part.tuning.record else []
         for path in part.part.earlier_tuning:
             try:
-                earlier = read_tuning_file(path, str(path)).record
+                records.append(read_tuning_file(path, str(path)).record)
             except (DamagedRunFile, FileNotFoundError) as error:
                 warnings.append(f"{part.workload}: earlier tuning {path} not counted ({error})")
-                continue
-            more_runs, more_hours, more_devices = tuning_totals(earlier)
-            runs, hours, devices = runs + more_runs, hours + more_hours, devices | more_devices
+        runs, hours, devices = tuning_totals(records)
         main_hours = (
             float(pd.to_numeric(part.runs["wall_time_s"], errors="coerce").fillna(0).sum()) / 3600
             if len(part.runs)
