@@ -21,9 +21,7 @@ TOTAL = "total"  # the last row's workload
 
 def trial_runs(records: list[TuningRecord]) -> dict[str, Run]:
     """run directory -> its run, over every trial the records list (a directory in two records counted once)."""
-    return {
-        run.run_dir: run for record in records for entry in record.optimizers.values() for run in entry.listed_runs
-    }
+    return {run.run_dir: run for record in records for entry in record.optimizers.values() for run in entry.listed_runs}
 
 
 def tuning_totals(records: list[TuningRecord]) -> tuple[int, float, set[str]]:
