@@ -602,3 +602,18 @@ def test_the_typed_request_carries_every_flag_the_command_line_parses():
     request = study_command.parse_args(["smoke", "--dry-run", "--set", "epochs=1"])
     assert isinstance(request, StudyRequest) and request.study == "smoke" and request.set == ["epochs=1"]
     assert request.dry_run and not request.list_studies
+
+
+def test_a_study_reads_its_hypotheses_from_its_own_folder(tmp_path):
+    """`hypotheses_from: experiments/cross-workload`: cross_mnist1d's X1/X3 parts are kept apart from
+    experiments/hypotheses (whose published verdicts they must not join), yet --until-decided and --plan-seeds find
+    them; without the key they were refused ("not one of H1, H2, H3, H3-human")."""
+    from optbench.specs.study_spec import EXPERIMENTS_DIR, load_study
+    from optbench.studies.until_decided import chosen_hypotheses
+
+    study = find_study("cross_mnist1d")
+    assert [h.id for h in chosen_hypotheses(study, EXPERIMENTS_DIR, [])] == ["X1-mnist1d", "X3-mnist1d"]
+    assert [h.id for h in chosen_hypotheses(study, EXPERIMENTS_DIR, ["x3-mnist1d"])] == ["X3-mnist1d"]
+    path = write_study(tmp_path / "s.yaml", synthetic_grid(), hypotheses_from="experiments/nowhere")
+    with pytest.raises(ConfigError, match=r"hypotheses_from names a folder of the repository holding hypotheses/"):
+        load_study(path)

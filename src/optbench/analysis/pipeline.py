@@ -43,7 +43,7 @@ from optbench.analysis.writing.tables import completed, problem_runs, results_ta
 from optbench.errors import ConfigError
 from optbench.formats import aggregate_tables, decision_record
 from optbench.formats.run_summary import FINAL_STATUSES
-from optbench.specs.study_spec import Study
+from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, hypotheses_folder
 
 # What the report does without a decision record it cannot parse (said in its one warning line).
 DECISION_RECORD_IGNORED = "ignored here: its hypotheses are judged by the fixed design"
@@ -187,7 +187,10 @@ def analyse_step(request: Request) -> Computed:
     """Read the hypotheses (a bad folder fails first), load and label the runs with the tuning trials set aside
     (but those that are runs the named study plans: analysis/judging/study_trials.py),
     read the decision records, and compute the pairwise tests, the results, robust and variance tables."""
-    hypotheses, hypotheses_note = read_hypotheses(request.experiments_dir)
+    hypotheses_dir = request.experiments_dir
+    if request.study is not None and request.study.hypotheses_from:  # a study's own hypotheses folder
+        hypotheses_dir = hypotheses_folder(request.study, request.experiments_dir or EXPERIMENTS_DIR)
+    hypotheses, hypotheses_note = read_hypotheses(hypotheses_dir)
     skip = own_output(request.results_dir, request.out_dir)
     tuning = read_tuning(request.results_dir, skip=skip)
     own_runs = study_runs_among_trials(request.study, tuning.studies, request.results_dir, request.experiments_dir)

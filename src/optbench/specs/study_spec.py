@@ -43,6 +43,7 @@ STUDY_KEYS = (
     "tune",
     "tuned_by",
     "hypotheses",
+    "hypotheses_from",
     "fidelity",
     "newcomers",
     "published",
@@ -63,6 +64,8 @@ class Study:
     test: HypothesisTest | None = None  # a hypothesis's test, when the study is a hypothesis's
     tuned_by: str = ""  # main studies: the tuning study run first, whose winners these runs use
     hypotheses: tuple[str, ...] = ()  # main studies: the ids of the hypotheses it tests (empty: not said)
+    # the folder whose hypotheses/ holds them (repository-relative, e.g. experiments/cross-workload); "": experiments/
+    hypotheses_from: str = ""
     rungs: tuple["Rung", ...] = ()  # a fidelity ladder: the grid is planned once per rung
     fidelity_resolution: float | None = None  # points: the gap a faithful rung must resolve (None: the default)
     # optimizers of the grid tuned here with the `tuned_by` study's protocol, beside the others' published winners
@@ -437,6 +440,7 @@ def _build_study(path: Path, fields: dict) -> Study:
     tested = fields.get("hypotheses") or []
     if not isinstance(tested, list) or not all(isinstance(name, str) for name in tested):
         raise ConfigError(f"{path}: hypotheses must list hypothesis ids (e.g. [H1, H2])")
+    hypotheses_from = parse_hypotheses_from(path, fields.get("hypotheses_from"))
     rungs = parse_fidelity(path, fields["fidelity"]) if fields.get("fidelity") is not None else ()
     resolution = parse_fidelity_resolution(path, fields.get("fidelity"))
     if tune and rungs:
@@ -463,11 +467,30 @@ def _build_study(path: Path, fields: dict) -> Study:
         test=fields.get("test"),
         tuned_by=str(fields.get("tuned_by") or ""),
         hypotheses=tuple(tested),
+        hypotheses_from=hypotheses_from,
         rungs=rungs,
         fidelity_resolution=resolution,
         newcomers=newcomers,
         published=published,
     )
+
+
+def parse_hypotheses_from(path: Path, folder) -> str:
+    """`hypotheses_from: experiments/cross-workload`: a folder with a hypotheses/ of its own, for hypotheses kept
+    apart from experiments/hypotheses (whose published verdicts they must not join)."""
+    if folder is None:
+        return ""
+    if not isinstance(folder, str) or not (REPO / folder / "hypotheses").is_dir():
+        raise ConfigError(
+            f"{path}: hypotheses_from names a folder of the repository holding hypotheses/ "
+            f"(e.g. experiments/cross-workload), not {folder!r}"
+        )
+    return folder
+
+
+def hypotheses_folder(study: Study, experiments_dir: Path) -> Path:
+    """Where the study's hypotheses are: its `hypotheses_from` folder, else `experiments_dir`."""
+    return REPO / study.hypotheses_from if study.hypotheses_from else experiments_dir
 
 
 def parse_newcomers(path: Path, fields: dict) -> tuple[str, ...]:

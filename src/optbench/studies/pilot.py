@@ -27,13 +27,13 @@ from optbench.analysis.pipeline import analyse, read_decision_records
 from optbench.analysis.writing.tables import to_markdown
 from optbench.errors import ConfigError
 from optbench.specs.hypothesis_spec import Hypothesis, load_hypotheses
-from optbench.specs.study_spec import Study, tested_hypotheses
+from optbench.specs.study_spec import Study, hypotheses_folder, tested_hypotheses
 
 
 def hypotheses_of(study: Study, experiments_dir: Path) -> list[Hypothesis]:
     if study.test is not None:
         return [Hypothesis(study.id, study.title, study.statement, study.test, str(study.source))]
-    hypotheses = load_hypotheses(experiments_dir)
+    hypotheses = load_hypotheses(hypotheses_folder(study, experiments_dir))
     tested = tested_hypotheses(study, [hypothesis.id for hypothesis in hypotheses])
     return [hypothesis for hypothesis in hypotheses if hypothesis.id in tested]
 
