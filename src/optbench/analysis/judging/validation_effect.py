@@ -26,7 +26,13 @@ from optbench.analysis.judging.validation_figures import AT_LEAST, EQUAL, Figure
 from optbench.analysis.judging.validation_null import SIZES, Tally, claim, covers
 from optbench.analysis.judging.validation_runs import METRIC, resample_table
 from optbench.analysis.statistics.power import ALPHA, t_power
-from optbench.analysis.statistics.resampling import Rate, disjoint_draw, extended_draw, monte_carlo_rate
+from optbench.analysis.statistics.resampling import (
+    Rate,
+    disjoint_draw,
+    extended_draw,
+    finite_pool_coverage,
+    monte_carlo_rate,
+)
 from optbench.formats.run_summary import COMPLETED
 
 STUDY = "known effect"
@@ -105,11 +111,10 @@ def fixed_design_figures(pairs: Pairs, resamples: int, rng: np.random.Generator,
                 truth,
             )
         )
-    for n in sizes:
-        rate = tally.rate(("coverage", n))
-        rows.append(
-            Figure(STUDY, "coverage", "paired difference's 95 % CI", n, rate, 0.95, EQUAL, "nominal", f"truth: {truth}")
-        )
+    for n in sizes:  # n of the pool's pairs, drawn without replacement, against the pool's own mean difference
+        rate, claimed = tally.rate(("coverage", n)), finite_pool_coverage(n, len(pairs.differences))
+        source = f"nominal 95 % for {n} of {len(pairs.differences)} pairs drawn without replacement"
+        rows.append(Figure(STUDY, "coverage", "paired difference's 95 % CI", n, rate, claimed, EQUAL, source, truth))
     return rows
 
 

@@ -25,7 +25,7 @@ from optbench.analysis.judging.pairwise_tables import pairwise_table
 from optbench.analysis.judging.validation_figures import AT_MOST, EQUAL, Figure
 from optbench.analysis.judging.validation_runs import METRIC, SETTING, resample_table
 from optbench.analysis.statistics.power import ALPHA
-from optbench.analysis.statistics.resampling import Rate, disjoint_draw, monte_carlo_rate
+from optbench.analysis.statistics.resampling import Rate, disjoint_draw, finite_pool_coverage, monte_carlo_rate
 from optbench.analysis.statistics.sequential_rule import (
     CONTINUE,
     FUTILITY,
@@ -126,20 +126,48 @@ def null_figures(pool: pd.DataFrame, resamples: int, seed: int, sizes: tuple[int
     for _ in range(resamples):
         draw = disjoint_draw(rng, len(pool), len(ARMS), max(sizes))
         judge_resample(tally, {name: pool.iloc[rows] for name, rows in zip(ARMS, draw)}, truth, sizes)
-    return figures(tally, sizes)
+    return figures(tally, sizes, int((pool["status"] == COMPLETED).sum()))
 
 
-def figures(tally: Tally, sizes: tuple[int, ...]) -> list[Figure]:
+def figures(tally: Tally, sizes: tuple[int, ...], pool_size: int) -> list[Figure]:
     """The tally as figures, each beside its claim: the fixed-design rules, the sequential rule, the intervals."""
     return [
         *(row for n in sizes for row in fixed_design_figures(tally, n)),
         *sequential_figures(tally, sizes),
-        *(
-            Figure(
-                STUDY, "coverage", rule, n, tally.rate(("coverage", rule, n)), 0.95, EQUAL, "nominal", f"truth: {truth}"
-            )
-            for n in sizes
-            for rule, truth in (("mean's 95 % CI", "the mean of the whole pool"), ("paired difference's 95 % CI", "0"))
+        *(row for n in sizes for row in coverage_figures(tally, n, pool_size)),
+    ]
+
+
+def coverage_figures(tally: Tally, n: int, pool_size: int) -> list[Figure]:
+    """The mean's interval against the pool's mean: n of the pool's runs drawn without replacement vary less than n
+    fresh seeds, so its claim is the nominal 95 % for such draws (finite_pool_coverage). The paired difference of
+    two disjoint arms varies as the interval assumes (the pool's finiteness cancels), so its claim is 95 %."""
+    mean_claim = finite_pool_coverage(n, pool_size)
+    mean_source = (
+        f"nominal 95 % for {n} of a pool of {pool_size} drawn without replacement (resampling.finite_pool_coverage)"
+    )
+    return [
+        Figure(
+            STUDY,
+            "coverage",
+            "mean's 95 % CI",
+            n,
+            tally.rate(("coverage", "mean's 95 % CI", n)),
+            mean_claim,
+            EQUAL,
+            mean_source,
+            "truth: the mean of the whole pool",
+        ),
+        Figure(
+            STUDY,
+            "coverage",
+            "paired difference's 95 % CI",
+            n,
+            tally.rate(("coverage", "paired difference's 95 % CI", n)),
+            0.95,
+            EQUAL,
+            "nominal",
+            "truth: 0",
         ),
     ]
 

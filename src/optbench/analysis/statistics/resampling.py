@@ -50,3 +50,14 @@ def monte_carlo_rate(hits: int, trials: int, confidence: float = CONFIDENCE) -> 
         return Rate(0, 0, math.nan, math.nan)
     interval = stats.binomtest(int(hits), int(trials)).proportion_ci(confidence, method="exact")
     return Rate(int(hits), int(trials), float(interval.low), float(interval.high))
+
+
+def finite_pool_coverage(n: int, pool: int, level: float = 0.95) -> float:
+    """What a t interval for a mean at `level` covers when its n values are drawn without replacement from a pool
+    of `pool` and the truth is the pool's own mean (normal values): the sample mean then varies by sqrt(1 - n/pool)
+    of what the interval assumes, so it covers P(|t_{n-1}| <= t_crit / sqrt(1 - n/pool)), above `level` (96.5 % at
+    n = 10 of 61, 95.3 % at 10 of 400). The interval is right for the setting; the pool is what is finite."""
+    if not 1 < n < pool:
+        return math.nan
+    critical = stats.t.ppf(0.5 + level / 2, n - 1) / math.sqrt(1 - n / pool)
+    return float(1 - 2 * stats.t.sf(critical, n - 1))
