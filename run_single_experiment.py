@@ -14,11 +14,12 @@ import runpy
 import sys
 from pathlib import Path
 
-from optbench.command_line import OneLineParser
-from optbench.config.hydra_glue import is_hydra_flag
-from optbench.errors import EXIT_BAD_INPUT, ConfigError
-
 TRAIN_SCRIPT = Path(__file__).resolve().parent / "src" / "train.py"
+sys.path.insert(0, str(TRAIN_SCRIPT.parent))  # this checkout's optbench, as `python src/train.py` imports it
+
+from optbench.command_line import OneLineParser  # noqa: E402
+from optbench.config.hydra_glue import is_hydra_flag  # noqa: E402
+from optbench.errors import EXIT_BAD_INPUT, ConfigError  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
