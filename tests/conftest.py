@@ -26,6 +26,8 @@ CONF_DIR = REPO / "conf"
 CIFAR10_JPEG = REPO.parent / "shared" / "data" / "cifar10-jpeg"
 # Decoded real images are cached here across test sessions (git-ignored); CI decodes them once.
 os.environ.setdefault("OPTBENCH_TEST_DATA_DIR", str(REPO / ".cache" / "test-data"))
+# The rates a study's estimate times (a launch estimates too) go to the checkout's cache, not the user's home.
+os.environ.setdefault("OPTBENCH_CACHE_DIR", str(REPO / ".cache" / "test-cache"))
 
 TINY = [
     "dataset=synthetic",
