@@ -423,8 +423,13 @@ FORMAT_OWNERS = {
     "predictions.npz": "optbench.rundir",
     "tuning-*.json": "optbench.formats.tuning_record",
     "sequential-*.json": "optbench.formats.decision_record",
+    "estimate-*.json": "optbench.formats.study_estimate",
 }
-FORMAT_PREFIXES = {"tuning-": "optbench.formats.tuning_record", "sequential-": "optbench.formats.decision_record"}
+FORMAT_PREFIXES = {
+    "tuning-": "optbench.formats.tuning_record",
+    "sequential-": "optbench.formats.decision_record",
+    "estimate-": "optbench.formats.study_estimate",
+}
 
 
 def file_names_spelled_out(package: Path) -> list[str]:

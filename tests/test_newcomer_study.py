@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import CONF_DIR, REPO, TINY
+from conftest import CONF_DIR, REPO, TINY, copy_of
 from test_own_optimizer import OWN_PAGE, fenced_blocks, write_own_folder
 
 from optbench.config.config_path import CONFIG_PATH_VARIABLE
@@ -42,16 +42,15 @@ def write(path: Path, document: dict) -> Path:
     return path
 
 
-@pytest.fixture
-def published_study(tmp_path, monkeypatch):
-    """A tiny published study: sgd tuned (2 trials, the top one on seed 1), then trained on seeds 0 and 1, its run
-    records published in tmp/published; the tuned sgd config in a conf/optimizer/tuned/test-* folder (removed after)."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    output = f"tuned/test-{uuid.uuid4().hex[:8]}"  # under the real conf/: the baselines' published winners
-    results = tmp_path / "results"  # the published study's folder, and the newcomer's, as results/cpu-demo is
+def build_published_study(folder: Path) -> None:
+    """A tiny published study, trained once for the tests that start from it (built_once): sgd tuned (2 trials, the
+    top one on seeds 1), then trained on seeds 0 and 1; its run and tuning records in folder/published, its tuning
+    study file and the tuned sgd config it selected in folder/ (the config moved out of conf/ once written)."""
+    output = f"tuned/test-{uuid.uuid4().hex[:8]}"  # under the real conf/: train.py composes from there
+    results = folder / "results"
     overrides = [*SMALL, f"paths.results_dir={results}"]
     tuning = write(
-        tmp_path / "tune_tiny.yaml",
+        folder / "tune_tiny.yaml",
         {
             "id": "tune_tiny",
             "statement": "tiny tuning",
@@ -68,7 +67,7 @@ def published_study(tmp_path, monkeypatch):
         },
     )
     main = write(
-        tmp_path / "tiny.yaml",
+        folder / "tiny.yaml",
         {
             "id": "tiny",
             "statement": "tiny main",
@@ -79,8 +78,29 @@ def published_study(tmp_path, monkeypatch):
     )
     try:
         assert study_command.main([str(main)]) == 0
-        publish_runs.publish(results, tmp_path / "published")
-        shutil.rmtree(results)  # the newcomer starts where a fresh checkout does: nothing trained here
+        publish_runs.publish(results, folder / "published")
+        shutil.copytree(CONF_DIR / "optimizer" / output, folder / "tuned")
+    finally:
+        shutil.rmtree(CONF_DIR / "optimizer" / output, ignore_errors=True)
+    shutil.rmtree(results)  # the newcomer starts where a fresh checkout does: nothing trained here
+
+
+@pytest.fixture
+def published_study(tmp_path, built_once):
+    """The tiny published study (build_published_study, trained once per test run) as this test's own: its
+    published records in tmp/published, its tuning study file in tmp/ (results in tmp/results, where the newcomer's
+    go, as the CPU study's tuning and main runs share results/cpu-demo) and the tuned sgd config back under the
+    real conf/ in a conf/optimizer/tuned/test-* folder of this test's (removed after). The winners' values name
+    the runs, not the folder, so the published runs are this study's."""
+    built = built_once("newcomer-published-study", build_published_study)
+    copy_of(built / "published", tmp_path / "published")
+    output = f"tuned/test-{uuid.uuid4().hex[:8]}"
+    document = yaml.safe_load((built / "tune_tiny.yaml").read_text())
+    document["tune"]["output"] = output
+    document["overrides"] = [*SMALL, f"paths.results_dir={tmp_path / 'results'}"]
+    tuning = write(tmp_path / "tune_tiny.yaml", document)
+    try:
+        shutil.copytree(built / "tuned", CONF_DIR / "optimizer" / output)
         yield tuning, output
     finally:
         shutil.rmtree(CONF_DIR / "optimizer" / output, ignore_errors=True)

@@ -121,6 +121,11 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("optbench_parallel_jobs", parallel_jobs, replace=True)
 
 
+def is_hydra_flag(argument: str) -> bool:
+    """Whether a command-line word is one of Hydra's own flags (`--cfg`, `-m`, `--config-name=x`), not a setting."""
+    return argument in _HYDRA_SWITCHES or argument.split("=", 1)[0] in _HYDRA_FLAGS_WITH_VALUE
+
+
 def split_command_line(argv: list[str]) -> tuple[list[str], bool]:
     """(the overrides, whether Hydra only prints help). Flag-style settings are a one-line ConfigError."""
     overrides, strays, position = [], [], 0
@@ -129,7 +134,7 @@ def split_command_line(argv: list[str]) -> tuple[list[str], bool]:
         if argument in _HYDRA_FLAGS_WITH_VALUE:
             position += 2
             continue
-        if argument in _HYDRA_SWITCHES or argument.split("=", 1)[0] in _HYDRA_FLAGS_WITH_VALUE:
+        if is_hydra_flag(argument):
             position += 1
             continue
         if argument.startswith("-") and not argument.startswith("~"):

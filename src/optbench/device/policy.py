@@ -381,7 +381,11 @@ def apply_policy(policy: DevicePolicy) -> None:
 
 
 def release_device_memory(device: torch.device) -> None:
-    """Give cached allocator blocks back between runs of one process (multirun), so the next run starts clean."""
+    """Give cached allocator blocks back between runs of one process (multirun), so the next run starts clean.
+    The CPU's allocator caches none, so there is nothing to give back there; the full collection that frees the
+    tensors first walks every object of the process (about 0.25 s once torch and Hydra are loaded), per run."""
+    if device.type not in ("cuda", "mps"):
+        return
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()

@@ -130,6 +130,7 @@ class Summary:
     final: dict | None = None  # the last epoch's record
     best_clean_val: dict | None = None  # under label noise: the epoch chosen on clean validation labels
     wall_time_s: float | None = None
+    startup_s: float | None = None  # before the training loop, every session summed; absent in older summaries
     train_time_s: float | None = None
     train_images_per_s: float | None = None
     dataset: DatasetFacts = field(default_factory=DatasetFacts)
@@ -184,6 +185,7 @@ def parse(content: dict, path: Path) -> Summary:
         final=epoch_record(fields.inner("final")),
         best_clean_val=epoch_record(fields.inner("best_clean_val")),
         wall_time_s=fields.number("wall_time_s", low=0),
+        startup_s=fields.number("startup_s", low=0),
         train_time_s=fields.number("train_time_s", low=0),
         train_images_per_s=fields.number("train_images_per_s", low=0),
         dataset=dataset_facts(fields.inner("dataset")),
@@ -439,6 +441,13 @@ def failed(content: dict | None, error: BaseException) -> dict:
 def resumed(content: dict) -> None:
     """One more session: a resume from the checkpoint."""
     content["resumes"] = content.get("resumes", 0) + 1
+
+
+def add_startup(content: dict, seconds: float | None) -> None:
+    """A session's start-up (process start, or the multirun's previous run's end, to the training loop) added to
+    the run's `startup_s`: its wall time leaves it out, and a study's estimate is checked against both."""
+    if seconds is not None:
+        content["startup_s"] = float(content.get("startup_s") or 0.0) + seconds
 
 
 def set_wall_time(content: dict, seconds: float) -> None:

@@ -8,6 +8,7 @@ tuning_protocol.py  fair tuning: trials scored, winners picked on validation, co
 search_space.py     search spaces as data (experiments/search_spaces/), quasi-random trials drawn from them
 launchers.py        which Hydra launcher runs the jobs; what sbatch's refusal means
 estimate.py         how long the remaining runs take, from runs of their shape on disk or a short measured run
+estimate_record.py  a launch's estimate kept (estimate-<study>.json), then set beside what its runs took
 status.py           `--status`: each run's state read from its directory, the study's progress and time left
 outcome.py          after a sweep: which of its runs did not finish
 pilot.py            `--plan-seeds --pilot DIR`: the seeds each hypothesis needs, from pilot runs

@@ -4,12 +4,14 @@ budget, and the estimate of the time the runs still to do will take.
 study_command.py plans and hands the planned runs here; `print_plan` lists them (the run still prints it before
 launching), `print_estimate` prices them through studies/estimate.py, preferring the rates that runs of the same
 shape recorded on disk over a measured timing and saying which it used, and adds a fidelity ladder's cost per
-rung. Printing only: nothing here plans, launches or writes.
+rung; it returns what it printed (StudyEstimate), which a launch records (estimate_record.py). Printing only:
+nothing here plans, launches or writes.
 """
 
 import shlex
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from optbench import run_states
@@ -61,17 +63,27 @@ def print_budget(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]
     )
 
 
-def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:
+@dataclass(frozen=True)
+class StudyEstimate:
+    """The serial seconds of the runs still to do, each run's share, and where the rates came from."""
+
+    runs: list[tuple[PlannedRun, float]]  # each run still to do whose size is known, with its predicted seconds
+    seconds: float
+    how: str  # the rates' sources, in a phrase: recorded on disk (how many runs), or measured (on which device)
+
+
+def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> StudyEstimate | None:
     """After the plan (flushed first, so it shows while a rate is measured): the serial time of the runs still to
-    do, from the study's own runs on disk where its shapes have some, else from the cached or measured rate."""
+    do, from the study's own runs on disk where its shapes have some, else from the cached or measured rate. The
+    estimate printed is returned (None when nothing is left to run): a launch records it (estimate_record.py)."""
     sys.stdout.flush()
     planned = [(run, estimate.workload(run.cfg, run.epochs_done)) for _, runs in runs_by_sweep for run in runs]
     to_do = [(run, load) for run, load in planned if run.status != run_states.DONE]
     unknown = [run for run, load in to_do if load is None]
-    work = [load for _, load in to_do if load is not None]
+    work = [(run, load) for run, load in to_do if load is not None]
     if not work:
         print("estimated time: nothing to run" + (f" ({len(unknown)} run(s) of unknown size)" if unknown else ""))
-        return
+        return None
     every_shape = {load.shape for _, load in planned if load is not None}  # a ladder's per-rung cost needs each
     own = [(load, run.run_dir) for run, load in planned if load is not None and run.status in run_states.REUSED]
     elsewhere = [(load, run_dir) for load, run_dir in same_shape_runs(planned) if load.shape in every_shape]
@@ -79,18 +91,50 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     own_runs = estimate.recorded_rates(own)
     to_measure = every_shape - set(recorded)
     measured = estimate.measure_rates(to_measure, lambda line: print(line, flush=True)) if to_measure else {}
-    seconds = sum(load_seconds(load, recorded, measured) for load in work)
+    priced = with_process_startups(
+        [(run, load_seconds(load, recorded, measured)) for run, load in work], runs_by_sweep, recorded
+    )
+    seconds = sum(run_seconds for _, run_seconds in priced)
     print(
         f"estimated time: {format_duration(seconds)} for {len(work)} run(s) still to do, one after another"
         + (" (divide by the launcher's concurrent jobs)" if launcher != "basic" else "")
     )
-    for shape in sorted({load.shape for load in work} & set(recorded)):
+    shapes = {load.shape for _, load in work}
+    for shape in sorted(shapes & set(recorded)):
         print_recorded(shape, recorded[shape], own_runs[shape].runs if shape in own_runs else 0)
     if measured:
         print_measured(measured)
     if unknown:
         print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
     print_rung_estimates(runs_by_sweep, recorded, measured)
+    return StudyEstimate(priced, seconds, sources(shapes, recorded, measured))
+
+
+def with_process_startups(priced: list, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], recorded: dict) -> list:
+    """Each sweep starts one process: its first run still to do carries the process's start-up its shape's runs on
+    disk recorded (estimate.startup_parts), as that run's startup_s will."""
+    first_of_sweep = {
+        id(next(run for run in runs if run.status != run_states.DONE))
+        for _, runs in runs_by_sweep
+        if any(run.status != run_states.DONE for run in runs)
+    }
+    added = []
+    for run, seconds in priced:
+        load = estimate.workload(run.cfg, run.epochs_done)
+        rate = recorded.get(load.shape) if load is not None else None
+        extra = rate.process_startup_s if rate is not None and id(run) in first_of_sweep else 0.0
+        added.append((run, seconds + extra))
+    return added
+
+
+def sources(shapes: set[tuple], recorded: dict, measured: dict) -> str:
+    """`recorded rates of 3 run(s) of the same shape on disk; rates measured on cpu` for the shapes priced."""
+    runs = sum(recorded[shape].runs for shape in shapes if shape in recorded)
+    devices = sorted({measured[shape][0] for shape in shapes if shape in measured})
+    return "; ".join(
+        ([f"recorded rates of {runs} run(s) of the same shape on disk"] if runs else [])
+        + ([f"rates measured on {', '.join(devices)} (5 timed steps, or the cached timing)"] if devices else [])
+    )
 
 
 def same_shape_runs(planned: list) -> list:
@@ -110,6 +154,10 @@ def print_recorded(shape: tuple, rate, own: int) -> None:
         else f"{rate.runs} run(s) on disk of the same shape ({own} of this study)"
     )
     overhead = f", {rate.epoch_overhead_s:.1f} s an epoch outside both" if rate.epoch_overhead_s else ""
+    if rate.startup_s or rate.process_startup_s:
+        overhead += (
+            f", {rate.startup_s:.1f} s a run's start-up and {rate.process_startup_s:.1f} s more for a sweep's process"
+        )
     print(
         f"  from {source}: {rate.train_rate:.0f} training images/s{evaluated}{overhead} "
         f"for {model} width {width}, {classes} classes, batch {batch} (the median over their epochs, data "

@@ -3,8 +3,10 @@
 Where runs of the study's own shape are already on disk (its done or unfinished runs: a pilot, the first
 seeds; or any run of that shape under its results folders, `runs_on_disk`), their metrics.jsonl gives the
 rates (`recorded_rates`: the median training images/s, evaluated images/s from each epoch's time outside
-training, and the seconds an epoch spent outside both, from summary.json's wall time), data loading included;
-a process's start-up before its record is not recorded, so it is left out. Otherwise, for every distinct
+training, and the seconds an epoch spent outside both, from summary.json's wall time), data loading included,
+and the start-up summary.json's `startup_s` records: a run's own (the median) and what a sweep's first run adds
+for starting Python and the imports (the largest, less the median), once per sweep. Runs trained before start-up
+was recorded price it as nothing. Otherwise, for every distinct
 (device, model, width, classes, batch size) among the runs still to do, train a few steps on random data
 (`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take the images/s, cached per
 machine and shape (`$OPTBENCH_CACHE_DIR/estimate-rates.json`, as device=fastest caches its timing), so two
@@ -118,6 +120,8 @@ class RecordedRate:
     train_rate: float
     eval_rate: float | None  # None where no epoch records an evaluation time
     epoch_overhead_s: float = 0.0  # 0 where no run records its wall time (summary.json)
+    startup_s: float = 0.0  # a run's own start-up (the median summary.json startup_s); 0 where none records it
+    process_startup_s: float = 0.0  # what a sweep's first run adds: starting Python, imports (the largest less it)
 
 
 def epoch_eval_rate(record: dict, eval_images: int) -> float | None:
@@ -146,6 +150,7 @@ def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, Recorded
     train_rates: dict[tuple, list[float]] = {}
     eval_rates: dict[tuple, list[float]] = {}
     overheads: dict[tuple, list[float]] = {}
+    startups: dict[tuple, list[float]] = {}
     runs: dict[tuple, int] = {}
     for work, run_dir in trained:
         every_epoch = metrics_log.read(Path(run_dir))[0]
@@ -161,20 +166,47 @@ def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, Recorded
         )
         if (overhead := epoch_overhead(run_dir, every_epoch)) is not None:
             overheads.setdefault(work.shape, []).append(overhead)
+        if (startup := recorded_startup(run_dir)) is not None:
+            startups.setdefault(work.shape, []).append(startup)
     return {
         shape: RecordedRate(
             runs[shape],
             statistics.median(rates),
             statistics.median(eval_rates[shape]) if eval_rates[shape] else None,
             statistics.median(overheads[shape]) if overheads.get(shape) else 0.0,
+            *startup_parts(startups.get(shape, [])),
         )
         for shape, rates in train_rates.items()
     }
 
 
+def recorded_startup(run_dir: Path) -> float | None:
+    """A run's recorded start-up seconds (summary.json's startup_s); None for runs trained before it was kept."""
+    try:
+        summary = run_summary.read(Path(run_dir))
+    except DamagedRunFile:
+        return None
+    return None if summary is None else summary.startup_s
+
+
+def startup_parts(startups: list[float]) -> tuple[float, float]:
+    """(a run's own start-up, what starting the sweep's process adds) from the runs' recorded start-ups: most runs
+    of a sweep start in a process already running (the median), its first run paid for starting Python and the
+    imports as well (the largest, less that median)."""
+    if not startups:
+        return 0.0, 0.0
+    typical = statistics.median(startups)
+    return typical, max(startups) - typical
+
+
 def recorded_seconds(work: Workload, rate: RecordedRate) -> float:
-    """The serial seconds of a workload at the rates its shape's runs on disk recorded, their overhead included."""
-    return seconds_left(work, rate.train_rate, eval_rate=rate.eval_rate) + work.epochs_left * rate.epoch_overhead_s
+    """The serial seconds of a workload at the rates its shape's runs on disk recorded, their overhead and a run's
+    own start-up included (a sweep's process start-up is added once per sweep: dry_run.print_estimate)."""
+    return (
+        seconds_left(work, rate.train_rate, eval_rate=rate.eval_rate)
+        + work.epochs_left * rate.epoch_overhead_s
+        + (rate.startup_s if work.epochs_left else 0.0)
+    )
 
 
 def runs_on_disk(roots: set[Path], planned: set[Path]) -> list[tuple[Workload, Path]]:

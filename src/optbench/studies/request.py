@@ -23,7 +23,7 @@ class StudyRequest:
     rung: list[str] | None = None  # run the study at this rung only
     tuned: bool = False  # use conf/optimizer/tuned/<name>.yaml for each optimizer
     select_tuned: str | None = None  # a tuning study whose best values to pick
-    no_estimate: bool = False  # --dry-run without the measured time estimate
+    no_estimate: bool = False  # no time estimate: a dry run prints none, a launch records none
     list_studies: bool = False  # --list: list the studies
     plan_seeds: bool = False  # from the pilot's runs, the seeds each hypothesis needs
     pilot: Path | None = None  # the pilot runs' results folder (--plan-seeds)

@@ -7,7 +7,9 @@ accuracy so far and its directory; then the study's progress (runs and epochs), 
 ladder, and the time left. The time left is the epochs still to train at the rate this study's runs have
 trained so far (their own wall time, so data loading and evaluation are in it), serially: a parallel
 launcher divides it. Each
-directory is read through optbench.rundir only (record, summary, lock), so watching a study changes no byte.
+directory is read through optbench.rundir only (record, summary, lock), so watching a study changes no byte. Where
+a launch recorded its estimate (estimate_record.py), each launch's estimate is set beside what its finished runs
+took.
 """
 
 from collections import Counter, defaultdict
@@ -24,6 +26,7 @@ from optbench.errors import DamagedRunFile
 from optbench.formats import metrics_log, run_record, run_summary
 from optbench.specs.study_spec import Study
 from optbench.studies import estimate, newcomers
+from optbench.studies.estimate_record import comparison_lines
 from optbench.studies.plan import PlannedRun, Sweep, plan
 from optbench.studies.request import StudyRequest
 
@@ -207,6 +210,9 @@ def remaining_line(study_id: str, states: list[RunState]) -> str:
 def print_status(study_id: str, statement: str, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]]) -> int:
     print(f"study {study_id}: {statement}")
     print("\n".join(status_lines(study_id, runs_by_sweep)))
+    results_dirs = sorted({Path(run.cfg.paths.results_dir) for _, runs in runs_by_sweep for run in runs})
+    for line in (line for results_dir in results_dirs for line in comparison_lines(study_id, results_dir)):
+        print(line)
     return 0
 
 

@@ -50,7 +50,16 @@ from optbench.specs.study_spec import (
     study_files,
     tuning_studies_of,
 )
-from optbench.studies import dry_run, newcomers, outcome, published, reuse_note, stopping, tuning_protocol
+from optbench.studies import (
+    dry_run,
+    estimate_record,
+    newcomers,
+    outcome,
+    published,
+    reuse_note,
+    stopping,
+    tuning_protocol,
+)
 from optbench.studies import status as live_status
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
 from optbench.studies.request import StudyRequest
@@ -104,7 +113,11 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tuned", action="store_true", help="use conf/optimizer/tuned/<name>.yaml for each optimizer")
     parser.add_argument("--select-tuned", metavar="STUDY", help="pick the best lr / weight decay of a tuning study")
-    parser.add_argument("--no-estimate", action="store_true", help="--dry-run without the measured time estimate")
+    parser.add_argument(
+        "--no-estimate",
+        action="store_true",
+        help="no time estimate: a dry run prints none, a launch records none (estimate-STUDY.json)",
+    )
     parser.add_argument("--list", action="store_true", help="list the studies")
 
 
@@ -211,6 +224,7 @@ def run_study(study: Study, args: StudyRequest, tuned: "bool | str", defaults_st
     tuning_ids = [find_study(name, args.experiments).id for name in tuning_studies_of(study)]
     if published.copy_in(study, runs_by_sweep, tuning_ids):
         runs_by_sweep = plan(study, args.conf_dir, args.set, args.launcher, tuned)  # the copied runs are done now
+    record_estimate(study, runs_by_sweep, args)
     tally: Counter[str] = Counter()
     status = launch(runs_by_sweep, args.launcher, tally, study.id)
     if status != EXIT_BAD_INPUT and any(sweep.pending for sweep, _ in runs_by_sweep):
@@ -218,6 +232,7 @@ def run_study(study: Study, args: StudyRequest, tuned: "bool | str", defaults_st
         print(f"study {study.id}: the trials have run; the top-k reruns are planned now")
         dry_run.print_plan(study, runs_by_sweep)
         refuse_other_experiments(runs_by_sweep)
+        record_estimate(study, runs_by_sweep, args)
         status = max(status, launch(runs_by_sweep, args.launcher, tally, study.id))
     results_dirs = sorted({str(run.cfg.paths.results_dir) for _, runs in runs_by_sweep for run in runs})
     print(
@@ -226,6 +241,16 @@ def run_study(study: Study, args: StudyRequest, tuned: "bool | str", defaults_st
         flush=True,
     )
     return status
+
+
+def record_estimate(study: Study, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], args: StudyRequest) -> None:
+    """A launch prices what it is about to train as its dry run would, prints it and keeps it in the study's
+    estimate record, so --status can set it beside what the runs took (estimate_record.py); --no-estimate skips."""
+    if args.no_estimate:
+        return
+    priced = dry_run.print_estimate(runs_by_sweep, args.launcher)
+    if priced is not None:
+        estimate_record.record(study.id, results_dir_of(runs_by_sweep), priced, args.launcher)
 
 
 def print_reuse_note(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher: str) -> None:

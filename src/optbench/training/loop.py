@@ -9,13 +9,17 @@ The experiment trackers of conf/logger/ (training/trackers.py) get each epoch an
 The selected epoch's test predictions are kept from its test pass and written to predictions.npz at
 each checkpoint and at the end (the checkpoint holds them too, so a resumed run writes the same file).
 Optimizers with train and eval modes (Schedule-Free) are evaluated, and checkpointed at the end of an
-epoch, in eval mode: the weights recorded are the weights evaluated.
+epoch, in eval mode: the weights recorded are the weights evaluated. A LoopState adds the session's start-up
+(`StartUp`: from the process's start, or its previous run's end, to the loop) to summary.json's `startup_s`,
+which the wall time leaves out.
 """
 
 import itertools
 import logging
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -33,6 +37,41 @@ from optbench.training.steps import EpochProgress, train_epoch
 from optbench.training.trackers import open_trackers
 
 log = logging.getLogger(__name__)
+
+
+def process_started() -> float | None:
+    """When this process started (seconds since the epoch): Linux's /proc, else psutil where installed; None where
+    neither can say (the run then records no start-up time)."""
+    try:
+        after_name = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return time.time() - uptime + int(after_name[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start, in ticks
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        return float(psutil.Process().create_time())
+    except psutil.Error:
+        return None
+
+
+class StartUp:
+    """What a run spent before its first step: the interpreter, imports, Hydra, the data and the model. A process's
+    first run counts from the process's start, each later run of a multirun from the end of the run before it."""
+
+    previous_run_ended: float | None = None
+
+    @classmethod
+    def seconds(cls) -> float | None:
+        origin = cls.previous_run_ended if cls.previous_run_ended is not None else process_started()
+        return None if origin is None else max(0.0, time.time() - origin)
+
+    @classmethod
+    def run_ended(cls) -> None:
+        cls.previous_run_ended = time.time()
 
 
 class Clock:
@@ -58,6 +97,7 @@ class LoopState:
 
     def __post_init__(self) -> None:
         self.clock = Clock(run_summary.wall_time(self.summary))
+        run_summary.add_startup(self.summary, StartUp.seconds())
 
     @classmethod
     def from_checkpoint(cls, saved: dict, progress: EpochProgress | None) -> "LoopState":

@@ -31,7 +31,7 @@ from optbench.formats import metrics_log, run_record, run_summary
 from optbench.rundir import RunDir
 from optbench.training import checkpoint, console, mirror, provenance, trackers
 from optbench.training.assemble import Run, prepare
-from optbench.training.loop import LoopState, fit
+from optbench.training.loop import LoopState, StartUp, fit
 from optbench.training.progress import initial_summary
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,7 @@ def train(
                     return _fit_and_mirror(run, directory, state, run_mirror, last_epoch)
         finally:
             release_device_memory(run.device)
+            StartUp.run_ended()  # the multirun's next run counts its start-up from here
 
 
 def _log_to_trackers(cfg: DictConfig, directory: RunDir, run_id: str, summary: dict) -> None:
