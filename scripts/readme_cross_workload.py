@@ -72,7 +72,7 @@ def tau_sentence(tau: pd.DataFrame, coverage: pd.DataFrame | None) -> str:
         mine = coverage[coverage["interval"].str.startswith(PROJECTION)]
         worst = mine.loc[mine["coverage"].idxmin()]
         measured = (
-            f"; its coverage, simulated in the hard case (5 optimizers, 6 seeds, near ties), is at least "
+            f"; simulated in the hard cases (5 optimizers, 6 seeds, near ties), its lowest coverage is "
             f"{100 * worst['coverage']:.1f} % [{100 * worst['mc_low']:.1f}, {100 * worst['mc_high']:.1f}]"
         )
     return f"Kendall's tau between workloads' rankings: {pairs} (95 % projection intervals{measured})."
