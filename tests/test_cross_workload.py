@@ -471,3 +471,24 @@ def test_a_trial_in_two_tuning_records_costs_once():
     runs, hours, devices = tuning_totals([first])
     assert runs == 170 and hours > 0 and devices == {"cpu"}
     assert tuning_totals([first, first]) == (runs, hours, devices)
+
+
+def test_a_run_of_the_same_settings_on_another_seed_is_not_the_parts_evidence(study, tmp_path):
+    """A fidelity ladder's top rung shares a main study's settings (fidelity_mnist1d's 60-epoch seeds 6-29 beside
+    cross_mnist1d's 0-5): selected by settings alone, those seeds joined the workload's ranking and its cost."""
+    runs, folder = study
+    extra = tmp_path / "runs"
+    shutil.copytree(runs, extra)
+    part = next(iter(WORKLOADS))
+    write_run(
+        extra,
+        curve(part, OPTIMIZERS[0], 99),
+        optimizer=OPTIMIZERS[0],
+        seed=99,
+        dataset=WORKLOADS[part][1],
+        epochs_planned=4,
+        overrides=OVERRIDES[part],
+        wall_time_s=WALL_TIME_S,
+    )
+    before, after = judged(study), judge_cross(extra, load_parts(folder / "cross" / "parts.yaml"), folder)
+    assert after.cost.equals(before.cost) and after.ranking.equals(before.ranking)

@@ -23,6 +23,7 @@ from optbench.analysis.judging.robust_tables import RESULT_STATUSES
 from optbench.analysis.judging.study_trials import as_list, study_runs_among_trials
 from optbench.analysis.judging.tuning_report import TuningRecords, TuningStudy, read_tuning, study_warnings
 from optbench.analysis.load import load_runs
+from optbench.analysis.statistics.sequential_rule import look_seeds
 from optbench.analysis.targets import Targets
 from optbench.errors import ConfigError
 from optbench.formats import decision_record
@@ -99,12 +100,25 @@ def select_parts(runs_dir: Path, spec: CrossWorkload, experiments_dir: Path = EX
             f"no run directories (folders holding summary.json or record.json) under {runs_dir}: give the folder "
             "the cross-workload runs were published to, e.g. docs/cross-workload-study/runs"
         )
-    parts = [part_runs(part, study, loaded.runs, tuning, spec.optimizers) for part, study in zip(spec.parts, studies)]
-    warnings = own_warnings(parts, loaded.warnings)
+    warnings: list[str] = []
+    records = decision_records(runs_dir, warnings)
+    parts = [
+        part_runs(part, study, loaded.runs, tuning, spec.optimizers, study_seeds(study, records))
+        for part, study in zip(spec.parts, studies)
+    ]
+    warnings = own_warnings(parts, loaded.warnings) + warnings
     used = {study.tuned_by for study in studies}  # other tunings in the folder (a ladder's other rungs) are not ours
     warnings += [line for entry in tuning.studies if entry.name in used for line in study_warnings(entry)]
-    records = decision_records(runs_dir, warnings)
     return CrossRuns(parts, loaded.curves, tuning, records, warnings)
+
+
+def study_seeds(study: Study, records: list[decision_record.DecisionRecord]) -> set[int]:
+    """The seeds the study ran: its grid's, and those its last sequential look took (its decision record). A run of
+    the same settings on another seed is another study's: a fidelity ladder's top rung shares a main study's
+    settings (fidelity_mnist1d's 60-epoch seeds 6-29 beside cross_mnist1d's 0-5) and is not its evidence."""
+    own = [int(seed) for seed in as_list(study.grid["seed"])]
+    record = next((entry for entry in records if entry.study == study.id and entry.looks_done), None)
+    return set(look_seeds(own, record.looks[record.looks_done - 1])) if record else set(own)
 
 
 def own_warnings(parts: list[PartRuns], warnings: list[str]) -> list[str]:
@@ -130,9 +144,10 @@ def decision_records(runs_dir: Path, warnings: list[str]) -> list[decision_recor
 
 
 def part_runs(
-    part: Part, study: Study, runs: pd.DataFrame, tuning: TuningRecords, optimizers: tuple[str, ...]
+    part: Part, study: Study, runs: pd.DataFrame, tuning: TuningRecords, optimizers: tuple[str, ...], seeds: set[int]
 ) -> PartRuns:
-    """The part's runs: its study's planned settings at its rung, with its tuning's winners, of `optimizers`."""
+    """The part's runs: its study's planned settings at its rung, with its tuning's winners, of `optimizers`, on
+    the study's own `seeds`."""
     record = next((entry for entry in tuning.studies if entry.name == study.tuned_by), None)
     empty = PartRuns(part, study, record, runs.iloc[0:0])
     where = f"{study.id}" + (f" at {part.rung_text}" if part.rung else "")
@@ -147,7 +162,7 @@ def part_runs(
         return empty
     winners = {name: entry.winner.values for name, entry in record.optimizers.items() if entry.winner} if record else {}
     mine = tuned_as(within_plan(runs, planned_settings(study)), winners)
-    mine = mine[mine["optimizer"].astype(str).isin(optimizers)]
+    mine = mine[mine["optimizer"].astype(str).isin(optimizers) & mine["seed"].isin(seeds)]
     if not len(mine):
         empty.missing = f"no runs of {where} in the runs folder yet"
         return empty
