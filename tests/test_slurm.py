@@ -98,7 +98,11 @@ def run_preempted_sweep(tmp_path: Path, interrupt, *launcher: str) -> tuple[subp
     releaser = threading.Thread(target=release_requeued_jobs, args=(stop,), daemon=True)
     releaser.start()
     try:
-        run_dir = wait_for(lambda: next((path.parent for path in results.rglob("metrics.jsonl")), None), sweep)
+        # An epoch recorded, not the empty metrics.jsonl a fresh run writes before its stop-signal handlers are
+        # installed: a warning held there reached submitit's handler, not the run's, and training went on (CI, stop 58).
+        run_dir = wait_for(
+            lambda: next((path.parent for path in results.rglob("metrics.jsonl") if path.stat().st_size), None), sweep
+        )
         interrupt(run_dir)
         sweep.wait(timeout=JOB_TIMEOUT_S)
     finally:
