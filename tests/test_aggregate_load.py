@@ -398,3 +398,15 @@ def test_every_metric_a_hypothesis_or_tuning_can_name_is_a_column_of_a_real_run(
     assert not [name for name in METRICS if runs[name].isna().any()]
     for name in SELECTION_METRICS:  # tuning scores a run by the same number the aggregator loads
         assert score_of(summary, name) == pytest.approx(runs.loc[0, name])
+
+
+def test_a_metric_null_in_every_epoch_of_a_diverged_run_stays_a_number_column(tmp_path):
+    """A diverged language-model run writes null for its NaN losses; with that column null in every epoch of the
+    run, the concatenated curves were object-typed and every learning-curve figure failed (`isfinite`)."""
+    root = tmp_path / "results"
+    write_run(root, ramp_records(0.9), optimizer="adam", seed=0)
+    nulls = [{**line, "train/loss": None} for line in ramp_records(0.9)[:2]]
+    write_run(root, nulls, optimizer="adam", seed=1, status="diverged", epochs_planned=3)
+    analysis = analyse(root, 0.5)
+    assert analysis.curves["train/loss"].dtype == float
+    assert analysis.curves["train/loss"].isna().sum() == 2

@@ -124,7 +124,7 @@ def read_run(run_dir: Path, run_id: str, targets: Targets) -> tuple[dict, pd.Dat
         warnings.append("no record.json and no .hydra/config.yaml: grouping uses the few settings summary.json records")
     workload = workload_of(summary, config)
     warnings.extend(consistency_warnings(run_dir, status, summary, records, workload))
-    curve = pd.DataFrame(records)
+    curve = numeric_columns(pd.DataFrame(records))
     curve.insert(0, "run_id", run_id)
     row = {
         "run_id": run_id,
@@ -142,6 +142,17 @@ def read_run(run_dir: Path, run_id: str, targets: Targets) -> tuple[dict, pd.Dat
     row.update({f"cfg.{key}": value for key, value in config.items()})
     row.update(precision_used(summary))
     return row, curve, warnings
+
+
+def numeric_columns(curve: pd.DataFrame) -> pd.DataFrame:
+    """Metric columns as floats: a diverged run writes null for a loss that is NaN, and a column that is null in
+    every epoch of a run would otherwise stay object-typed through the concatenation of every run's curve (and the
+    figures' arithmetic on it fails). A column that is not all numbers or nulls is left as it is."""
+    for column in curve.select_dtypes(include="object").columns:
+        values = curve[column]
+        if all(value is None or isinstance(value, (int, float)) for value in values):
+            curve[column] = pd.to_numeric(values, errors="coerce").astype(float)
+    return curve
 
 
 def precision_used(summary: run_summary.Summary) -> dict:
