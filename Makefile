@@ -1,7 +1,8 @@
 # Two commands on a fresh machine:
 #   make quick   set up .venv when missing, then a short training run (synthetic data, ~1 min on CPU)
-#   make test    set up .venv when missing, then the test suite (what CI runs)
-#   make test-fast  the same less the tests marked slow (docs/testing.md: both tiers and their times)
+#   make test    set up .venv when missing, then the test suite less the extended tier (CI runs both)
+#   make test-extended  the slowest tests, marked extended (about a minute or more each on 2 busy cores)
+#   make test-fast  the same less the tests marked slow (docs/testing.md: the three tiers and their times)
 #   make test-slurm  the SLURM tests on a one-node cluster started and stopped around them (root)
 # ARGS passes Hydra overrides through, e.g. make quick ARGS="dataset=cifar10 optimizer=lion".
 PYTHON ?= python3
@@ -9,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup quick test test-fast test-slurm lint clean-venv
+.PHONY: setup quick test test-extended test-fast test-slurm lint clean-venv
 
 setup: $(STAMP)
 
@@ -26,7 +27,12 @@ quick: $(STAMP)
 
 # -n auto: one pytest worker per core (pytest-xdist); most tests wait on subprocesses or run 1 thread.
 test: $(STAMP)
-	$(PY) -m pytest -q -n auto $(ARGS)
+	$(PY) -m pytest -q -n auto -m "not extended" $(ARGS)
+
+# The slowest tests (marked extended: every documented command, real SLURM jobs, whole tuning studies): CI runs
+# them after make test, so `make test` stays within 10 minutes on 2 cores (docs/testing.md: the three tiers).
+test-extended: $(STAMP)
+	$(PY) -m pytest -q -n auto -m extended $(ARGS)
 
 # The linter, formatter (check only) and type checker CI runs before the tests; `ruff format .` and
 # `ruff check --fix .` apply what they ask. mypy reads src/ and scripts/ (pyproject.toml [tool.mypy]).

@@ -322,6 +322,7 @@ def outcome(runner: Runner, argv: tuple, environment: tuple, commands: list[Docu
     return f"{commands[0]} -> exit {returncode}: {stderr.strip()[-400:]}"
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_every_documented_command_runs(scratch):
     common = runnable(Documented("", 0, "python src/study.py --list"), scratch)[1]

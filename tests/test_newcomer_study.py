@@ -125,6 +125,7 @@ def summaries(folder: Path) -> dict[str, bytes]:
     return {str(path.parent.relative_to(folder)): path.read_bytes() for path in folder.rglob("summary.json")}
 
 
+@pytest.mark.extended
 @pytest.mark.slow  # 11 tiny runs: the published study's 5, the newcomer's 3 trials and 2 seeds
 def test_a_newcomer_is_tuned_with_the_baselines_protocol_beside_their_published_runs(
     published_study, tmp_path, monkeypatch, capsys
@@ -171,6 +172,7 @@ def test_a_newcomer_is_tuned_with_the_baselines_protocol_beside_their_published_
     assert "radam" in (report / "report.md").read_text()
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_a_protocol_edited_since_the_baselines_were_tuned_is_warned_about(published_study, tmp_path, monkeypatch):
     tuning, _ = published_study

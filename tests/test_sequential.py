@@ -305,6 +305,7 @@ def test_a_comparison_the_verdict_calls_not_testable_gives_the_rule_no_z(tmp_pat
     assert entry.decision == "continue" and "not testable" in entry.reason
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_the_price_the_docs_quote_comes_from_the_script():
     """experiments/README.md, docs/results.md and sequential_rule's docstring quote scripts/sequential_price.py's

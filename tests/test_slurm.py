@@ -52,7 +52,12 @@ def cluster_problem() -> str | None:
 
 PROBLEM = cluster_problem()
 # Every job here takes 20-40 s (a fresh Python per job, SLURM's scheduling): the slow tier.
-pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(PROBLEM is not None, reason=str(PROBLEM))]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.slow,
+    pytest.mark.extended,
+    pytest.mark.skipif(PROBLEM is not None, reason=str(PROBLEM)),
+]
 
 
 def job_env() -> dict[str, str]:

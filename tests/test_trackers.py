@@ -180,6 +180,7 @@ def test_a_tracker_added_when_a_run_resumes_gets_its_earlier_epochs(tmp_path, mo
         assert [row["epoch"] for row in csv.DictReader(handle)] == ["1", "2"]
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_four_runs_started_at_once_on_a_new_folder_all_reach_one_mlflow_store_with_every_epoch(tmp_path):
     """Three of four lost their tracker when they raced to create the store ("duplicate column name: step")."""

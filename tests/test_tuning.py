@@ -218,6 +218,7 @@ def test_grid_tuning_still_plans_and_warns_at_the_grid_edge():
 # ---------------------------------------------------------------- real runs: resume, then the chain
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_a_half_done_tuning_study_resumes_and_tuned_by_runs_the_main_study(tmp_path, capsys):
     output = f"tuned/test-{uuid.uuid4().hex[:8]}"  # under the real conf/: train.py composes from there
@@ -261,6 +262,7 @@ def test_a_half_done_tuning_study_resumes_and_tuned_by_runs_the_main_study(tmp_p
         shutil.rmtree(CONF_DIR / "optimizer" / output, ignore_errors=True)
 
 
+@pytest.mark.extended
 @pytest.mark.slow  # eight tiny runs through four Hydra multiruns
 def test_schedule_free_and_prodigy_go_through_tuning_and_a_tuned_by_study(tmp_path, capsys, monkeypatch):
     """The registry's rules survive the whole chain: Schedule-Free is tuned and run under scheduler=constant
