@@ -462,3 +462,15 @@ def test_a_mean_interval_resampled_from_a_finite_pool_covers_what_finite_pool_co
     assert measured.low <= finite_pool_coverage(n, 61) <= measured.high  # 96.5 %
     assert measured.low > 0.95  # the nominal claim it replaces is seen failing
     assert finite_pool_coverage(10, 400) == pytest.approx(0.9523, abs=1e-4)
+
+
+def test_the_pages_counts_are_the_published_tables():
+    """The page's prose counts (figures, disagreements, the ladder's figures) are those of tables/validation.csv,
+    and every figure of the ladder agrees, as the page says."""
+    page = " ".join((REPO / "docs" / "validation-study" / "README.md").read_text().split())
+    table = pd.read_csv(REPO / "docs" / "validation-study" / "tables" / "validation.csv")
+    ladder = table[table["study"] == "fidelity ladder"]
+    disagreeing = int(table["disagrees"].sum())
+    words = {1: "One", 2: "Two", 3: "Three"}
+    assert f"**{words[disagreeing]} of the {len(table)} figures disagree" in page
+    assert f"agrees with its simulation in all {len(ladder)} of its figures" in page and not ladder["disagrees"].any()
