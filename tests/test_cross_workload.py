@@ -492,3 +492,17 @@ def test_a_run_of_the_same_settings_on_another_seed_is_not_the_parts_evidence(st
     )
     before, after = judged(study), judge_cross(extra, load_parts(folder / "cross" / "parts.yaml"), folder)
     assert after.cost.equals(before.cost) and after.ranking.equals(before.ranking)
+
+
+def test_a_part_whose_grid_has_not_ended_is_not_judged_yet(study, tmp_path):
+    """Three of a fixed-design study's seeds do not make its verdict: judged on part of its grid, the claim would
+    read as the study's answer at a sample size nobody fixed (the language model's first main runs did)."""
+    runs, folder = study
+    partial = tmp_path / "runs"
+    shutil.copytree(runs, partial)
+    some_run = next((partial / "mnist1d" / "none-0.0" / "muon").rglob("summary.json"))
+    shutil.rmtree(some_run.parent)
+    claims = judge_cross(partial, load_parts(folder / "cross" / "parts.yaml"), folder).claims.set_index("claim")
+    assert claims.loc["X1", "mnist1d"] == "not yet"
+    assert claims.loc["X1", ["cifar_resnet18", "char_lm"]].tolist() == ["supported", "supported"]
+    assert claims.loc["X1", "every_workload"] == "not decided"

@@ -7,6 +7,7 @@ workload's runs alone (cross_parts.py) by verdicts.judge, the rule every hypothe
 so a cross-workload verdict is the same verdict the aggregator gives that workload's folder. Across workloads
 (`across`): the claim *holds on every workload* when every part is supported, *fails* when any part is rejected (a
 significant difference the other way), and is otherwise *not decided*, naming the parts inconclusive or not yet run.
+A part is *not yet* judged while it has no runs, or while its fixed-design grid has runs that have not ended.
 """
 
 from dataclasses import dataclass
@@ -17,11 +18,12 @@ from optbench.analysis.judging.cross_parts import CrossRuns, PartRuns
 from optbench.analysis.judging.hypotheses import REJECTED, SUPPORTED, Context
 from optbench.analysis.judging.verdicts import judge, seeds_text
 from optbench.errors import ConfigError
+from optbench.formats.run_summary import FAILED, FINAL_STATUSES
 from optbench.specs.cross_workload_spec import CrossWorkload
 from optbench.specs.hypothesis_spec import Hypothesis, load_hypotheses
 from optbench.specs.study_spec import EXPERIMENTS_DIR
 
-NOT_YET = "not yet"  # a part whose workload has no runs here
+NOT_YET = "not yet"  # a part whose workload has no runs here, or whose grid has not ended
 HOLDS, FAILS, NOT_DECIDED = "holds on every workload", "fails", "not decided"
 
 
@@ -56,11 +58,24 @@ def part_verdicts(spec: CrossWorkload, cross: CrossRuns, experiments_dir=EXPERIM
     for claim in spec.claims:
         for workload, hypothesis_id in claim.hypotheses.items():
             part = parts[workload]
-            if part.missing:
-                verdicts.append(PartVerdict(claim.id, workload, hypothesis_id, NOT_YET, "", part.missing))
+            waiting = part.missing or unfinished_grid(part, cross)
+            if waiting:
+                verdicts.append(PartVerdict(claim.id, workload, hypothesis_id, NOT_YET, "", waiting))
                 continue
             verdicts.append(judged(claim.id, part, hypotheses[hypothesis_id], cross, experiments_dir))
     return verdicts
+
+
+def unfinished_grid(part: PartRuns, cross: CrossRuns) -> str:
+    """Why a fixed-design part is not judged yet: its grid's runs have not all ended ("" when they have, or when its
+    study runs until decided, whose record says what its looks decided). A verdict on part of a grid would judge
+    at a sample size nobody fixed, and could be read as the study's answer."""
+    if any(record.study == part.study.id for record in cross.records):
+        return ""
+    ended = int(part.runs["status"].isin(FINAL_STATUSES + (FAILED,)).sum())
+    if ended >= part.planned_runs:
+        return ""
+    return f"{ended} of the {part.planned_runs} runs study {part.study.id} plans have ended: judged when all have"
 
 
 def judged(claim: str, part: PartRuns, hypothesis: Hypothesis, cross: CrossRuns, experiments_dir) -> PartVerdict:
