@@ -19,6 +19,7 @@ it is a lower bound on a busy machine, and it is the serial time: a parallel lau
 concurrent jobs.
 """
 
+import contextlib
 import functools
 import os
 import statistics
@@ -47,7 +48,9 @@ TEXT_WINDOWS_PER_SPLIT = 871  # Tiny Shakespeare's held-out halves in windows of
 class Workload:
     """One run's remaining work."""
 
-    shape: tuple  # (device, model name, width, classes, batch size, channels, image size): what the rate depends on
+    # (device, model name, width, classes, batch size, channels, image size, intra-op threads (0: torch's own)):
+    # what the rate depends on; the threads as much as the model on a busy CPU (docs/studies.md "The estimate")
+    shape: tuple
     train_images: int  # per epoch
     eval_images: int  # validation + test, per epoch
     epochs_left: int
@@ -106,8 +109,14 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
         int(cfg.batch_size),
         channels,
         image_size,
+        run_threads(cfg),
     )
     return Workload(shape, train, val + test, max(0, int(cfg.epochs) - epochs_done))
+
+
+def run_threads(cfg: DictConfig) -> int:
+    """The intra-op threads a run trains with (device_policy.threads), 0 where torch's own count decides."""
+    return int(OmegaConf.select(cfg, "device_policy.threads", default=None) or 0)
 
 
 @dataclass(frozen=True)
@@ -243,23 +252,41 @@ def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, 
 
     cache, rates = fastest.read_cache(RATE_CACHE), {}
     for shape in sorted(shapes):
-        requested, model_name, width, num_classes, batch_size, channels, image_size = shape
+        requested, model_name, width, num_classes, batch_size, channels, image_size, threads = shape
         model = timed_model(model_name, width, num_classes, batch_size, channels, image_size)
         if requested == "fastest":
             device = fastest.fastest_device(model)[0]
         else:
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
-        key = fastest.cache_key([device], model)
+        key = fastest.cache_key([device], model) + (f" threads {threads}" if threads else "")
         load = machine_load()  # before timing: the timing's own steps would count as load
         if needs_timing(cache.get(key), load):
             announce(
                 f"estimating: timing 7 training steps of {model_name} width {width}, batch {batch_size} on "
-                f"{device} (once per machine and shape; cached in {fastest.cache_path(RATE_CACHE)}) ..."
+                f"{device}{f' with {threads} thread(s)' if threads else ''} (once per machine and shape; cached "
+                f"in {fastest.cache_path(RATE_CACHE)}) ..."
             )
-            cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": load}
+            with torch_threads(threads):
+                cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": load}
             fastest.write_cache(cache, RATE_CACHE)
         rates[shape] = (str(device), cache[key]["images_per_s"], cache[key].get("load"))
     return rates
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int):
+    """Time at the runs' thread count (0: leave torch's own): the study's process has torch's default, every core,
+    and on a busy 2-core CPU a 1-thread run of MNIST-1D's CNN trains 100x faster than 2 threads time it
+    (docs/studies.md "The estimate")."""
+    import torch
+
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def is_busy(load: float | None) -> bool:
