@@ -106,6 +106,19 @@ def test_recorded_start_ups_price_a_run_and_once_per_sweep_its_process(tmp_path)
     assert estimate.startup_parts([]) == (0.0, 0.0)
 
 
+def test_runs_that_say_which_started_their_process_split_the_start_up_however_few():
+    """A pilot of one sweep of two runs priced a run's start-up at their median, half the process's 10.9 s, and a
+    relaunch after a one-run pilot at 0.40 x what it took (the largest less the median was 0). Runs now record the
+    part of their start-up counted from their process's start (summary.json's process_startup_s), which splits it
+    at any count: later runs give a run's own start-up, process-starting runs what starting the process adds."""
+    assert estimate.startup_parts([(10.9, 10.9), (0.17, 0.0)]) == pytest.approx((0.17, 10.73))
+    assert estimate.startup_parts([(10.9, 10.9)]) == (0.0, 10.9)  # no later run seen: its own start-up unknown
+    assert estimate.startup_parts([(6.0, 6.0), (6.4, 6.4), (5.8, 5.8)]) == (0.0, 6.0)  # three one-run processes
+    # a resumed run: its first session started the process (5 s), its second followed another run (0.5 s)
+    assert estimate.startup_parts([(5.5, 5.0), (0.2, 0.0), (0.3, 0.0)]) == pytest.approx((0.25, 4.75))
+    assert estimate.startup_parts([(30.0, None), (0.5, None), (0.7, None)]) == pytest.approx((0.7, 29.3))  # older
+
+
 def test_a_run_records_its_start_up_from_the_process_start_then_from_the_run_before(tiny_config, tmp_path, monkeypatch):
     monkeypatch.setattr(loop, "process_started", lambda: time.time() - 100.0)
     monkeypatch.setattr(loop.StartUp, "previous_run_ended", None)
@@ -113,6 +126,7 @@ def test_a_run_records_its_start_up_from_the_process_start_then_from_the_run_bef
     second = train(tiny_config("seed=1"), tmp_path / "second")
     assert first["startup_s"] >= 100.0  # the process's start: 100 s ago
     assert 0.0 <= second["startup_s"] < 100.0  # the multirun's next run: from the first run's end
+    assert first["process_startup_s"] == first["startup_s"] and second["process_startup_s"] == 0.0
     assert "startup_s" not in json.dumps(json.loads((tmp_path / "first" / "record.json").read_text())["identity"])
 
 
@@ -271,3 +285,31 @@ def test_a_fresh_study_s_estimate_prices_what_its_probe_sweep_measured(tmp_path,
     assert study_command.main([str(study), "--dry-run"]) == 0
     again = capsys.readouterr().out
     assert "estimating: a probe" not in again and f"estimated time: {format_duration(seconds)}" in again
+
+
+def test_a_relaunched_sweep_prices_the_finished_runs_it_passes_over(tmp_path):
+    """A relaunched MNIST-1D study took 1.20-1.34 x its estimate: its sweep passes over the finished seeds (train()
+    skips them), and each skip lands in the start-up the next run still to do records. Each run to do now carries
+    the process's start-up if it is its sweep's first, and a run's own start-up per finished run passed over since
+    the run before it; finished runs after the last one to do are recorded by no run, and priced by none."""
+    from optbench.studies import dry_run
+    from optbench.studies.plan import Sweep
+
+    rate = estimate.RecordedRate(4, 50_000.0, 300_000.0, 0.025, startup_s=0.2, process_startup_s=6.0)
+
+    def runs(*states: str) -> list[PlannedRun]:
+        made = [planned(["workload=mnist1d", "device_policy.threads=1", f"seed={seed}"]) for seed in range(len(states))]
+        for run, state in zip(made, states):
+            run.status = state
+        return made
+
+    done, new, unfinished = run_states.DONE, run_states.NEW, run_states.UNFINISHED
+    sweeps = [
+        (Sweep({}), runs(done, done, new, done, unfinished, done)),
+        (Sweep({}), runs(done, done)),  # all finished: never launched
+        (Sweep({}), runs(new, done)),
+    ]
+    shape = estimate.workload(sweeps[0][1][2].cfg, 0).shape
+    to_do = [(run, 10.0) for _, sweep_runs in sweeps for run in sweep_runs if run.status != done]
+    priced = dry_run.with_sweep_startups(to_do, sweeps, {shape: rate})
+    assert [seconds for _, seconds in priced] == pytest.approx([10 + 6.0 + 2 * 0.2, 10 + 0.2, 10 + 6.0])

@@ -94,7 +94,7 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     probed = probe_shapes(planned, measured)
     recorded.update({shape: rate for shape, (rate, _) in probed.items()})
     measured = {shape: rate for shape, rate in measured.items() if shape not in probed}
-    priced = with_process_startups(
+    priced = with_sweep_startups(
         [(run, load_seconds(load, recorded, measured)) for run, load in work], runs_by_sweep, recorded
     )
     seconds = sum(run_seconds for _, run_seconds in priced)
@@ -133,21 +133,25 @@ def probe_shapes(planned: list, measured: dict) -> dict[tuple, tuple[estimate.Re
     return probed
 
 
-def with_process_startups(priced: list, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], recorded: dict) -> list:
-    """Each sweep starts one process: its first run still to do carries the process's start-up its shape's runs on
-    disk recorded (estimate.startup_parts), as that run's startup_s will."""
-    first_of_sweep = {
-        id(next(run for run in runs if run.status != run_states.DONE))
-        for _, runs in runs_by_sweep
-        if any(run.status != run_states.DONE for run in runs)
-    }
-    added = []
-    for run, seconds in priced:
-        load = estimate.workload(run.cfg, run.epochs_done)
-        rate = recorded.get(load.shape) if load is not None else None
-        extra = rate.process_startup_s if rate is not None and id(run) in first_of_sweep else 0.0
-        added.append((run, seconds + extra))
-    return added
+def with_sweep_startups(priced: list, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], recorded: dict) -> list:
+    """Each sweep starts one process and passes over its finished runs on the way (train() skips them); a run still
+    to do carries what its sweep spent since the run before it ended, as its startup_s will: the process's start-up
+    (estimate.startup_parts) for the sweep's first, and a run's own start-up for each finished run passed over
+    since (a skip composes the job and checks the run's identity, as a run's start-up does; the data and the model
+    it does not build). Finished runs after the last one to do are passed over by no run that records them."""
+    extra: dict[int, float] = {}
+    for _, runs in runs_by_sweep:
+        passed_over, first = 0, True
+        for run in runs:
+            if run.status == run_states.DONE:
+                passed_over += 1
+                continue
+            load = estimate.workload(run.cfg, run.epochs_done)
+            rate = recorded.get(load.shape) if load is not None else None
+            if rate is not None:
+                extra[id(run)] = (rate.process_startup_s if first else 0.0) + passed_over * rate.startup_s
+            passed_over, first = 0, False
+    return [(run, seconds + extra.get(id(run), 0.0)) for run, seconds in priced]
 
 
 def sources(shapes: set[tuple], recorded: dict, measured: dict, probed: dict) -> str:
