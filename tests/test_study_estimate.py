@@ -159,6 +159,20 @@ def test_a_launch_records_its_estimate_before_training_and_status_compares_it(tm
     assert line.endswith(f", {took / made.seconds:.2f} x the estimate")
     assert study_command.main([*argv, "--no-estimate"]) == 0  # nothing left to run, and no estimate recorded
     assert len(study_estimate.read(results / "estimate-est.json").launches) == 1
+    # Relaunched with a third seed: its estimate prices only that run, and each launch is compared with its own runs.
+    study.write_text(yaml.safe_dump({"id": "est", "statement": "s", "grid": {**grid, "seed": [0, 1, 2]}}))
+    assert study_command.main(argv) == 0
+    capsys.readouterr()
+    kept = study_estimate.read(results / "estimate-est.json")
+    assert kept is not None and kept.launches[0] == made
+    (new,) = kept.launches[1].runs
+    assert new.run_dir.endswith("seed2") and new.spent_s == 0.0
+    assert study_command.main([*argv, "--status"]) == 0
+    first, second = capsys.readouterr().out.splitlines()[-2:]
+    assert first == line  # the first launch's runs: unchanged by the relaunch
+    third = json.loads((results / new.run_dir / "summary.json").read_text())
+    assert "1 run(s); the 1 finished took" in second
+    assert second.endswith(f", {(third['wall_time_s'] + third['startup_s']) / new.predicted_s:.2f} x the estimate")
 
 
 # ---- a study with no runs of its shape on disk: the steps timed at the runs' threads, the rest probed ----------
@@ -313,3 +327,20 @@ def test_a_relaunched_sweep_prices_the_finished_runs_it_passes_over(tmp_path):
     to_do = [(run, 10.0) for _, sweep_runs in sweeps for run in sweep_runs if run.status != done]
     priced = dry_run.with_sweep_startups(to_do, sweeps, {shape: rate})
     assert [seconds for _, seconds in priced] == pytest.approx([10 + 6.0 + 2 * 0.2, 10 + 0.2, 10 + 6.0])
+
+
+def test_the_estimate_accuracy_in_the_docs_is_the_benchmark_s():
+    """docs/studies.md's paragraph on how close the estimate comes is benchmarks/estimate_accuracy.py's, written from
+    its JSON (`--from-json benchmarks/results/estimate-accuracy.json --docs` rewrites it), never typed."""
+    from test_fidelity import script_module
+
+    accuracy = script_module("benchmarks/estimate_accuracy.py")
+    figures = json.loads((accuracy.REPO / "benchmarks" / "results" / "estimate-accuracy.json").read_text())
+    current = accuracy.DOC.read_text()
+    assert current == accuracy.with_block(current, accuracy.docs_text(figures)), (
+        "stale: run python benchmarks/estimate_accuracy.py --from-json benchmarks/results/estimate-accuracy.json --docs"
+    )
+    for pair in figures["pairs"]:  # each ratio is what its launch's own figures give
+        for launch in (pair["fresh"], pair["relaunched"]):
+            assert launch["ratio"] == pytest.approx(launch["actual_s"] / launch["estimate_s"])
+            assert launch["runs_finished"] == launch["runs_priced"]
