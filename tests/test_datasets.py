@@ -69,12 +69,12 @@ def test_two_estimates_on_one_machine_use_one_measurement(tmp_path, monkeypatch)
     monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
     timed = []
     monkeypatch.setattr(fastest, "images_per_second", lambda device, model: timed.append(model) or 500.0 + len(timed))
-    shape = ("cpu", "resnet18", 8, 10, 32, 3, 32)
+    shape = ("cpu", "resnet18", 8, 10, 32, 3, 32, 0)
     first, second = estimate.measure_rates({shape}), estimate.measure_rates({shape})
     assert first == second and first[shape][:2] == ("cpu", 501.0) and len(timed) == 1
     assert (tmp_path / estimate.RATE_CACHE).is_file()
     assert (
-        estimate.measure_rates({("cpu", "resnet18", 8, 10, 32, 3, 16)}) and len(timed) == 2
+        estimate.measure_rates({("cpu", "resnet18", 8, 10, 32, 3, 16, 0)}) and len(timed) == 2
     )  # another shape: measured
     cache = fastest.read_cache(estimate.RATE_CACHE)
     fastest.write_cache({key: {"load": 0.5} for key in cache}, estimate.RATE_CACHE)  # entries without their rate
@@ -124,7 +124,7 @@ def test_a_rate_timed_on_a_busy_machine_is_marked_and_replaced_by_a_quiet_measur
     monkeypatch.setenv("OPTBENCH_CACHE_DIR", str(tmp_path))
     timed: list = []
     monkeypatch.setattr(fastest, "images_per_second", lambda device, model: timed.append(model) or 100.0 * len(timed))
-    shape = ("cpu", "resnet18", 8, 10, 32, 3, 32)
+    shape = ("cpu", "resnet18", 8, 10, 32, 3, 32, 0)
     monkeypatch.setattr(estimate, "machine_load", lambda: 3.0)
     assert estimate.measure_rates({shape})[shape] == ("cpu", 100.0, 3.0)
     assert estimate.measure_rates({shape})[shape] == ("cpu", 100.0, 3.0) and len(timed) == 1  # still busy: kept

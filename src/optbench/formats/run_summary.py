@@ -131,6 +131,9 @@ class Summary:
     best_clean_val: dict | None = None  # under label noise: the epoch chosen on clean validation labels
     wall_time_s: float | None = None
     startup_s: float | None = None  # before the training loop, every session summed; absent in older summaries
+    # of startup_s, the sessions that counted from the process's start (Python, the imports: a sweep's first run);
+    # 0 for a later run of a multirun; absent in summaries written before it was kept
+    process_startup_s: float | None = None
     train_time_s: float | None = None
     train_images_per_s: float | None = None
     dataset: DatasetFacts = field(default_factory=DatasetFacts)
@@ -186,6 +189,7 @@ def parse(content: dict, path: Path) -> Summary:
         best_clean_val=epoch_record(fields.inner("best_clean_val")),
         wall_time_s=fields.number("wall_time_s", low=0),
         startup_s=fields.number("startup_s", low=0),
+        process_startup_s=fields.number("process_startup_s", low=0),
         train_time_s=fields.number("train_time_s", low=0),
         train_images_per_s=fields.number("train_images_per_s", low=0),
         dataset=dataset_facts(fields.inner("dataset")),
@@ -443,11 +447,16 @@ def resumed(content: dict) -> None:
     content["resumes"] = content.get("resumes", 0) + 1
 
 
-def add_startup(content: dict, seconds: float | None) -> None:
+def add_startup(content: dict, seconds: float | None, from_process: bool = False) -> None:
     """A session's start-up (process start, or the multirun's previous run's end, to the training loop) added to
-    the run's `startup_s`: its wall time leaves it out, and a study's estimate is checked against both."""
+    the run's `startup_s`: its wall time leaves it out, and a study's estimate is checked against both. One counted
+    from the process's start (`from_process`) is added to `process_startup_s` too, so the estimate can tell a
+    sweep's first run, which paid for Python and the imports, from the runs after it."""
     if seconds is not None:
         content["startup_s"] = float(content.get("startup_s") or 0.0) + seconds
+        content["process_startup_s"] = float(content.get("process_startup_s") or 0.0) + (
+            seconds if from_process else 0.0
+        )
 
 
 def set_wall_time(content: dict, seconds: float) -> None:

@@ -6,8 +6,9 @@ dry_run.py          what --dry-run prints: the plan, a tuning budget, and the ti
 request.py          StudyRequest: what the command line asked, typed, as every step below it reads it
 tuning_protocol.py  fair tuning: trials scored, winners picked on validation, conf/optimizer/tuned/, the record
 search_space.py     search spaces as data (experiments/search_spaces/), quasi-random trials drawn from them
-launchers.py        which Hydra launcher runs the jobs; what sbatch's refusal means
+launchers.py        which Hydra launcher runs the jobs, train.py's child process; what sbatch's refusal means
 estimate.py         how long the remaining runs take, from runs of their shape on disk or a short measured run
+probe.py            a shape with no runs on disk: a probe sweep of 3 one-epoch runs prices its start-up and records
 estimate_record.py  a launch's estimate kept (estimate-<study>.json), then set beside what its runs took
 status.py           `--status`: each run's state read from its directory, the study's progress and time left
 outcome.py          after a sweep: which of its runs did not finish

@@ -17,7 +17,7 @@ from pathlib import Path
 from optbench import run_states
 from optbench.durations import format_duration
 from optbench.specs.study_spec import Study
-from optbench.studies import estimate
+from optbench.studies import estimate, probe
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep
 
 
@@ -91,7 +91,10 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     own_runs = estimate.recorded_rates(own)
     to_measure = every_shape - set(recorded)
     measured = estimate.measure_rates(to_measure, lambda line: print(line, flush=True)) if to_measure else {}
-    priced = with_process_startups(
+    probed = probe_shapes(planned, measured)
+    recorded.update({shape: rate for shape, (rate, _) in probed.items()})
+    measured = {shape: rate for shape, rate in measured.items() if shape not in probed}
+    priced = with_sweep_startups(
         [(run, load_seconds(load, recorded, measured)) for run, load in work], runs_by_sweep, recorded
     )
     seconds = sum(run_seconds for _, run_seconds in priced)
@@ -101,38 +104,69 @@ def print_estimate(runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], launcher
     )
     shapes = {load.shape for _, load in work}
     for shape in sorted(shapes & set(recorded)):
-        print_recorded(shape, recorded[shape], own_runs[shape].runs if shape in own_runs else 0)
+        print_recorded(shape, recorded[shape], own_runs[shape].runs if shape in own_runs else 0, probed.get(shape))
     if measured:
         print_measured(measured)
     if unknown:
         print(f"  {len(unknown)} run(s) on a dataset of unknown size are not included")
     print_rung_estimates(runs_by_sweep, recorded, measured)
-    return StudyEstimate(priced, seconds, sources(shapes, recorded, measured))
+    return StudyEstimate(priced, seconds, sources(shapes, recorded, measured, probed))
 
 
-def with_process_startups(priced: list, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], recorded: dict) -> list:
-    """Each sweep starts one process: its first run still to do carries the process's start-up its shape's runs on
-    disk recorded (estimate.startup_parts), as that run's startup_s will."""
-    first_of_sweep = {
-        id(next(run for run in runs if run.status != run_states.DONE))
-        for _, runs in runs_by_sweep
-        if any(run.status != run_states.DONE for run in runs)
-    }
-    added = []
-    for run, seconds in priced:
-        load = estimate.workload(run.cfg, run.epochs_done)
-        rate = recorded.get(load.shape) if load is not None else None
-        extra = rate.process_startup_s if rate is not None and id(run) in first_of_sweep else 0.0
-        added.append((run, seconds + extra))
-    return added
+def probe_shapes(planned: list, measured: dict) -> dict[tuple, tuple[estimate.RecordedRate, str]]:
+    """shape -> (its probe sweep's rates, cached or trained now) for the timed shapes whose epochs are cheap
+    (studies/probe.py), each probed with the study's first run of it still to do; a probe that failed leaves its
+    shape to the timed steps, and a line says why."""
+    probed = {}
+    for shape, (device, rate, _) in sorted(measured.items()):
+        run, load = min(
+            ((run, load) for run, load in planned if load is not None and load.shape == shape),
+            key=lambda pair: pair[0].status == run_states.DONE,
+        )
+        if not probe.affordable(load, rate, device):
+            continue
+        found, how = probe.probe_rate(run, shape, lambda line: print(line, flush=True))
+        if found is None:
+            print(f"  {how}: priced from the timed steps alone", flush=True)
+            continue
+        probed[shape] = (found, how)
+    return probed
 
 
-def sources(shapes: set[tuple], recorded: dict, measured: dict) -> str:
-    """`recorded rates of 3 run(s) of the same shape on disk; rates measured on cpu` for the shapes priced."""
-    runs = sum(recorded[shape].runs for shape in shapes if shape in recorded)
+def with_sweep_startups(priced: list, runs_by_sweep: list[tuple[Sweep, list[PlannedRun]]], recorded: dict) -> list:
+    """Each sweep starts one process and passes over its finished runs on the way (train() skips them); a run still
+    to do carries what its sweep spent since the run before it ended, as its startup_s will: the process's start-up
+    (estimate.startup_parts) for the sweep's first, and a run's own start-up for each finished run passed over
+    since (a skip composes the job and checks the run's identity, as a run's start-up does; the data and the model
+    it does not build). Finished runs after the last one to do are passed over by no run that records them."""
+    extra: dict[int, float] = {}
+    for _, runs in runs_by_sweep:
+        passed_over, first = 0, True
+        for run in runs:
+            if run.status == run_states.DONE:
+                passed_over += 1
+                continue
+            load = estimate.workload(run.cfg, run.epochs_done)
+            rate = recorded.get(load.shape) if load is not None else None
+            if rate is not None:
+                extra[id(run)] = (rate.process_startup_s if first else 0.0) + passed_over * rate.startup_s
+            passed_over, first = 0, False
+    return [(run, seconds + extra.get(id(run), 0.0)) for run, seconds in priced]
+
+
+def sources(shapes: set[tuple], recorded: dict, measured: dict, probed: dict) -> str:
+    """`recorded rates of 3 run(s) of the same shape on disk; a probe sweep ...; rates measured on cpu` for the
+    shapes priced."""
+    runs = sum(recorded[shape].runs for shape in shapes if shape in recorded and shape not in probed)
+    probes = sum(shape in probed for shape in shapes)
     devices = sorted({measured[shape][0] for shape in shapes if shape in measured})
     return "; ".join(
         ([f"recorded rates of {runs} run(s) of the same shape on disk"] if runs else [])
+        + (
+            [f"a probe sweep of {probe.PROBE_RUNS} runs of {probe.PROBE_EPOCHS} epoch for {probes} shape(s)"]
+            if probes
+            else []
+        )
         + ([f"rates measured on {', '.join(devices)} (5 timed steps, or the cached timing)"] if devices else [])
     )
 
@@ -144,19 +178,21 @@ def same_shape_runs(planned: list) -> list:
     return estimate.runs_on_disk({root for root in roots if root.is_dir()}, {Path(run.run_dir) for run, _ in planned})
 
 
-def print_recorded(shape: tuple, rate, own: int) -> None:
-    """Where a recorded rate came from: the study's own runs, or runs of the same shape elsewhere on disk."""
+def print_recorded(shape: tuple, rate, own: int, probed: tuple | None = None) -> None:
+    """Where a recorded rate came from: the study's own runs, runs of the same shape elsewhere on disk, or a probe
+    sweep (`probed`: its rates and whether it trained now or was cached)."""
     _, model, width, classes, batch, *_ = shape
     evaluated = f", {rate.eval_rate:.0f} evaluated images/s" if rate.eval_rate else ""
-    source = (
-        f"{rate.runs} run(s) of this study on disk"
-        if own == rate.runs
-        else f"{rate.runs} run(s) on disk of the same shape ({own} of this study)"
-    )
-    overhead = f", {rate.epoch_overhead_s:.1f} s an epoch outside both" if rate.epoch_overhead_s else ""
+    if probed:
+        source = f"a probe sweep of {rate.runs} runs of {probe.PROBE_EPOCHS} epoch ({probed[1]})"
+    elif own == rate.runs:
+        source = f"{rate.runs} run(s) of this study on disk"
+    else:
+        source = f"{rate.runs} run(s) on disk of the same shape ({own} of this study)"
+    overhead = f", {rate.epoch_overhead_s:.2g} s an epoch outside both" if rate.epoch_overhead_s else ""
     if rate.startup_s or rate.process_startup_s:
         overhead += (
-            f", {rate.startup_s:.1f} s a run's start-up and {rate.process_startup_s:.1f} s more for a sweep's process"
+            f", {rate.startup_s:.2g} s a run's start-up and {rate.process_startup_s:.2g} s more for a sweep's process"
         )
     print(
         f"  from {source}: {rate.train_rate:.0f} training images/s{evaluated}{overhead} "

@@ -4,21 +4,25 @@ Where runs of the study's own shape are already on disk (its done or unfinished 
 seeds; or any run of that shape under its results folders, `runs_on_disk`), their metrics.jsonl gives the
 rates (`recorded_rates`: the median training images/s, evaluated images/s from each epoch's time outside
 training, and the seconds an epoch spent outside both, from summary.json's wall time), data loading included,
-and the start-up summary.json's `startup_s` records: a run's own (the median) and what a sweep's first run adds
-for starting Python and the imports (the largest, less the median), once per sweep. Runs trained before start-up
-was recorded price it as nothing. Otherwise, for every distinct
-(device, model, width, classes, batch size) among the runs still to do, train a few steps on random data
-(`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) and take the images/s, cached per
-machine and shape (`$OPTBENCH_CACHE_DIR/estimate-rates.json`, as device=fastest caches its timing), so two
-estimates on one machine agree (a rate timed on a busy machine is marked and timed again once it is quiet);
-`measure_rates` says before it measures, because at width 64 on a busy CPU that takes minutes. One epoch
-then costs its training images / rate, plus its validation and test images / (EVAL_SPEEDUP x rate) (or / the
-recorded evaluation rate), and a run costs its remaining epochs of that. A folder of images
-(dataset=imagefolder) is counted from its listing. A measured estimate ignores data loading and start-up, so
-it is a lower bound on a busy machine, and it is the serial time: a parallel launcher divides it by its
-concurrent jobs.
+and the start-up summary.json's `startup_s` records (`startup_parts`): a run's own, and what a sweep's first run
+adds for starting Python and the imports, once per sweep (its `process_startup_s` tells which runs started their
+process; for runs trained before it was kept, the median and the largest less the median). Runs trained before
+start-up was recorded price it as nothing. Otherwise, for every distinct shape (device, model, width, classes,
+batch size, input, and the runs' thread count) among the runs still to do, train a few steps on random data
+(`optbench.device.fastest.images_per_second`: 2 warm-up + 5 timed steps) at the runs' thread count
+(`torch_threads`: the study's process has torch's default, every core, which on a busy CPU times a 1-thread run's
+small model up to 100x too slow) and take the images/s, cached per machine and shape
+(`$OPTBENCH_CACHE_DIR/estimate-rates.json`, as device=fastest caches its timing), so two estimates on one machine
+agree (a rate timed on a busy machine is marked and timed again once it is quiet); `measure_rates` says before it
+measures, because at width 64 on a busy CPU that takes minutes. One epoch then costs its training images / rate,
+plus its validation and test images / (EVAL_SPEEDUP x rate) (or / the recorded evaluation rate), and a run costs
+its remaining epochs of that. A folder of images (dataset=imagefolder) is counted from its listing. Timed steps
+leave out data loading, start-up and each epoch's records, most of a small model's run: where a shape's epochs are
+cheap, a probe sweep measures them (studies/probe.py, priced as runs on disk). The estimate is the serial time: a
+parallel launcher divides it by its concurrent jobs.
 """
 
+import contextlib
 import functools
 import os
 import statistics
@@ -47,7 +51,9 @@ TEXT_WINDOWS_PER_SPLIT = 871  # Tiny Shakespeare's held-out halves in windows of
 class Workload:
     """One run's remaining work."""
 
-    shape: tuple  # (device, model name, width, classes, batch size, channels, image size): what the rate depends on
+    # (device, model name, width, classes, batch size, channels, image size, intra-op threads (0: torch's own)):
+    # what the rate depends on; the threads as much as the model on a busy CPU (docs/studies.md "The estimate")
+    shape: tuple
     train_images: int  # per epoch
     eval_images: int  # validation + test, per epoch
     epochs_left: int
@@ -106,8 +112,14 @@ def workload(cfg: DictConfig, epochs_done: int) -> Workload | None:
         int(cfg.batch_size),
         channels,
         image_size,
+        run_threads(cfg),
     )
     return Workload(shape, train, val + test, max(0, int(cfg.epochs) - epochs_done))
+
+
+def run_threads(cfg: DictConfig) -> int:
+    """The intra-op threads a run trains with (device_policy.threads), 0 where torch's own count decides."""
+    return int(OmegaConf.select(cfg, "device_policy.threads", default=None) or 0)
 
 
 @dataclass(frozen=True)
@@ -120,8 +132,8 @@ class RecordedRate:
     train_rate: float
     eval_rate: float | None  # None where no epoch records an evaluation time
     epoch_overhead_s: float = 0.0  # 0 where no run records its wall time (summary.json)
-    startup_s: float = 0.0  # a run's own start-up (the median summary.json startup_s); 0 where none records it
-    process_startup_s: float = 0.0  # what a sweep's first run adds: starting Python, imports (the largest less it)
+    startup_s: float = 0.0  # a run's own start-up in a running process (startup_parts); 0 where none records it
+    process_startup_s: float = 0.0  # what a sweep's first run adds: starting Python, the imports (startup_parts)
 
 
 def epoch_eval_rate(record: dict, eval_images: int) -> float | None:
@@ -150,7 +162,7 @@ def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, Recorded
     train_rates: dict[tuple, list[float]] = {}
     eval_rates: dict[tuple, list[float]] = {}
     overheads: dict[tuple, list[float]] = {}
-    startups: dict[tuple, list[float]] = {}
+    startups: dict[tuple, list[tuple[float, float | None]]] = {}
     runs: dict[tuple, int] = {}
     for work, run_dir in trained:
         every_epoch = metrics_log.read(Path(run_dir))[0]
@@ -180,23 +192,35 @@ def recorded_rates(trained: list[tuple[Workload, Path]]) -> dict[tuple, Recorded
     }
 
 
-def recorded_startup(run_dir: Path) -> float | None:
-    """A run's recorded start-up seconds (summary.json's startup_s); None for runs trained before it was kept."""
+def recorded_startup(run_dir: Path) -> tuple[float, float | None] | None:
+    """(a run's recorded start-up seconds, the part counted from its process's start, None where not recorded) from
+    summary.json; None for runs trained before start-up was kept."""
     try:
         summary = run_summary.read(Path(run_dir))
     except DamagedRunFile:
         return None
-    return None if summary is None else summary.startup_s
+    if summary is None or summary.startup_s is None:
+        return None
+    return summary.startup_s, summary.process_startup_s
 
 
-def startup_parts(startups: list[float]) -> tuple[float, float]:
-    """(a run's own start-up, what starting the sweep's process adds) from the runs' recorded start-ups: most runs
-    of a sweep start in a process already running (the median), its first run paid for starting Python and the
-    imports as well (the largest, less that median)."""
+def startup_parts(startups: list[tuple[float, float | None]]) -> tuple[float, float]:
+    """(a run's own start-up, what starting the sweep's process adds) from the runs' recorded (start-up, the part
+    counted from the process's start). Runs that say which they were: the median of the runs started in a process
+    already running, and the median of the process-starting runs' part less it. Runs trained before that was kept:
+    most runs of a sweep start in a process already running (the median), its first run paid for starting Python
+    and the imports as well (the largest, less that median); two or three such runs cannot tell the first apart."""
+    told = [(total, from_process) for total, from_process in startups if from_process is not None]
+    if told:
+        later = [total for total, from_process in told if from_process == 0]
+        own = statistics.median(later) if later else 0.0
+        firsts = [from_process for _, from_process in told if from_process > 0]
+        return own, max(0.0, statistics.median(firsts) - own) if firsts else 0.0
     if not startups:
         return 0.0, 0.0
-    typical = statistics.median(startups)
-    return typical, max(startups) - typical
+    totals = [total for total, _ in startups]
+    typical = statistics.median(totals)
+    return typical, max(totals) - typical
 
 
 def recorded_seconds(work: Workload, rate: RecordedRate) -> float:
@@ -243,23 +267,41 @@ def measure_rates(shapes: set[tuple], announce=print) -> dict[tuple, tuple[str, 
 
     cache, rates = fastest.read_cache(RATE_CACHE), {}
     for shape in sorted(shapes):
-        requested, model_name, width, num_classes, batch_size, channels, image_size = shape
+        requested, model_name, width, num_classes, batch_size, channels, image_size, threads = shape
         model = timed_model(model_name, width, num_classes, batch_size, channels, image_size)
         if requested == "fastest":
             device = fastest.fastest_device(model)[0]
         else:
             device = resolve_device(requested if requested.startswith(("cpu", "cuda", "mps")) else "auto")
-        key = fastest.cache_key([device], model)
+        key = fastest.cache_key([device], model) + (f" threads {threads}" if threads else "")
         load = machine_load()  # before timing: the timing's own steps would count as load
         if needs_timing(cache.get(key), load):
             announce(
                 f"estimating: timing 7 training steps of {model_name} width {width}, batch {batch_size} on "
-                f"{device} (once per machine and shape; cached in {fastest.cache_path(RATE_CACHE)}) ..."
+                f"{device}{f' with {threads} thread(s)' if threads else ''} (once per machine and shape; cached "
+                f"in {fastest.cache_path(RATE_CACHE)}) ..."
             )
-            cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": load}
+            with torch_threads(threads):
+                cache[key] = {"images_per_s": fastest.images_per_second(device, model), "load": load}
             fastest.write_cache(cache, RATE_CACHE)
         rates[shape] = (str(device), cache[key]["images_per_s"], cache[key].get("load"))
     return rates
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int):
+    """Time at the runs' thread count (0: leave torch's own): the study's process has torch's default, every core,
+    and on a busy 2-core CPU a 1-thread run of MNIST-1D's CNN trains 100x faster than 2 threads time it
+    (docs/studies.md "The estimate")."""
+    import torch
+
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def is_busy(load: float | None) -> bool:

@@ -11,6 +11,7 @@ changes neither. No torch.
 """
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from optbench.durations import format_duration
@@ -67,26 +68,39 @@ def comparison_lines(study_id: str, results_dir: Path) -> list[str]:
     return [] if kept is None else [launch_line(launch, results_dir) for launch in kept.launches]
 
 
-def launch_line(launch: study_estimate.Launch, results_dir: Path) -> str:
+@dataclass(frozen=True)
+class Comparison:
+    """A launch's finished runs: how many, what the estimate priced for them, and what they took after it."""
+
+    finished: int
+    predicted_s: float
+    actual_s: float  # wall time plus start-up, less what each had spent when the estimate was made
+
+
+def compared(launch: study_estimate.Launch, results_dir: Path) -> Comparison:
     predicted = actual = 0.0
     finished = 0
     for run in launch.runs:
-        run_dir = Path(results_dir) / run.run_dir
-        summary = finished_summary(run_dir)
+        summary = finished_summary(Path(results_dir) / run.run_dir)
         if summary is None:
             continue
         finished += 1
         predicted += run.predicted_s
         actual += max(0.0, float(summary.wall_time_s or 0.0) + float(summary.startup_s or 0.0) - run.spent_s)
+    return Comparison(finished, predicted, actual)
+
+
+def launch_line(launch: study_estimate.Launch, results_dir: Path) -> str:
     made = f"made {launch.made} " if launch.made else ""
     how = f", from {launch.how}" if launch.how else ""
     head = f"estimate ({made}before training{how}): {format_duration(launch.seconds)} for {len(launch.runs)} run(s)"
-    if not finished:
+    took = compared(launch, results_dir)
+    if not took.finished:
         return f"{head}; none of them has finished yet"
-    ratio = f", {actual / predicted:.2f} x the estimate" if predicted > 0 else ""
+    ratio = f", {took.actual_s / took.predicted_s:.2f} x the estimate" if took.predicted_s > 0 else ""
     return (
-        f"{head}; the {finished} finished took {format_duration(actual)} (wall time and start-up) against "
-        f"{format_duration(predicted)} estimated for them{ratio}"
+        f"{head}; the {took.finished} finished took {format_duration(took.actual_s)} (wall time and start-up) "
+        f"against {format_duration(took.predicted_s)} estimated for them{ratio}"
     )
 
 

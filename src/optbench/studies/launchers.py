@@ -7,7 +7,15 @@ src/hydra_plugins/optbench_slurm_launcher: sbatch's refusal is one line, `sbatch
 
 One GPU per job when several run side by side is device/gpu_per_job.py's (`GPU_PER_JOB_DEVICE`, the
 `device` this package adds for `parallel`): hydra_glue registers its resolver, and it sits below both.
+Every sweep is `TRAIN_SCRIPT -m` in a child process with `job_environment`: a study's sweeps, and the probe
+sweep its estimate may train (studies/probe.py).
 """
+
+import os
+
+from optbench.specs.study_spec import REPO
+
+TRAIN_SCRIPT = REPO / "src" / "train.py"
 
 
 def launcher_overrides(launcher: str) -> list[str]:
@@ -54,3 +62,16 @@ def sbatch_error_line(complaint: str) -> str:
         "check the hydra.launcher.* settings (partition, gpus_per_node, mem_gb, timeout_min) against `sinfo`",
     )
     return f"SLURM did not take the sweep ({said}): {fix}"
+
+
+def job_environment(study_id: str = "") -> dict[str, str]:
+    """This process's environment with this checkout's src/ first on PYTHONPATH: jobs that start a fresh
+    Python elsewhere (submitit's pickled callables on SLURM) then import the same optbench as the sweep.
+    OPTBENCH_STUDY names the study for the runs' experiment trackers (conf/config.yaml `study`)."""
+    env = dict(os.environ)
+    if study_id:
+        env["OPTBENCH_STUDY"] = study_id
+    source = str(REPO / "src")
+    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and path != source]
+    env["PYTHONPATH"] = os.pathsep.join([source, *paths])
+    return env

@@ -61,11 +61,11 @@ from optbench.studies import (
     tuning_protocol,
 )
 from optbench.studies import status as live_status
+from optbench.studies.launchers import TRAIN_SCRIPT, job_environment
 from optbench.studies.plan import OTHER_EXPERIMENT, PlannedRun, Sweep, plan, planned_run_id
 from optbench.studies.request import StudyRequest
 
 CONF_DIR = REPO / "conf"
-TRAIN_SCRIPT = REPO / "src" / "train.py"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -419,19 +419,6 @@ def launch(
             return status  # the same input would be refused by every later sweep too
         worst = max(worst, status)
     return worst
-
-
-def job_environment(study_id: str = "") -> dict[str, str]:
-    """This process's environment with this checkout's src/ first on PYTHONPATH: jobs that start a fresh
-    Python elsewhere (submitit's pickled callables on SLURM) then import the same optbench as the sweep.
-    OPTBENCH_STUDY names the study for the runs' experiment trackers (conf/config.yaml `study`)."""
-    env = dict(os.environ)
-    if study_id:
-        env["OPTBENCH_STUDY"] = study_id
-    source = str(REPO / "src")
-    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and path != source]
-    env["PYTHONPATH"] = os.pathsep.join([source, *paths])
-    return env
 
 
 # ---------------------------------------------------------------- selecting tuned values

@@ -11,7 +11,7 @@ each checkpoint and at the end (the checkpoint holds them too, so a resumed run 
 Optimizers with train and eval modes (Schedule-Free) are evaluated, and checkpointed at the end of an
 epoch, in eval mode: the weights recorded are the weights evaluated. A LoopState adds the session's start-up
 (`StartUp`: from the process's start, or its previous run's end, to the loop) to summary.json's `startup_s`,
-which the wall time leaves out.
+which the wall time leaves out, and to `process_startup_s` where it counted from the process's start.
 """
 
 import itertools
@@ -97,7 +97,7 @@ class LoopState:
 
     def __post_init__(self) -> None:
         self.clock = Clock(run_summary.wall_time(self.summary))
-        run_summary.add_startup(self.summary, StartUp.seconds())
+        run_summary.add_startup(self.summary, StartUp.seconds(), from_process=StartUp.previous_run_ended is None)
 
     @classmethod
     def from_checkpoint(cls, saved: dict, progress: EpochProgress | None) -> "LoopState":
