@@ -1106,3 +1106,14 @@ def test_the_tuned_rung_of_cpu_fidelity_shares_no_seed_with_its_tuning():
     assert seeds_shared_with_tuning(study, find_study("tune_cpu_demo")) == [0, 1]
     (tuned,) = [rung for rung in study.rungs if rung.tuned_by == "tune_cpu_demo_8ep"]
     assert tuned.seeds == (2, 3, 4, 5, 6, 7)
+
+
+def test_a_ladder_judging_no_hypothesis_writes_no_empty_verdicts_table(tmp_path):
+    """No hypothesis judged (none named, or a study's `hypotheses: []` as fidelity_mnist1d's): the verdicts-per-rung
+    table was an empty file that pandas cannot read (EmptyDataError), listed in the report; now it is left out, as
+    the tuned-values table is when nothing was tuned at two budgets."""
+    write_ladder(tmp_path / "results")
+    aggregate(tmp_path / "results", tmp_path / "out", target_acc=0.3, draw_figures=False)
+    assert not (tmp_path / "out/tables/fidelity_verdicts.csv").exists()
+    assert "fidelity_verdicts" not in (tmp_path / "out/report.md").read_text()
+    assert len(pd.read_csv(tmp_path / "out/tables/fidelity_agreement.csv")) == 2
