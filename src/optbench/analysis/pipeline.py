@@ -4,7 +4,8 @@ Three steps, each handing the next a named record:
     analyse_step  load and label the runs (`analyse`), set the tuning trials aside (tuning-*.json,
                   tuning_report.py: reported only in the Tuning section), read the hypotheses and the decision
                   records, and compute the pairwise tests, results, robust and variance tables -> Computed; with
-                  `only_study` (`--only-study`) the named study's runs and records alone (judging/study_runs.py)
+                  `only_study` (`--only-study`) the named study's runs and records alone
+                  (analysis/judging/study_runs.py)
     judge_step    one verdict per hypothesis and scope (verdicts.py), the fidelity ladders analysed and judged
                   rung by rung (fidelity.py) -> Judged
     write_step    every table and figure (analysis/writing/aggregate_files.py lists them) and report.md into `out_dir`
@@ -89,7 +90,7 @@ class Request:
     fidelity_extra: Sequence[str]  # budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS
     command: str  # the command line the report quotes
     draw_figures: bool
-    only_study: bool = False  # --only-study: the study's runs and records alone (judging/study_runs.py)
+    only_study: bool = False  # --only-study: the study's runs and records alone (analysis/judging/study_runs.py)
 
     @property
     def target_acc(self) -> float:
@@ -178,7 +179,7 @@ def aggregate(
 ) -> Outcome:
     """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
     each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py);
-    `only_study` (`--only-study`): report that study's runs and records alone (judging/study_runs.py).
+    `only_study` (`--only-study`): report that study's runs and records alone (analysis/judging/study_runs.py).
     `fidelity_extra`: budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS. `target_acc`,
     `target_loss`: the time-to-target thresholds of accuracy and loss workloads (None: 0.9, and each loss
     workload's registry target; analysis/targets.py)."""
@@ -208,7 +209,8 @@ def aggregate(
 def analyse_step(request: Request) -> Computed:
     """Read the hypotheses (a bad folder fails first), load and label the runs with the tuning trials set aside
     (but those that are runs the named study plans: analysis/judging/study_trials.py),
-    read the decision records, and compute the pairwise tests, the results, robust and variance tables."""
+    read the decision records, and compute the pairwise tests, the results, robust and variance tables. With
+    --only-study, the named study's runs, tuning and decision records alone (analysis/judging/study_runs.py)."""
     hypotheses_dir = request.experiments_dir
     if request.study is not None and request.study.hypotheses_from:  # a study's own hypotheses folder
         hypotheses_dir = hypotheses_folder(request.study, request.experiments_dir or EXPERIMENTS_DIR)

@@ -28,14 +28,13 @@ from optbench.specs.study_spec import Study, planned_settings, tuning_studies_of
 class StudyRuns:
     """What --only-study keeps: the settings the study plans, and its own tuning trials (counted as set aside)."""
 
-    study: str  # its id, for the report's note
     planned: tuple  # study_spec.PlannedSetting, at every rung
     own_trials: frozenset[Path]  # resolved run directories of its tuning studies' trials
 
     @classmethod
     def of(cls, study: Study, own: TuningRecords) -> "StudyRuns":
         """`own`: the study's tuning records (own_tuning)."""
-        return cls(study.id, tuple(planned_settings(study)), own.run_dirs)
+        return cls(tuple(planned_settings(study)), own.run_dirs)
 
 
 def own_tuning(tuning: TuningRecords, study: Study) -> TuningRecords:
