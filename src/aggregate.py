@@ -4,6 +4,7 @@
     python src/aggregate.py results/ --out paper/ --target-acc 0.93 --experiments experiments/
     python src/aggregate.py results/ --target-loss 2.0          # char_lm: steps to validation loss <= 2.0
     python src/aggregate.py results/ --study full          # the study's hypotheses, on the settings it planned
+    python src/aggregate.py docs/cross-workload-study/runs --study fidelity_mnist1d --only-study   # its runs alone
     python src/aggregate.py results/ --to-tracker mlflow   # every run directory into MLflow instead (no report)
 
 Reads run directories (summary.json, metrics.jsonl, .hydra/config.yaml) and never changes them; writes
@@ -16,7 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from optbench.analysis.inputs import check_inputs
+from optbench.analysis.inputs import check_inputs, check_only_study
 from optbench.command_line import OneLineParser
 from optbench.errors import ConfigError
 from optbench.specs.study_spec import find_study
@@ -63,6 +64,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="the study that made these runs (a name under "
         "experiments/studies/ or a hypothesis id): only the hypotheses it tests are judged, on the "
         "settings it planned, and a planned setting with no runs is named as missing",
+    )
+    parser.add_argument(
+        "--only-study",
+        action="store_true",
+        help="with --study: report that study's runs alone (the settings it plans, its tuning studies' records), "
+        "leaving out the other studies' runs and tuning records in the folder; the report counts them",
     )
     parser.add_argument(
         "--to-tracker",
@@ -125,6 +132,7 @@ def main(argv: list[str]) -> int:
     try:
         # a typo fails before the slow imports
         check_inputs(args.results_dir, args.out, args.target_acc, args.alpha, args.target_loss)
+        check_only_study(args.only_study, args.study is not None)
         study = find_study(args.study, experiments or DEFAULT_EXPERIMENTS) if args.study else None
         rung_keys = sorted(
             {override.split("=", 1)[0] for rung in (study.rungs if study else ()) for override in rung.overrides}
@@ -142,6 +150,7 @@ def main(argv: list[str]) -> int:
             study=study,
             fidelity_extra=rung_keys,
             target_loss=args.target_loss,
+            only_study=args.only_study,
         )
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -244,3 +244,15 @@ def test_a_study_that_names_no_hypotheses_is_judged_on_every_hypothesis_without_
     verdicts = list(csv.DictReader((tmp_path / "out" / "tables" / "verdicts.csv").open()))
     assert {row["hypothesis"] for row in verdicts} >= {"H1", "H2", "H3", "H3-human"}
     assert all(row["verdict"] != "supported" for row in verdicts)  # one seed of two optimizers shows nothing
+
+
+def test_only_study_without_a_study_is_one_error_line_and_writes_nothing(tmp_path, capsys):
+    results = tmp_path / "results"
+    write_run(results, ramp_records(0.5, epochs=1), optimizer="sgd", seed=0)
+    assert aggregate_cli.main([str(results), "--only-study", "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert (
+        error.startswith("error: --only-study reports the runs of the study named with --study")
+        and error.count("\n") == 1
+    )
+    assert not (tmp_path / "out").exists()

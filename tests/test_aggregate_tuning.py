@@ -344,3 +344,33 @@ def test_a_record_selecting_on_a_loss_holds_losses_above_one_and_an_accuracy_rec
     record["select_on"] = "val_acc_best"
     with pytest.raises(DamagedRunFile, match=r"trials\[0\]\.score is 2\.375, not a finite number in \[0, 1"):
         tuning_record.write(tmp_path / "other", record)
+
+
+def test_only_study_keeps_its_own_tuning_and_never_another_tunings_trials(tmp_path):
+    """A folder of two studies and two tunings (as docs/cross-workload-study/runs holds a ladder, the CIFAR part and
+    a language model's trials): with --only-study the named study's runs (sgd and lion at 2 epochs) and its tuning's
+    record; the 4-epoch runs and tune_other's record are left out, and tune_other's trials, whose settings the study
+    plans (clean, 2 epochs), stay set aside rather than joining it as lr variants."""
+    from optbench.specs.study_spec import load_study
+
+    results = tmp_path / "results"
+    for optimizer, accuracies in {"sgd": [0.90, 0.91, 0.92], "lion": [0.88, 0.90, 0.89]}.items():
+        for seed, accuracy in enumerate(accuracies):
+            write_run(results, ramp_records(accuracy, epochs=2), optimizer=optimizer, seed=seed, variant="e2")
+            write_run(results, ramp_records(accuracy, epochs=4), optimizer=optimizer, seed=seed, variant="e4")
+    write_tuning_study(results, {"lion": lion_trials(), "sgd": SGD_TRIALS}, study="tune_demo")
+    write_tuning_study(results / "other", {"sgd": [Trial(0.3, 0.2, [0.2, 0.3])]}, study="tune_other")
+    grid = {"optimizer": ["sgd", "lion"], "seed": [0, 1, 2], "dataset": ["cifar10"], "noise": ["none"], "epochs": 2}
+    spec = tmp_path / "demo_2ep.yaml"
+    spec.write_text(json.dumps({"id": "demo_2ep", "statement": "s", "grid": grid, "tuned_by": "tune_demo"}))
+    study = load_study(spec)
+    everything = aggregate(results, tmp_path / "all", draw_figures=False, study=study)
+    assert everything.runs == 12 and "### Tuning study tune_other" in everything.report.read_text()
+    outcome = aggregate(results, tmp_path / "only", draw_figures=False, study=study, only_study=True)
+    summary = read_csv(tmp_path / "only" / "summary.csv")
+    assert outcome.runs == len(summary) == 6 and all("/e2/" in row["run_id"] for row in summary)
+    assert {row["arm"] for row in read_csv(tmp_path / "only" / "tables" / "results.csv")} == {"sgd", "lion"}
+    report = outcome.report.read_text()
+    assert "### Tuning study tune_demo" in report and "tune_other" not in report
+    assert "14 more run directories are tuning trials" in report  # tune_demo's: 3 + 3 + 1 + 1 + 3 + 3
+    assert "8 more run directories here are other studies' (settings demo_2ep does not plan" in report  # 6 + 2

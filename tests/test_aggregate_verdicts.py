@@ -163,3 +163,47 @@ def test_a_sequential_study_is_judged_at_its_own_budget_not_at_a_ladder_s_other_
     checks = [row for row in rows(tmp_path / "out" / "tables" / "hypotheses.csv") if row["hypothesis"] == "HX"]
     assert [row["setting"] for row in checks] == ["cifar10, clean, epochs=3"]
     assert "cifar10, clean, epochs=6" in outcome.report.read_text()
+
+
+def test_a_study_listing_no_hypotheses_judges_none(tmp_path):
+    """`hypotheses: []`: no verdict, every hypothesis listed as not tested by the study, in one line; the clean
+    study's decision record (HX) is no verdict here either, as for any hypothesis the named study does not test."""
+    from optbench.specs.study_spec import find_study
+
+    exp = experiments(tmp_path / "exp")
+    (exp / "studies" / "noisy_study.yaml").write_text(NOISY_STUDY.replace("[HY]", "[]"))
+    outcome, verdicts = aggregated(tmp_path, study=find_study("noisy_study", exp))
+    assert outcome.verdicts == {}
+    assert {name: row["verdict"] for name, row in verdicts.items()} == dict.fromkeys(("HX", "HY", "HZ"), "not tested")
+    assert "Not judged here: HX, HY, HZ (not tested by study noisy_study)." in outcome.report.read_text()
+
+
+def test_only_study_reports_the_named_studys_runs_and_leaves_the_others_out(tmp_path):
+    """`--only-study` (aggregate(..., only_study=True)): the folder holds the clean study's runs and decision record
+    beside the noisy study's runs. Named with --study, the noisy study's report showed the clean runs' tables and
+    the clean study's sequential decisions; with --only-study it shows its own 6 runs and says 12 are left out, and
+    its verdict is the one it had (HY on its planned setting). Without the flag nothing changes."""
+    from optbench.specs.study_spec import find_study
+
+    exp = experiments(tmp_path / "exp")
+    study = find_study("noisy_study", exp)
+    everything, verdicts = aggregated(tmp_path / "all", study=study)
+    shown = rows(tmp_path / "all" / "out" / "summary.csv")
+    assert len(shown) == 18 and "## Sequential decisions" in everything.report.read_text()
+    only, only_verdicts = aggregated(tmp_path / "only", study=study, only_study=True)
+    shown = rows(tmp_path / "only" / "out" / "summary.csv")
+    assert len(shown) == only.runs == 6 and {row["noise"] for row in shown} == {"symmetric"}
+    assert only_verdicts["HY"] == verdicts["HY"] and only.verdicts == everything.verdicts == {"HY": "inconclusive"}
+    report = only.report.read_text()
+    assert "## Sequential decisions" not in report and "clean_study" not in report
+    assert "12 more run directories here are other studies' (settings noisy_study does not plan" in report
+    assert "cifar10, clean" not in report
+
+
+def test_only_study_needs_the_study_named(tmp_path):
+    from optbench.analysis import aggregate
+    from optbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--only-study reports the runs of the study named with --study"):
+        aggregate(folder(tmp_path / "runs"), tmp_path / "out", draw_figures=False, only_study=True)
+    assert not (tmp_path / "out").exists()

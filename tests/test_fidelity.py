@@ -925,6 +925,45 @@ def test_the_published_ladder_names_no_faithful_rung_and_says_why():
     assert "cheapest faithful rung is" not in readme.lower()
 
 
+def test_the_mnist1d_ladder_paragraph_quotes_its_published_tables():
+    """docs/fidelity.md's MNIST-1D paragraph: each rung's two answers with their power, the orders the top
+    establishes and the claims its reading makes, checked against docs/fidelity-mnist1d's tables (no number typed)."""
+    repo = Path(__file__).parents[1]
+    tables = repo / "docs/fidelity-mnist1d/tables"
+    page = (repo / "docs/fidelity.md").read_text()
+    section = " ".join(page[page.index("## The MNIST-1D ladder") : page.index("## What it cannot tell you")].split())
+    agreement = pd.read_csv(tables / "fidelity_agreement.csv")
+    top = agreement[agreement["rung"] == agreement["planned_top"]].iloc[0]
+    rungs = agreement[agreement["rung"] != top["rung"]]
+    assert f"the top establishes {top['established_top']:g} of the 10 pairwise orders" in section
+    for row in rungs.itertuples():
+        assert (
+            f"`{row.rung}` ({row.budget_share * 100:.0f} %" in section
+            and f"order kept **{row.order_kept}** ({row.orders_kept:g} of {row.established_top:g} kept, "
+            f"{row.orders_reversed:g} reversed, {row.orders_undetermined:g} undetermined; {row.keep_power * 100:.0f} %"
+            f" power), resolution certified {row.resolution * 100:.1f} points (its {row.shared_seeds:g} shared seeds "
+            f"certify {row.design_resolution * 100:.1f} with 80 % power)"
+            in section
+        ), row.rung
+    wanted = top["resolution_wanted"] * 100
+    assert not agreement[
+        "faithful"
+    ].any() and f"No rung is faithful at the study's resolution of {wanted:g} points" in (section)
+    by_rung = rungs.set_index("rung")
+    assert by_rung.loc["epochs=6", "keep_power"] < 0.015  # "in about 1 % of ladders"
+    assert by_rung.loc["epochs=15", "resolution"] > 2 * by_rung.loc["epochs=15", "design_resolution"]  # "twice"
+    orders = pd.read_csv(tables / "fidelity_orders.csv").set_index(["rung", "a", "b"])
+    assert [tuple(pair) for pair in orders.reset_index().query("order == 'reversed'")[["rung", "a", "b"]].values] == [
+        ("epochs=6", "sgd", "muon"),
+        ("epochs=6", "lion", "muon"),
+    ]
+    assert orders.loc[("epochs=15", "adam", "lion"), "change_low"] > wanted / 100  # larger by more than 2 points
+    assert orders.loc[("epochs=30", "adam", "adamw"), "order"] == "undetermined"
+    assert set(orders.reset_index().query("rung == 'epochs=30'")["order"].dropna()) == {"kept", "undetermined"}
+    per_rung = pd.read_csv(tables / "fidelity.csv")
+    assert (per_rung["n"] == 30).all() and (per_rung["failed"] == 0).all()
+
+
 @pytest.mark.slow
 def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path):
     """`python src/aggregate.py docs/fidelity-study/runs --study cpu_fidelity --out DIR --target-acc 0.5` gives the
@@ -966,6 +1005,40 @@ def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path
             f"- `{study}`: Quasirandom search (sobol sampler, seed 0): 8 trials x {epochs} epochs per optimizer on "
             "seed 0; the top 2 trials rerun on seeds 1;" in section
         )
+
+
+@pytest.mark.slow
+def test_the_published_mnist1d_ladder_is_what_the_published_runs_give(tmp_path):
+    """`python src/aggregate.py docs/cross-workload-study/runs --study fidelity_mnist1d --only-study --out DIR` gives
+    docs/fidelity-mnist1d's tables and summary.csv exactly. The folder also holds the CIFAR part, the language
+    model's trials and tune_cpu_demo's record: none of them is in the report, every rung has its 30 seeds per
+    optimizer, the study judges no hypothesis, and tune_mnist1d is the one tuning reported."""
+    repo = Path(__file__).parents[1]
+    docs = repo / "docs/fidelity-mnist1d"
+    study = find_study("fidelity_mnist1d")
+    outcome = aggregate(
+        repo / "docs/cross-workload-study/runs",
+        tmp_path,
+        None,
+        repo / "experiments",
+        draw_figures=False,
+        study=study,
+        only_study=True,
+    )
+    committed = sorted(path.relative_to(docs) for path in docs.glob("tables/*.csv"))
+    assert committed == sorted(path.relative_to(tmp_path) for path in tmp_path.glob("tables/*.csv"))
+    for table in [*committed, "summary.csv", "settings.csv"]:
+        assert (tmp_path / table).read_text() == (docs / table).read_text(), table
+    summary = pd.read_csv(docs / "summary.csv")
+    assert outcome.runs == len(summary) == 4 * 5 * 30 and set(summary["dataset"]) == {"mnist1d"}
+    per_rung = pd.read_csv(docs / "tables/fidelity.csv")
+    assert set(per_rung["rung"]) == {"epochs=6", "epochs=15", "epochs=30", "epochs=60"}
+    assert (per_rung["n"] == 30).all() and (per_rung["failed"] == 0).all() and len(per_rung) == 20
+    assert outcome.verdicts == {} and set(pd.read_csv(docs / "tables/verdicts.csv")["verdict"]) == {"not tested"}
+    assert set(pd.read_csv(docs / "tables/tuning.csv")["study"]) == {"tune_mnist1d"}
+    report = (docs / "report.md").read_text()
+    assert "--study fidelity_mnist1d --only-study --out docs/fidelity-mnist1d`" in report
+    assert "115 more run directories here are other studies'" in report and "tinyshakespeare" not in report
 
 
 def test_tuning_trials_that_are_the_named_studys_runs_are_counted_not_set_aside():
@@ -1106,3 +1179,14 @@ def test_the_tuned_rung_of_cpu_fidelity_shares_no_seed_with_its_tuning():
     assert seeds_shared_with_tuning(study, find_study("tune_cpu_demo")) == [0, 1]
     (tuned,) = [rung for rung in study.rungs if rung.tuned_by == "tune_cpu_demo_8ep"]
     assert tuned.seeds == (2, 3, 4, 5, 6, 7)
+
+
+def test_a_ladder_judging_no_hypothesis_writes_no_empty_verdicts_table(tmp_path):
+    """No hypothesis judged (none named, or a study's `hypotheses: []` as fidelity_mnist1d's): the verdicts-per-rung
+    table was an empty file that pandas cannot read (EmptyDataError), listed in the report; now it is left out, as
+    the tuned-values table is when nothing was tuned at two budgets."""
+    write_ladder(tmp_path / "results")
+    aggregate(tmp_path / "results", tmp_path / "out", target_acc=0.3, draw_figures=False)
+    assert not (tmp_path / "out/tables/fidelity_verdicts.csv").exists()
+    assert "fidelity_verdicts" not in (tmp_path / "out/report.md").read_text()
+    assert len(pd.read_csv(tmp_path / "out/tables/fidelity_agreement.csv")) == 2

@@ -617,3 +617,21 @@ def test_a_study_reads_its_hypotheses_from_its_own_folder(tmp_path):
     path = write_study(tmp_path / "s.yaml", synthetic_grid(), hypotheses_from="experiments/nowhere")
     with pytest.raises(ConfigError, match=r"hypotheses_from names a folder of the repository holding hypotheses/"):
         load_study(path)
+
+
+def test_an_empty_hypotheses_list_tests_none_and_the_key_left_out_tests_every_one(tmp_path):
+    """`hypotheses: []` is a study that judges no hypothesis (a fidelity ladder measuring its rungs, as
+    fidelity_mnist1d); the key left out still says nothing, so every hypothesis is the study's. Both read as "every
+    one" before, and the MNIST-1D ladder's report judged H1-H3 on MNIST-1D runs."""
+    from optbench.specs.study_spec import load_study, tested_hypotheses
+
+    known = ["H1", "H2", "H3"]
+    none = load_study(write_study(tmp_path / "none.yaml", synthetic_grid(), hypotheses=[]))
+    silent = load_study(write_study(tmp_path / "silent.yaml", synthetic_grid()))
+    listed = load_study(write_study(tmp_path / "listed.yaml", synthetic_grid(), hypotheses=["H2"]))
+    assert tested_hypotheses(none, known) == []
+    assert tested_hypotheses(silent, known) == known
+    assert tested_hypotheses(listed, known) == ["H2"]
+    assert tested_hypotheses(find_study("fidelity_mnist1d"), known) == []
+    with pytest.raises(ConfigError, match="hypotheses must list hypothesis ids"):
+        load_study(write_study(tmp_path / "bad.yaml", synthetic_grid(), hypotheses="H1"))

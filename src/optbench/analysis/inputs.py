@@ -1,7 +1,8 @@
 """Checks of the aggregator's command-line input, cheap enough to run before pandas and matplotlib load.
 
 `check_inputs(results_dir, out_dir, target_acc, alpha, target_loss)` raises ConfigError with one line naming the
-fix (the CLI prints it and exits 2) and returns the results folder and the output folder to use.
+fix (the CLI prints it and exits 2) and returns the results folder and the output folder to use;
+`check_only_study(only_study, study_named)` refuses `--only-study` without the study it keeps.
 """
 
 from pathlib import Path
@@ -42,3 +43,12 @@ def check_inputs(
             f"e.g. {results_dir}/aggregate"
         )
     return results_dir, out_dir
+
+
+def check_only_study(only_study: bool, study_named: bool) -> None:
+    """`--only-study` keeps the runs of the study `--study` names: without one there is nothing to keep."""
+    if only_study and not study_named:
+        raise ConfigError(
+            "--only-study reports the runs of the study named with --study: add --study NAME, or drop --only-study "
+            "to report every run in the folder"
+        )

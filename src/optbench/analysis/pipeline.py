@@ -3,7 +3,9 @@
 Three steps, each handing the next a named record:
     analyse_step  load and label the runs (`analyse`), set the tuning trials aside (tuning-*.json,
                   tuning_report.py: reported only in the Tuning section), read the hypotheses and the decision
-                  records, and compute the pairwise tests, results, robust and variance tables -> Computed
+                  records, and compute the pairwise tests, results, robust and variance tables -> Computed; with
+                  `only_study` (`--only-study`) the named study's runs and records alone
+                  (analysis/judging/study_runs.py)
     judge_step    one verdict per hypothesis and scope (verdicts.py), the fidelity ladders analysed and judged
                   rung by rung (fidelity.py) -> Judged
     write_step    every table and figure (analysis/writing/aggregate_files.py lists them) and report.md into `out_dir`
@@ -21,12 +23,13 @@ import pandas as pd
 
 from optbench.analysis.groups import Grouping, find_grouping, label_runs, ordered_arms, ordered_settings, short_key
 from optbench.analysis.headline import Headline, headline_of
-from optbench.analysis.inputs import check_inputs
+from optbench.analysis.inputs import check_inputs, check_only_study
 from optbench.analysis.judging import fidelity
 from optbench.analysis.judging.hypotheses import Context, hypothesis_files, load_hypotheses
 from optbench.analysis.judging.ladder_runs import fidelity_keys, find_ladders, planned_rungs
 from optbench.analysis.judging.pairwise_tables import headline_pairwise
 from optbench.analysis.judging.robust_tables import by_headline, improvement_table, iqm_table, profile_table
+from optbench.analysis.judging.study_runs import StudyRuns, keep_study_runs, own_records, own_tuning
 from optbench.analysis.judging.study_trials import study_runs_among_trials
 from optbench.analysis.judging.tuning_report import TuningRecords, read_tuning
 from optbench.analysis.judging.variance_tables import variance_table
@@ -43,7 +46,7 @@ from optbench.analysis.writing.tables import completed, problem_runs, results_ta
 from optbench.errors import ConfigError
 from optbench.formats import aggregate_tables, decision_record
 from optbench.formats.run_summary import FINAL_STATUSES
-from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, hypotheses_folder
+from optbench.specs.study_spec import EXPERIMENTS_DIR, Study, hypotheses_folder, tested_hypotheses
 
 # What the report does without a decision record it cannot parse (said in its one warning line).
 DECISION_RECORD_IGNORED = "ignored here: its hypotheses are judged by the fixed design"
@@ -71,6 +74,7 @@ class Analysis:
     warnings: list[str]
     set_aside: list[str]  # run ids of tuning trials, not in `runs`
     stems: dict[str, str]  # setting label -> the short name in its file names (names.file_stems)
+    left_out: int = 0  # --only-study: run directories of other studies (and other tunings' trials), not read in
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class Request:
     fidelity_extra: Sequence[str]  # budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS
     command: str  # the command line the report quotes
     draw_figures: bool
+    only_study: bool = False  # --only-study: the study's runs and records alone (analysis/judging/study_runs.py)
 
     @property
     def target_acc(self) -> float:
@@ -127,10 +132,15 @@ def analyse(
     target_acc: float | Targets = DEFAULT_TARGET_ACC,
     skip: Path | None = None,
     set_aside: frozenset[Path] = frozenset(),
+    only: StudyRuns | None = None,
 ) -> Analysis:
     """Load and label the runs; `set_aside` (resolved run directories of tuning trials) are left out.
-    `target_acc`: the accuracy target, or every time-to-target threshold (targets.Targets)."""
+    `target_acc`: the accuracy target, or every time-to-target threshold (targets.Targets). `only`: keep one study's
+    runs (--only-study), before the grouping, so other studies' settings name none of its runs."""
     loaded = load_runs(Path(results_dir), target_acc, skip=skip, set_aside=set_aside)
+    left_out = 0
+    if only is not None:
+        loaded, left_out = keep_study_runs(loaded, Path(results_dir), only)
     if not len(loaded.runs) and not loaded.set_aside:
         raise ConfigError(
             f"no run directories (folders holding summary.json or .hydra/config.yaml) under "
@@ -150,6 +160,7 @@ def analyse(
         warnings=list(loaded.warnings),
         set_aside=loaded.set_aside,
         stems=file_stems(runs, settings),
+        left_out=left_out,
     )
 
 
@@ -164,16 +175,28 @@ def aggregate(
     study: Study | None = None,
     fidelity_extra: Sequence[str] = (),
     target_loss: float | None = None,
+    only_study: bool = False,
 ) -> Outcome:
     """`study`: the study that made the runs (`--study`), when known: only the hypotheses it tests are judged,
-    each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py).
+    each on its planned settings, and a planned setting with no runs is named as missing (verdicts.py);
+    `only_study` (`--only-study`): report that study's runs and records alone (analysis/judging/study_runs.py).
     `fidelity_extra`: budget keys a study's rungs name beyond ladder_runs.FIDELITY_KEYS. `target_acc`,
     `target_loss`: the time-to-target thresholds of accuracy and loss workloads (None: 0.9, and each loss
     workload's registry target; analysis/targets.py)."""
     results_dir, out_dir = check_inputs(results_dir, out_dir, target_acc, alpha, target_loss)
+    check_only_study(only_study, study is not None)
     targets = Targets(acc=target_acc, loss=target_loss)
     request = Request(
-        results_dir, out_dir, targets, alpha, experiments_dir, study, tuple(fidelity_extra), command, draw_figures
+        results_dir,
+        out_dir,
+        targets,
+        alpha,
+        experiments_dir,
+        study,
+        tuple(fidelity_extra),
+        command,
+        draw_figures,
+        only_study,
     )
     computed = analyse_step(request)
     judged = judge_step(request, computed)
@@ -186,7 +209,8 @@ def aggregate(
 def analyse_step(request: Request) -> Computed:
     """Read the hypotheses (a bad folder fails first), load and label the runs with the tuning trials set aside
     (but those that are runs the named study plans: analysis/judging/study_trials.py),
-    read the decision records, and compute the pairwise tests, the results, robust and variance tables."""
+    read the decision records, and compute the pairwise tests, the results, robust and variance tables. With
+    --only-study, the named study's runs, tuning and decision records alone (analysis/judging/study_runs.py)."""
     hypotheses_dir = request.experiments_dir
     if request.study is not None and request.study.hypotheses_from:  # a study's own hypotheses folder
         hypotheses_dir = hypotheses_folder(request.study, request.experiments_dir or EXPERIMENTS_DIR)
@@ -194,12 +218,20 @@ def analyse_step(request: Request) -> Computed:
     skip = own_output(request.results_dir, request.out_dir)
     tuning = read_tuning(request.results_dir, skip=skip)
     own_runs = study_runs_among_trials(request.study, tuning.studies, request.results_dir, request.experiments_dir)
-    analysis = analyse(request.results_dir, request.targets, skip=skip, set_aside=tuning.run_dirs - own_runs)
+    set_aside = tuning.run_dirs - own_runs  # every record's trials: with --only-study too, none joins its runs
+    only = None
+    if request.only_study and request.study is not None:
+        tuning = own_tuning(tuning, request.study)
+        only = StudyRuns.of(request.study, tuning)
+    analysis = analyse(request.results_dir, request.targets, skip=skip, set_aside=set_aside, only=only)
     runs, settings, arms = analysis.runs, analysis.settings, analysis.arms
     check_targets(runs, analysis.curves, request.targets)  # a threshold on the wrong side fails before any file
     warnings = [*analysis.warnings, *tuning.warnings]
     tests = headline_pairwise(completed(runs), settings, arms, request.alpha)
     sequential = read_decision_records(request.results_dir, skip, warnings)
+    if only is not None and request.study is not None:
+        tested = tested_hypotheses(request.study, [hypothesis.id for hypothesis in hypotheses])
+        sequential = own_records(sequential, request.study, tested)
     variance, variance_warnings = variance_table(runs, request.results_dir, settings, arms)
     return Computed(
         analysis=analysis,
@@ -465,6 +497,8 @@ def report_parts(request: Request, computed: Computed, judged: Judged, written: 
         varying_keys=[short_key(key) for key in computed.analysis.grouping.varying_config],
         constant_keys=constant_keys(runs),
         warnings=written.warnings,
+        only_study=request.study.id if request.only_study and request.study is not None else "",
+        left_out=computed.analysis.left_out,
     )
 
 

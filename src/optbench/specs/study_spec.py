@@ -7,7 +7,8 @@ optimizers, seeds, datasets, noise settings and epochs; `overrides` adds Hydra o
 default lr and weight decay) or `method: quasirandom` (trials drawn from a search space file under
 experiments/search_spaces/, the top-k rerun on more seeds); `tuned_by` (main studies) names the
 tuning study whose winners it runs with; `hypotheses` (main studies) lists the ids of the hypotheses it
-tests (`tested_hypotheses`: the aggregator's `--study` judges only those, on its planned settings); `fidelity`
+tests (`tested_hypotheses`: the aggregator's `--study` judges only those, on its planned settings; `[]` none, the key
+left out every one); `fidelity`
 names a ladder of budgets (rungs, each a set of budget overrides such as epochs or model.width, optionally with
 its own `tuned_by` and `seeds`), planned as rungs x grid; `newcomers` (a main study with `tuned_by`) names the
 grid's optimizers tuned here with the tuning study's protocol while the others keep its published winners, and
@@ -63,7 +64,8 @@ class Study:
     tune: "Tuning | None" = None  # tuning studies: how the search runs and selects
     test: HypothesisTest | None = None  # a hypothesis's test, when the study is a hypothesis's
     tuned_by: str = ""  # main studies: the tuning study run first, whose winners these runs use
-    hypotheses: tuple[str, ...] = ()  # main studies: the ids of the hypotheses it tests (empty: not said)
+    # main studies: the ids of the hypotheses it tests; () none (`hypotheses: []`), None not said (every one)
+    hypotheses: tuple[str, ...] | None = None
     # the folder whose hypotheses/ holds them (repository-relative, e.g. experiments/cross-workload); "": experiments/
     hypotheses_from: str = ""
     rungs: tuple["Rung", ...] = ()  # a fidelity ladder: the grid is planned once per rung
@@ -437,8 +439,8 @@ def _build_study(path: Path, fields: dict) -> Study:
         raise ConfigError(f"{path}: tune.confirm_seeds repeat a grid seed: confirm on new seeds")
     if tune and fields.get("tuned_by"):
         raise ConfigError(f"{path}: a tuning study cannot be tuned_by another")
-    tested = fields.get("hypotheses") or []
-    if not isinstance(tested, list) or not all(isinstance(name, str) for name in tested):
+    tested = fields.get("hypotheses")  # None: not said; [] says none
+    if tested is not None and (not isinstance(tested, list) or not all(isinstance(name, str) for name in tested)):
         raise ConfigError(f"{path}: hypotheses must list hypothesis ids (e.g. [H1, H2])")
     hypotheses_from = parse_hypotheses_from(path, fields.get("hypotheses_from"))
     rungs = parse_fidelity(path, fields["fidelity"]) if fields.get("fidelity") is not None else ()
@@ -466,7 +468,7 @@ def _build_study(path: Path, fields: dict) -> Study:
         tune=tune,
         test=fields.get("test"),
         tuned_by=str(fields.get("tuned_by") or ""),
-        hypotheses=tuple(tested),
+        hypotheses=None if tested is None else tuple(tested),
         hypotheses_from=hypotheses_from,
         rungs=rungs,
         fidelity_resolution=resolution,
@@ -602,11 +604,11 @@ def noise_settings(study: Study) -> list[PlannedSetting]:
 
 def tested_hypotheses(study: Study, known: list[str]) -> list[str]:
     """The ids of the hypotheses a study tests, among `known` (the hypothesis files' ids): a hypothesis's own study
-    tests it; a study file its `hypotheses:` list; a study that says nothing, every one. An id no file defines is
-    refused, naming the known ones."""
+    tests it; a study file its `hypotheses:` list (`[]`: none, as a fidelity ladder that measures its rungs); a study
+    that says nothing, every one. An id no file defines is refused, naming the known ones."""
     if study.test is not None:
         return [study.id]
-    if not study.hypotheses:
+    if study.hypotheses is None:
         return list(known)
     unknown = [name for name in study.hypotheses if name not in known]
     if unknown:

@@ -22,6 +22,7 @@ Imports the statistics room and the loading modules (analysis/load.py, groups.py
     seed_planner.py  how many seeds a hypothesis needs, from pilot runs (`study.py --plan-seeds`)
     tuning_report.py  tuning-<study>.json files: the runs they set aside, cost, winners, edge warnings per optimizer
     study_trials.py  tuning trials that are runs of the study named with --study (one directory, two uses): kept
+    study_runs.py  --only-study: the named study's runs, tuning and decision records alone; the rest counted
     cross_parts.py  a cross-workload study's parts: each workload's runs, taken by the study (and rung) that made them
     cross_rankings.py  each workload's ranking and pairwise tests, the matrix of ranks, Kendall's tau between workloads
     cross_targets.py  time to target in optimizer steps per run and optimizer, its ratio to the best, the profile

@@ -19,8 +19,9 @@ statistic or a verdict. Into `out_dir` (never into a run directory):
     tables/runs_not_completed.{csv,md}
     tables/tuning.{csv,md}           per tuning study x optimizer: trials, runs, epochs, device-hours, winner, edge
     tables/fidelity*.{csv,md}        fidelity ladders (fidelity.py): per rung (means, intervals, ranks), agreement
-                                     with the top rung (tau-b, kept orders, cost), flips, verdicts per rung, and
-                                     tables/fidelity_tuning.* (tuned values per budget, when tuned at several)
+                                     with the top rung (tau-b, kept orders, cost), flips, verdicts per rung (when
+                                     a hypothesis is judged), and tables/fidelity_tuning.* (tuned values per
+                                     budget, when tuned at several)
     figures/*.png, figures/*.pdf     figures/tuning-<study>.* : every trial of a tuning study's search;
                                      figures/fidelity_ranks*, fidelity_metric* : each ladder's bump chart and metric
 report.md, the page that embeds them, is rendered by report.py. A figure that cannot be drawn is a warning in
@@ -385,8 +386,10 @@ def write_fidelity(
         "fidelity_agreement": pd.concat([ladder.agreement for ladder in judged.ladders]),
         "fidelity_orders": pd.concat([ladder.orders for ladder in judged.ladders]),
         "fidelity_flips": pd.concat([ladder.flips for ladder in judged.ladders]),
-        "fidelity_verdicts": pd.concat(judged.verdicts),
     }
+    verdicts = pd.concat(judged.verdicts)
+    if len(verdicts):  # a hypothesis judged at the rungs (none named, or a study's `hypotheses: []`: no empty file)
+        tables["fidelity_verdicts"] = verdicts
     if not judged.tuned.empty:
         tables["fidelity_tuning"] = judged.tuned
     files = []

@@ -66,6 +66,7 @@ def header(parts: ReportParts) -> str:
             f"**{len(parts.runs)} runs**: {count_text or 'none outside the tuning studies'}.",
             "",
             *set_aside_note(parts),
+            *left_out_note(parts),
             "> Only **completed** runs enter means, intervals and tests. Diverged and failed runs are results (the "
             "optimizer failed at that setting): they are counted in the tables, drawn apart in the figures, rank "
             "and enter the robust aggregates at their recorded score (or chance), cost infinity in the performance "
@@ -98,6 +99,19 @@ def set_aside_note(parts: ReportParts) -> list[str]:
     return [
         f"{len(parts.tuning.set_aside)} more run directories are tuning trials (listed in `tuning-*.json`): set "
         f"aside, not counted above; see [Tuning](#tuning).",
+        "",
+    ]
+
+
+def left_out_note(parts: ReportParts) -> list[str]:
+    """--only-study: how many run directories of other studies this report leaves out, so none leaves unsaid."""
+    if not parts.only_study:
+        return []
+    if not parts.left_out:
+        return [f"Only study `{parts.only_study}`'s runs are reported (`--only-study`): the folder holds no other.", ""]
+    return [
+        f"{parts.left_out} more run directories here are other studies' (settings {parts.only_study} does not plan, "
+        f"or other tuning studies' trials): left out (`--only-study`), not counted above.",
         "",
     ]
 

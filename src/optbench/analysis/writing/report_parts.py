@@ -52,3 +52,5 @@ class ReportParts:
     sequential: list[DecisionRecord] = field(default_factory=list)  # decision records found beside the runs
     variance: pd.DataFrame | None = None  # variance_tables.variance_table
     fidelity: FidelityParts | None = None  # fidelity ladders found (settings differing only in budget), or None
+    only_study: str = ""  # --only-study: the study whose runs alone are reported
+    left_out: int = 0  # --only-study: run directories here of other studies (and other tunings' trials)
