@@ -329,3 +329,20 @@ def test_the_price_the_docs_quote_comes_from_the_script():
     assert f"{100 * full['null crossing, without futility']:.1f} % of the time without the futility stop" in docstring
     assert f"{100 * full['null crossing, with futility (as shipped)']:.1f} % with it, as shipped" in docstring
     assert full["power at d_z = 1"] < [v for k, v in full.items() if k.startswith("fixed")][0]  # the price is real
+
+
+def test_until_decided_on_a_study_that_tests_no_hypothesis_is_one_error_line_and_trains_nothing(tmp_path, capsys):
+    """`hypotheses: []` leaves --until-decided nothing to decide; it had gone on to train, and its summary named a
+    decision record it never wrote."""
+    from optbench.studies import study_command
+
+    (tmp_path / "experiments" / "studies").mkdir(parents=True)
+    (tmp_path / "experiments" / "hypotheses").mkdir()
+    (tmp_path / "experiments" / "studies" / "seqtiny.yaml").write_text(STUDY + "hypotheses: []\n")
+    (tmp_path / "experiments" / "hypotheses" / "hs.yaml").write_text(HYPOTHESIS)
+    argv = ["seqtiny", "--until-decided", "--experiments", str(tmp_path / "experiments")]
+    code = study_command.main([*argv, "--set", f"paths.results_dir={tmp_path / 'results'}"])
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(errors) == 1, errors
+    assert errors[0].startswith("error: study seqtiny tests no hypothesis") and "without --until-decided" in errors[0]
+    assert not (tmp_path / "results").exists()

@@ -360,7 +360,13 @@ def results_dir_of(planned: list[tuple[Sweep, list[PlannedRun]]]) -> Path:
 
 def check_until_decided_options(study: Study, args: StudyRequest) -> None:
     """--hypotheses, at the door: the names must be the study's before a tuning study trains anything, and
-    only --until-decided reads them (elsewhere they would be silently ignored)."""
+    only --until-decided reads them (elsewhere they would be silently ignored). A study that tests no hypothesis
+    (`hypotheses: []`) gives --until-decided nothing to decide: refused before anything trains."""
+    if args.until_decided and not args.hypotheses and study.hypotheses == () and study.test is None:
+        raise ConfigError(
+            f"study {study.id} tests no hypothesis (hypotheses: [] in {study.source}), so --until-decided has nothing "
+            "to decide: run it without --until-decided, or name the hypotheses it tests in its file"
+        )
     if not args.hypotheses:
         return
     if not args.until_decided:
