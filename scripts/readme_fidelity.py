@@ -99,7 +99,7 @@ def reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:
     else:
         lines.append(f"No rung is named faithful at a resolution of {points:g} points. {answers_sentence(below, top)}")
     if not len(faithful):
-        lines.append(plan_sentence(top_row, points))
+        lines.append(plan_sentence(top_row, below, points))
     left_out = per_rung[per_rung["left_out"] > 0]
     for rung, rows in left_out.groupby("rung", sort=False):
         who = ", ".join(f"{NAMES.get(row.arm, row.arm)} ({row.left_out:g})" for row in rows.itertuples())
@@ -123,26 +123,36 @@ def answers_sentence(below: pd.DataFrame, top: str) -> str:
     return f"Order: {kept} (table above). Magnitude: the resolutions certified are {certified}."
 
 
-def plan_sentence(top_row, points: float) -> str:
-    """The planner's seeds for each answer, with the power simulated at its number."""
-    keep = (
-        f"{seeds_phrase(top_row['seeds_to_keep'])} at a rung keep the top's orders with 80 % power (simulated: "
-        f"{percent(top_row['power_to_keep'])})"
-        if math.isfinite(top_row["seeds_to_keep"])
-        else "no number of seeds up to 200 keeps the top's orders"
+def plan_sentence(top_row, below: pd.DataFrame, points: float) -> str:
+    """The planner's seeds for each answer, with the power simulated at its number: magnitude from the ladder's
+    pooled spread of change, order kept at each rung's own spread."""
+    keeps = ", ".join(
+        f"{row.rung} {seeds_phrase(row.seeds_to_keep)}"
+        + (f" (simulated: {percent(row.power_to_keep)})" if math.isfinite(row.seeds_to_keep) else "")
+        for row in below.itertuples()
     )
     return (
-        f"From the ladder's own spread (80 % upper bounds), {seeds_phrase(top_row['seeds_for_resolution'])} shared "
-        f"by a rung and the top certify an unchanged rung within {points:g} points with 80 % power (simulated: "
-        f"{percent(top_row['power_for_resolution'])}); {keep}; {seeds_phrase(top_row['seeds_to_establish'])} per "
-        f"optimizer at the top would establish orders {points:g} points apart."
+        f"From the ladder's spread of change pooled over its rungs (80 % upper bounds), "
+        f"{seeds_phrase(top_row['seeds_for_resolution'])} shared by a rung and the top certify an unchanged rung "
+        f"within {points:g} points with 80 % power (simulated: {percent(top_row['power_for_resolution'])}); at each "
+        f"rung's own spread (80 % upper bound), keeping the top's orders with 80 % power takes {keeps}; "
+        f"{seeds_phrase(top_row['seeds_to_establish'])} per optimizer at the top would establish orders "
+        f"{points:g} points apart."
     )
 
 
 def tuning_sentence(tuned: pd.DataFrame) -> str:
-    """Each shorter tuning's lr and weight decay per optimizer as a multiple of the longest tuning's winners."""
-    order = tuned.sort_values("epochs", kind="stable")
-    top = order.iloc[-1]
+    """Each shorter tuning's lr and weight decay per optimizer as a multiple of the winners of the longest tuning of
+    its workload and setting (`longest_tuning`)."""
+    sentences = []
+    for longest, alike in tuned.groupby("longest_tuning", sort=False):
+        sentences += shorter_tunings(alike.sort_values("epochs", kind="stable"), alike[alike["study"] == longest])
+    return " ".join(sentences)
+
+
+def shorter_tunings(order: pd.DataFrame, longest: pd.DataFrame) -> list[str]:
+    """One sentence per tuning shorter than `longest` (rows of one workload and setting, by epochs)."""
+    top = longest.iloc[0]
     sentences = []
     for study, rows in order[order["study"] != top["study"]].groupby("study", sort=False):
         names = [NAMES.get(name, name) for name in rows["optimizer"]]
@@ -153,7 +163,7 @@ def tuning_sentence(tuned: pd.DataFrame) -> str:
             f"tuned at {top['epochs']:g} ({top['study']}): {lrs}; the weight decays: {decays} "
             "(tables/fidelity_tuning.csv)."
         )
-    return " ".join(sentences)
+    return sentences
 
 
 def retuned_reading(agreement: pd.DataFrame, per_rung: pd.DataFrame) -> str:

@@ -180,6 +180,14 @@ def test_settings_that_differ_are_never_mixed_and_irrelevant_keys_do_not_split(t
     }
 
 
+def test_settings_that_differ_in_a_number_are_ordered_by_its_size_not_its_text(tmp_path):
+    """The MNIST-1D ladder's settings read epochs=15, 30, 6, 60 in "Results by setting": sorted as text."""
+    root = tmp_path / "results"
+    for epochs in (15, 30, 6, 60):
+        write_run(root, ramp_records(0.9), overrides={"epochs": epochs}, variant=f"epochs={epochs}")
+    assert analyse(root, 0.9).settings == [f"cifar10, clean, epochs={epochs}" for epochs in (6, 15, 30, 60)]
+
+
 def test_seeds_trained_at_different_precisions_are_different_settings_whatever_the_config_said(tmp_path):
     root = tmp_path / "results"
     # amp: null resolved to fp32 on one machine and bf16 on another; an explicit off is the same fp32.

@@ -141,6 +141,8 @@ COLUMNS = {
         "weight_decay",
         "lr_ratio_to_top",
         "weight_decay_ratio_to_top",
+        "workload",
+        "longest_tuning",  # the tuning of the same workload and settings with the most epochs: the ratios' base
     ),
     TUNING_BUDGET: (
         "workload",

@@ -110,7 +110,7 @@ def fidelity_plans(
 
 
 def print_fidelity_plans(plans: list[tuple]) -> None:
-    from optbench.analysis.judging.fidelity import cheapest_faithful_rung, percent, seeds_phrase, why_none
+    from optbench.analysis.judging.fidelity import cheapest_faithful_rung, keep_phrase, percent, seeds_phrase, why_none
 
     if not plans:
         print("_(the pilot's runs form no ladder of this study's rungs: nothing to plan from)_")
@@ -128,10 +128,8 @@ def print_fidelity_plans(plans: list[tuple]) -> None:
             f"rung and the top (simulated at that number: {percent(plan.power_for_resolution)})"
         )
         print(
-            "- order kept: an unchanged rung keeps the top's orders with 80 % power: "
-            f"{seeds_phrase(plan.seeds_to_keep)} at the rung (simulated at that number: {percent(plan.power_to_keep)})"
-            if plan.seeds_to_keep is not None
-            else "- order kept: no number of seeds up to 200 (the top establishes no order, or its gaps are too small)"
+            "- order kept: an unchanged rung keeps the top's orders with 80 % power, at each rung's own spread (80 % "
+            f"upper bound): {', '.join(keep_phrase(keep) for keep in plan.keeps) or 'no rung below the top'}"
         )
         print(f"- to establish the top's orders {points:g} points apart: {establish} per optimizer")
         cheapest = cheapest_faithful_rung(ladder)

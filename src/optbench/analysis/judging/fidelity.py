@@ -15,7 +15,8 @@ Per ladder (`analyse_ladder`):
   beside it); a rung is faithful only when both answers are yes (fidelity_stats.is_faithful);
 - `cheapest_faithful_rung` names it; else `why_none` says why, with the seeds `fidelity_plan` finds for each
   answer and their simulated power.
-`tuned_settings` tabulates the winners of tuning studies run at more than one budget (short-horizon bias).
+`tuned_settings` tabulates the winners of tuning studies of one workload and setting run at more than one budget
+(short-horizon bias).
 """
 
 import math
@@ -313,14 +314,25 @@ def cheapest_faithful_rung(ladder: Ladder) -> str | None:
 
 
 @dataclass(frozen=True)
+class RungKeep:
+    """The planner's seeds for *order kept* at one rung, from that rung's own spread: rungs differ several-fold
+    in spread (MNIST-1D's AdamW: 5.2 points at 6 epochs, 0.7 at 30), so a spread pooled over them fits none."""
+
+    rung: str
+    spreads: np.ndarray  # per optimizer: its own sd at the rung (80 % upper bound)
+    established: int  # orders the top establishes among the optimizers the rung shares with it
+    seeds: int | None  # an unchanged rung keeps all of them with 80 % power; None: not within MAX_SEEDS, or none
+    power: float  # simulated at that number (an independent generator)
+    out_of_reach: tuple[tuple[str, float, float], ...] = ()  # (order `a above b`, gap at the top, kept at MAX_SEEDS)
+
+
+@dataclass(frozen=True)
 class FidelityPlan:
     change_spreads: np.ndarray  # per optimizer: sd of its per-seed change between a rung and the top (80 % upper)
-    rung_spreads: np.ndarray  # per optimizer: its own sd at the rungs below the top (80 % upper bound)
     difference_sd: float  # sd of a pair's per-seed difference at the top, at its 80 % upper bound
     seeds_for_resolution: int | None  # shared by a rung and the top: an unchanged rung certified within the resolution
     power_for_resolution: float  # simulated at that number, at these spreads (an independent generator)
-    seeds_to_keep: int | None  # at a rung: an unchanged rung keeps every order the top establishes
-    power_to_keep: float  # simulated at that number
+    keeps: tuple[RungKeep, ...]  # per rung below the top: the seeds that keep the top's orders, at its own spread
     seeds_to_establish: int | None  # at the top, for 80 % power to establish an order with a gap of the resolution
 
     @property
@@ -343,10 +355,38 @@ def pooled_spreads(matrices: list[np.ndarray]) -> np.ndarray:
     return np.sqrt(pooled) * fidelity_stats.sd_upper_bound(1.0, df)
 
 
+def rung_keep(ladder: Ladder, rung: Rung, metric: str, alpha: float) -> RungKeep:
+    """The seeds at which an unchanged rung with this rung's own spread (80 % upper bound) keeps every order the
+    top establishes with 80 % power, on the optimizers the two share (as the rung's order answer is judged); where
+    none up to MAX_SEEDS does, the orders out of reach."""
+    arms = [arm for arm in ladder.arms if arm in result_arms(rung) and arm in result_arms(ladder.top)]
+    top_values = matrix(ladder.top, arms, common_seeds(ladder.top, arms), metric)
+    signs = fidelity_stats.established_orders(top_values, alpha)[0]
+    means = top_values.mean(axis=1) if top_values.shape[1] else np.full(len(arms), math.nan)
+    spreads = pooled_spreads([matrix(rung, arms, common_seeds(rung, arms), metric)])
+    established = int(np.count_nonzero(signs))
+    seeds = fidelity_power.seeds_to_keep(means, spreads, signs) if len(spreads) else None
+    if seeds is not None:
+        return RungKeep(
+            rung.label, spreads, established, seeds, fidelity_power.keep_power(means, spreads, signs, seeds)
+        )
+    if not (established and len(spreads) and np.isfinite(spreads).all() and spreads.max() > 0):
+        return RungKeep(rung.label, spreads, established, None, math.nan)
+    pairs = fidelity_stats.pairs_of(len(arms))
+    out = tuple(
+        (f"{arms[high]} above {arms[low]}", float(abs(means[a] - means[b])), share)
+        for index, share in fidelity_power.orders_out_of_reach(means, spreads, signs)
+        for a, b in [pairs[index]]
+        for high, low in [(a, b) if signs[index] > 0 else (b, a)]
+    )
+    return RungKeep(rung.label, spreads, established, None, math.nan, out)
+
+
 def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> FidelityPlan:
-    """The planner, from the ladder's own spreads pooled over the compared rungs, each at its one-sided 80 % upper
-    bound: for each answer the seeds at which an unchanged rung gets it with 80 % power (fidelity_power), and that
-    power simulated at the number given; and the seeds at the top that establish orders the resolution apart."""
+    """The planner. Magnitude, from the ladder's spreads of change pooled over the compared rungs at their one-sided
+    80 % upper bound: the seeds shared with the top at which an unchanged rung is certified within the resolution
+    with 80 % power, and that power simulated at the number given. Order kept, per rung from its own spread
+    (`rung_keep`). And the seeds at the top that establish orders the resolution apart."""
     # The arms every compared rung shares with the top: an arm the top has and a cheaper rung lacks (a learning rate
     # tuned at the top's budget only) has no change to pool, and per-optimizer spreads need each arm at every rung.
     arms = [
@@ -357,39 +397,36 @@ def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> Fidelity
     top_seeds = common_seeds(ladder.top, arms)
     top_values = matrix(ladder.top, arms, top_seeds, metric)
     top_sd, top_df = fidelity_stats.residual_spread(top_values)
-    changes, rungs = [], []
+    changes = []
     for rung in ladder.compared[:-1]:
         shared = sorted(set(common_seeds(rung, arms)) & set(top_seeds))
         changes.append(matrix(rung, arms, shared, metric) - matrix(ladder.top, arms, shared, metric))
-        rungs.append(matrix(rung, arms, common_seeds(rung, arms), metric))
-    change_spreads, rung_spreads = pooled_spreads(changes), pooled_spreads(rungs)
-    top_signs = fidelity_stats.established_orders(top_values, alpha)[0]
-    top_means = top_values.mean(axis=1) if len(top_seeds) else np.full(len(arms), math.nan)
+    change_spreads = pooled_spreads(changes)
     certify = fidelity_power.seeds_to_certify(change_spreads, ladder.resolution) if len(change_spreads) else None
-    keep = fidelity_power.seeds_to_keep(top_means, rung_spreads, top_signs) if len(rung_spreads) else None
     difference_sd = math.sqrt(2) * fidelity_stats.sd_upper_bound(top_sd, top_df) if top_df else math.nan
     pairs = len(arms) * (len(arms) - 1) // 2
     return FidelityPlan(
         change_spreads,
-        rung_spreads,
         difference_sd,
         certify,
         fidelity_power.certify_power(change_spreads, certify, ladder.resolution) if certify else math.nan,
-        keep,
-        fidelity_power.keep_power(top_means, rung_spreads, top_signs, keep) if keep else math.nan,
+        tuple(rung_keep(ladder, rung, metric, alpha) for rung in ladder.compared[:-1]),
         fidelity_stats.seeds_to_establish(difference_sd, ladder.resolution, pairs, alpha),
     )
 
 
 def with_plan(ladder: Ladder, plan: FidelityPlan) -> Ladder:
-    """The agreement table with the study's resolution and the planner's seeds (README's reading reads them)."""
+    """The agreement table with the study's resolution and the planner's seeds (README's reading reads them): the
+    seeds for order kept and their power on each rung's own row."""
+    keeps = {keep.rung: keep for keep in plan.keeps}
+    seeds = [keeps[rung].seeds if rung in keeps else None for rung in ladder.agreement["rung"]]
     ladder.agreement = ladder.agreement.assign(
         resolution_wanted=ladder.resolution,
         seeds_to_establish=plan.seeds_to_establish,
         seeds_for_resolution=plan.seeds_for_resolution,
         power_for_resolution=plan.power_for_resolution,
-        seeds_to_keep=plan.seeds_to_keep,
-        power_to_keep=plan.power_to_keep,
+        seeds_to_keep=[math.nan if found is None else found for found in seeds],
+        power_to_keep=[keeps[rung].power if rung in keeps else math.nan for rung in ladder.agreement["rung"]],
         planned_top=ladder.top_label,
     )
     return ladder
@@ -414,19 +451,43 @@ def rung_answers(row) -> str:
     )
 
 
+def keep_phrase(keep: RungKeep) -> str:
+    """`epochs=30: 24 seeds (simulated: 84 %)`, or why no number of seeds keeps the orders there."""
+    if not keep.established:
+        return f"{keep.rung}: none (the top establishes no order among its optimizers)"
+    if keep.seeds is not None:
+        return f"{keep.rung}: {keep.seeds} seeds (simulated: {percent(keep.power)})"
+    if not keep.out_of_reach:
+        spread_known = len(keep.spreads) and np.isfinite(keep.spreads).all() and keep.spreads.max() > 0
+        why = (
+            f"each order alone is within reach, all {keep.established} together are not"
+            if spread_known
+            else "its spread is unknown: fewer than two seeds, or none seen"
+        )
+        return f"{keep.rung}: {seeds_phrase(None)} ({why})"
+    orders = "; ".join(
+        f"{order}, {gap * 100:.2f} points apart at the top, is kept in {percent(share)} of unchanged rungs even at "
+        f"{fidelity_stats.MAX_SEEDS} seeds"
+        for order, gap, share in keep.out_of_reach
+    )
+    return f"{keep.rung}: {seeds_phrase(None)} ({orders})"
+
+
 def plan_sentence(ladder: Ladder, plan: FidelityPlan) -> str:
     """What the planner finds for each answer, with the power simulated at its number."""
     points = ladder.resolution * 100
+    established = max((keep.established for keep in plan.keeps), default=0)
     keep = (
-        f"{seeds_phrase(plan.seeds_to_keep)} at a rung keep the top's orders (simulated: {percent(plan.power_to_keep)})"
-        if plan.seeds_to_keep is not None
-        else "no number of seeds up to 200 keeps the top's orders (none established, or gaps too small)"
+        f"keeping the top's {established} orders with 80 % power takes, at each rung's own spread (80 % upper "
+        f"bound), {', '.join(keep_phrase(keep) for keep in plan.keeps)}"
+        if established
+        else "no order to keep (the top establishes none)"
     )
     return (
-        f"From this ladder's spread (80 % upper bounds), an unchanged rung is certified at {points:g} points with 80 % "
-        f"power on {seeds_phrase(plan.seeds_for_resolution)} shared with the top (simulated: "
-        f"{percent(plan.power_for_resolution)}); {keep}; {seeds_phrase(plan.seeds_to_establish)} per optimizer at "
-        f"the top would establish orders {points:g} points apart (Holm's strictest step) "
+        f"From this ladder's spread of change pooled over its rungs (80 % upper bounds), an unchanged rung is "
+        f"certified at {points:g} points with 80 % power on {seeds_phrase(plan.seeds_for_resolution)} shared with "
+        f"the top (simulated: {percent(plan.power_for_resolution)}); {keep}; {seeds_phrase(plan.seeds_to_establish)} "
+        f"per optimizer at the top would establish orders {points:g} points apart (Holm's strictest step) "
         "(`python src/study.py LADDER --plan-seeds --pilot DIR`)."
     )
 
@@ -452,10 +513,25 @@ TUNED_KEYS = ("optimizer.lr", "optimizer.weight_decay")
 
 
 def tuned_settings(tuning_studies: list) -> pd.DataFrame:
-    """Per tuning study (one per rung) and optimizer: the epochs its trials ran, the chosen lr and weight decay,
-    and their ratio to the winners of the study with the most epochs. Empty unless two or more studies ran."""
-    rows = []
+    """Per tuning study and optimizer: its workload, the epochs its trials ran, the chosen lr and weight decay, and
+    their ratio to the winners of `longest_tuning`, the one with the most epochs among the tunings of the same
+    workload and settings but the budget (tuning_report's `setting`): a CIFAR tuning is never read against
+    MNIST-1D's. A tuning whose settings are unknown, or that no other shares, is compared with none. Empty unless
+    two tunings share their settings."""
+    alike: dict[tuple, list] = {}
     for study in tuning_studies:
+        if study.setting:
+            alike.setdefault(study.setting, []).append(study)
+    tables = [compared_tunings(studies) for studies in alike.values() if len({study.name for study in studies}) > 1]
+    if not tables:
+        return pd.DataFrame()
+    return pd.concat(tables).reset_index(drop=True)
+
+
+def compared_tunings(studies: list) -> pd.DataFrame:
+    """Tunings of one workload and setting: each winner's ratio to the longest tuning's."""
+    rows = []
+    for study in studies:
         for name, entry in study.optimizers.items():
             epochs = sorted({run.epochs_done for run in entry.listed_runs if run.epochs_done})
             values = entry.winner.values if entry.winner else {}
@@ -471,15 +547,14 @@ def tuned_settings(tuning_studies: list) -> pd.DataFrame:
                 }
             )
     table = pd.DataFrame(rows)
-    if table.empty or table["study"].nunique() < 2:
-        return pd.DataFrame()
     top_study = table.sort_values("epochs", kind="stable").iloc[-1]["study"]
     top = table[table["study"] == top_study].set_index("optimizer")
     for key in ("lr", "weight_decay"):
         table[f"{key}_ratio_to_top"] = [
             row[key] / top[key].get(row["optimizer"], math.nan) for _, row in table.iterrows()
         ]
-    return table.sort_values(["optimizer", "epochs"], kind="stable").reset_index(drop=True)
+    table = table.assign(workload=studies[0].workload, longest_tuning=top_study)
+    return table.sort_values(["optimizer", "epochs"], kind="stable")
 
 
 # ---------------------------------------------------------------- verdicts rung by rung

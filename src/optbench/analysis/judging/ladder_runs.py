@@ -3,12 +3,15 @@
 A *ladder* is a set of runs whose settings differ only in fidelity keys (epochs, model.width,
 dataset.train_subset, or a key a study's rungs name), found from the group keys of groups.py: runs that
 share every other setting key (dataset, noise, ...) and take two or more combinations of fidelity values
-form one ladder, one *rung* per combination. With the study that made them (`--study`), the rungs are the
-study's (`planned_rungs`): two rungs at one budget tuned by different tuning studies are told apart by the
-values each tuning chose (its record's winners), and a planned rung with no runs is named. A rung that names its
-own tuning (`tuned_by`) drops the seeds that tuning ran on (its trial and confirm seeds): its winners were selected
-on those runs, so they are never its evidence (`selection_notes` names them). Runs of other settings form no
-ladder; tuning trials are set aside before loading.
+form one ladder, one *rung* per combination. A ladder's budget keys are those that vary within it (a folder of
+several workloads varies model.width between them, not along MNIST-1D's epochs), so a rung's `budget` is the same
+whatever else the folder holds: its epochs (its steps for a step-budgeted workload: epochs x
+dataset.steps_per_epoch) times the compute factor of any other budget key varying along the ladder. With the
+study that made them (`--study`), the rungs are the study's (`planned_rungs`): two rungs at one budget tuned by
+different tuning studies are told apart by the values each tuning chose (its record's winners), and a planned rung
+with no runs is named. A rung that names its own tuning (`tuned_by`) drops the seeds that tuning ran on (its trial
+and confirm seeds): its winners were selected on those runs, so they are never its evidence (`selection_notes`
+names them). Runs of other settings form no ladder; tuning trials are set aside before loading.
 - every run that ended is a result (`seed_values`): a diverged or failed run counts at its recorded score, or
   chance (as the robust tables count it); `failure_notes` names it, `left_out_notes` names a seed some
   optimizer lacks, never silently dropped;
@@ -40,11 +43,13 @@ from optbench.analysis.judging.robust_tables import RESULT_STATUSES  # runs that
 from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.summaries import by_seed, seeds_text
 from optbench.formats.run_summary import COMPLETED
+from optbench.registry import workloads
 from optbench.values import same_value
 
 # Keys that change what a run costs, not what it asks; with the exponent of their share of the training compute
 # (a ResNet's FLOPs grow with the square of its width).
 FIDELITY_KEYS: dict[str, float] = {"cfg.epochs": 1, "cfg.dataset.train_subset": 1, "cfg.model.width": 2}
+EPOCHS_KEY = "cfg.epochs"
 TOP_SEEDS = 2  # the top rung needs an interval and a test for every pair: two seeds with a result per optimizer
 
 
@@ -52,7 +57,8 @@ TOP_SEEDS = 2  # the top rung needs an interval and a test for every pair: two s
 class Rung:
     label: str  # `epochs=2` or `epochs=8, model.width=32`; a study's rung label (`epochs=8,tuned_by=tune_8`)
     values: dict  # fidelity key (cfg.*) -> value
-    budget: float  # training compute relative units (epochs x images x width^2); NaN when unknown
+    budget: float  # epochs (steps for a step-budgeted workload) x images x width^2 of the keys varying along the
+    # ladder: an epochs ladder's budget is its epochs; NaN when unknown
     runs: pd.DataFrame  # its runs (every status: a failed run is a result)
     tuned_by: str = ""  # the tuning study its runs used, when the study says
 
@@ -198,7 +204,9 @@ def find_ladders(
     base = Grouping(setting_keys=base_keys, arm_keys=grouping.arm_keys)
     ladders = []
     for _, group in runs.groupby([runs[key].map(repr) for key in base_keys], sort=False, dropna=False):
-        ladder = ladder_of(group, grouping, varying, keys, planned)
+        # the keys varying along this ladder: another workload's width varies in the folder, not here
+        along = [key for key in varying if group[key].map(repr).nunique() > 1]
+        ladder = ladder_of(group, grouping, along, keys, planned) if along else None
         if ladder is not None:
             ladder.setting = setting_label(group.iloc[0], base)
             ladders.append(ladder)
@@ -215,7 +223,8 @@ def ladder_of(group, grouping: Grouping, varying: list[str], keys: dict, planned
         return None
     labelled = pd.concat(pieces).reset_index(drop=True)
     labelled, arms = rung_arms(labelled, grouping)
-    rungs = rungs_of(labelled, varying, keys, planned)
+    steps = steps_per_epoch(group)
+    rungs = rungs_of(labelled, varying, keys, planned, steps)
     ran = [rung for rung in rungs if rung.runs["status"].isin(RESULT_STATUSES).any()]
     if len({rung.budget for rung in ran}) < 2:  # one budget (two tunings of it serving the same runs): no ladder
         return None
@@ -243,7 +252,7 @@ def ladder_of(group, grouping: Grouping, varying: list[str], keys: dict, planned
     arms = [arm for arm in arms if arm in present]
     planned_top = max(
         [(rung.budget, index, rung.label) for index, rung in enumerate(ran)]
-        + [(budget_of(rung.values, keys), -1, rung.label) for rung in planned if rung.label not in unplanned],
+        + [(budget_of(rung.values, keys, steps), -1, rung.label) for rung in planned if rung.label not in unplanned],
         key=lambda entry: (entry[0] if math.isfinite(entry[0]) else -math.inf, entry[1]),
     )[2]
     labels = [rung.label for rung in ran]
@@ -295,13 +304,15 @@ def rung_arms(runs: pd.DataFrame, grouping: Grouping) -> tuple[pd.DataFrame, lis
     return relabelled, ordered_arms(relabelled, rung_grouping)
 
 
-def rungs_of(runs: pd.DataFrame, varying: list[str], keys: dict[str, float], planned=()) -> list[Rung]:
+def rungs_of(
+    runs: pd.DataFrame, varying: list[str], keys: dict[str, float], planned=(), steps: float = 1.0
+) -> list[Rung]:
     order = {rung.label: index for index, rung in enumerate(planned)}
     tuned_by = {rung.label: rung.tuned_by for rung in planned}
     rungs = []
     for label, group in runs.groupby("rung", sort=False):
         values = {key: group.iloc[0][key] for key in varying}
-        rungs.append(Rung(str(label), values, budget_of(values, keys), group, tuned_by.get(label, "")))
+        rungs.append(Rung(str(label), values, budget_of(values, keys, steps), group, tuned_by.get(label, "")))
     return sorted(
         rungs,
         key=lambda rung: (
@@ -312,9 +323,21 @@ def rungs_of(runs: pd.DataFrame, varying: list[str], keys: dict[str, float], pla
     )
 
 
-def budget_of(values: dict, keys: dict[str, float]) -> float:
-    """Relative training compute of a rung: the product of its fidelity values, each to its exponent."""
-    budget = 1.0
+def steps_per_epoch(runs: pd.DataFrame) -> float:
+    """A step-budgeted workload's steps per evaluation period (dataset.steps_per_epoch), by which its rungs' epochs
+    become steps; 1 for a workload budgeted in epochs, or when the runs do not say."""
+    names = runs["workload"].dropna().unique() if "workload" in runs else []
+    if len(names) != 1 or workloads.describe(str(names[0])).budget_unit != workloads.STEPS:
+        return 1.0
+    steps = pd.to_numeric(runs.get("cfg.dataset.steps_per_epoch", pd.Series(dtype=float)), errors="coerce")
+    found = steps.dropna().unique()
+    return float(found[0]) if len(found) == 1 else 1.0
+
+
+def budget_of(values: dict, keys: dict[str, float], steps: float = 1.0) -> float:
+    """A rung's budget: the product of its fidelity values, each to its exponent, its epochs counted in steps
+    (`steps` per epoch) for a step-budgeted workload."""
+    budget = steps if EPOCHS_KEY in values else 1.0
     for key, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not value == value:
             return math.nan  # an unset subset (the full training set) or a text value: order by the values instead

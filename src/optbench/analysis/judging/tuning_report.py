@@ -10,7 +10,9 @@ main study shares: its score chose the winner, so it is biased upward). A file t
 of range, a newer format) is one warning naming the file and the field, and is otherwise ignored (any runs it
 lists then stay in the main comparison). `tuning_table(studies)` gives one row per (study,
 optimizer): trials, runs, epochs trained, device-hours (summed from the listed runs' wall times) and
-devices, the winning values, the winner's validation score over its seeds, and any edge warning.
+devices, the winning values, the winner's validation score over its seeds, and any edge warning. Each study's
+`setting` is what its trials ran but what a tuning varies (the optimizer's values, the seed, the budget), read
+from one trial's record: two tunings' winners compare (fidelity.tuned_settings) only where it is the same.
 This module only reads and summarises; analysis/writing/figures/tuning.py draws the search and
 report_tuning.py writes the section.
 
@@ -25,10 +27,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from optbench.analysis.load import number
+from optbench.analysis.groups import REPLICATE_KEYS
+from optbench.analysis.load import number, read_config
 from optbench.errors import DamagedRunFile
 from optbench.formats import tuning_record
 from optbench.formats.tuning_record import Bounds, Budget, OptimizerTuning, TuningRecord
+from optbench.identity import is_numbers_free
+from optbench.registry import workloads
 from optbench.specs.study_spec import selection_sign
 
 # A winner within this fraction of the searched range (in the scale's own units: decades for log) of a
@@ -36,6 +41,8 @@ from optbench.specs.study_spec import selection_sign
 EDGE_FRACTION = 0.1
 EDGE_MARKER = "at edge of search space"
 IGNORED = "ignored (any runs it lists stay in the main comparison)"
+BUDGET_KEYS = ("epochs",)  # what tunings at several budgets differ in; every other setting must be alike
+WORKLOAD_KEY = "workload"
 
 
 @dataclass
@@ -44,6 +51,13 @@ class TuningStudy:
     record: TuningRecord  # its checked content (formats/tuning_record.py)
     run_dirs: frozenset[Path]  # resolved run directories its trials list
     edges: dict[str, list[str]]  # per optimizer: the winner's values at an edge of the space, as sentences
+    # what its trials ran but the optimizer's values, the seed and the budget: sorted (key, value text) pairs,
+    # the workload named; () when no trial's config can be read (trial_setting)
+    setting: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def workload(self) -> str:
+        return dict(self.setting).get(WORKLOAD_KEY, "")
 
     @property
     def name(self) -> str:
@@ -117,7 +131,25 @@ def read_tuning_file(path: Path, source: str) -> TuningStudy:
     record = tuning_record.read(path, shown_as=source)  # named as the aggregator's other warnings name it
     run_dirs = frozenset((path.parent / run_dir).resolve() for run_dir in record.run_dirs)
     edges = {name: winner_edges(entry) for name, entry in record.optimizers.items()}
-    return TuningStudy(source=source, record=record, run_dirs=run_dirs, edges=edges)
+    return TuningStudy(source=source, record=record, run_dirs=run_dirs, edges=edges, setting=trial_setting(run_dirs))
+
+
+def trial_setting(run_dirs) -> tuple[tuple[str, str], ...]:
+    """The settings the first readable trial ran (its record, else its Hydra config), less what a tuning varies
+    (optimizer.*, the seed, BUDGET_KEYS) and what changes no number; the workload named (older CIFAR runs name
+    none: the default). () when no trial's config can be read."""
+    for run_dir in sorted(run_dirs):
+        config, _ = read_config(run_dir, [])
+        if config:
+            break
+    else:
+        return ()
+    kept = {
+        key: repr(value)
+        for key, value in config.items()
+        if not (is_numbers_free(key) or key in REPLICATE_KEYS or key in BUDGET_KEYS or key.startswith("optimizer."))
+    }
+    return tuple(sorted({**kept, WORKLOAD_KEY: config.get(WORKLOAD_KEY) or workloads.DEFAULT}.items()))
 
 
 # ---- edges and cost --------------------------------------------------------------------------------

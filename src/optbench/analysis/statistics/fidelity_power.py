@@ -13,7 +13,9 @@ judged by the same vectorised functions the report uses, with a fixed generator 
   order the top establishes is kept; `spreads`: each optimizer's own sd at the rung.
 - `seeds_to_certify`, `seeds_to_keep`: the fewest shared seeds (at most fidelity_stats.MAX_SEEDS) reaching 80 %,
   by bisection over n; `certify_power` gives the power at a number of seeds from a second, independent generator,
-  the check that the planner's number keeps its promise.
+  the check that the planner's number keeps its promise. `orders_out_of_reach`: where no number of seeds keeps
+  the orders, the ones an unchanged rung keeps in under 80 % of ladders even at MAX_SEEDS (`pair_keep_power`),
+  so the report names why.
 - `false_keeps`: order kept said yes while an order the top established is not the rung's true one (the order
   answer's error: its rate is the answer's size).
 - `established_signs`, `rule_answers`: the whole rule on a stack of ladders (the top's orders by paired t and Holm
@@ -34,6 +36,7 @@ from optbench.analysis.statistics.fidelity_stats import (
     TARGET_POWER,
     all_kept,
     certified_resolutions,
+    kept_by_bounds,
     pair_differences,
 )
 
@@ -104,6 +107,32 @@ def keep_power(
         return math.nan
     values = draw_runs(np.random.default_rng(seed), means, spreads, seeds, ladders)
     return float(all_kept(values, signs).mean())
+
+
+def pair_keep_power(
+    means: ArrayLike,
+    spreads: ArrayLike,
+    top_signs: ArrayLike,
+    seeds: int,
+    ladders: int = SIMULATIONS,
+    seed: int = CHECK_SEED,
+) -> np.ndarray:
+    """Per pair: the share of unchanged rungs keeping that order of the top's on its own (NaN where the top
+    establishes none): `keep_power` asks it of every order at once."""
+    signs = np.asarray(top_signs)
+    values = draw_runs(np.random.default_rng(seed), means, spreads, seeds, ladders)
+    kept = (kept_by_bounds(values, signs) == 1).mean(axis=0)
+    return np.where(signs != 0, kept, math.nan)
+
+
+def orders_out_of_reach(
+    means: ArrayLike, spreads: ArrayLike, top_signs: ArrayLike, power: float = TARGET_POWER
+) -> list[tuple[int, float]]:
+    """(pair index, its share kept at MAX_SEEDS) of each order an unchanged rung keeps in fewer than `power` of
+    ladders even at MAX_SEEDS: its gap is too small for its spread. Empty when each alone is within reach (then
+    only all of them together are not)."""
+    shares = pair_keep_power(means, spreads, top_signs, MAX_SEEDS)
+    return [(int(index), float(shares[index])) for index in np.flatnonzero(shares < power)]  # NaN < power: False
 
 
 def fewest_seeds(reaches: Callable[[int], bool]) -> int | None:

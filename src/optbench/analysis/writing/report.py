@@ -172,9 +172,10 @@ def tuned_settings_block(parts: ReportParts) -> list[str]:
     return [
         "### Tuned settings across budgets",
         "",
-        "The winners of tuning studies run at different budgets, and their ratio to the winners of the one "
-        "with the most epochs: a ratio below 1 at short budgets is short-horizon bias (Wu et al. 2018). "
-        "How each searched:",
+        "The winners of tuning studies of one workload and setting run at different budgets, and their ratio "
+        "to the winners of the one with the most epochs among them (`longest_tuning`; tunings of other workloads "
+        "or settings are never compared): a ratio below 1 at short budgets is short-horizon bias (Wu et al. "
+        "2018). How each searched:",
         "",
         *[f"- `{study.name}`: {tuning_report.protocol_sentence(study)}" for study in studies],
         "",
