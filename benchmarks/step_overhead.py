@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -169,39 +170,48 @@ def measure(args: argparse.Namespace) -> dict:
     }
 
 
-def medians(figures: dict, side: str) -> dict:
-    """One side's figures, each the median over the pairs: "mnist1d" and "char_lm" ratios, and per shape its
-    harness, bare and added microseconds per step ("mnist1d/harness_us", ...)."""
-    runs = [pair[side] for pair in figures["pairs"]]
-    got = {name: statistics.median(run["ratio"][name] for run in runs) for name in WORKLOADS}
-    for shape in SHAPES:
-        for key in ("harness_us", "bare_us", "adds_us"):
-            got[f"{shape}/{key}"] = statistics.median(run["overhead"][shape][key] for run in runs)
-    return got
+def over_pairs(figures: dict, side: str, figure) -> tuple[float, float, float]:
+    """(median, lowest, highest) over the pairs of `figure(measurement)` for one side."""
+    values = [figure(pair[side]) for pair in figures["pairs"]]
+    return statistics.median(values), min(values), max(values)
 
 
 def docs_text(figures: dict) -> str:
     """The table docs/benchmarks.md quotes (tests/test_steps.py checks it is this, from the JSON)."""
     loads = [run[key] for pair in figures["pairs"] for run in pair.values() for key in ("load_before", "load_after")]
-    lines = [
+    introduction = (
         f"`{figures['command']}` on {figures['machine']} (torch {figures['torch']}, {figures['date']}, 1 thread, "
-        f"beside other training: load average {min(loads):.1f}-{max(loads):.1f}; {len(figures['pairs'])} pairs of "
+        f"beside other training: load average {min(loads):.1f}-{max(loads):.1f}). {len(figures['pairs'])} pairs of "
         f"measurements, before and after in turn, the order alternating; each figure the median over the pairs, "
-        f"each pair's ratio the median of its {figures['rounds']} alternating rounds, each step time the median of "
-        f"{figures['rounds']} epochs):",
+        f"the lowest and highest pair in brackets; a pair's ratio is the median of its {figures['rounds']} "
+        f"alternating rounds, a step time the median of {figures['rounds']} epochs:"
+    )
+    lines = [
+        textwrap.fill(introduction, 115, break_long_words=False, break_on_hyphens=False),
         "",
-        "| code | MNIST-1D harness / plain | char_lm harness / plain | MNIST-1D step: harness, bare, the harness adds "
-        "| CIFAR-shaped step (ResNet-18 width 16, batch 128): harness, bare |",
-        "|---|---|---|---|---|",
+        "| code | MNIST-1D harness / plain | char_lm harness / plain | MNIST-1D step: harness, bare | "
+        "the harness adds to it | CIFAR-shaped step (ResNet-18 width 16, batch 128): harness, bare |",
+        "|---|---|---|---|---|---|",
     ]
     for side in ("before", "after"):
-        got = medians(figures, side)
-        added = got["mnist1d/adds_us"]
+        ratio = {name: over_pairs(figures, side, lambda run, name=name: run["ratio"][name]) for name in WORKLOADS}
+        step = {
+            f"{shape}/{key}": over_pairs(figures, side, lambda run, shape=shape, key=key: run["overhead"][shape][key])[
+                0
+            ]
+            for shape in SHAPES
+            for key in ("harness_us", "bare_us")
+        }
+        added = over_pairs(figures, side, lambda run: run["overhead"]["mnist1d"]["adds_us"])
+        share = over_pairs(
+            figures, side, lambda run: run["overhead"]["mnist1d"]["adds_us"] / run["overhead"]["mnist1d"]["bare_us"]
+        )
         lines.append(
-            f"| {side} ({figures[side]}) | {got['mnist1d']:.2f}x | {got['char_lm']:.2f}x "
-            f"| {got['mnist1d/harness_us']:,.0f} us, {got['mnist1d/bare_us']:,.0f} us, {added:,.0f} us "
-            f"({added / got['mnist1d/bare_us']:.1%}) "
-            f"| {got['cifar_small/harness_us'] / 1000:,.1f} ms, {got['cifar_small/bare_us'] / 1000:,.1f} ms |"
+            f"| {side} ({figures[side]}) "
+            + "".join(f"| {middle:.2f}x ({low:.2f}-{high:.2f}) " for middle, low, high in ratio.values())
+            + f"| {step['mnist1d/harness_us']:,.0f} us, {step['mnist1d/bare_us']:,.0f} us "
+            f"| {added[0]:,.0f} us ({added[1]:,.0f} to {added[2]:,.0f}), {share[0]:.1%} of the bare step "
+            f"| {step['cifar_small/harness_us'] / 1000:,.1f} ms, {step['cifar_small/bare_us'] / 1000:,.1f} ms |"
         )
     return "\n".join(lines)
 

@@ -1,8 +1,10 @@
 """A training step made cheap without changing a number: train_step against the formulation it replaced (every
 micro-batch chunked, its loss times its share, the grad scaler always called), EpochProgress's reduction
 against the running device sums it replaced (float32, in step order, the first non-finite batch), across a
-mid-epoch checkpoint too, and float sequences normalised once against per batch."""
+mid-epoch checkpoint too, and float sequences normalised once against per batch; docs/benchmarks.md's before/after
+table is benchmarks/step_overhead.py's."""
 
+import json
 import math
 
 import pytest
@@ -120,3 +122,20 @@ def test_float_sequences_normalised_once_give_the_per_batch_numbers():
     assert len(pairs) == 7
     assert all(torch.equal(once[0], batch[0]) and torch.equal(once[1], batch[1]) for once, batch in pairs)
     assert not torch.equal(pairs[0][0][0], sequences[:32])  # normalised, not the raw values
+
+
+def test_the_step_overhead_in_the_docs_is_the_benchmark_s():
+    """docs/benchmarks.md's before/after table is benchmarks/step_overhead.py's, written from its JSON
+    (`--from-json benchmarks/results/step-overhead.json --docs` rewrites it), never typed."""
+    from test_fidelity import script_module
+
+    overhead = script_module("benchmarks/step_overhead.py")
+    figures = json.loads((overhead.REPO / "benchmarks" / "results" / "step-overhead.json").read_text())
+    current = overhead.DOC.read_text()
+    assert current == overhead.with_block(current, overhead.docs_text(figures)), (
+        "stale: run python benchmarks/step_overhead.py --from-json benchmarks/results/step-overhead.json --docs"
+    )
+    for pair in figures["pairs"]:  # what the harness adds is its step's time less the bare step's
+        for side in pair.values():
+            for step in side["overhead"].values():
+                assert step["adds_us"] == pytest.approx(step["harness_us"] - step["bare_us"])

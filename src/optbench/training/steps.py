@@ -5,9 +5,9 @@ An example is an image, a sequence, or one position of a language model's window
 character for the language model), and the counts are examples.
 
 Each step's loss sum and correct count stay on the device, kept in a list, and are read once at the end
-of the pass (or into a mid-epoch checkpoint), so a step never waits for the host and adds no tensor op
-of its own: on a small model (MNIST-1D's CNN, ~1.4 ms a step on a CPU) the ops besides the model's showed
-(docs/benchmarks.md). `train_epoch` returns an EpochProgress whose `result()` is the
+of the pass (or into a mid-epoch checkpoint), so a step never waits for the host and no op keeps a running
+total: on a small model (MNIST-1D's CNN, about a millisecond a step on one CPU thread) every op besides the
+model's shows (docs/benchmarks.md). `train_epoch` returns an EpochProgress whose `result()` is the
 mean loss and accuracy over the images trained on (against the labels training sees, noisy or not);
 it can stop between steps and be continued from its progress (graceful interruption). `evaluate` returns the same for an
 evaluation split plus the predicted classes, which the noisy-label fit metrics need. The device
