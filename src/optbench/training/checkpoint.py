@@ -27,12 +27,13 @@ def checkpoint_state(run, state) -> dict:
     """`run`: the assembled Run; `state`: the loop's LoopState at a step boundary."""
     progress, partial = state.progress, None
     if progress is not None and progress.batches_done:
+        loss_sum, correct, first_nonfinite_batch = progress.totals()
         partial = {
             "batches_done": progress.batches_done,
             "images": progress.images,
-            "loss_sum": progress.loss_sum,
-            "correct": progress.correct,
-            "first_nonfinite_batch": progress.first_nonfinite_batch,
+            "loss_sum": loss_sum,
+            "correct": correct,
+            "first_nonfinite_batch": first_nonfinite_batch,
             "train_time_s": state.partial_seconds,
         }
     return {

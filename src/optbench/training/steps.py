@@ -4,8 +4,10 @@ An example is an image, a sequence, or one position of a language model's window
 (examples, classes) and labels are flattened to match, so losses and accuracies are per example (per
 character for the language model), and the counts are examples.
 
-Loss sums and correct counts accumulate on the device and are read once at the end of the pass, so
-a step never waits for the host. `train_epoch` returns an EpochProgress whose `result()` is the
+Each step's loss sum and correct count stay on the device, kept in a list, and are read once at the end
+of the pass (or into a mid-epoch checkpoint), so a step never waits for the host and no op keeps a running
+total: on a small model (MNIST-1D's CNN, about a millisecond a step on one CPU thread) every op besides the
+model's shows (docs/benchmarks.md). `train_epoch` returns an EpochProgress whose `result()` is the
 mean loss and accuracy over the images trained on (against the labels training sees, noisy or not);
 it can stop between steps and be continued from its progress (graceful interruption). `evaluate` returns the same for an
 evaluation split plus the predicted classes, which the noisy-label fit metrics need. The device
@@ -17,8 +19,9 @@ being evaluated (Schedule-Free's average differs from the weights the training p
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -37,59 +40,107 @@ def train_step(
     scaler: torch.amp.GradScaler,
     grad_accum: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One optimizer step on one batch; returns (summed loss, correct count) as device tensors."""
+    """One optimizer step on one batch; returns (summed loss, correct count) as device tensors.
+
+    A small model's step is a few hundred microseconds on a CPU, so each tensor op besides the model's counts:
+    one micro-batch is not chunked, a share of 1 is not multiplied in (x * 1.0 is x, bit for bit, and so is
+    its gradient), and a disabled grad scaler (all but fp16) is not called (it would pass everything through).
+    """
     images = images.contiguous(memory_format=policy.memory_format)
     optimizer.zero_grad(set_to_none=True)
+    micro_batches = zip(images.chunk(grad_accum), labels.chunk(grad_accum)) if grad_accum > 1 else ((images, labels),)
     loss_sum = correct = None
-    for micro_images, micro_labels in zip(images.chunk(grad_accum), labels.chunk(grad_accum)):
+    for micro_images, micro_labels in micro_batches:
         targets = micro_labels.reshape(-1)  # a language model's (batch, context) next tokens: one per position
         with policy.autocast():
             logits = model(micro_images)
             loss = nn.functional.cross_entropy(logits, targets)
         # Weight each micro-batch mean by its share, so the gradients sum to the whole batch's mean.
-        scaler.scale(loss * (targets.numel() / labels.numel())).backward()
+        share = targets.numel() / labels.numel()
+        _backward(loss if share == 1 else loss * share, scaler)
         micro_loss_sum = loss.detach().float() * targets.numel()
-        micro_correct = (logits.detach().argmax(1) == targets).sum()
+        micro_correct = (logits.argmax(1) == targets).sum()  # argmax records no graph: nothing to detach
         loss_sum = micro_loss_sum if loss_sum is None else loss_sum + micro_loss_sum
         correct = micro_correct if correct is None else correct + micro_correct
     if loss_sum is None or correct is None:
         raise ValueError("train_step was given an empty batch")
-    scaler.step(optimizer)  # skips the step when fp16 gradients overflowed
-    scaler.update()
+    if scaler.is_enabled():
+        scaler.step(optimizer)  # skips the step when fp16 gradients overflowed
+        scaler.update()
+    else:
+        optimizer.step()
     return loss_sum, correct
+
+
+def _backward(loss: torch.Tensor, scaler: torch.amp.GradScaler) -> None:
+    (scaler.scale(loss) if scaler.is_enabled() else loss).backward()
 
 
 @dataclass
 class EpochProgress:
-    """Where an epoch's training pass stands; saved in a mid-epoch checkpoint and continued from."""
+    """Where an epoch's training pass stands; saved in a mid-epoch checkpoint and continued from.
+
+    A step only appends the device tensors train_step returned (no tensor op, no host sync); they are reduced
+    when read, at the end of the epoch or into a checkpoint: the loss sums added one by one in float32, in
+    step order (the numbers a running device sum gave), the correct counts summed, and the first batch whose
+    loss sum is not finite found among them. `loss_sum`, `correct` and `first_nonfinite_batch` hold the
+    reduced batches before `batch_loss_sums` (a restored checkpoint's), or None.
+    """
 
     batches_done: int = 0
     images: int = 0
-    loss_sum: torch.Tensor | None = None  # device tensors: read once, at the end of the epoch
+    loss_sum: torch.Tensor | None = None
     correct: torch.Tensor | None = None
     first_nonfinite_batch: torch.Tensor | None = None  # -1 while every loss is finite
+    batch_loss_sums: list[torch.Tensor] = field(default_factory=list)  # this session's steps, in order
+    batch_correct: list[torch.Tensor] = field(default_factory=list)
 
     def add(self, loss_sum: torch.Tensor, correct: torch.Tensor, images: int) -> None:
-        if self.loss_sum is None or self.correct is None or self.first_nonfinite_batch is None:
-            self.loss_sum, self.correct = loss_sum, correct
-            self.first_nonfinite_batch = torch.tensor(-1, device=loss_sum.device)
-        else:
-            self.loss_sum, self.correct = self.loss_sum + loss_sum, self.correct + correct
-        # Kept on the device (no host sync per step): the first batch whose loss was not finite.
-        first_bad_here = (self.first_nonfinite_batch < 0) & ~torch.isfinite(loss_sum)
-        self.first_nonfinite_batch = torch.where(first_bad_here, self.batches_done, self.first_nonfinite_batch)
+        self.batch_loss_sums.append(loss_sum)
+        self.batch_correct.append(correct)
         self.batches_done += 1
         self.images += images
 
-    def result(self) -> dict:
-        if self.loss_sum is None or self.correct is None or self.first_nonfinite_batch is None:
+    def totals(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(loss sum float32, correct count int64, first non-finite batch int64 or -1) over the batches so far,
+        as CPU tensors: what a mid-epoch checkpoint saves. Reads the device once."""
+        if not self.batches_done:
             raise ValueError("no batch was trained this epoch")
+        loss_sums = _on_host(self.batch_loss_sums, np.float32)
+        loss_sum = _sum_in_order(None if self.loss_sum is None else np.float32(self.loss_sum.item()), loss_sums)
+        correct = int(_on_host(self.batch_correct, np.int64).sum()) + int(0 if self.correct is None else self.correct)
+        first = -1 if self.first_nonfinite_batch is None else int(self.first_nonfinite_batch)
+        nonfinite = np.flatnonzero(~np.isfinite(loss_sums))
+        if first < 0 and len(nonfinite):  # counted from the epoch's first batch, a restored checkpoint's included
+            first = self.batches_done - len(loss_sums) + int(nonfinite[0])
+        return torch.tensor(loss_sum, dtype=torch.float32), torch.tensor(correct), torch.tensor(first)
+
+    def result(self) -> dict:
+        loss_sum, correct, first_nonfinite_batch = self.totals()
         return {
-            "loss": self.loss_sum.item() / self.images,
-            "acc": self.correct.item() / self.images,
+            "loss": loss_sum.item() / self.images,
+            "acc": correct.item() / self.images,
             "images": self.images,
-            "first_nonfinite_batch": int(self.first_nonfinite_batch.item()),
+            "first_nonfinite_batch": int(first_nonfinite_batch.item()),
         }
+
+
+def _on_host(values: list[torch.Tensor], dtype) -> np.ndarray:
+    """One step's device scalars after another, as one host array (one transfer)."""
+    return torch.stack(values).cpu().numpy() if values else np.empty(0, dtype)
+
+
+def _sum_in_order(start: np.float32 | None, values: np.ndarray) -> np.float32:
+    """start + values[0] + values[1] + ..., each addition rounded to float32: the sum a running float32 tensor
+    gives, bit for bit (numpy's pairwise sum and a float64 sum round otherwise). Non-finite values stay
+    non-finite, without numpy's warnings."""
+    total = start
+    with np.errstate(over="ignore", invalid="ignore"):
+        for value in values:
+            total = value if total is None else total + value
+    if total is None:
+        raise ValueError("no loss to sum")
+    return total
 
 
 def train_epoch(
