@@ -3,9 +3,9 @@
     python benchmarks/workload_speed.py [--threads 1] [--repeats 5] [--out benchmarks/results/workload-speed.json]
 
 For each workload other than CIFAR (mnist1d, char_lm), in this one process, one thread (what a study's run gets):
-- harness: `optbench.training.run.train` on the workload's default config (its model, batch and data), for
-  a warm-up epoch and a timed one of `STEPS` steps; its figure is metrics.jsonl's `train/images_per_s` (training
-  only: evaluation is timed apart). Examples are sequences (MNIST-1D) or characters.
+- harness: `optbench.training.run.train` on the workload's default config (its model, batch and data), for a
+  warm-up epoch and EPOCHS_PER_ROUND timed ones of `STEPS` steps; its figure is metrics.jsonl's
+  `train/images_per_s` (training only: evaluation is timed apart). Examples are sequences (MNIST-1D) or characters.
 - plain: the loop a researcher writes for the same model and batch: the same `build_model`, torch.optim.AdamW,
   shuffled index batches from the same training tensors (a text: nanoGPT's get_batch, random windows),
   forward, cross-entropy, backward, step; no per-step host read. Timed over the same steps, after a warm-up.
@@ -32,6 +32,7 @@ from optbench.training.provenance import processor_name
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"
+EPOCHS_PER_ROUND = 3  # timed epochs per side and round (their median): one 36-step epoch swung by 30 % under load
 STEPS = {"mnist1d": 36, "char_lm": 50}  # one epoch of MNIST-1D's 3,600 sequences at batch 100; 50 GPT steps
 OVERRIDES = {
     "mnist1d": ["workload=mnist1d", "optimizer=adamw"],
@@ -106,18 +107,19 @@ def plain_rates(name: str, repeats: int) -> list[float]:
 
 
 def paired_rates(name: str, rounds: int, threads: int) -> tuple[list[float], list[float]]:
-    """Harness and plain rates measured in alternating rounds (each a warm-up and one timed epoch, which side goes
-    first alternating too), so a load that drifts over the minutes of a measurement slows both sides of a round
-    alike: the ratio is the median of the rounds' ratios. Measured in blocks (all harness, then all plain), a busy
-    machine gave 1.24x and 0.61x where a quieter one had given 1.09x and 0.96x."""
+    """Harness and plain rates measured in alternating rounds (each a warm-up and EPOCHS_PER_ROUND timed epochs per
+    side, their median; which side goes first alternating too), so a load that drifts over the minutes of a
+    measurement slows both sides of a round alike: the ratio is the median of the rounds' ratios. Measured in
+    blocks (all harness, then all plain), a busy machine gave 1.24x and 0.61x where a quieter one had given 1.09x
+    and 0.96x."""
     harness, plain = [], []
     for round_number in range(rounds):
         if round_number % 2 == 0:
-            harness += harness_rates(name, 1, threads)
-            plain += plain_rates(name, 1)
+            harness.append(statistics.median(harness_rates(name, EPOCHS_PER_ROUND, threads)))
+            plain.append(statistics.median(plain_rates(name, EPOCHS_PER_ROUND)))
         else:
-            plain += plain_rates(name, 1)
-            harness += harness_rates(name, 1, threads)
+            plain.append(statistics.median(plain_rates(name, EPOCHS_PER_ROUND)))
+            harness.append(statistics.median(harness_rates(name, EPOCHS_PER_ROUND, threads)))
     return harness, plain
 
 
