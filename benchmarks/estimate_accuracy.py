@@ -18,7 +18,6 @@ Smoke check: --repeats 1 --seeds 1 --epochs 2 --optimizers sgd (about 1 min).
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import yaml
 
 from optbench.formats import metrics_log, run_summary, study_estimate
 from optbench.studies import estimate_record
+from optbench.training.provenance import processor_and_cores
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "studies.md"
@@ -126,16 +126,6 @@ def timed_steps() -> dict:
     return {"default_threads": default, "at_default_threads": at_default, "at_run_threads": at_runs}
 
 
-def machine() -> str:
-    """lscpu's model name and the usable cores, else what platform says."""
-    try:
-        listing = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        model = next(line.split(":", 1)[1].strip() for line in listing.splitlines() if line.startswith("Model name"))
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        model = platform.processor() or platform.machine()
-    return f"{model}, {len(os.sched_getaffinity(0))} cores"
-
-
 def measure_pair(args: argparse.Namespace) -> dict:
     """The fresh launch and the relaunch, in a new temporary folder with its own empty cache."""
     with tempfile.TemporaryDirectory(prefix="estimate-accuracy-") as folder:
@@ -159,7 +149,7 @@ def measure_pair(args: argparse.Namespace) -> dict:
 def measure(args: argparse.Namespace) -> dict:
     return {
         "command": " ".join(["python benchmarks/estimate_accuracy.py", *args.argv]),
-        "machine": machine(),
+        "machine": processor_and_cores(),
         "date": time.strftime("%Y-%m-%d"),
         "study": {"optimizers": args.optimizers, "seeds": args.seeds, "epochs": args.epochs, "threads": THREADS},
         "pairs": [measure_pair(args) for _ in range(args.repeats)],

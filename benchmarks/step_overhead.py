@@ -20,7 +20,6 @@ docs/benchmarks.md between its markers (tests/test_steps.py checks it is this sc
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -135,18 +134,10 @@ def git_name(*arguments: str) -> str:
     return subprocess.run(["git", *arguments], cwd=REPO, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def machine() -> str:
-    """lscpu's model name and the usable cores, else what platform says."""
-    try:
-        listing = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        model = next(line.split(":", 1)[1].strip() for line in listing.splitlines() if line.startswith("Model name"))
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        model = platform.processor() or platform.machine()
-    return f"{model}, {len(os.sched_getaffinity(0))} cores"
-
-
 def measure(args: argparse.Namespace) -> dict:
     import torch
+
+    from optbench.training.provenance import processor_and_cores  # this tree's, not the measured src/'s
 
     after = git_name("rev-parse", "--short=8", "HEAD")
     after += " with uncommitted changes" if git_name("status", "--short", "--untracked-files=no") else ""
@@ -160,7 +151,7 @@ def measure(args: argparse.Namespace) -> dict:
             print(f"pair {number + 1}: {json.dumps(pairs[-1])}", file=sys.stderr)
     return {
         "command": " ".join(["python benchmarks/step_overhead.py", *args.argv]),
-        "machine": machine(),
+        "machine": processor_and_cores(),
         "torch": torch.__version__.split("+")[0],
         "date": time.strftime("%Y-%m-%d"),
         "before": git_name("rev-parse", "--short=8", args.before),

@@ -7,6 +7,7 @@ the GPU change a run's numbers (docs/runs.md, "Reproducibility": about half a po
 between 1 and 2 threads on the same CPU).
 """
 
+import os
 import platform
 import subprocess
 import sys
@@ -94,6 +95,12 @@ def processor_name() -> str | None:
         except (OSError, subprocess.TimeoutExpired):
             pass
     return platform.processor() or None
+
+
+def processor_and_cores() -> str:
+    """The CPU's model name (processor_name) and the cores this process may use ("AMD EPYC 7B13, 2 cores"), as
+    the benchmarks record the machine they measured on."""
+    return f"{processor_name() or platform.machine()}, {len(os.sched_getaffinity(0))} cores"
 
 
 def cpu_features() -> list[str]:
