@@ -494,7 +494,7 @@ def test_a_run_of_the_same_settings_on_another_seed_is_not_the_parts_evidence(st
     assert after.cost.equals(before.cost) and after.ranking.equals(before.ranking)
 
 
-def test_a_part_whose_grid_has_not_ended_is_not_judged_yet(study, tmp_path):
+def test_a_part_whose_grid_has_not_ended_is_neither_ranked_nor_judged_yet(study, tmp_path):
     """Three of a fixed-design study's seeds do not make its verdict: judged on part of its grid, the claim would
     read as the study's answer at a sample size nobody fixed (the language model's first main runs did)."""
     runs, folder = study
@@ -502,7 +502,10 @@ def test_a_part_whose_grid_has_not_ended_is_not_judged_yet(study, tmp_path):
     shutil.copytree(runs, partial)
     some_run = next((partial / "mnist1d" / "none-0.0" / "muon").rglob("summary.json"))
     shutil.rmtree(some_run.parent)
-    claims = judge_cross(partial, load_parts(folder / "cross" / "parts.yaml"), folder).claims.set_index("claim")
+    result = judge_cross(partial, load_parts(folder / "cross" / "parts.yaml"), folder)
+    claims = result.claims.set_index("claim")
     assert claims.loc["X1", "mnist1d"] == "not yet"
+    parts = result.parts_table.set_index("workload")  # nor ranked, though every optimizer has completed runs
+    assert parts.loc["mnist1d", "status"] == "incomplete" and "runs study" in parts.loc["mnist1d", "note"]
     assert claims.loc["X1", ["cifar_resnet18", "char_lm"]].tolist() == ["supported", "supported"]
     assert claims.loc["X1", "every_workload"] == "not decided"

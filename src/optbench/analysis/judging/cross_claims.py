@@ -18,7 +18,6 @@ from optbench.analysis.judging.cross_parts import CrossRuns, PartRuns
 from optbench.analysis.judging.hypotheses import REJECTED, SUPPORTED, Context
 from optbench.analysis.judging.verdicts import judge, seeds_text
 from optbench.errors import ConfigError
-from optbench.formats.run_summary import FAILED, FINAL_STATUSES
 from optbench.specs.cross_workload_spec import CrossWorkload
 from optbench.specs.hypothesis_spec import Hypothesis, load_hypotheses
 from optbench.specs.study_spec import EXPERIMENTS_DIR
@@ -58,24 +57,12 @@ def part_verdicts(spec: CrossWorkload, cross: CrossRuns, experiments_dir=EXPERIM
     for claim in spec.claims:
         for workload, hypothesis_id in claim.hypotheses.items():
             part = parts[workload]
-            waiting = part.missing or unfinished_grid(part, cross)
+            waiting = part.missing or part.unended()
             if waiting:
                 verdicts.append(PartVerdict(claim.id, workload, hypothesis_id, NOT_YET, "", waiting))
                 continue
             verdicts.append(judged(claim.id, part, hypotheses[hypothesis_id], cross, experiments_dir))
     return verdicts
-
-
-def unfinished_grid(part: PartRuns, cross: CrossRuns) -> str:
-    """Why a fixed-design part is not judged yet: its grid's runs have not all ended ("" when they have, or when its
-    study runs until decided, whose record says what its looks decided). A verdict on part of a grid would judge
-    at a sample size nobody fixed, and could be read as the study's answer."""
-    if any(record.study == part.study.id for record in cross.records):
-        return ""
-    ended = int(part.runs["status"].isin(FINAL_STATUSES + (FAILED,)).sum())
-    if ended >= part.planned_runs:
-        return ""
-    return f"{ended} of the {part.planned_runs} runs study {part.study.id} plans have ended: judged when all have"
 
 
 def judged(claim: str, part: PartRuns, hypothesis: Hypothesis, cross: CrossRuns, experiments_dir) -> PartVerdict:

@@ -7,7 +7,8 @@ trial that is a run of a part's study counts: study_trials.py), and takes, per p
 rung as `--study` takes them: the study's planned settings and budget (hypotheses.within_plan) with the values its
 tuning study chose (hypothesis_checks.tuned_as, from that study's tuning record in the folder). Every status is kept:
 a failed or diverged run is a result, and unfinished runs are counted, not dropped silently. A part with no runs
-yet, or whose tuning has left no record here, is named as missing with the reason; the others are labelled by
+yet, or whose tuning has left no record here, is named as missing with the reason; one whose grid has runs not
+ended yet is shown but neither ranked nor judged (`unended`); the others are labelled by
 workload (setting) and optimizer (arm), which is all the cross-workload tables compare.
 """
 
@@ -70,9 +71,19 @@ class PartRuns:
             for name, entry in self.tuning.optimizers.items()
         }
 
+    def unended(self) -> str:
+        """Why the part's grid has not ended ("" when every run it plans has a result): a ranking or a verdict on
+        part of a grid would be taken at a sample size nobody fixed, and read as the study's answer."""
+        ended = int(self.runs["status"].isin(RESULT_STATUSES).sum())
+        if ended >= self.planned_runs:
+            return ""
+        return f"{ended} of the {self.planned_runs} runs study {self.study.id} plans have ended: judged when all have"
+
     def ranked(self, optimizers: tuple[str, ...]) -> bool:
-        """Every optimizer has a completed run: the part has a full ranking."""
-        return not self.missing and set(optimizers) <= set(self.completed["optimizer"].astype(str))
+        """Its grid has ended and every optimizer has a completed run: the part has a full ranking."""
+        return (
+            not self.missing and not self.unended() and set(optimizers) <= set(self.completed["optimizer"].astype(str))
+        )
 
 
 @dataclass
@@ -183,7 +194,7 @@ def parts_table(parts: list[PartRuns], optimizers: tuple[str, ...]) -> pd.DataFr
             "completed": len(part.completed),
             "planned": part.planned_runs,
             "status": MISSING if part.missing else RANKED if part.ranked(optimizers) else INCOMPLETE,
-            "note": part.missing or "; ".join(part.notes),
+            "note": part.missing or "; ".join([*filter(None, [part.unended()]), *part.notes]),
         }
         for part in parts
     ]
