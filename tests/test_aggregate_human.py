@@ -164,6 +164,8 @@ def test_the_study_plans_human_label_sets_in_their_own_directories():
     }
 
 
+@pytest.mark.extended
+@pytest.mark.slow
 def test_the_cpu_study_plans_clean_aggre_and_worst_runs_with_the_shared_label_file(capsys, tmp_path):
     from optbench.studies.study_command import main
 

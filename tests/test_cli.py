@@ -141,6 +141,7 @@ def test_run_single_experiment_maps_flags_to_the_same_run(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_an_optimizer_with_its_own_schedule_runs_plainly_from_every_entry_point(tmp_path):
     """`optimizer=schedulefree_adamw` alone was refused (scheduler=cosine); now it takes its registry default,
     says so in train.log and record.json, and keeps the plain run directory, in a sweep and through the flags."""

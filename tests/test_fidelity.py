@@ -985,6 +985,7 @@ def test_the_mnist1d_ladder_paragraph_quotes_its_published_tables():
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path):
     """`python src/aggregate.py docs/fidelity-study/runs --study cpu_fidelity --out DIR --target-acc 0.5` gives the
     committed tables and summary.csv exactly (README's block is read from them): six seeds at every rung, the rung
@@ -1028,6 +1029,7 @@ def test_the_published_fidelity_tables_are_what_the_published_runs_give(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_the_published_mnist1d_ladder_is_what_the_published_runs_give(tmp_path):
     """`python src/aggregate.py docs/cross-workload-study/runs --study fidelity_mnist1d --only-study --out DIR` gives
     docs/fidelity-mnist1d's tables and summary.csv exactly. The folder also holds the CIFAR part, the language
@@ -1093,6 +1095,7 @@ def test_tuning_trials_that_are_the_named_studys_runs_are_counted_not_set_aside(
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_the_published_runs_with_two_diverged_muon_runs_at_16_epochs(tmp_path):
     """A copy of the published runs with two of Muon's three 16-epoch runs marked diverged: the fidelity section
     names them, keeps 16 epochs as the top, and names no faithful rung on its behalf (the old code silently
@@ -1146,6 +1149,7 @@ def test_the_planner_compares_each_rung_on_the_optimizers_it_shares_with_the_top
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_the_published_fidelity_runs_aggregate_without_the_study_named(tmp_path):
     """Fault 1 end to end: `python src/aggregate.py docs/fidelity-study/runs --out DIR` writes its ladder tables."""
     docs = Path(__file__).parents[1] / "docs/fidelity-study"

@@ -163,6 +163,7 @@ def test_two_image_folders_get_two_directories_and_never_share_one(tmp_path, cli
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_changed_images_in_the_same_folder_are_other_data(tmp_path):
     """The directory is named by content: new pixels under the same names train into a new directory,
     and the runs of the old images are left as they were."""

@@ -214,6 +214,7 @@ def test_bad_newcomer_keys_are_one_line_and_nothing_is_written(tmp_path, monkeyp
 
 
 @pytest.mark.slow  # plans the CPU study's 15 clean runs on the real images
+@pytest.mark.extended
 def test_the_dry_run_names_the_runs_the_checkout_has_published_and_how_to_use_them(
     decoded_real_cifar10, tmp_path, capsys
 ):

@@ -28,6 +28,7 @@ def test_the_notebook_holds_no_training_logic():
 
 @pytest.mark.parametrize("with_mirror", [False, True, "mnist1d"], ids=["local", "mirrored", "workload"])
 @pytest.mark.slow
+@pytest.mark.extended
 def test_the_notebook_runs_top_to_bottom_at_tiny_scale(tmp_path, monkeypatch, with_mirror):
     """With a mirror (Colab's layout: results on local disk, the mirror on Drive) the runs land in both, and
     the aggregator reads the mirror. With a workload chosen, the study's runs are that workload's."""

@@ -107,6 +107,25 @@ def test_a_package_name_and_a_missing_folder_are_refused(tmp_path, monkeypatch):
         optimizer_names()
 
 
+def test_an_own_optimizer_s_library_has_its_version_recorded_beside_the_package_s():
+    """summary.json's versions (training/progress.py's first summary) name the run's optimizer's library even when
+    no package optimizer comes from it, as docs/your-own-optimizer.md says."""
+    from importlib import metadata
+
+    from omegaconf import OmegaConf
+
+    from optbench.training import progress, provenance
+
+    own = _yaml(fenced_blocks(OWN_PAGE, "yaml")[0])
+    own["registry"]["library"] = "scipy"  # installed, and the library of no package optimizer
+    cfg = OmegaConf.create({"optimizer": own})
+    assert "scipy" not in provenance.library_versions()
+    versions = provenance.library_versions(progress.optimizer_library(cfg))
+    assert versions["scipy"] == metadata.version("scipy") and versions["torch"] == metadata.version("torch")
+    package = OmegaConf.create({"optimizer": {"name": "lion"}})
+    assert progress.optimizer_library(package) == "lion-pytorch"
+
+
 def run_train(args: list[str], env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "src/train.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
@@ -141,6 +160,7 @@ def test_an_own_optimizer_trains_from_its_folder_with_no_file_of_the_package_cha
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_the_registry_checks_run_on_an_own_optimizer_with_one_command(tmp_path):
     """scripts/check_optimizer.py PATH: the tests parametrised over every optimizer, on this one, and they pass."""
     path = write_own_folder(tmp_path / "my_conf")

@@ -102,6 +102,7 @@ def test_a_recorded_number_that_is_not_the_computed_one_is_named_with_its_size_a
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_a_published_run_replays_one_epoch_from_scratch_and_names_what_differs(real_cifar10_root, monkeypatch, capsys):
     """The published ladder's runs were trained before the environment was recorded: the processor and the
     threads are named as unknown, with this machine's beside them; the record's relative data root resolves

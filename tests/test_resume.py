@@ -277,6 +277,7 @@ def test_a_one_thread_run_resumed_by_a_two_thread_launcher_keeps_one_thread_and_
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_a_thread_count_the_user_sets_on_resuming_wins_and_the_summary_says_so(tmp_path, monkeypatch):
     run_dir = interrupted_run(tmp_path, monkeypatch, steps=3)
     assert json.loads((run_dir / "summary.json").read_text())["environment"]["threads"] == 1
@@ -448,6 +449,7 @@ def wait_for_lines(run_dir, count: int, process) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_sigterm_then_sigkill_then_resume_gives_the_uninterrupted_numbers(tmp_path):
     """Fault injection on real processes: a graceful stop, a hard kill mid-epoch, then two resumes."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the in-process reference (one_thread)

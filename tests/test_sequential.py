@@ -132,6 +132,7 @@ HYPOTHESIS = "id: HS\nstatement: sgd beats adam\ntest: {kind: metric_comparison,
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_a_study_runs_until_decided_records_each_look_and_resumes_without_retraining(tmp_path):
     import subprocess
     import sys

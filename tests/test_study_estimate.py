@@ -136,6 +136,7 @@ def test_process_started_reads_this_process(monkeypatch):
 
 
 @pytest.mark.slow  # two tiny runs through a Hydra multirun
+@pytest.mark.extended
 def test_a_launch_records_its_estimate_before_training_and_status_compares_it(tmp_path, capsys):
     results = tmp_path / "results"
     study = tmp_path / "est.yaml"

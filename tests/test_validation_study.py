@@ -14,7 +14,7 @@ from conftest import REPO
 from fixtures.aggregate.fake_runs import ramp_records, write_run
 from scipy import stats
 
-from optbench.analysis.judging.hypothesis_rule import Check
+from optbench.analysis.judging.hypothesis_rule import Check, comparison_z
 from optbench.analysis.judging.validation_effect import Pairs, effect_figures
 from optbench.analysis.judging.validation_fidelity import (
     LadderPool,
@@ -25,12 +25,11 @@ from optbench.analysis.judging.validation_fidelity import (
     resampled,
 )
 from optbench.analysis.judging.validation_figures import AT_LEAST, AT_MOST, EQUAL, WITHIN, Figure
-from optbench.analysis.judging.validation_null import comparison_z, null_figures
+from optbench.analysis.judging.validation_null import null_figures
 from optbench.analysis.judging.validation_runs import METRIC, finished_pool, paired_pools, resample_table
 from optbench.analysis.statistics import fidelity_stats
 from optbench.analysis.statistics.resampling import Rate, disjoint_draw, extended_draw, monte_carlo_rate
 from optbench.formats import aggregate_tables
-from optbench.studies.until_decided import comparison_z as study_comparison_z
 
 
 def pool_of(values, statuses=None) -> pd.DataFrame:
@@ -94,15 +93,17 @@ def test_a_figure_disagrees_only_beyond_monte_carlo_error(rate, claimed, relatio
     assert figure.disagrees is disagrees
 
 
-def test_the_sequential_z_is_the_one_the_study_takes():
+def test_the_sequential_z_is_the_check_s_two_sided_p_as_a_z_signed_by_the_stated_direction():
+    """One comparison_z (analysis/judging/hypothesis_rule.py) for the sequential study and its validation."""
     checks = [
         Check("s", "a vs b", "a higher", "as stated, significant", {"p": 0.01, "difference": 0.02}),
         Check("s", "a vs b", "a higher", "opposite, not significant", {"p": 0.4, "difference": -0.01}),
+        Check("s", "a vs b", "a lower", "as stated, significant", {"p": 0.05, "difference": -0.03}, better="lower"),
         Check("s", "a vs b", "a higher", "not testable", {"p": 0.01, "difference": 0.02}),
     ]
-    for check in checks:
-        ours, study = comparison_z(check), study_comparison_z(check)
-        assert ours == study or (math.isnan(ours) and math.isnan(study))
+    z = [comparison_z(check) for check in checks]
+    assert z[:3] == pytest.approx([2.5758293035489, -0.8416212335729, 1.9599639845401])
+    assert math.isnan(z[3])
 
 
 # ---- the pools --------------------------------------------------------------------------------------

@@ -18,9 +18,10 @@ import dataclasses
 from pathlib import Path
 
 from optbench.analysis.judging.hypotheses import Context, hypothesis_verdict
+from optbench.analysis.judging.hypothesis_rule import comparison_z
 from optbench.analysis.judging.tuning_report import read_tuning
 from optbench.analysis.pipeline import analyse
-from optbench.analysis.statistics.sequential_rule import CONTINUE, Design, decide, look_seeds, looks_for, signed_z
+from optbench.analysis.statistics.sequential_rule import CONTINUE, Design, decide, look_seeds, looks_for
 from optbench.errors import ConfigError, did_you_mean
 from optbench.formats import decision_record
 from optbench.formats.decision_record import DecisionRecord, HypothesisDecision, HypothesisDesign, no_number
@@ -122,13 +123,6 @@ def look_decisions(
             n={f"{check.setting}: {check.comparison}": seeds_tested(check) for check in verdict.checks},
         )
     return record, taken
-
-
-def comparison_z(check) -> float:
-    """The check's signed z; none (NaN) when the evaluation calls it not testable or missing, whatever p it has."""
-    if not check.testable:
-        return float("nan")
-    return signed_z(check.numbers.get("p", float("nan")), check.numbers.get("difference", float("nan")), check.better)
 
 
 def seeds_tested(check) -> int:

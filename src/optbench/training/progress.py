@@ -8,7 +8,7 @@ from the config and the provenance measured now, whether an epoch diverged, and 
 import math
 
 from optbench.formats import metrics_log, run_summary
-from optbench.registry import workloads
+from optbench.registry import optimizers, workloads
 from optbench.training import provenance
 
 
@@ -34,12 +34,18 @@ def initial_summary(
         model=model,
         device=device,
         device_policy=policy,
-        versions=provenance.library_versions(),
+        versions=provenance.library_versions(optimizer_library(cfg)),
         git=provenance.git_state(),
         environment=environment,
         validation_labels=validation_labels,
         workload=workload_summary(cfg),
     )
+
+
+def optimizer_library(cfg) -> str | None:
+    """The distribution the run's optimizer comes from (its registry entry, or its own config's `registry:`)."""
+    spec = optimizers.spec_of_config(cfg.optimizer)
+    return spec.library if spec is not None else None
 
 
 def workload_summary(cfg) -> dict:

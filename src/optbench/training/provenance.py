@@ -26,9 +26,12 @@ LIBRARIES = tuple(dict.fromkeys(("torch", "torchvision", *optimizers.libraries()
 NUMBER_CHANGING_CPU_FEATURES = ("avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16", "amx_int8", "amx_tile")
 
 
-def library_versions() -> dict[str, str | None]:
+def library_versions(run_library: str | None = None) -> dict[str, str | None]:
+    """Python's and each library's version (None: not installed); `run_library` is the run's optimizer's (its
+    `registry.library`), recorded too when it is none of the package's: an optimizer from a config folder of one's
+    own."""
     versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in LIBRARIES:
+    for name in dict.fromkeys((*LIBRARIES, *([run_library] if run_library else []))):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from optbench.analysis.statistics.exact_tests import holm
+from optbench.analysis.statistics.sequential_rule import signed_z
 from optbench.specs.hypothesis_spec import HUMAN, Hypothesis, HypothesisTest
 
 SUPPORTED, REJECTED, INCONCLUSIVE = "supported", "rejected", "inconclusive"
@@ -37,6 +38,15 @@ class Check:
     @property
     def testable(self) -> bool:
         return self.outcome not in ("missing", "not testable")
+
+
+def comparison_z(check: Check) -> float:
+    """The check's signed z, what the sequential rule decides on (studies/until_decided.py and its validation,
+    analysis/judging/validation_null.py): none (NaN) when the evaluation calls it not testable or missing, whatever
+    p it has."""
+    if not check.testable:
+        return math.nan
+    return signed_z(check.numbers.get("p", math.nan), check.numbers.get("difference", math.nan), check.better)
 
 
 @dataclass

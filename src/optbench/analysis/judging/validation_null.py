@@ -15,12 +15,11 @@ arm are the study at n (n = 3, 6, 10: nested, as a study that adds seeds grows),
   the paired difference's (two_arms, in the verdict's numbers) against 0.
 """
 
-import math
-
 import numpy as np
 import pandas as pd
 
-from optbench.analysis.judging.hypotheses import REJECTED, SUPPORTED, Check, Context, hypothesis_verdict
+from optbench.analysis.judging.hypotheses import REJECTED, SUPPORTED, Context, hypothesis_verdict
+from optbench.analysis.judging.hypothesis_rule import comparison_z
 from optbench.analysis.judging.pairwise_tables import pairwise_table
 from optbench.analysis.judging.validation_figures import AT_MOST, EQUAL, Figure
 from optbench.analysis.judging.validation_runs import METRIC, SETTING, resample_table
@@ -32,7 +31,6 @@ from optbench.analysis.statistics.sequential_rule import (
     Design,
     decide,
     looks_for,
-    signed_z,
     spent,
 )
 from optbench.analysis.statistics.summaries import describe
@@ -57,14 +55,6 @@ def claim(subject: str, others: tuple[str, ...]) -> Hypothesis:
 
 
 ONE, THREE = claim("a", ("b",)), claim("a", ("b", "c", "d"))
-
-
-def comparison_z(check: Check) -> float:
-    """The check's signed z as the sequential study takes it (studies/until_decided.comparison_z; tests pin the two
-    together): none when the evaluation calls it not testable."""
-    if not check.testable:
-        return math.nan
-    return signed_z(check.numbers.get("p", math.nan), check.numbers.get("difference", math.nan), check.better)
 
 
 class Tally:
