@@ -2,10 +2,10 @@
 
 A fidelity ladder study (`python src/study.py cpu_fidelity --plan-seeds --pilot DIR [--delta POINTS]`) plans its
 ladder instead: from the pilot's ladder of the study's rungs (analysis/judging/ladder_runs.py, judged by
-fidelity.py), for each of a rung's two answers the seeds at which an unchanged rung gets it with 80 % power (certified
-within the resolution: seeds shared by a rung and the top; the top's orders kept: seeds at the rung), each with the
-power simulated at that number, and the seeds per optimizer at the top that establish orders the resolution apart
-(`--delta`, else the study's `fidelity: {resolution: ...}`, else 2 points).
+fidelity.py), for each of a rung's two answers the seeds at which an unchanged rung gets it with 80 % power, at
+that rung's own spread (certified within the resolution: seeds shared by the rung and the top; the top's orders
+kept: seeds at the rung), each with the power simulated at that number, and the seeds per optimizer at the top
+that establish orders the resolution apart (`--delta`, else the study's `fidelity: {resolution: ...}`, else 2 points).
 
 The pilot's runs are read and each hypothesis evaluated on them exactly as the aggregator judges it, on the
 same scope (optbench.analysis.judging.verdicts: the settings of a study in the pilot folder that ran until decided, else
@@ -86,7 +86,8 @@ def fidelity_plans(
     study: Study, pilot: Path, resolution: float | None, experiments_dir: Path = Path("experiments")
 ) -> list[tuple]:
     """A ladder study's pilot: per ladder found in it (the study's rungs), the seeds that reach the resolution
-    (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), from its spread.
+    (`resolution` points; default the study's, else fidelity_stats.DEFAULT_RESOLUTION_POINTS), each rung's from its
+    own spread.
     Tuning trials that are the study's own runs count, as the aggregator counts them (study_trials.py), so the
     plan is the report's."""
     from optbench.analysis.judging import fidelity, ladder_runs
@@ -110,27 +111,35 @@ def fidelity_plans(
 
 
 def print_fidelity_plans(plans: list[tuple]) -> None:
-    from optbench.analysis.judging.fidelity import cheapest_faithful_rung, keep_phrase, percent, seeds_phrase, why_none
+    from optbench.analysis.judging.fidelity import (
+        certify_phrase,
+        cheapest_faithful_rung,
+        keep_phrase,
+        seeds_phrase,
+        why_none,
+    )
 
     if not plans:
         print("_(the pilot's runs form no ladder of this study's rungs: nothing to plan from)_")
     for ladder, plan in plans:
         points = ladder.resolution * 100
         print(f"## {ladder.setting}: the fidelity ladder against {ladder.top.label} (resolution {points:g} points)")
+        changes = ", ".join(f"{certify.rung} {certify.change_sd * 100:.2f}" for certify in plan.certifies)
         print(
-            f"- spread: a pair's per-seed difference at the top sd {plan.difference_sd * 100:.2f} points, an "
-            f"optimizer's change between a rung and the top sd {plan.change_sd * 100:.2f} (root mean square over the "
-            "optimizers; each at its 80 % upper bound)"
+            f"- spread: a pair's per-seed difference at the top sd {plan.difference_sd * 100:.2f} points; an "
+            f"optimizer's change between a rung and the top sd, per rung: {changes or 'no rung below the top'} "
+            "(root mean square over the optimizers; each at its 80 % upper bound)"
         )
-        establish, resolve = seeds_phrase(plan.seeds_to_establish), seeds_phrase(plan.seeds_for_resolution)
         print(
-            f"- magnitude: an unchanged rung certified at {points:g} points with 80 % power: {resolve} shared by a "
-            f"rung and the top (simulated at that number: {percent(plan.power_for_resolution)})"
+            f"- magnitude: an unchanged rung certified at {points:g} points with 80 % power, at each rung's own "
+            "spread of change (80 % upper bound), on seeds shared by the rung and the top: "
+            f"{', '.join(certify_phrase(certify) for certify in plan.certifies) or 'no rung below the top'}"
         )
         print(
             "- order kept: an unchanged rung keeps the top's orders with 80 % power, at each rung's own spread (80 % "
             f"upper bound): {', '.join(keep_phrase(keep) for keep in plan.keeps) or 'no rung below the top'}"
         )
+        establish = seeds_phrase(plan.seeds_to_establish)
         print(f"- to establish the top's orders {points:g} points apart: {establish} per optimizer")
         cheapest = cheapest_faithful_rung(ladder)
         print(f"- now: cheapest faithful rung {cheapest}" if cheapest else f"- now: {why_none(ladder, plan)}")

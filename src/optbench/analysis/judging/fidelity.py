@@ -14,7 +14,7 @@ Per ladder (`analyse_ladder`):
   projection interval, pairs ordered alike and flips, cost (the training-compute share; device-hours as measured
   beside it); a rung is faithful only when both answers are yes (fidelity_stats.is_faithful);
 - `cheapest_faithful_rung` names it; else `why_none` says why, with the seeds `fidelity_plan` finds for each
-  answer and their simulated power.
+  answer at each rung's own spread and their simulated power.
 `tuned_settings` tabulates the winners of tuning studies of one workload and setting run at more than one budget
 (short-horizon bias).
 """
@@ -327,18 +327,27 @@ class RungKeep:
 
 
 @dataclass(frozen=True)
-class FidelityPlan:
-    change_spreads: np.ndarray  # per optimizer: sd of its per-seed change between a rung and the top (80 % upper)
-    difference_sd: float  # sd of a pair's per-seed difference at the top, at its 80 % upper bound
-    seeds_for_resolution: int | None  # shared by a rung and the top: an unchanged rung certified within the resolution
-    power_for_resolution: float  # simulated at that number, at these spreads (an independent generator)
-    keeps: tuple[RungKeep, ...]  # per rung below the top: the seeds that keep the top's orders, at its own spread
-    seeds_to_establish: int | None  # at the top, for 80 % power to establish an order with a gap of the resolution
+class RungCertify:
+    """The planner's seeds for *magnitude* at one rung, from that rung's own spread of change against the top: a
+    spread pooled over rungs several-fold apart under-powers the noisy rung and asks the quiet one for too many."""
+
+    rung: str
+    spreads: np.ndarray  # per optimizer: sd of its per-seed change between the rung and the top (80 % upper bound)
+    seeds: int | None  # shared with the top: an unchanged rung certified within the resolution with 80 % power
+    power: float  # simulated at that number (an independent generator)
 
     @property
     def change_sd(self) -> float:
         """The root mean square of the optimizers' change spreads (one number to print)."""
-        return float(np.sqrt(np.mean(self.change_spreads**2))) if len(self.change_spreads) else math.nan
+        return float(np.sqrt(np.mean(self.spreads**2))) if len(self.spreads) else math.nan
+
+
+@dataclass(frozen=True)
+class FidelityPlan:
+    difference_sd: float  # sd of a pair's per-seed difference at the top, at its 80 % upper bound
+    certifies: tuple[RungCertify, ...]  # per rung below the top: the seeds certifying it, at its own spread of change
+    keeps: tuple[RungKeep, ...]  # per rung below the top: the seeds that keep the top's orders, at its own spread
+    seeds_to_establish: int | None  # at the top, for 80 % power to establish an order with a gap of the resolution
 
 
 def pooled_spreads(matrices: list[np.ndarray]) -> np.ndarray:
@@ -355,11 +364,28 @@ def pooled_spreads(matrices: list[np.ndarray]) -> np.ndarray:
     return np.sqrt(pooled) * fidelity_stats.sd_upper_bound(1.0, df)
 
 
+def shared_arms(ladder: Ladder, rung: Rung) -> list[str]:
+    """The optimizers a rung and the top both have results for: what the rung's answers are judged on."""
+    return [arm for arm in ladder.arms if arm in result_arms(rung) and arm in result_arms(ladder.top)]
+
+
+def rung_certify(ladder: Ladder, rung: Rung, metric: str) -> RungCertify:
+    """The seeds shared with the top at which an unchanged rung with this rung's own spread of change (each
+    optimizer's, rung minus top on the seeds both share, at its 80 % upper bound) is certified within the study's
+    resolution with 80 % power, on the optimizers the two share (as the rung's magnitude answer is judged)."""
+    arms = shared_arms(ladder, rung)
+    shared = sorted(set(common_seeds(rung, arms)) & set(common_seeds(ladder.top, arms)))
+    spreads = pooled_spreads([matrix(rung, arms, shared, metric) - matrix(ladder.top, arms, shared, metric)])
+    seeds = fidelity_power.seeds_to_certify(spreads, ladder.resolution) if len(spreads) else None
+    power = fidelity_power.certify_power(spreads, seeds, ladder.resolution) if seeds else math.nan
+    return RungCertify(rung.label, spreads, seeds, power)
+
+
 def rung_keep(ladder: Ladder, rung: Rung, metric: str, alpha: float) -> RungKeep:
     """The seeds at which an unchanged rung with this rung's own spread (80 % upper bound) keeps every order the
     top establishes with 80 % power, on the optimizers the two share (as the rung's order answer is judged); where
     none up to MAX_SEEDS does, the orders out of reach."""
-    arms = [arm for arm in ladder.arms if arm in result_arms(rung) and arm in result_arms(ladder.top)]
+    arms = shared_arms(ladder, rung)
     top_values = matrix(ladder.top, arms, common_seeds(ladder.top, arms), metric)
     signs = fidelity_stats.established_orders(top_values, alpha)[0]
     means = top_values.mean(axis=1) if top_values.shape[1] else np.full(len(arms), math.nan)
@@ -383,53 +409,50 @@ def rung_keep(ladder: Ladder, rung: Rung, metric: str, alpha: float) -> RungKeep
 
 
 def fidelity_plan(ladder: Ladder, metric: str, alpha: float = ALPHA) -> FidelityPlan:
-    """The planner. Magnitude, from the ladder's spreads of change pooled over the compared rungs at their one-sided
-    80 % upper bound: the seeds shared with the top at which an unchanged rung is certified within the resolution
-    with 80 % power, and that power simulated at the number given. Order kept, per rung from its own spread
-    (`rung_keep`). And the seeds at the top that establish orders the resolution apart."""
-    # The arms every compared rung shares with the top: an arm the top has and a cheaper rung lacks (a learning rate
-    # tuned at the top's budget only) has no change to pool, and per-optimizer spreads need each arm at every rung.
+    """The planner. Per rung below the top, from that rung's own spreads at their one-sided 80 % upper bounds (rungs
+    differ several-fold in spread, so one pooled over them fits none), the seeds at which an unchanged rung gets
+    each answer with 80 % power and that power simulated at the number given: magnitude (`rung_certify`: seeds
+    shared with the top, certified within the resolution) and order kept (`rung_keep`: seeds at the rung). And the
+    seeds at the top that establish orders the resolution apart."""
+    # The top's spread, on the optimizers every compared rung shares with it: an arm only the top has (a learning
+    # rate tuned at the top's budget only) is compared at no rung, so no order of its needs establishing.
     arms = [
         arm
         for arm in ladder.arms
         if arm in result_arms(ladder.top) and all(arm in result_arms(rung) for rung in ladder.compared[:-1])
     ]
-    top_seeds = common_seeds(ladder.top, arms)
-    top_values = matrix(ladder.top, arms, top_seeds, metric)
-    top_sd, top_df = fidelity_stats.residual_spread(top_values)
-    changes = []
-    for rung in ladder.compared[:-1]:
-        shared = sorted(set(common_seeds(rung, arms)) & set(top_seeds))
-        changes.append(matrix(rung, arms, shared, metric) - matrix(ladder.top, arms, shared, metric))
-    change_spreads = pooled_spreads(changes)
-    certify = fidelity_power.seeds_to_certify(change_spreads, ladder.resolution) if len(change_spreads) else None
+    top_sd, top_df = fidelity_stats.residual_spread(matrix(ladder.top, arms, common_seeds(ladder.top, arms), metric))
     difference_sd = math.sqrt(2) * fidelity_stats.sd_upper_bound(top_sd, top_df) if top_df else math.nan
     pairs = len(arms) * (len(arms) - 1) // 2
+    below = ladder.compared[:-1]
     return FidelityPlan(
-        change_spreads,
         difference_sd,
-        certify,
-        fidelity_power.certify_power(change_spreads, certify, ladder.resolution) if certify else math.nan,
-        tuple(rung_keep(ladder, rung, metric, alpha) for rung in ladder.compared[:-1]),
+        tuple(rung_certify(ladder, rung, metric) for rung in below),
+        tuple(rung_keep(ladder, rung, metric, alpha) for rung in below),
         fidelity_stats.seeds_to_establish(difference_sd, ladder.resolution, pairs, alpha),
     )
 
 
 def with_plan(ladder: Ladder, plan: FidelityPlan) -> Ladder:
     """The agreement table with the study's resolution and the planner's seeds (README's reading reads them): the
-    seeds for order kept and their power on each rung's own row."""
+    seeds for each answer and their power on each rung's own row (NaN on the top's)."""
+    certifies = {certify.rung: certify for certify in plan.certifies}
     keeps = {keep.rung: keep for keep in plan.keeps}
-    seeds = [keeps[rung].seeds if rung in keeps else None for rung in ladder.agreement["rung"]]
+    rungs = list(ladder.agreement["rung"])
     ladder.agreement = ladder.agreement.assign(
         resolution_wanted=ladder.resolution,
         seeds_to_establish=plan.seeds_to_establish,
-        seeds_for_resolution=plan.seeds_for_resolution,
-        power_for_resolution=plan.power_for_resolution,
-        seeds_to_keep=[math.nan if found is None else found for found in seeds],
-        power_to_keep=[keeps[rung].power if rung in keeps else math.nan for rung in ladder.agreement["rung"]],
+        seeds_for_resolution=[seeds_or_nan(certifies[rung].seeds) if rung in certifies else math.nan for rung in rungs],
+        power_for_resolution=[certifies[rung].power if rung in certifies else math.nan for rung in rungs],
+        seeds_to_keep=[seeds_or_nan(keeps[rung].seeds) if rung in keeps else math.nan for rung in rungs],
+        power_to_keep=[keeps[rung].power if rung in keeps else math.nan for rung in rungs],
         planned_top=ladder.top_label,
     )
     return ladder
+
+
+def seeds_or_nan(seeds: int | None) -> float:
+    return math.nan if seeds is None else seeds
 
 
 def seeds_phrase(seeds: int | None) -> str:
@@ -473,8 +496,17 @@ def keep_phrase(keep: RungKeep) -> str:
     return f"{keep.rung}: {seeds_phrase(None)} ({orders})"
 
 
+def certify_phrase(certify: RungCertify) -> str:
+    """`epochs=30: 22 seeds (simulated: 81 %)`, or `more than 200 seeds`, and why where its spread is unknown."""
+    if certify.seeds is not None:
+        return f"{certify.rung}: {certify.seeds} seeds (simulated: {percent(certify.power)})"
+    spread_known = len(certify.spreads) >= 2 and np.isfinite(certify.spreads).all() and certify.spreads.max() > 0
+    why = "" if spread_known else " (its spread of change is unknown: fewer than two shared seeds, or none seen)"
+    return f"{certify.rung}: {seeds_phrase(None)}{why}"
+
+
 def plan_sentence(ladder: Ladder, plan: FidelityPlan) -> str:
-    """What the planner finds for each answer, with the power simulated at its number."""
+    """What the planner finds for each answer, at each rung's own spread, with the power simulated at its number."""
     points = ladder.resolution * 100
     established = max((keep.established for keep in plan.keeps), default=0)
     keep = (
@@ -484,11 +516,11 @@ def plan_sentence(ladder: Ladder, plan: FidelityPlan) -> str:
         else "no order to keep (the top establishes none)"
     )
     return (
-        f"From this ladder's spread of change pooled over its rungs (80 % upper bounds), an unchanged rung is "
-        f"certified at {points:g} points with 80 % power on {seeds_phrase(plan.seeds_for_resolution)} shared with "
-        f"the top (simulated: {percent(plan.power_for_resolution)}); {keep}; {seeds_phrase(plan.seeds_to_establish)} "
-        f"per optimizer at the top would establish orders {points:g} points apart (Holm's strictest step) "
-        "(`python src/study.py LADDER --plan-seeds --pilot DIR`)."
+        f"At each rung's own spread of change against the top (80 % upper bounds), an unchanged rung is certified at "
+        f"{points:g} points with 80 % power on these seeds shared with the top: "
+        f"{', '.join(certify_phrase(certify) for certify in plan.certifies)}; {keep}; "
+        f"{seeds_phrase(plan.seeds_to_establish)} per optimizer at the top would establish orders {points:g} points "
+        "apart (Holm's strictest step) (`python src/study.py LADDER --plan-seeds --pilot DIR`)."
     )
 
 
