@@ -747,7 +747,7 @@ def test_the_planner_asks_for_the_seeds_its_simulation_gives():
     n = fidelity_stats.seeds_to_establish(1.0, 2.0, 10, 0.05)
     power = lambda n: scipy_stats.nct.sf(scipy_stats.t.ppf(1 - 0.0025, n - 1), n - 1, 2 * math.sqrt(n))  # noqa: E731
     assert power(n) >= 0.8 > power(n - 1)
-    assert fidelity_power.seeds_for_resolution(math.nan, 5, 2.0) is None
+    assert fidelity_power.seeds_to_certify(np.full(5, math.nan), 2.0) is None
 
 
 def test_each_optimizers_own_variance_is_estimated_without_bias_in_a_few_seeds():

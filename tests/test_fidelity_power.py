@@ -52,7 +52,7 @@ def test_an_unchanged_rung_is_certified_at_the_planned_seeds_with_80_percent_pow
     # The change spread is the truth's (no pilot): the planner's seeds must give 80 % by the rule itself. The old
     # rule's planner sized the Tukey half-width alone and asked for 7 seeds, where 3.5 % of unchanged ladders
     # reach 2 points.
-    seeds = fidelity_power.seeds_for_resolution(SEED_SD, len(TOP_MEANS), WANTED)
+    seeds = fidelity_power.seeds_to_certify(np.full(len(TOP_MEANS), SEED_SD), WANTED)
     assert seeds is not None
     assert certified_share(np.random.default_rng(54), seeds) >= floor_of(0.8, LADDERS)
 

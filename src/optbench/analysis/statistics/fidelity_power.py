@@ -155,11 +155,6 @@ def seeds_to_certify(spreads: ArrayLike, wanted: float, power: float = TARGET_PO
     return fewest_seeds(lambda n: design_resolution(spreads, n, power) <= wanted)
 
 
-def seeds_for_resolution(change_sd: float, optimizers: int, wanted: float) -> int | None:
-    """`seeds_to_certify` with every optimizer's per-seed change of sd `change_sd`."""
-    return seeds_to_certify(np.full(optimizers, change_sd), wanted) if math.isfinite(change_sd) else None
-
-
 def seeds_to_keep(
     means: ArrayLike, spreads: ArrayLike, top_signs: ArrayLike, power: float = TARGET_POWER
 ) -> int | None:
