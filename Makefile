@@ -29,7 +29,7 @@ quick: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -n auto -m "not extended" $(ARGS)
 
-# The slowest tests (marked extended: every documented command, real SLURM jobs, whole tuning studies): CI runs
+# The slowest tests (marked extended, each 12 s or more: every documented command, SLURM jobs, tuning studies): CI runs
 # them after make test, so `make test` stays within 10 minutes on 2 cores (docs/testing.md: the three tiers).
 test-extended: $(STAMP)
 	$(PY) -m pytest -q -n auto -m extended $(ARGS)
