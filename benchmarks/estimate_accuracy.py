@@ -33,6 +33,10 @@ from optbench.studies import estimate_record
 from optbench.training.provenance import processor_and_cores
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))  # readme_blocks
+
+import readme_blocks  # noqa: E402
+
 DOC = REPO / "docs" / "studies.md"
 BEGIN = "<!-- estimate accuracy: written by benchmarks/estimate_accuracy.py --docs; a test checks it -->"
 END = "<!-- end of estimate accuracy -->"
@@ -203,12 +207,9 @@ def docs_text(figures: dict) -> str:
 
 
 def with_block(text: str, block: str) -> str:
-    """docs/studies.md with the paragraph between its markers replaced by `block`."""
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"docs/studies.md lacks the markers {BEGIN!r} ... {END!r}")
+    """docs/studies.md with the paragraph between its markers replaced by `block`, wrapped at 115 columns."""
     wrapped = textwrap.fill(block.strip(), 115, break_long_words=False, break_on_hyphens=False)
-    return text[: start + len(BEGIN)] + "\n" + wrapped + "\n" + text[end:]
+    return readme_blocks.with_block(text, wrapped, BEGIN, END, "docs/studies.md")
 
 
 def main(argv: list[str]) -> int:

@@ -29,6 +29,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "scripts"))  # readme_blocks
+
+import readme_blocks  # noqa: E402
 
 from optbench.analysis.statistics import fidelity_power, fidelity_stats  # noqa: E402
 from optbench.analysis.writing.tables import to_markdown  # noqa: E402
@@ -192,10 +195,8 @@ def coverage_block() -> str:
 
 
 def with_block(text: str, block: str) -> str:
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"docs/fidelity.md lacks the markers {BEGIN!r} ... {END!r}")
-    return text[: start + len(BEGIN)] + "\n" + block.strip() + "\n" + text[end:]
+    """docs/fidelity.md with the text between its markers replaced by `block`."""
+    return readme_blocks.with_block(text, block, BEGIN, END, "docs/fidelity.md")
 
 
 def main(argv: list[str]) -> int:

@@ -29,6 +29,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))  # readme_blocks
+
+import readme_blocks  # noqa: E402
+
 DOC = REPO / "docs" / "benchmarks.md"
 BEGIN = "<!-- step overhead: written by benchmarks/step_overhead.py --docs; a test checks it -->"
 END = "<!-- end of step overhead -->"
@@ -209,10 +213,7 @@ def docs_text(figures: dict) -> str:
 
 def with_block(text: str, block: str) -> str:
     """docs/benchmarks.md with the text between its markers replaced by `block`."""
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"docs/benchmarks.md lacks the markers {BEGIN!r} ... {END!r}")
-    return text[: start + len(BEGIN)] + "\n" + block.strip() + "\n" + text[end:]
+    return readme_blocks.with_block(text, block, BEGIN, END, "docs/benchmarks.md")
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,8 @@
 """Replace a generated block of README.md (the lines between two markers) from a function that writes it.
 
-Shared by scripts/readme_study.py, readme_fidelity.py and readme_planner.py: `with_block` swaps the block, `main_for`
-is their command line (rewrite README, or `--check`: exit 1 when README differs, 2 when it cannot be made).
+Shared by the scripts/readme_*.py scripts and the benchmarks that write a docs page's block: `with_block` swaps the
+block; `main_for` is the readme scripts' command line (rewrite README, or `--check`: exit 1 when README differs, 2
+when it cannot be made).
 """
 
 import argparse
@@ -10,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def with_block(readme_text: str, block: str, begin: str, end: str) -> str:
-    """README's text with the lines between the markers `begin` and `end` replaced by `block`."""
+def with_block(readme_text: str, block: str, begin: str, end: str, document: str = "README.md") -> str:
+    """README's (or `document`'s) text with the lines between the markers `begin` and `end` replaced by `block`."""
     start, stop = readme_text.find(begin), readme_text.find(end)
     if start < 0 or stop < start:
-        raise ValueError(f"README.md lacks the markers {begin!r} ... {end!r}: put them where the table goes")
+        raise ValueError(f"{document} lacks the markers {begin!r} ... {end!r}: put them where the table goes")
     return readme_text[: start + len(begin)] + "\n" + block.strip() + "\n" + readme_text[stop:]
 
 
